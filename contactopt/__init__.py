@@ -1,0 +1,50 @@
+"""contactopt: rigid multibody contact simulation, one explicit mathematical program per step.
+
+Public API (DESIGN.md)::
+
+    scene = co.load_scene("problems/cart_wall.toml")
+    traj = co.simulate(scene, formulation="gauss", solver="clarabel")
+    prog = co.formulate(scene.system, q, v, dt, formulation="gauss")
+    sol = co.solve(prog, solver="osqp")
+"""
+
+from contactopt import formulations, programs, solvers, systems
+from contactopt.errors import (
+    ContactoptError,
+    OptionError,
+    SceneError,
+    SolverUnavailableError,
+    UnknownNameError,
+    UnsupportedProgramError,
+)
+from contactopt.model import Bilateral, Contacts, Dynamics, State, StepProblem
+from contactopt.programs import (
+    LCP,
+    SOC,
+    Block,
+    ConicProgram,
+    Nonneg,
+    Residuals,
+    Solution,
+    Status,
+    Zero,
+    lcp_to_qp,
+    load_program,
+    qp_to_lcp,
+    save_program,
+)
+from contactopt.records import StepRecord, Trajectory
+from contactopt.scenes import Scene, load_scene
+from contactopt.simulate import formulate, simulate
+from contactopt.solvers import solve
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "Dynamics",
+    "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "Solution",
+    "SolverUnavailableError", "State", "Status", "StepProblem", "StepRecord", "Trajectory",
+    "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "formulate",
+    "formulations", "lcp_to_qp", "load_program", "load_scene", "programs", "qp_to_lcp",
+    "save_program", "simulate", "solve", "solvers", "systems",
+]

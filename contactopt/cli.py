@@ -1,0 +1,257 @@
+"""The ``contactopt`` command.
+
+Errors caused by the input (a scene with a typo, an unknown solver, a bad option) print one
+line ``contactopt: error: ...`` to stderr and exit with status 1, never a traceback. Usage
+errors exit with 2. A run that stops early because a step failed still writes everything it
+computed and exits with status 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from contactopt import formulations, solvers, systems
+from contactopt.errors import ContactoptError, OptionError
+from contactopt.programs import save_program
+from contactopt.records import Trajectory
+from contactopt.scenes import Scene, load_scene, problems_dir
+from contactopt.simulate import formulate, simulate
+
+EXIT_ERROR = 1
+EXIT_STOPPED = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"contactopt: error: {message} (see '{self.prog} --help')\n")
+
+
+def _parse_option(text: str) -> tuple[str, Any]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise OptionError(f"option {text!r}: expected KEY=VALUE")
+    try:  # TOML syntax for the value: 4, 1e-3, true, "dual", [1, 2]
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+def _options(items: Sequence[str] | None) -> dict[str, Any]:
+    return dict(_parse_option(item) for item in items or [])
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    what = args.what
+    if what in ("problems", "all"):
+        root = problems_dir()
+        print(f"problems ({root}):")
+        for path in sorted(root.glob("*.toml")):
+            try:
+                scene = load_scene(path)
+                print(f"  {path.stem:24s} {scene.system.type_name:12s} {scene.description}")
+            except ContactoptError as exc:
+                print(f"  {path.stem:24s} (invalid: {exc})")
+    if what in ("formulations", "all"):
+        print("formulations:")
+        for name in formulations.names():
+            form = formulations.get(name)
+            opts = ", ".join(f"{k}={v!r}" for k, v in form.defaults.items()) or "no options"
+            print(f"  {name:12s} {form.description} [{opts}]")
+    if what in ("solvers", "all"):
+        print("solvers:")
+        installed = set(solvers.available())
+        for name in solvers.names():
+            spec = solvers.spec(name)
+            state = "installed" if name in installed else f"missing: {spec.install_hint}"
+            kinds = ",".join(sorted(spec.kinds))
+            print(f"  {name:10s} {kinds:9s} {state:12s} {spec.description}")
+            if spec.variants and name in installed and args.what == "solvers":
+                from contactopt.solvers import cvxpy_
+
+                print(f"  {'':10s} variants: {', '.join(f'{name}:{v}' for v in cvxpy_.installed_variants())}")
+    if what in ("systems", "all"):
+        print("systems:")
+        for name in systems.names():
+            cls = systems.get(name)
+            params = ", ".join(p.name if p.default is None else f"{p.name}={p.default:g}"
+                               for p in cls.parameters)
+            print(f"  {name:12s} {cls.description} [{params}]")
+    return 0
+
+
+def _format_table(rows: list[dict[str, Any]]) -> str:
+    keys = list(rows[0])
+    cells = [[_fmt(row[k]) for k in keys] for row in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    lines = ["  ".join(k.ljust(w) for k, w in zip(keys, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)) for cell in cells]
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, np.ndarray):
+        return "[" + ", ".join(f"{x:.4g}" for x in value) + "]"
+    return str(value)
+
+
+def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
+    summary = traj.summary()
+    n = max(1, summary["steps"])
+    impulses = [np.nanmax(r.impulses[:, 0]) for r in traj.steps if r.impulses.size]
+    return {
+        "scene": scene.name, "formulation": traj.info["formulation"], "solver": traj.info["solver"],
+        "dt": traj.dt, "steps": summary["steps"], "t_final": summary["t_final"],
+        "q_final": traj.q[-1], "min_phi": summary["min_phi"],
+        "max_normal_impulse": float(np.nanmax(impulses)) if impulses else 0.0,
+        "max_residual": summary["max_residual"],
+        "build_ms/step": 1e3 * summary["build_time"] / n,
+        "solve_ms/step": 1e3 * summary["solve_time"] / n,
+        "status": ",".join(f"{k}:{v}" for k, v in summary["status"].items()),
+    }
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    scene = load_scene(args.scene)
+    options = _options(args.option)
+    solver_options = {**scene.solver_options, **_options(args.solver_option)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("once")
+        traj = simulate(scene, formulation=args.formulation, solver=args.solver, dt=args.dt,
+                        duration=args.duration, options=options, solver_options=solver_options,
+                        fallback=args.fallback, progress=not args.no_progress)
+    out = Path(args.out) if args.out else Path("runs") / (
+        f"{scene.name}-{traj.info['formulation']}-{traj.info['solver'].replace(':', '_')}")
+    out.mkdir(parents=True, exist_ok=True)
+    traj_path = traj.save(out / "trajectory.npz")
+    row = _summary_row(scene, traj)
+    (out / "summary.json").write_text(json.dumps(
+        {**{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()},
+         "info": traj.info, "message": traj.message}, indent=2, default=str))
+    written = [traj_path, out / "summary.json"]
+    if not args.no_plot:
+        from contactopt.plotting import plot_trajectory
+
+        written.append(plot_trajectory(traj, out / "trajectory.png"))
+    if args.save_programs:
+        written.append(_save_programs(scene, traj, out / "programs"))
+    print(_format_table([row]))
+    for path in written:
+        print(f"wrote {path}")
+    if not traj.completed:
+        print(f"contactopt: run stopped early: {traj.message}", file=sys.stderr)
+        return EXIT_STOPPED
+    return 0
+
+
+def _save_programs(scene: Scene, traj: Trajectory, folder: Path) -> Path:
+    """The program of every step the trajectory started, rebuilt from its recorded states."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dt = traj.dt
+    options = traj.info["options"]
+    for i in range(min(len(traj.steps), traj.q.shape[0])):
+        program = formulate(scene.system, traj.q[i], traj.v[i], dt, traj.info["formulation"],
+                            options, t=float(traj.t[i]))
+        save_program(program, folder / f"step_{i:06d}.npz")
+    return folder
+
+
+def _cmd_program(args: argparse.Namespace) -> int:
+    scene = load_scene(args.scene)
+    options = {**scene.options, **_options(args.option)}
+    formulation = args.formulation or scene.formulation
+    dt = args.dt or scene.dt
+    q, v, t = scene.q0, scene.v0, 0.0
+    if args.step > 0:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            traj = simulate(scene, formulation=formulation, solver=args.solver, dt=dt,
+                            duration=args.step * dt, options=options)
+        if traj.q.shape[0] <= args.step:
+            raise ContactoptError(f"the run stopped before step {args.step}: {traj.message}")
+        q, v, t = traj.q[args.step], traj.v[args.step], float(traj.t[args.step])
+    program = formulate(scene.system, q, v, dt, formulation, options, t=t)
+    print(f"step {args.step} (t = {t:.6g}) of {scene.name}, formulation {formulation}: {program.summary()}")
+    for block in program.variables:
+        print(f"  variables {block.name}: [{block.start}, {block.stop})")
+    for block in getattr(program, "constraints", ()):
+        print(f"  rows      {block.name}: [{block.start}, {block.stop})")
+    if args.out:
+        print(f"wrote {save_program(program, args.out)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="contactopt", description=(
+        "Simulate rigid bodies with contact, one explicit mathematical program per step."))
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p_list = sub.add_parser("list", help="list problems, formulations, solvers or systems",
+                            description="List bundled problems, formulations, solvers or system types.")
+    p_list.add_argument("what", nargs="?", default="all",
+                        choices=["problems", "formulations", "solvers", "systems", "all"])
+    p_list.set_defaults(func=_cmd_list)
+
+    p_run = sub.add_parser("run", help="simulate a scene and write trajectory, summary and plot",
+                           description="Simulate SCENE (a .toml file or a bundled problem name); "
+                           "print a summary table and write trajectory.npz, summary.json and "
+                           "trajectory.png to --out.")
+    p_run.add_argument("scene", help="scene file or bundled problem name (see 'contactopt list problems')")
+    _add_step_arguments(p_run)
+    p_run.add_argument("--duration", type=float, help="simulated time [s] (default: the scene's)")
+    p_run.add_argument("--out", help="output folder (default: runs/SCENE-FORMULATION-SOLVER)")
+    p_run.add_argument("--solver-option", action="append", metavar="KEY=VALUE",
+                       help="solver option, repeatable (e.g. max_iter=100)")
+    p_run.add_argument("--fallback", metavar="SOLVER", help="solver to retry a failed step with")
+    p_run.add_argument("--save-programs", action="store_true",
+                       help="also write every step's program as .npz under OUT/programs")
+    p_run.add_argument("--no-plot", action="store_true", help="skip the plot")
+    p_run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p_run.set_defaults(func=_cmd_run)
+
+    p_prog = sub.add_parser("program", help="show (and save) the program of one step",
+                            description="Simulate SCENE up to step N, print the program that "
+                            "step poses, and optionally save it as .npz.")
+    p_prog.add_argument("scene")
+    _add_step_arguments(p_prog)
+    p_prog.add_argument("--step", type=int, default=0, help="step index (default 0)")
+    p_prog.add_argument("--out", help="write the program to this .npz file")
+    p_prog.set_defaults(func=_cmd_program)
+    return parser
+
+
+def _add_step_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--formulation", "-f", help=f"one of {', '.join(formulations.names())}")
+    parser.add_argument("--solver", "-s", help=f"one of {', '.join(solvers.names())} (cvxpy:NAME)")
+    parser.add_argument("--dt", type=float, help="time step [s] (default: the scene's)")
+    parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
+                        help="formulation option, repeatable (e.g. form=dual)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ContactoptError as exc:
+        print(f"contactopt: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("contactopt: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""Exceptions raised by contactopt.
+
+Every error a user can cause by bad input derives from :class:`ContactoptError`, so the CLI
+can print one line for it and exit non-zero without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ContactoptError(Exception):
+    """Base class of every error that bad input (scene, option, name) can cause."""
+
+
+class SceneError(ContactoptError, ValueError):
+    """A scene file is malformed: the message names the file and the key."""
+
+
+class ShapeError(ContactoptError, ValueError):
+    """An array given to a core type has the wrong shape or non-finite entries."""
+
+
+class UnknownNameError(ContactoptError, KeyError):
+    """An unknown formulation, solver or system type was named."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain
+        return str(self.args[0]) if self.args else ""
+
+
+class SolverUnavailableError(ContactoptError, ImportError):
+    """A solver backend is known but its Python package is not installed."""
+
+
+class UnsupportedProgramError(ContactoptError, TypeError):
+    """A solver cannot take a program and no conversion applies."""
+
+
+class ConversionError(ContactoptError, ValueError):
+    """A program does not meet the conditions of a conversion (e.g. P not positive definite)."""
+
+
+class OptionError(ContactoptError, ValueError):
+    """An unknown or invalid option was passed to a formulation or solver."""

@@ -1,0 +1,71 @@
+"""What a time-stepping formulation is: ``build`` a program from a step, ``recover`` the step.
+
+Like a cvxpy reduction, a formulation has two halves: :meth:`Formulation.build` turns a
+:class:`~contactopt.model.StepProblem` into an explicit program (ConicProgram or LCP) whose
+variable and row blocks are named, and :meth:`Formulation.recover` maps a solver's
+:class:`~contactopt.programs.Solution` back to the next velocity and the contact impulses.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.errors import OptionError
+from contactopt.model import StepProblem
+from contactopt.programs import LCP, ConicProgram, Solution
+
+FloatArray = NDArray[np.float64]
+Program = ConicProgram | LCP
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a formulation recovers from a solution.
+
+    Attributes:
+        v_next: (nv,) velocity at the end of the step.
+        impulses: (nc, dim) contact impulses in N·s, normal first per contact.
+    """
+
+    v_next: FloatArray
+    impulses: FloatArray
+
+
+class Formulation(ABC):
+    """Base class of every formulation; subclasses declare ``name`` and ``defaults``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    #: Option names with their default values; anything else is rejected.
+    defaults: ClassVar[Mapping[str, Any]] = {}
+    #: Allowed values of enumerated options.
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+
+    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults merged with ``options``; unknown keys and bad choices raise OptionError."""
+        given = dict(options or {})
+        unknown = sorted(set(given) - set(self.defaults))
+        if unknown:
+            raise OptionError(
+                f"formulation {self.name!r}: unknown option(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(self.defaults) or 'none'}")
+        merged = {**self.defaults, **given}
+        for key, allowed in self.choices.items():
+            if merged[key] not in allowed:
+                raise OptionError(f"formulation {self.name!r}: option {key!r} must be one of "
+                                  f"{', '.join(map(repr, allowed))}, got {merged[key]!r}")
+        return merged
+
+    @abstractmethod
+    def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        """The explicit program of one step (options already resolved)."""
+
+    @abstractmethod
+    def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
+        """Next velocity and impulses from a solution of ``program``."""

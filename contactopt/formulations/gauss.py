@@ -1,0 +1,90 @@
+"""The discrete Gauss least-constraint QP (frictionless), primal in v' and dual in impulses.
+
+Reference 000, "Time-stepping LCP: Normal force" and the QP that follows it: replacing
+``qddot = (v' - v)/h`` in Gauss's principle and scaling by ``h^2``, with
+``v_free = v + h M^{-1} tau`` (written ``v^-`` there), one step is
+
+**primal** (variables ``x = v'``)::
+
+    minimize_{v'}   1/2 (v' - v_free)^T M (v' - v_free)
+    subject to      phi/h + n v' >= 0                   (one row per contact)
+
+i.e. ``P = M``, ``c = -M v_free``, ``A = -n``, ``b = phi/h``, ``K = R_+^nc``. The row duals are
+the normal impulses ``lambda`` (N·s): stationarity reads ``M (v' - v_free) = n^T lambda``.
+
+**dual** (variables ``x = lambda``), from eliminating ``v' = v_free + M^{-1} n^T lambda``::
+
+    minimize_{lambda >= 0}   1/2 lambda^T (n M^{-1} n^T) lambda + lambda^T (n v_free + phi/h)
+
+whose KKT conditions are the LCP ``0 <= lambda ⟂ W lambda + n v_free + phi/h >= 0`` with the
+Delassus matrix ``W = n M^{-1} n^T`` (reference 000: "the LCP for the frictionless contact
+dynamics is precisely the optimality conditions of this convex QP").
+
+For the 1-D cart against a wall (``phi = q``, ``n = 1``) this gives the reference's
+``q[n+1] = max(0, q + h v_free)`` and ``f[n] = lambda / h``.
+Friction is ignored (a warning says so when mu > 0).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactopt.errors import ContactoptError
+from contactopt.formulations.base import Formulation, Program, StepResult
+from contactopt.model import StepProblem
+from contactopt.programs import Block, ConicProgram, Nonneg, Solution
+
+
+class FrictionIgnoredWarning(UserWarning):
+    """A frictionless formulation was given contacts with mu > 0."""
+
+
+class Gauss(Formulation):
+    name: ClassVar[str] = "gauss"
+    description: ClassVar[str] = "discrete Gauss least-constraint QP, frictionless (primal or dual)"
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal"}
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
+
+    def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        contacts = problem.contacts
+        if problem.bilateral.count:
+            raise ContactoptError("formulation 'gauss' does not take bilateral constraints yet")
+        if contacts.dim > 1 and np.any(contacts.mu > 0):
+            warnings.warn("formulation 'gauss' is frictionless: mu > 0 is ignored",
+                          FrictionIgnoredWarning, stacklevel=3)
+        h = problem.dt
+        M = problem.dynamics.M
+        n = contacts.J_normal
+        nc, nv = n.shape
+        metadata = {"formulation": self.name, "form": options["form"], "dt": h,
+                    "t": problem.state.t, "contacts": nc, "nv": nv}
+        if options["form"] == "primal":
+            return ConicProgram(
+                P=sp.csc_matrix(M), c=-M @ problem.v_free, A=sp.csc_matrix(-n), b=contacts.phi / h,
+                cones=(Nonneg(nc),), variables=(Block("v_next", 0, nv),),
+                constraints=(Block("nonpenetration", 0, nc),), metadata=metadata)
+        M_inv_nT = problem.dynamics.solve_M(n.T)
+        W = n @ M_inv_nT
+        return ConicProgram(
+            P=sp.csc_matrix(0.5 * (W + W.T)), c=n @ problem.v_free + contacts.phi / h,
+            A=-sp.identity(nc, format="csc"), b=np.zeros(nc), cones=(Nonneg(nc),),
+            variables=(Block("impulse_normal", 0, nc),),
+            constraints=(Block("impulse_nonneg", 0, nc),), metadata=metadata)
+
+    def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
+        assert isinstance(program, ConicProgram)
+        contacts = problem.contacts
+        if program.metadata["form"] == "primal":
+            v_next = program.variable(solution.x, "v_next")
+            normal = program.row_block(solution.y, "nonpenetration")
+        else:
+            normal = program.variable(solution.x, "impulse_normal")
+            v_next = problem.v_free + problem.dynamics.solve_M(contacts.J_normal.T @ normal)
+        impulses = np.zeros((contacts.count, contacts.dim))
+        impulses[:, 0] = normal
+        return StepResult(v_next=np.array(v_next), impulses=impulses)

@@ -1,0 +1,89 @@
+"""The time-stepping driver: one explicit program per step (DESIGN.md, "The data flow").
+
+Semi-implicit Euler: the formulation's program gives ``v'`` (and the impulses), then
+``q' = system.integrate(q, v', h)``. A step whose solve is not usable (infeasible, ray
+termination, numerical error, ...) yields no next state; its record carries the status.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactopt import formulations, solvers
+from contactopt.errors import ContactoptError
+from contactopt.formulations.base import Formulation, Program
+from contactopt.model import State, StepProblem
+from contactopt.programs import Residuals, Status
+from contactopt.records import StepRecord
+from contactopt.systems.base import System
+
+
+def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t: float = 0.0,
+                       u: ArrayLike | None = None) -> StepProblem:
+    """Ask the system for everything one step needs, at ``(q, v)``."""
+    state = State(np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64), t)
+    if state.q.shape[0] != system.nq or state.v.shape[0] != system.nv:
+        raise ContactoptError(f"state has nq={state.q.shape[0]}, nv={state.v.shape[0]}; system "
+                              f"{system.type_name!r} has nq={system.nq}, nv={system.nv}")
+    return StepProblem(state=state, dt=dt, dynamics=system.dynamics(state.q, state.v, u),
+                       contacts=system.contacts(state.q),
+                       bilateral=system.constraints(state.q, state.v))
+
+
+class TimeStepping:
+    """Advance a system by solving a formulation's program with a solver at each step."""
+
+    def __init__(self, system: System, formulation: str, solver: str, dt: float,
+                 options: Mapping[str, Any] | None = None,
+                 solver_options: Mapping[str, Any] | None = None) -> None:
+        self.system = system
+        self.formulation: Formulation = formulations.get(formulation)
+        self.options = self.formulation.resolve_options(options)
+        self.solver = solver
+        solvers.parse_name(solver)
+        spec = solvers.spec(solver)
+        if not spec.is_available():
+            from contactopt.errors import SolverUnavailableError
+
+            raise SolverUnavailableError(f"solver {spec.name!r} is not installed: {spec.install_hint}")
+        self.solver_options = dict(solver_options or {})
+        self.dt = float(dt)
+        self.last_program: Program | None = None
+
+    def program(self, state: State) -> tuple[StepProblem, Program]:
+        problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t)
+        return problem, self.formulation.build(problem, self.options)
+
+    def step(self, state: State) -> tuple[State | None, StepRecord]:
+        start = time.perf_counter()
+        problem, program = self.program(state)
+        self.last_program = program
+        build_time = time.perf_counter() - start
+        contacts = problem.contacts
+        nan_impulses = np.full((contacts.count, contacts.dim), np.nan)
+        try:
+            solution = solvers.solve(program, self.solver, self.solver_options)
+        except ContactoptError as exc:
+            # A program this solver cannot take mid-run (e.g. P singular for qp->lcp) is a
+            # failed step, recorded, not a lost trajectory.
+            return None, StepRecord(t=state.t, impulses=nan_impulses, phi=contacts.phi.copy(),
+                                    status=Status.NUMERICAL_ERROR, build_time=build_time,
+                                    setup_time=0.0, solve_time=0.0, iterations=0,
+                                    residuals=Residuals(np.inf, np.inf, np.inf, np.inf),
+                                    solver=self.solver, message=str(exc))
+        record_args = dict(t=state.t, phi=contacts.phi.copy(), status=solution.status,
+                           build_time=build_time, setup_time=solution.setup_time,
+                           solve_time=solution.solve_time, iterations=solution.iterations,
+                           residuals=solution.residuals, solver=solution.solver,
+                           conversion=solution.conversion, message=solution.message)
+        if not solution.status.usable:
+            return None, StepRecord(impulses=nan_impulses, **record_args)  # type: ignore[arg-type]
+        result = self.formulation.recover(problem, program, solution)
+        q_next = self.system.integrate(state.q, result.v_next, self.dt)
+        next_state = State(q_next, result.v_next, state.t + self.dt)
+        return next_state, StepRecord(impulses=result.impulses, **record_args)  # type: ignore[arg-type]

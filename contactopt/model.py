@@ -1,0 +1,263 @@
+"""Core data types: the state, the dynamics, the contacts and the step problem.
+
+All types are frozen dataclasses whose arrays are checked at construction (shape and
+finiteness), following the conventions of DESIGN.md:
+
+* ``q`` configuration (nq), ``v`` generalized velocity (nv).
+* Manipulator equation ``M(q) vdot = tau(q, v, u) + J(q)^T lambda`` with ``tau`` all
+  non-contact generalized forces (reference 000, "Manipulator Equations").
+* Contact frames are normal first: per contact the Jacobian rows are ``[n]`` (normal only),
+  ``[n, t]`` in 2-D, ``[n, t1, t2]`` in 3-D.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import scipy.linalg
+from numpy.typing import ArrayLike, NDArray
+
+from contactopt.errors import ShapeError
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["Bilateral", "Contacts", "Dynamics", "State", "StepProblem", "as_vector"]
+
+
+def as_vector(value: ArrayLike, name: str, length: int | None = None) -> FloatArray:
+    """Return ``value`` as a finite 1-D float array, or raise :class:`ShapeError` naming it."""
+    arr = np.array(value, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ShapeError(f"{name}: expected a vector, got an array of shape {arr.shape}")
+    if length is not None and arr.shape[0] != length:
+        raise ShapeError(f"{name}: expected length {length}, got {arr.shape[0]}")
+    if not np.all(np.isfinite(arr)):
+        raise ShapeError(f"{name}: contains NaN or infinite entries: {arr}")
+    arr.setflags(write=False)
+    return arr
+
+
+def as_matrix(value: ArrayLike, name: str, shape: tuple[int, int]) -> FloatArray:
+    """Return ``value`` as a finite 2-D float array of ``shape``, or raise :class:`ShapeError`."""
+    arr = np.array(value, dtype=np.float64)
+    if arr.ndim == 1 and shape[0] == 0:
+        arr = arr.reshape(0, shape[1])
+    if arr.shape != shape:
+        raise ShapeError(f"{name}: expected shape {shape}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ShapeError(f"{name}: contains NaN or infinite entries")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True)
+class State:
+    """Configuration and velocity at time ``t``.
+
+    Attributes:
+        q: (nq,) configuration.
+        v: (nv,) generalized velocity.
+        t: time in seconds.
+    """
+
+    q: FloatArray
+    v: FloatArray
+    t: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "q", as_vector(self.q, "State.q"))
+        object.__setattr__(self, "v", as_vector(self.v, "State.v"))
+        if not np.isfinite(self.t):
+            raise ShapeError(f"State.t: must be finite, got {self.t}")
+        object.__setattr__(self, "t", float(self.t))
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """The manipulator equation's left and right sides without contact: ``M vdot = tau``.
+
+    Attributes:
+        M: (nv, nv) symmetric positive definite mass matrix.
+        tau: (nv,) all non-contact generalized forces, ``tau_g + B u - C(q, v) v``.
+    """
+
+    M: FloatArray
+    tau: FloatArray
+
+    def __post_init__(self) -> None:
+        tau = as_vector(self.tau, "Dynamics.tau")
+        nv = tau.shape[0]
+        M = as_matrix(self.M, "Dynamics.M", (nv, nv))
+        if not np.allclose(M, M.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0)))):
+            raise ShapeError("Dynamics.M: mass matrix is not symmetric")
+        object.__setattr__(self, "M", M)
+        object.__setattr__(self, "tau", tau)
+
+    @property
+    def nv(self) -> int:
+        return int(self.tau.shape[0])
+
+    @cached_property
+    def cholesky(self) -> tuple[FloatArray, bool]:
+        """Cholesky factor of M, for ``M^{-1} x`` solves; raises if M is not positive definite."""
+        try:
+            return scipy.linalg.cho_factor(self.M)  # type: ignore[no-any-return]
+        except np.linalg.LinAlgError as exc:
+            raise ShapeError("Dynamics.M: mass matrix is not positive definite") from exc
+
+    def solve_M(self, rhs: ArrayLike) -> FloatArray:
+        """``M^{-1} rhs`` for a vector or a matrix of columns."""
+        return scipy.linalg.cho_solve(self.cholesky, np.asarray(rhs, dtype=np.float64))  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Contacts:
+    """Contact candidates at a configuration (reference 000, "Contact Jacobian").
+
+    Attributes:
+        phi: (nc,) signed separation, ``phi >= 0`` means not penetrating.
+        J: (nc * dim, nv) contact Jacobian; rows per contact are normal first
+           (``[n]`` for dim 1, ``[n, t]`` for dim 2, ``[n, t1, t2]`` for dim 3).
+        mu: (nc,) Coulomb friction coefficients (may be ``inf`` for sticking contact).
+        restitution: (nc,) coefficients of restitution in [0, 1].
+        dim: rows per contact: 1 (normal only), 2 (planar) or 3 (spatial).
+    """
+
+    phi: FloatArray
+    J: FloatArray
+    mu: FloatArray
+    restitution: FloatArray
+    dim: int
+
+    def __post_init__(self) -> None:
+        if self.dim not in (1, 2, 3):
+            raise ShapeError(f"Contacts.dim: must be 1, 2 or 3, got {self.dim}")
+        phi = as_vector(self.phi, "Contacts.phi")
+        nc = phi.shape[0]
+        J = np.array(self.J, dtype=np.float64)
+        if J.ndim != 2 or J.shape[0] != nc * self.dim:
+            raise ShapeError(
+                f"Contacts.J: expected {nc * self.dim} rows ({nc} contacts x {self.dim}), "
+                f"got shape {J.shape}"
+            )
+        J = as_matrix(J, "Contacts.J", J.shape)
+        mu = np.array(self.mu, dtype=np.float64).reshape(-1)
+        if mu.shape != (nc,) or np.any(np.isnan(mu)) or np.any(mu < 0):
+            raise ShapeError(f"Contacts.mu: expected {nc} non-negative values, got {mu}")
+        mu.setflags(write=False)
+        e = as_vector(self.restitution, "Contacts.restitution", nc)
+        if np.any(e < 0) or np.any(e > 1):
+            raise ShapeError(f"Contacts.restitution: must lie in [0, 1], got {e}")
+        for name, value in (("phi", phi), ("J", J), ("mu", mu), ("restitution", e)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def count(self) -> int:
+        """Number of contacts ``nc``."""
+        return int(self.phi.shape[0])
+
+    @property
+    def nv(self) -> int:
+        return int(self.J.shape[1])
+
+    @property
+    def J_normal(self) -> FloatArray:
+        """(nc, nv) normal rows ``n`` of every contact."""
+        return self.J[:: self.dim]
+
+    @property
+    def J_tangent(self) -> FloatArray:
+        """(nc * (dim - 1), nv) tangent rows, contact-major."""
+        mask = np.arange(self.J.shape[0]) % self.dim != 0
+        return self.J[mask]
+
+    @staticmethod
+    def empty(nv: int, dim: int) -> Contacts:
+        """No contacts: zero-row arrays, never a special case."""
+        return Contacts(np.zeros(0), np.zeros((0, nv)), np.zeros(0), np.zeros(0), dim)
+
+
+@dataclass(frozen=True)
+class Bilateral:
+    """Bilateral (equality) constraints ``h(q) = 0`` and/or ``h_v(q, v) = 0``.
+
+    Reference 000, "Bilateral Position Constraints": ``H = dh/dq`` and the velocity-level
+    constraint ``H v = 0``; its time derivative gives ``H vdot + Hdot v = 0``.
+
+    Attributes:
+        h: (nh,) constraint values (position constraints; zero for pure velocity constraints).
+        H: (nh, nv) constraint Jacobian.
+        Hdot_v: (nh,) the velocity product term ``Hdot v``.
+        velocity_bias: (nh,) right side ``b`` of a velocity constraint ``H v = b``
+            (e.g. a prescribed joint velocity); zero for position constraints.
+    """
+
+    h: FloatArray
+    H: FloatArray
+    Hdot_v: FloatArray
+    velocity_bias: FloatArray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        h = as_vector(self.h, "Bilateral.h")
+        nh = h.shape[0]
+        H = np.array(self.H, dtype=np.float64)
+        if H.ndim != 2 or H.shape[0] != nh:
+            raise ShapeError(f"Bilateral.H: expected {nh} rows, got shape {H.shape}")
+        H = as_matrix(H, "Bilateral.H", H.shape)
+        Hdot_v = as_vector(self.Hdot_v, "Bilateral.Hdot_v", nh)
+        bias = np.array(self.velocity_bias, dtype=np.float64).reshape(-1)
+        if bias.shape[0] == 0 and nh > 0:
+            bias = np.zeros(nh)
+        bias = as_vector(bias, "Bilateral.velocity_bias", nh)
+        for name, value in (("h", h), ("H", H), ("Hdot_v", Hdot_v), ("velocity_bias", bias)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def count(self) -> int:
+        return int(self.h.shape[0])
+
+    @staticmethod
+    def empty(nv: int) -> Bilateral:
+        return Bilateral(np.zeros(0), np.zeros((0, nv)), np.zeros(0), np.zeros(0))
+
+
+@dataclass(frozen=True)
+class StepProblem:
+    """Everything a time-stepping formulation needs for one step of length ``dt``.
+
+    Attributes:
+        state: the state at the start of the step.
+        dt: step length h > 0.
+        dynamics: M and tau at the state.
+        contacts: contact candidates at ``state.q``.
+        bilateral: bilateral constraints at the state (zero rows if none).
+    """
+
+    state: State
+    dt: float
+    dynamics: Dynamics
+    contacts: Contacts
+    bilateral: Bilateral
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.dt) and self.dt > 0):
+            raise ShapeError(f"StepProblem.dt: must be a positive number, got {self.dt}")
+        nv = self.dynamics.nv
+        if self.state.v.shape[0] != nv:
+            raise ShapeError(f"StepProblem: state.v has length {self.state.v.shape[0]}, M is {nv}x{nv}")
+        if self.contacts.nv != nv:
+            raise ShapeError(f"StepProblem: contact Jacobian has {self.contacts.nv} columns, nv = {nv}")
+        if self.bilateral.H.shape[1] != nv:
+            raise ShapeError(f"StepProblem: bilateral H has {self.bilateral.H.shape[1]} columns, nv = {nv}")
+
+    @property
+    def nv(self) -> int:
+        return self.dynamics.nv
+
+    @cached_property
+    def v_free(self) -> FloatArray:
+        """``v_free = v + h M^{-1} tau``: the next velocity before contact impulses
+        (reference 000, "Time-stepping LCP: Normal force", written there ``v^-``)."""
+        return self.state.v + self.dt * self.dynamics.solve_M(self.dynamics.tau)

@@ -1,0 +1,203 @@
+"""The conic program every QP/SOCP formulation builds.
+
+Standard form (Clarabel / SCS / cvxpy canonical form)::
+
+    minimize    1/2 x^T P x + c^T x
+    subject to  A x + s = b,   s in K,
+
+with ``K`` a product of ``Zero(n)`` (equalities), ``Nonneg(n)`` (inequalities ``A x <= b``)
+and ``SOC(n)`` (``s_0 >= ||s_{1:}||``) cones, in that row order of ``cones``. The dual
+variables ``y`` live in the dual cone ``K*`` and satisfy ``P x + c + A^T y = 0`` at a
+solution. A QP is a ConicProgram without SOC cones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from contactopt.errors import ShapeError
+
+FloatArray = NDArray[np.float64]
+ConeKind = Literal["zero", "nonneg", "soc"]
+
+__all__ = ["SOC", "Block", "Cone", "ConicProgram", "Nonneg", "Zero"]
+
+
+@dataclass(frozen=True)
+class Cone:
+    """One cone of the product ``K``: ``kind`` is ``zero``, ``nonneg`` or ``soc``; ``dim`` rows."""
+
+    kind: ConeKind
+    dim: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("zero", "nonneg", "soc"):
+            raise ShapeError(f"Cone.kind: unknown cone {self.kind!r}")
+        if self.dim < 0 or (self.kind == "soc" and self.dim < 1):
+            raise ShapeError(f"Cone.dim: invalid dimension {self.dim} for a {self.kind} cone")
+
+
+def Zero(dim: int) -> Cone:  # noqa: N802 - named like the cone
+    """``{0}^dim``: equality rows ``A x = b``."""
+    return Cone("zero", dim)
+
+
+def Nonneg(dim: int) -> Cone:  # noqa: N802
+    """``R_+^dim``: inequality rows ``A x <= b``."""
+    return Cone("nonneg", dim)
+
+
+def SOC(dim: int) -> Cone:  # noqa: N802
+    """Second-order (Lorentz) cone ``{s : s_0 >= ||s_{1:dim}||}``."""
+    return Cone("soc", dim)
+
+
+@dataclass(frozen=True)
+class Block:
+    """A named slice ``[start, stop)`` of a program's variables or constraint rows.
+
+    ``per`` is the number of entries per item (for example 3 impulse components per contact,
+    normal first), so item ``i`` occupies ``start + i*per : start + (i+1)*per``.
+    """
+
+    name: str
+    start: int
+    stop: int
+    per: int = 1
+
+    @property
+    def slice(self) -> slice:
+        return slice(self.start, self.stop)
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+
+def blocks_from_sizes(items: Sequence[tuple[str, int, int]]) -> tuple[Block, ...]:
+    """Consecutive blocks from ``(name, size, per)`` triples."""
+    out: list[Block] = []
+    start = 0
+    for name, size, per in items:
+        out.append(Block(name, start, start + size, per))
+        start += size
+    return tuple(out)
+
+
+def _check_blocks(blocks: tuple[Block, ...], total: int, what: str) -> None:
+    position = 0
+    for block in blocks:
+        if block.start != position or block.stop < block.start:
+            raise ShapeError(f"{what} layout: block {block.name!r} does not follow on at {position}")
+        position = block.stop
+    if blocks and position != total:
+        raise ShapeError(f"{what} layout covers {position} entries, the program has {total}")
+
+
+@dataclass(frozen=True)
+class ConicProgram:
+    """``min 1/2 x^T P x + c^T x  s.t.  A x + s = b, s in K`` (see module docstring).
+
+    Attributes:
+        P: (n, n) symmetric positive semidefinite, CSC (full, both triangles).
+        c: (n,) linear cost.
+        A: (m, n) constraint matrix, CSC.
+        b: (m,) constraint right side.
+        cones: cones of ``K`` in row order; their dims sum to m.
+        variables: named blocks of x (e.g. ``v_next``, ``impulse``).
+        constraints: named blocks of the rows (their duals y are often the impulses).
+        metadata: JSON-serialisable description (formulation, options, dt, t, ...).
+    """
+
+    P: sp.csc_matrix
+    c: FloatArray
+    A: sp.csc_matrix
+    b: FloatArray
+    cones: tuple[Cone, ...]
+    variables: tuple[Block, ...] = ()
+    constraints: tuple[Block, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        c = np.array(self.c, dtype=np.float64).reshape(-1)
+        n = c.shape[0]
+        P = sp.csc_matrix(self.P, dtype=np.float64)
+        if P.shape != (n, n):
+            raise ShapeError(f"ConicProgram.P: expected shape ({n}, {n}), got {P.shape}")
+        b = np.array(self.b, dtype=np.float64).reshape(-1)
+        m = b.shape[0]
+        A = sp.csc_matrix(self.A, dtype=np.float64) if m or n else sp.csc_matrix((m, n))
+        if A.shape != (m, n):
+            raise ShapeError(f"ConicProgram.A: expected shape ({m}, {n}), got {A.shape}")
+        cones = tuple(self.cones)
+        if sum(cone.dim for cone in cones) != m:
+            raise ShapeError(f"ConicProgram.cones: dims sum to {sum(k.dim for k in cones)}, A has {m} rows")
+        for name, arr in (("c", c), ("b", b), ("P", P.data), ("A", A.data)):
+            if not np.all(np.isfinite(arr)):
+                raise ShapeError(f"ConicProgram.{name}: contains NaN or infinite entries")
+        if P.nnz and abs(P - P.T).max() > 1e-9 * max(1.0, abs(P).max()):
+            raise ShapeError("ConicProgram.P: not symmetric (give both triangles)")
+        _check_blocks(tuple(self.variables), n, "variable")
+        _check_blocks(tuple(self.constraints), m, "constraint")
+        P.sort_indices()
+        A.sort_indices()
+        for name, value in (("P", P), ("c", c), ("A", A), ("b", b), ("cones", cones),
+                            ("variables", tuple(self.variables)),
+                            ("constraints", tuple(self.constraints)),
+                            ("metadata", dict(self.metadata))):
+            object.__setattr__(self, name, value)
+
+    @property
+    def kind(self) -> str:
+        """``"qp"`` without SOC cones, else ``"socp"``."""
+        return "socp" if any(cone.kind == "soc" for cone in self.cones) else "qp"
+
+    @property
+    def n(self) -> int:
+        """Number of variables."""
+        return int(self.c.shape[0])
+
+    @property
+    def m(self) -> int:
+        """Number of constraint rows."""
+        return int(self.b.shape[0])
+
+    def cone_rows(self, kind: ConeKind) -> NDArray[np.bool_]:
+        """(m,) mask of the rows that belong to cones of ``kind``."""
+        mask = np.zeros(self.m, dtype=bool)
+        row = 0
+        for cone in self.cones:
+            if cone.kind == kind:
+                mask[row : row + cone.dim] = True
+            row += cone.dim
+        return mask
+
+    def variable(self, x: ArrayLike, name: str) -> FloatArray:
+        """The slice of a primal vector ``x`` named ``name`` in :attr:`variables`."""
+        return np.asarray(x, dtype=np.float64)[_find(self.variables, name).slice]
+
+    def row_block(self, y: ArrayLike, name: str) -> FloatArray:
+        """The slice of a row vector (``y`` or ``s``) named ``name`` in :attr:`constraints`."""
+        return np.asarray(y, dtype=np.float64)[_find(self.constraints, name).slice]
+
+    def objective(self, x: ArrayLike) -> float:
+        xv = np.asarray(x, dtype=np.float64)
+        return float(0.5 * xv @ (self.P @ xv) + self.c @ xv)
+
+    def summary(self) -> str:
+        cones = ", ".join(f"{k.kind}({k.dim})" for k in self.cones) or "none"
+        return f"{self.kind.upper()}: n={self.n} variables, m={self.m} rows, cones {cones}"
+
+
+def _find(blocks: tuple[Block, ...], name: str) -> Block:
+    for block in blocks:
+        if block.name == name:
+            return block
+    known = ", ".join(b.name for b in blocks) or "none"
+    raise KeyError(f"no block named {name!r} (blocks: {known})")

@@ -1,0 +1,88 @@
+"""Save and load programs as ``.npz`` (plain arrays and a JSON header; never pickle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactopt.errors import ContactoptError
+from contactopt.programs.conic import Block, Cone, ConicProgram
+from contactopt.programs.lcp import LCP
+
+__all__ = ["load_program", "save_program"]
+
+FORMAT_VERSION = 1
+
+
+def _blocks_to_json(blocks: tuple[Block, ...]) -> list[dict[str, Any]]:
+    return [{"name": b.name, "start": b.start, "stop": b.stop, "per": b.per} for b in blocks]
+
+
+def _blocks_from_json(items: list[dict[str, Any]]) -> tuple[Block, ...]:
+    return tuple(Block(d["name"], int(d["start"]), int(d["stop"]), int(d.get("per", 1))) for d in items)
+
+
+def _sparse_arrays(prefix: str, matrix: sp.csc_matrix) -> dict[str, np.ndarray]:
+    return {f"{prefix}_data": matrix.data, f"{prefix}_indices": matrix.indices,
+            f"{prefix}_indptr": matrix.indptr, f"{prefix}_shape": np.array(matrix.shape)}
+
+
+def _sparse_from(arrays: Any, prefix: str) -> sp.csc_matrix:
+    shape = tuple(int(v) for v in arrays[f"{prefix}_shape"])
+    return sp.csc_matrix((arrays[f"{prefix}_data"], arrays[f"{prefix}_indices"],
+                          arrays[f"{prefix}_indptr"]), shape=shape)
+
+
+def save_program(program: ConicProgram | LCP, path: str | Path) -> Path:
+    """Write ``program`` to ``path`` (``.npz`` appended if missing) and return the path."""
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_suffix(path.suffix + ".npz")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header: dict[str, Any] = {"format": "contactopt-program", "version": FORMAT_VERSION,
+                              "kind": program.kind, "metadata": dict(program.metadata),
+                              "variables": _blocks_to_json(program.variables)}
+    arrays: dict[str, np.ndarray] = {}
+    if isinstance(program, LCP):
+        arrays.update(M=program.M, q=program.q)
+    else:
+        header["constraints"] = _blocks_to_json(program.constraints)
+        header["cones"] = [[cone.kind, cone.dim] for cone in program.cones]
+        arrays.update(_sparse_arrays("P", program.P))
+        arrays.update(_sparse_arrays("A", program.A))
+        arrays.update(c=program.c, b=program.b)
+    arrays["header"] = np.array(json.dumps(header, default=_json_default))
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+    return path
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+def load_program(path: str | Path) -> ConicProgram | LCP:
+    """Read a program written by :func:`save_program`."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            header = json.loads(str(arrays["header"]))
+            if header.get("format") != "contactopt-program":
+                raise ContactoptError(f"{path}: not a contactopt program file")
+            variables = _blocks_from_json(header["variables"])
+            if header["kind"] == "lcp":
+                return LCP(arrays["M"], arrays["q"], variables=variables, metadata=header["metadata"])
+            cones = tuple(Cone(kind, int(dim)) for kind, dim in header["cones"])
+            return ConicProgram(P=_sparse_from(arrays, "P"), c=arrays["c"], A=_sparse_from(arrays, "A"),
+                                b=arrays["b"], cones=cones, variables=variables,
+                                constraints=_blocks_from_json(header["constraints"]),
+                                metadata=header["metadata"])
+    except (OSError, KeyError, ValueError) as exc:
+        raise ContactoptError(f"{path}: cannot read program: {exc}") from exc

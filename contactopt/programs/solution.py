@@ -1,0 +1,112 @@
+"""One ``Solution`` type and one ``Status`` enum for every solver.
+
+Residuals are always computed by contactopt from the returned iterate
+(:mod:`contactopt.programs.residuals`), never copied from the solver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["Residuals", "Solution", "Status"]
+
+
+class Status(StrEnum):
+    """Outcome of a solve, shared by every backend (each backend maps its own codes here)."""
+
+    OPTIMAL = "optimal"
+    INACCURATE = "inaccurate"  # solved to reduced accuracy
+    INFEASIBLE = "infeasible"  # primal infeasible (certificate found)
+    UNBOUNDED = "unbounded"  # dual infeasible: objective unbounded below
+    RAY_TERMINATION = "ray_termination"  # Lemke: secondary ray, no solution found
+    MAX_ITERATIONS = "max_iterations"
+    NUMERICAL_ERROR = "numerical_error"
+
+    @property
+    def usable(self) -> bool:
+        """Whether the iterate is meant as an answer (optimal or inaccurate)."""
+        return self in (Status.OPTIMAL, Status.INACCURATE)
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """Optimality residuals computed by contactopt (absolute, infinity norms).
+
+    For a ConicProgram with ``s = b - A x``:
+        primal: max distance of ``s`` from ``K`` (equality violation, negative slack, cone violation).
+        dual: max of ``||P x + c + A^T y||_inf`` and the distance of ``y`` from ``K*``.
+        gap: ``|x^T P x + c^T x + b^T y|`` (primal minus dual objective).
+        complementarity: ``|s^T y|``.
+    For an LCP with ``w = M z + q``:
+        primal: ``max(0, -min z)``; dual: ``max(0, -min w)``; gap: NaN (not defined);
+        complementarity: ``|z^T w|``.
+    """
+
+    primal: float
+    dual: float
+    gap: float
+    complementarity: float
+
+    @property
+    def worst(self) -> float:
+        """The largest residual, ignoring the ones not defined (NaN)."""
+        values = [v for v in (self.primal, self.dual, self.gap, self.complementarity) if not np.isnan(v)]
+        return max(values, default=0.0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"primal": self.primal, "dual": self.dual, "gap": self.gap,
+                "complementarity": self.complementarity}
+
+    @staticmethod
+    def undefined() -> Residuals:
+        nan = float("nan")
+        return Residuals(nan, nan, nan, nan)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The answer of any solver to any program.
+
+    Attributes:
+        x: primal variables (``z`` for an LCP); NaN-filled when the solver gave none.
+        y: dual variables of the rows (empty for an LCP).
+        s: slacks ``b - A x`` (``w = M z + q`` for an LCP).
+        status: the outcome, see :class:`Status`.
+        iterations: solver iterations (pivots for Lemke, sweeps for PGS).
+        setup_time, solve_time: seconds, measured by contactopt around the backend calls.
+        residuals: computed by contactopt.
+        solver: the solver name that produced it (e.g. ``cvxpy:SCS``).
+        conversion: the program conversion applied before solving (e.g. ``qp->lcp``), or None.
+        message: human-readable detail (the backend's own status string).
+        raw: the backend's own result object.
+    """
+
+    x: FloatArray
+    y: FloatArray
+    s: FloatArray
+    status: Status
+    iterations: int
+    setup_time: float
+    solve_time: float
+    residuals: Residuals
+    solver: str
+    conversion: str | None = None
+    message: str = ""
+    raw: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def z(self) -> FloatArray:
+        """LCP alias of ``x``."""
+        return self.x
+
+    @property
+    def w(self) -> FloatArray:
+        """LCP alias of ``s``."""
+        return self.s

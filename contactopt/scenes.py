@@ -1,0 +1,234 @@
+"""Scene files (TOML) -> :class:`Scene`, with errors that name the file and the key.
+
+Shape of a scene file (every table rejects unknown keys)::
+
+    [scene]                     # name, dt (required), duration (required), formulation, solver, description
+    [system]                    # type (required, a registered system type)
+    [system.parameters]         # the type's parameters (see ``contactopt list systems``)
+    [initial]                   # q (required, nq numbers), v (nv numbers, default zeros)
+    [contact]                   # mu (default 0; inf allowed), restitution (default 0)
+    [options]                   # formulation options, e.g. form = "dual"
+    [solver_options]            # passed to the solver backend
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt import formulations, solvers, systems
+from contactopt.errors import ContactoptError, SceneError
+from contactopt.systems.base import ParameterError, System
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["Scene", "find_problem", "load_scene", "problems_dir"]
+
+_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options"}
+_SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description"}
+_SYSTEM_KEYS = {"type", "parameters"}
+_INITIAL_KEYS = {"q", "v"}
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A system, its initial state and run defaults.
+
+    ``dataclasses.replace(scene, q0=..., v0=...)`` gives a new scene.
+
+    Attributes:
+        system: the system to simulate.
+        q0: (nq,) initial configuration; v0: (nv,) initial velocity.
+        dt: default step; duration: default simulated time.
+        formulation, solver: defaults for :func:`contactopt.simulate`.
+        options: formulation options; solver_options: solver options.
+        name, description: for tables and plots; source: the file it came from.
+    """
+
+    system: System
+    q0: FloatArray
+    v0: FloatArray
+    dt: float
+    duration: float
+    formulation: str = "gauss"
+    solver: str = "clarabel"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    solver_options: Mapping[str, Any] = field(default_factory=dict)
+    name: str = "scene"
+    description: str = ""
+    source: Path | None = None
+
+    def __post_init__(self) -> None:
+        where = f"scene {self.name!r}"
+        for attr, length in (("q0", self.system.nq), ("v0", self.system.nv)):
+            arr = np.array(getattr(self, attr), dtype=np.float64).reshape(-1)
+            if arr.shape[0] != length:
+                raise SceneError(f"{where}: {attr} has length {arr.shape[0]}, the "
+                                 f"{self.system.type_name} system needs {length}")
+            if not np.all(np.isfinite(arr)):
+                raise SceneError(f"{where}: {attr} contains NaN or infinite values: {arr}")
+            arr.setflags(write=False)
+            object.__setattr__(self, attr, arr)
+        if not (math.isfinite(self.dt) and self.dt > 0):
+            raise SceneError(f"{where}: dt must be a positive number, got {self.dt}")
+        if not (math.isfinite(self.duration) and self.duration >= 0):
+            raise SceneError(f"{where}: duration must be a non-negative number, got {self.duration}")
+
+
+def problems_dir() -> Path:
+    """Where the bundled scene files live: $CONTACTOPT_PROBLEMS, ./problems, or the repo's."""
+    env = os.environ.get("CONTACTOPT_PROBLEMS")
+    if env:
+        return Path(env)
+    local = Path.cwd() / "problems"
+    if local.is_dir():
+        return local
+    return Path(__file__).resolve().parent.parent / "problems"
+
+
+def find_problem(name_or_path: str | Path) -> Path:
+    """A path as given if it exists, else ``problems_dir()/NAME.toml``."""
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    candidate = problems_dir() / (path.name if path.suffix else f"{path.name}.toml")
+    return candidate if candidate.exists() else path
+
+
+def load_scene(path: str | Path) -> Scene:
+    """Load and validate a TOML scene; errors name the file and the offending key."""
+    path = find_problem(path)
+    if not path.exists():
+        raise SceneError(f"{path}: no such scene file (bundled scenes are in {problems_dir()})")
+    if path.suffix.lower() != ".toml":
+        raise SceneError(f"{path}: unsupported scene format {path.suffix!r} (expected .toml)")
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise SceneError(f"{path}: invalid TOML: {exc}") from exc
+    try:
+        return _parse(data, path)
+    except ParameterError as exc:
+        raise SceneError(f"{path}: {exc}") from exc
+    except SceneError:
+        raise
+    except ContactoptError as exc:
+        raise SceneError(f"{path}: {exc}") from exc
+
+
+def _table(data: Mapping[str, Any], key: str, path: Path, required: bool) -> dict[str, Any]:
+    if key not in data:
+        if required:
+            raise SceneError(f"{path}: missing table [{key}]")
+        return {}
+    value = data[key]
+    if not isinstance(value, dict):
+        raise SceneError(f"{path}: {key}: expected a table, got {type(value).__name__}")
+    return value
+
+
+def _reject_unknown(table: Mapping[str, Any], known: set[str], prefix: str, path: Path) -> None:
+    for key in table:
+        if key not in known:
+            label = f"{prefix}.{key}" if prefix else key
+            raise SceneError(f"{path}: unknown key {label!r} (known: {', '.join(sorted(known))})")
+
+
+def _number(table: Mapping[str, Any], key: str, prefix: str, path: Path, *, positive: bool,
+            default: float | None = None) -> float:
+    if key not in table:
+        if default is None:
+            raise SceneError(f"{path}: missing key '{prefix}.{key}'")
+        return default
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SceneError(f"{path}: {prefix}.{key}: expected a finite number, got {value!r}")
+    if (positive and value <= 0) or value < 0:
+        bound = "> 0" if positive else ">= 0"
+        raise SceneError(f"{path}: {prefix}.{key}: must be {bound}, got {value}")
+    return float(value)
+
+
+def _string(table: Mapping[str, Any], key: str, prefix: str, path: Path, default: str) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise SceneError(f"{path}: {prefix}.{key}: expected a string, got {value!r}")
+    return value
+
+
+def _vector(table: Mapping[str, Any], key: str, length: int, path: Path, system: System,
+            default: FloatArray | None = None) -> FloatArray:
+    if key not in table:
+        if default is None:
+            raise SceneError(f"{path}: missing key 'initial.{key}' ({length} numbers: "
+                             f"{', '.join(system.q_names if key == 'q' else system.v_names)})")
+        return default
+    value = table[key]
+    if not isinstance(value, list) or not all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in value):
+        raise SceneError(f"{path}: initial.{key}: expected a list of numbers, got {value!r}")
+    if len(value) != length:
+        raise SceneError(f"{path}: initial.{key}: expected {length} values for the "
+                         f"{system.type_name} system, got {len(value)}")
+    arr = np.array(value, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise SceneError(f"{path}: initial.{key}: contains NaN or infinite values")
+    return arr
+
+
+def _parse(data: Mapping[str, Any], path: Path) -> Scene:
+    _reject_unknown(data, _TABLES, "", path)
+    meta = _table(data, "scene", path, required=True)
+    _reject_unknown(meta, _SCENE_KEYS, "scene", path)
+    system_table = _table(data, "system", path, required=True)
+    _reject_unknown(system_table, _SYSTEM_KEYS, "system", path)
+    if "type" not in system_table:
+        raise SceneError(f"{path}: missing key 'system.type' (known types: {', '.join(systems.names())})")
+    type_name = system_table["type"]
+    if not isinstance(type_name, str) or type_name not in systems.names():
+        raise SceneError(f"{path}: system.type: unknown system type {type_name!r} "
+                         f"(known types: {', '.join(systems.names())})")
+    system_cls = systems.get(type_name)
+    parameters = _table(system_table, "parameters", path, required=False)
+    contact = _table(data, "contact", path, required=False)
+    system = system_cls.from_config(parameters, contact)
+
+    initial = _table(data, "initial", path, required=True)
+    _reject_unknown(initial, _INITIAL_KEYS, "initial", path)
+    q0 = _vector(initial, "q", system.nq, path, system)
+    v0 = _vector(initial, "v", system.nv, path, system, default=np.zeros(system.nv))
+
+    formulation = _string(meta, "formulation", "scene", path, "gauss")
+    solver = _string(meta, "solver", "scene", path, "clarabel")
+    try:
+        form = formulations.get(formulation)
+    except ContactoptError as exc:
+        raise SceneError(f"{path}: scene.formulation: {exc}") from exc
+    try:
+        solvers.parse_name(solver)
+    except ContactoptError as exc:
+        raise SceneError(f"{path}: scene.solver: {exc}") from exc
+    options = _table(data, "options", path, required=False)
+    try:
+        form.resolve_options(options)
+    except ContactoptError as exc:
+        raise SceneError(f"{path}: options: {exc}") from exc
+
+    return Scene(
+        system=system, q0=q0, v0=v0,
+        dt=_number(meta, "dt", "scene", path, positive=True),
+        duration=_number(meta, "duration", "scene", path, positive=False),
+        formulation=formulation, solver=solver, options=options,
+        solver_options=_table(data, "solver_options", path, required=False),
+        name=_string(meta, "name", "scene", path, path.stem),
+        description=_string(meta, "description", "scene", path, ""), source=path,
+    )

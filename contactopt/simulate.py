@@ -1,0 +1,118 @@
+"""``simulate``: the loop from a scene to a :class:`~contactopt.records.Trajectory`;
+``formulate``: the explicit program of one step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactopt import formulations
+from contactopt.errors import ContactoptError, OptionError
+from contactopt.formulations.base import Program
+from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
+from contactopt.model import State
+from contactopt.records import StepRecord, Trajectory
+from contactopt.scenes import Scene
+from contactopt.systems.base import System
+
+__all__ = ["formulate", "simulate"]
+
+
+def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation: str = "gauss",
+              options: Mapping[str, Any] | None = None, t: float = 0.0) -> Program:
+    """The explicit program that ``formulation`` builds for one step from ``(q, v)``."""
+    form = formulations.get(formulation)
+    problem = build_step_problem(system, q, v, dt, t)
+    return form.build(problem, form.resolve_options(options))
+
+
+def simulate(
+    scene: Scene,
+    formulation: str | None = None,
+    solver: str | None = None,
+    dt: float | None = None,
+    duration: float | None = None,
+    options: Mapping[str, Any] | None = None,
+    solver_options: Mapping[str, Any] | None = None,
+    *,
+    fallback: str | None = None,
+    on_failure: Literal["stop", "raise"] = "stop",
+    progress: bool = False,
+) -> Trajectory:
+    """Simulate ``scene``; arguments left None take the scene's defaults.
+
+    Each step builds the formulation's program, solves it, checks the status and records
+    residuals computed by contactopt. A step whose solve is not usable is retried with
+    ``fallback`` (if given); if it still fails, the run stops there (``on_failure="stop"``:
+    the trajectory keeps every finished step, the failed record is the last of ``steps``
+    and ``message`` says why) or raises (``"raise"``). Ctrl-C stops the run the same way.
+    """
+    formulation = formulation or scene.formulation
+    solver = solver or scene.solver
+    dt = float(scene.dt if dt is None else dt)
+    duration = float(scene.duration if duration is None else duration)
+    if not (math.isfinite(dt) and dt > 0):
+        raise OptionError(f"dt must be a positive number, got {dt}")
+    if not (math.isfinite(duration) and duration >= 0):
+        raise OptionError(f"duration must be a non-negative number, got {duration}")
+    if on_failure not in ("stop", "raise"):
+        raise OptionError(f"on_failure must be 'stop' or 'raise', got {on_failure!r}")
+    merged_options = {**scene.options, **(options or {})}
+    stepper = TimeStepping(scene.system, formulation, solver, dt, merged_options, solver_options)
+    backup = (TimeStepping(scene.system, formulation, fallback, dt, merged_options)
+              if fallback else None)
+    n_steps = int(round(duration / dt))
+    info = {"scene": scene.name, "system": scene.system.type_name,
+            "system_description": scene.system.describe(), "formulation": stepper.formulation.name,
+            "solver": solver, "fallback": fallback, "dt": dt, "duration": duration,
+            "options": stepper.options, "solver_options": dict(solver_options or {}),
+            "q_names": list(scene.system.q_names), "v_names": list(scene.system.v_names)}
+
+    state = State(scene.q0, scene.v0, 0.0)
+    times, qs, vs = [state.t], [state.q], [state.v]
+    steps: list[StepRecord] = []
+    message = ""
+    bar = _progress_bar(n_steps, f"{scene.name} {stepper.formulation.name}/{solver}", progress)
+    try:
+        for _ in range(n_steps):
+            next_state, record = stepper.step(state)
+            if next_state is None and backup is not None:
+                next_state, record = backup.step(state)
+            steps.append(record)
+            if next_state is None:
+                message = (f"step {len(steps) - 1} at t={state.t:.6g} failed: "
+                           f"{record.status} ({record.message})")
+                if on_failure == "raise":
+                    raise ContactoptError(message)
+                break
+            state = next_state
+            times.append(state.t)
+            qs.append(state.q)
+            vs.append(state.v)
+            bar.update(1)
+    except KeyboardInterrupt:
+        message = f"interrupted by the user after {len(times) - 1} steps"
+    finally:
+        bar.close()
+    return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
+                      info=info, message=message)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(total: int, label: str, enabled: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="step", leave=False, dynamic_ncols=True)

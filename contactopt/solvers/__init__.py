@@ -1,0 +1,104 @@
+"""Solver registry: ``names()``, ``available()``, ``spec(name)`` and ``solve(program, solver)``.
+
+Each backend is one module of this package with a ``SPEC`` declaration and a ``solve``
+function (see :mod:`contactopt.solvers.base`). A new solver is one module plus one entry in
+``_BACKENDS``. ``solve`` dispatches on the program kind: a solver that does not take the kind
+natively gets it through an explicit conversion from :mod:`contactopt.programs.convert`
+(``QPToLCP``, ``LCPToQP``) when the conversion's conditions hold; otherwise one clear error
+names the solvers that can take the program.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from contactopt.errors import SolverUnavailableError, UnknownNameError, UnsupportedProgramError
+from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP, Solution, Status
+from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_
+from contactopt.solvers.base import Program, SolverSpec
+
+__all__ = ["Solution", "SolverSpec", "Status", "available", "names", "solve", "spec"]
+
+# The backend modules import their third-party package only inside ``solve``.
+_BACKENDS: dict[str, SolverSpec] = {
+    module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke)
+}
+
+# Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
+_CONVERSIONS: tuple[tuple[str, str, Any], ...] = (("qp", "lcp", QPToLCP()), ("lcp", "qp", LCPToQP()))
+
+
+def names() -> list[str]:
+    """Every registered solver name (installed or not)."""
+    return list(_BACKENDS)
+
+
+def available() -> list[str]:
+    """The registered solvers whose backend package is installed (detected without importing)."""
+    return [name for name, spec_ in _BACKENDS.items() if spec_.is_available()]
+
+
+def parse_name(solver: str) -> tuple[str, str | None]:
+    """``"cvxpy:SCS"`` -> ``("cvxpy", "SCS")``; checks the name is registered."""
+    base, _, variant = solver.partition(":")
+    base = base.strip().lower()
+    if base not in _BACKENDS:
+        raise UnknownNameError(f"unknown solver {solver!r}; known solvers: {', '.join(_BACKENDS)}")
+    if variant and not _BACKENDS[base].variants:
+        raise UnknownNameError(f"solver {base!r} takes no variant (got {solver!r})")
+    return base, (variant or None)
+
+
+def spec(solver: str) -> SolverSpec:
+    """The declaration of a solver (``cvxpy:SCS`` -> the cvxpy spec)."""
+    return _BACKENDS[parse_name(solver)[0]]
+
+
+def can_take(program: Program, solver: str) -> bool:
+    """Whether ``solver`` takes ``program``, natively or through an applicable conversion."""
+    return _route(program, spec(solver)) is not False
+
+
+def _route(program: Program, spec_: SolverSpec) -> Any:
+    """None for native, a reduction object, or False if no route exists."""
+    if program.kind in spec_.kinds:
+        return None
+    for source, target, reduction in _CONVERSIONS:
+        if program.kind == source and target in spec_.kinds and reduction.accepts(program) is None:
+            return reduction
+    return False
+
+
+def _who_can(program: Program) -> list[str]:
+    return [name for name, spec_ in _BACKENDS.items() if _route(program, spec_) is not False]
+
+
+def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any] | None = None,
+          **kwargs: Any) -> Solution:
+    """Solve ``program`` with ``solver`` and return a :class:`Solution`.
+
+    ``options`` (or keyword arguments) go to the backend. Residuals in the result are
+    computed by contactopt against the program that was given, even after a conversion.
+    """
+    if not isinstance(program, ConicProgram | LCP):
+        raise UnsupportedProgramError(f"solve() takes a ConicProgram or an LCP, got {type(program).__name__}")
+    base, variant = parse_name(solver)
+    spec_ = _BACKENDS[base]
+    route = _route(program, spec_)
+    if route is False:
+        reasons = [reduction.accepts(program) for src, tgt, reduction in _CONVERSIONS
+                   if src == program.kind and tgt in spec_.kinds]
+        why = f" ({'; '.join(r for r in reasons if r)})" if any(reasons) else ""
+        raise UnsupportedProgramError(
+            f"solver {solver!r} cannot take a {program.kind.upper()} program{why}; "
+            f"solvers that can: {', '.join(_who_can(program)) or 'none'}")
+    if not spec_.is_available():
+        raise SolverUnavailableError(f"solver {base!r} is not installed: {spec_.install_hint}")
+    backend = importlib.import_module(spec_.module)
+    merged = {**(options or {}), **kwargs}
+    if route is None:
+        return backend.solve(program, variant, merged)  # type: ignore[no-any-return]
+    converted, data = route.apply(program)
+    return route.invert(backend.solve(converted, variant, merged), data)  # type: ignore[no-any-return]

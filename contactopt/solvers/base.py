@@ -1,0 +1,121 @@
+"""What a solver backend declares, and the helpers every backend shares.
+
+A backend is one module exposing ``SPEC`` (a :class:`SolverSpec`) and a function
+``solve(program, variant, options) -> Solution``. The registry reads the specs without
+importing the backends' third-party packages, so a missing package costs nothing until the
+solver is asked for, and then it is reported with its install hint.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from contactopt.errors import OptionError
+from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status, residuals
+
+Program = ConicProgram | LCP
+SolveFunction = Callable[[Program, "str | None", Mapping[str, Any]], Solution]
+
+
+@dataclass(frozen=True)
+class SolverSpec:
+    """Declaration of a solver backend.
+
+    Attributes:
+        name: registry name (``clarabel``); variants are written ``name:VARIANT``.
+        kinds: program kinds it takes natively (``qp``, ``socp``, ``lcp``).
+        module: the contactopt module implementing it.
+        requires: the third-party import name it needs, or None.
+        install_hint: what to run when ``requires`` is missing.
+        description: one line for ``contactopt list solvers``.
+        variants: whether ``name:VARIANT`` selects an inner solver (cvxpy:SCS).
+    """
+
+    name: str
+    kinds: frozenset[str]
+    module: str
+    requires: str | None
+    install_hint: str
+    description: str
+    variants: bool = False
+
+    def is_available(self) -> bool:
+        return self.requires is None or importlib.util.find_spec(self.requires) is not None
+
+
+class Stopwatch:
+    """Wall-clock times of a backend's setup and solve phases, measured by contactopt."""
+
+    def __init__(self) -> None:
+        self.setup = 0.0
+        self.solve = 0.0
+
+    @contextmanager
+    def time(self, phase: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, phase, getattr(self, phase) + time.perf_counter() - start)
+
+
+@contextmanager
+def silence_c_stdout() -> Iterator[None]:
+    """Send file descriptor 1 to /dev/null for the duration (OSQP's C code prints
+    "Polishing not needed" with verbose off). Not thread-safe: solves run one per process."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no usable stdout: nothing to silence
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> None:
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise OptionError(f"solver {solver!r}: unknown option(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(sorted(known)) or 'none'}")
+
+
+def make_solution(
+    program: Program, *, solver: str, status: Status, x: Any, y: Any | None,
+    iterations: int, watch: Stopwatch, message: str = "", raw: Any = None,
+) -> Solution:
+    """Assemble a :class:`Solution`, computing slacks and residuals ourselves.
+
+    A missing or non-finite iterate becomes NaN arrays (the status says why).
+    """
+    n = program.n
+    m = program.n if isinstance(program, LCP) else program.m
+    x_arr = np.full(n, np.nan) if x is None else np.asarray(x, dtype=np.float64).reshape(n)
+    if isinstance(program, LCP):
+        y_arr = np.zeros(0)
+        s_arr = program.w(x_arr)
+    else:
+        y_arr = np.full(m, np.nan) if y is None else np.asarray(y, dtype=np.float64).reshape(m)
+        s_arr = program.b - program.A @ x_arr
+    finite = bool(np.all(np.isfinite(x_arr)) and np.all(np.isfinite(y_arr)))
+    res = residuals(program, x_arr, y_arr) if finite else Residuals(np.inf, np.inf, np.inf, np.inf)
+    if status.usable and not finite:
+        status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
+    return Solution(x=x_arr, y=y_arr, s=s_arr, status=status, iterations=int(iterations),
+                    setup_time=watch.setup, solve_time=watch.solve, residuals=res,
+                    solver=solver, message=message, raw=raw)

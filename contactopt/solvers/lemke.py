@@ -1,0 +1,159 @@
+"""Lemke's complementary pivoting algorithm for ``LCP(M, q)``, written for contactopt.
+
+Find ``z >= 0`` with ``w = M z + q >= 0`` and ``z'w = 0`` (Lemke 1965; Cottle, Pang & Stone,
+"The Linear Complementarity Problem", 1992, section 4.4). The augmented system
+
+    w - M z - d z0 = q,      d > 0 the covering vector (default all ones),
+
+starts from the almost-complementary basis ``w``; ``z0`` enters at the value that makes the
+basis feasible, and each step brings in the complement of the variable that just left,
+until ``z0`` leaves (a solution) or the entering column has no positive entry (a secondary
+ray: **ray termination**, reported as a status, never as an answer). For ``M`` a P-matrix,
+or copositive-plus with a feasible LCP (e.g. symmetric PSD), Lemke's method ends in a
+solution; ray termination for copositive-plus ``M`` proves the LCP infeasible.
+
+Anti-cycling: the lexicographic minimum-ratio rule on the rows ``[rhs_i, (B^{-1})_i] / col_i``
+(B^{-1} is read off the tableau's ``w`` columns), which makes every basis lexico-feasible and
+so prevents cycling under degeneracy. At the end the basic ``z`` are recomputed from the
+final basis (a direct solve of ``M_SS z_S = -q_S``) when that is more accurate than the
+tableau's accumulated pivots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.programs import LCP, Solution, Status, lcp_residuals
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
+
+FloatArray = NDArray[np.float64]
+
+SPEC = SolverSpec(
+    name="lemke", kinds=frozenset({"lcp"}), module=__name__, requires=None,
+    install_hint="(built in)", description="Lemke's complementary pivoting (ours, lexicographic)",
+)
+
+OPTIONS = {"max_iter", "pivot_tol", "covering"}
+
+
+def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+    assert isinstance(program, LCP)
+    check_options("lemke", options, OPTIONS)
+    watch = Stopwatch()
+    with watch.time("solve"):
+        z, status, pivots, message = lemke(program.M, program.q, **options)
+    return make_solution(program, solver="lemke", status=status, x=z, y=None,
+                         iterations=pivots, watch=watch, message=message)
+
+
+def lemke(
+    M: FloatArray, q: FloatArray, *, max_iter: int | None = None, pivot_tol: float = 1e-12,
+    covering: FloatArray | None = None,
+) -> tuple[FloatArray | None, Status, int, str]:
+    """Solve ``LCP(M, q)``; return ``(z, status, pivots, message)`` (``z`` None unless solved)."""
+    M = np.asarray(M, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    n = q.shape[0]
+    if n == 0 or q.min() >= 0:
+        return np.zeros(n), Status.OPTIMAL, 0, "trivial: q >= 0, z = 0"
+    d = np.ones(n) if covering is None else np.asarray(covering, dtype=np.float64)
+    if d.shape != (n,) or np.any(d <= 0):
+        raise ValueError("lemke: the covering vector must have n strictly positive entries")
+    max_iter = max(1000, 50 * n) if max_iter is None else int(max_iter)
+
+    # Tableau columns: w (0..n-1), z (n..2n-1), z0 (2n), rhs (2n+1).
+    z0 = 2 * n
+    rhs = 2 * n + 1
+    T = np.zeros((n, 2 * n + 2))
+    T[:, :n] = np.eye(n)
+    T[:, n : 2 * n] = -M
+    T[:, z0] = -d
+    T[:, rhs] = q
+    basis = np.arange(n)
+
+    # First pivot: z0 enters at max_i(-q_i / d_i). Among tied rows the last index keeps the
+    # rows [rhs, B^{-1}] lexicographically positive after the pivot.
+    ratios = q / d
+    tied = np.flatnonzero(ratios <= ratios.min() + pivot_tol * max(1.0, abs(ratios.min())))
+    row = int(tied[-1])
+    entering = _complement(_pivot(T, basis, row, z0), n)
+    pivots = 1
+    while pivots < max_iter:
+        column = T[:, entering]
+        candidates = np.flatnonzero(column > pivot_tol)
+        if candidates.size == 0:
+            return None, Status.RAY_TERMINATION, pivots, (
+                f"secondary ray after {pivots} pivots: no solution found "
+                "(for copositive-plus M this proves the LCP infeasible)")
+        row = _lexicographic_min_ratio(T, basis, candidates, column, n, pivot_tol, z0)
+        leaving = int(basis[row])
+        _pivot(T, basis, row, entering)
+        pivots += 1
+        if leaving == z0:
+            return _extract(M, q, T, basis, n), Status.OPTIMAL, pivots, f"solved in {pivots} pivots"
+        entering = _complement(leaving, n)
+    return None, Status.MAX_ITERATIONS, pivots, f"no solution after {pivots} pivots"
+
+
+def _complement(variable: int, n: int) -> int:
+    """``w_i <-> z_i``: column ``i`` <-> column ``n + i``."""
+    return variable + n if variable < n else variable - n
+
+
+def _pivot(T: FloatArray, basis: NDArray[np.int_], row: int, entering: int) -> int:
+    """Gauss-Jordan pivot on ``(row, entering)``; return the variable that left."""
+    leaving = int(basis[row])
+    T[row] /= T[row, entering]
+    factors = T[:, entering].copy()
+    factors[row] = 0.0
+    T -= np.outer(factors, T[row])
+    basis[row] = entering
+    return leaving
+
+
+def _lexicographic_min_ratio(
+    T: FloatArray, basis: NDArray[np.int_], candidates: NDArray[np.int_], column: FloatArray,
+    n: int, tol: float, z0: int,
+) -> int:
+    """Row of the lexicographic minimum of ``[rhs_i, (B^{-1})_i] / column_i`` over candidates.
+
+    If ``z0`` is among the rows tied on the first (rhs) ratio, it leaves: that ends the
+    algorithm with a solution and is consistent with the minimum-ratio rule.
+    """
+    rhs = T.shape[1] - 1
+    keys = [rhs, *range(n)]
+    remaining = candidates
+    for depth, key in enumerate(keys):
+        ratio = T[remaining, key] / column[remaining]
+        best = ratio.min()
+        remaining = remaining[ratio <= best + tol * max(1.0, abs(best))]
+        if depth == 0:
+            z0_rows = remaining[basis[remaining] == z0]
+            if z0_rows.size:
+                return int(z0_rows[0])
+        if remaining.size == 1:
+            break
+    return int(remaining[0])
+
+
+def _extract(M: FloatArray, q: FloatArray, T: FloatArray, basis: NDArray[np.int_], n: int) -> FloatArray:
+    z = np.zeros(n)
+    basic_z = basis >= n
+    z[basis[basic_z] - n] = T[basic_z, -1]
+    z = np.maximum(z, 0.0)
+    # Recompute the basic z from the final basis; keep whichever is more accurate.
+    support = np.sort(basis[basic_z] - n)
+    if support.size:
+        try:
+            direct = np.zeros(n)
+            direct[support] = np.linalg.solve(M[np.ix_(support, support)], -q[support])
+            lcp = LCP(M, q)
+            if np.all(direct >= -1e-12) and lcp_residuals(lcp, np.maximum(direct, 0.0)).worst <= lcp_residuals(lcp, z).worst:
+                z = np.maximum(direct, 0.0)
+        except np.linalg.LinAlgError:
+            pass
+    return z

@@ -1,0 +1,152 @@
+"""What a simulated system provides, and how its parameters are declared.
+
+A system answers, at a state, the manipulator equation ``M(q) vdot = tau(q, v, u) + J^T lambda``
+(:meth:`System.dynamics`), its contact candidates (:meth:`System.contacts`), its bilateral
+constraints (:meth:`System.constraints`) and how positions advance given the next velocity
+(:meth:`System.integrate`, semi-implicit Euler ``q' = q + h N(q) v'``).
+
+Each system type declares its parameters (:class:`Parameter`) so that scene files can be
+validated with messages that name the key.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from contactopt.model import Bilateral, Contacts, Dynamics
+
+FloatArray = NDArray[np.float64]
+
+
+class ParameterError(ValueError):
+    """A system parameter is invalid; ``key`` names it (scenes add the file)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A scalar parameter of a system type.
+
+    ``default`` None means required. ``minimum`` / ``exclusive`` bound it from below.
+    """
+
+    name: str
+    doc: str
+    default: float | None = None
+    minimum: float | None = None
+    exclusive: bool = False
+    maximum: float | None = None
+
+    def check(self, value: Any, section: str) -> float:
+        key = f"{section}.{self.name}"
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ParameterError(key, f"{key}: expected a number, got {value!r}")
+        number = float(value)
+        if math.isnan(number):
+            raise ParameterError(key, f"{key}: must be a number, got NaN")
+        if self.minimum is not None:
+            if self.exclusive and not number > self.minimum:
+                raise ParameterError(key, f"{key}: must be > {self.minimum:g}, got {number:g}")
+            if not self.exclusive and not number >= self.minimum:
+                raise ParameterError(key, f"{key}: must be >= {self.minimum:g}, got {number:g}")
+        if self.maximum is not None and number > self.maximum:
+            raise ParameterError(key, f"{key}: must be <= {self.maximum:g}, got {number:g}")
+        if math.isinf(number) and self.name != "mu":
+            raise ParameterError(key, f"{key}: must be finite, got {number}")
+        return number
+
+
+#: Contact parameters every system takes from a scene's ``[contact]`` table.
+CONTACT_PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("mu", "Coulomb friction coefficient (inf: sticking)", default=0.0, minimum=0.0),
+    Parameter("restitution", "coefficient of restitution", default=0.0, minimum=0.0, maximum=1.0),
+)
+
+
+def resolve_parameters(
+    declared: tuple[Parameter, ...], given: Mapping[str, Any], section: str,
+) -> dict[str, float]:
+    """Check ``given`` against ``declared``: unknown keys, missing keys and bounds."""
+    known = {p.name for p in declared}
+    for key in given:
+        if key not in known:
+            raise ParameterError(f"{section}.{key}", f"{section}.{key}: unknown parameter; "
+                                 f"known: {', '.join(sorted(known)) or 'none'}")
+    values: dict[str, float] = {}
+    for parameter in declared:
+        if parameter.name in given:
+            values[parameter.name] = parameter.check(given[parameter.name], section)
+        elif parameter.default is None:
+            raise ParameterError(f"{section}.{parameter.name}",
+                                 f"{section}.{parameter.name}: missing required parameter "
+                                 f"({parameter.doc})")
+        else:
+            values[parameter.name] = parameter.default
+    return values
+
+
+class System(ABC):
+    """A simulated system in manipulator-equation form (see module docstring).
+
+    Subclasses set ``type_name``, ``parameters``, ``nq``, ``nv``, ``contact_dim`` and the names
+    of their coordinates.
+    """
+
+    type_name: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[tuple[Parameter, ...]] = ()
+    nq: int
+    nv: int
+    contact_dim: int
+    q_names: tuple[str, ...]
+    v_names: tuple[str, ...]
+
+    def __init__(self, params: Mapping[str, float], contact: Mapping[str, float]) -> None:
+        self.params = dict(params)
+        self.mu = float(contact.get("mu", 0.0))
+        self.restitution = float(contact.get("restitution", 0.0))
+
+    @classmethod
+    def from_config(cls, params: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
+        """Build from raw scene tables; raises :class:`ParameterError` naming the key."""
+        return cls(resolve_parameters(cls.parameters, params, "system.parameters"),
+                   resolve_parameters(CONTACT_PARAMETERS, contact, "contact"))
+
+    @abstractmethod
+    def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
+        """``M(q)`` and ``tau(q, v, u)``; ``u`` None means the system's own input."""
+
+    @abstractmethod
+    def contacts(self, q: ArrayLike) -> Contacts:
+        """Contact candidates (phi, normal-first Jacobian, mu, restitution) at ``q``."""
+
+    def constraints(self, q: ArrayLike, v: ArrayLike) -> Bilateral:
+        """Bilateral constraints at the state; none by default (zero rows)."""
+        return Bilateral.empty(self.nv)
+
+    def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
+        """Semi-implicit Euler position update ``q + h v_next`` (``N(q) = I``)."""
+        return np.asarray(q, dtype=np.float64) + dt * np.asarray(v_next, dtype=np.float64)
+
+    def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
+        """(kinetic, potential) energy."""
+        M = self.dynamics(q, v).M
+        vv = np.asarray(v, dtype=np.float64)
+        return 0.5 * float(vv @ M @ vv), self.potential_energy(q)
+
+    def potential_energy(self, q: ArrayLike) -> float:
+        return 0.0
+
+    def describe(self) -> str:
+        params = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
+        return f"{self.type_name}({params}; mu={self.mu:g}, e={self.restitution:g})"
