@@ -8,6 +8,7 @@ solver is asked for, and then it is reported with its install hint.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import sys
@@ -68,6 +69,9 @@ class Stopwatch:
             setattr(self, phase, getattr(self, phase) + time.perf_counter() - start)
 
 
+_LIBC = ctypes.CDLL(None)
+
+
 @contextmanager
 def silence_c_stdout() -> Iterator[None]:
     """Send file descriptor 1 to /dev/null for the duration (OSQP's C code prints
@@ -83,6 +87,7 @@ def silence_c_stdout() -> Iterator[None]:
         os.dup2(devnull, 1)
         yield
     finally:
+        _LIBC.fflush(None)  # C stdio buffers: flush while fd 1 is still /dev/null
         os.dup2(saved, 1)
         os.close(saved)
         os.close(devnull)

@@ -7,7 +7,9 @@ The program is restated in cvxpy's modelling language, one constraint per cone::
     SOC:     (b_k - A_k x)[0] >= ||(b_k - A_k x)[1:]||
 
 and the duals are read back with the signs of contactopt's standard form (checked by our own
-stationarity residual ``P x + c + A'y``). Without a variant cvxpy picks its default solver.
+stationarity residual ``P x + c + A'y``). Without a variant the inner solver is CLARABEL when
+cvxpy has it (so plain ``cvxpy`` is reproducible across cvxpy releases), else cvxpy's own
+choice; inner solvers run at their cvxpy defaults unless options say otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ import numpy as np
 
 from contactopt.errors import SolverUnavailableError
 from contactopt.programs import ConicProgram, Solution, Status
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.base import (
+    Program,
+    SolverSpec,
+    Stopwatch,
+    make_solution,
+    silence_c_stdout,
+)
 
 SPEC = SolverSpec(
     name="cvxpy", kinds=frozenset({"qp", "socp"}), module=__name__, requires="cvxpy",
@@ -39,12 +47,15 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     import cvxpy as cp
 
     assert isinstance(program, ConicProgram)
-    if variant is not None:
-        installed = cp.installed_solvers()
-        if variant.upper() not in installed:
-            raise SolverUnavailableError(
-                f"cvxpy has no solver {variant!r} installed; installed: {', '.join(installed)}")
+    installed = cp.installed_solvers()
+    name = f"cvxpy:{variant.upper()}" if variant else "cvxpy"
+    if variant is None:
+        variant = "CLARABEL" if "CLARABEL" in installed else None
+    elif variant.upper() in installed:
         variant = variant.upper()
+    else:
+        raise SolverUnavailableError(
+            f"cvxpy has no solver {variant!r} installed; installed: {', '.join(installed)}")
     _status = {
         cp.OPTIMAL: Status.OPTIMAL,
         cp.OPTIMAL_INACCURATE: Status.INACCURATE,
@@ -76,8 +87,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                 slack = b_k - A_k @ x
                 constraints.append(cp.SOC(slack[0], slack[1:]))
         problem = cp.Problem(cp.Minimize(objective), constraints)
-    name = f"cvxpy:{variant}" if variant else "cvxpy"
-    with watch.time("solve"):
+    with watch.time("solve"), silence_c_stdout():
         try:
             problem.solve(solver=variant, **options)
         except cp.error.SolverError as exc:
