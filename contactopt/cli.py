@@ -110,7 +110,7 @@ def _fmt(value: Any) -> str:
 def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
     summary = traj.summary()
     n = max(1, summary["steps"])
-    impulses = [np.nanmax(r.impulses[:, 0]) for r in traj.steps if r.impulses.size]
+    impulses = [r.impulses[:, 0].max() for r in traj.steps if r.impulses.size and r.status.usable]
     return {
         "scene": scene.name, "formulation": traj.info["formulation"], "solver": traj.info["solver"],
         "dt": traj.dt, "steps": summary["steps"], "t_final": summary["t_final"],

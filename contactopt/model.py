@@ -103,13 +103,13 @@ class Dynamics:
     def cholesky(self) -> tuple[FloatArray, bool]:
         """Cholesky factor of M, for ``M^{-1} x`` solves; raises if M is not positive definite."""
         try:
-            return scipy.linalg.cho_factor(self.M)  # type: ignore[no-any-return]
+            return scipy.linalg.cho_factor(self.M)
         except np.linalg.LinAlgError as exc:
             raise ShapeError("Dynamics.M: mass matrix is not positive definite") from exc
 
     def solve_M(self, rhs: ArrayLike) -> FloatArray:
         """``M^{-1} rhs`` for a vector or a matrix of columns."""
-        return scipy.linalg.cho_solve(self.cholesky, np.asarray(rhs, dtype=np.float64))  # type: ignore[no-any-return]
+        return scipy.linalg.cho_solve(self.cholesky, np.asarray(rhs, dtype=np.float64))
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def simulate(
     stepper = TimeStepping(scene.system, formulation, solver, dt, merged_options, solver_options)
     backup = (TimeStepping(scene.system, formulation, fallback, dt, merged_options)
               if fallback else None)
-    n_steps = int(round(duration / dt))
+    n_steps = round(duration / dt)
     info = {"scene": scene.name, "system": scene.system.type_name,
             "system_description": scene.system.describe(), "formulation": stepper.formulation.name,
             "solver": solver, "fallback": fallback, "dt": dt, "duration": duration,

@@ -43,17 +43,17 @@ class Cone:
             raise ShapeError(f"Cone.dim: invalid dimension {self.dim} for a {self.kind} cone")
 
 
-def Zero(dim: int) -> Cone:  # noqa: N802 - named like the cone
+def Zero(dim: int) -> Cone:
     """``{0}^dim``: equality rows ``A x = b``."""
     return Cone("zero", dim)
 
 
-def Nonneg(dim: int) -> Cone:  # noqa: N802
+def Nonneg(dim: int) -> Cone:
     """``R_+^dim``: inequality rows ``A x <= b``."""
     return Cone("nonneg", dim)
 
 
-def SOC(dim: int) -> Cone:  # noqa: N802
+def SOC(dim: int) -> Cone:
     """Second-order (Lorentz) cone ``{s : s_0 >= ||s_{1:dim}||}``."""
     return Cone("soc", dim)
 

@@ -32,9 +32,9 @@ def _sparse_arrays(prefix: str, matrix: sp.csc_matrix) -> dict[str, np.ndarray]:
 
 
 def _sparse_from(arrays: Any, prefix: str) -> sp.csc_matrix:
-    shape = tuple(int(v) for v in arrays[f"{prefix}_shape"])
+    rows, cols = (int(v) for v in arrays[f"{prefix}_shape"])
     return sp.csc_matrix((arrays[f"{prefix}_data"], arrays[f"{prefix}_indices"],
-                          arrays[f"{prefix}_indptr"]), shape=shape)
+                          arrays[f"{prefix}_indptr"]), shape=(rows, cols))
 
 
 def save_program(program: ConicProgram | LCP, path: str | Path) -> Path:

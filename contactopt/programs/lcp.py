@@ -42,7 +42,9 @@ class LCP:
     def __post_init__(self) -> None:
         q = np.array(self.q, dtype=np.float64).reshape(-1)
         n = q.shape[0]
-        M_in = self.M.toarray() if sp.issparse(self.M) else self.M
+        M_in: Any = self.M
+        if sp.issparse(M_in):
+            M_in = sp.csr_matrix(M_in).toarray()
         M = np.array(M_in, dtype=np.float64)
         if n == 0:
             M = M.reshape(0, 0)
@@ -68,7 +70,7 @@ class LCP:
 
     def w(self, z: ArrayLike) -> FloatArray:
         """``w = M z + q``."""
-        return self.M @ np.asarray(z, dtype=np.float64) + self.q  # type: ignore[no-any-return]
+        return self.M @ np.asarray(z, dtype=np.float64) + self.q
 
     def variable(self, z: ArrayLike, name: str) -> FloatArray:
         return np.asarray(z, dtype=np.float64)[_find(self.variables, name).slice]

@@ -99,6 +99,6 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     backend = importlib.import_module(spec_.module)
     merged = {**(options or {}), **kwargs}
     if route is None:
-        return backend.solve(program, variant, merged)  # type: ignore[no-any-return]
+        return backend.solve(program, variant, merged)
     converted, data = route.apply(program)
-    return route.invert(backend.solve(converted, variant, merged), data)  # type: ignore[no-any-return]
+    return route.invert(backend.solve(converted, variant, merged), data)

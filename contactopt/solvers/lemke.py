@@ -141,19 +141,20 @@ def _lexicographic_min_ratio(
 
 
 def _extract(M: FloatArray, q: FloatArray, T: FloatArray, basis: NDArray[np.int_], n: int) -> FloatArray:
-    z = np.zeros(n)
+    """z from the final tableau, or from a direct solve on the final basis if more accurate."""
+    lcp = LCP(M, q)
     basic_z = basis >= n
-    z[basis[basic_z] - n] = T[basic_z, -1]
-    z = np.maximum(z, 0.0)
-    # Recompute the basic z from the final basis; keep whichever is more accurate.
-    support = np.sort(basis[basic_z] - n)
-    if support.size:
-        try:
-            direct = np.zeros(n)
-            direct[support] = np.linalg.solve(M[np.ix_(support, support)], -q[support])
-            lcp = LCP(M, q)
-            if np.all(direct >= -1e-12) and lcp_residuals(lcp, np.maximum(direct, 0.0)).worst <= lcp_residuals(lcp, z).worst:
-                z = np.maximum(direct, 0.0)
-        except np.linalg.LinAlgError:
-            pass
-    return z
+    support = basis[basic_z] - n
+    z = np.zeros(n)
+    z[support] = np.maximum(T[basic_z, -1], 0.0)
+    if support.size == 0:
+        return z
+    try:
+        direct = np.zeros(n)
+        direct[support] = np.linalg.solve(M[np.ix_(support, support)], -q[support])
+    except np.linalg.LinAlgError:
+        return z
+    if direct.min() < -1e-12:  # the tableau's basis is the answer; keep its values
+        return z
+    direct = np.maximum(direct, 0.0)
+    return direct if lcp_residuals(lcp, direct).worst <= lcp_residuals(lcp, z).worst else z
