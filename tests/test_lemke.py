@@ -312,3 +312,16 @@ def test_unknown_option_raises_option_error():
     with pytest.raises(OptionError, match="tolerance") as info:
         co.solve(lcp, "lemke", tolerance=1e-6)
     assert "max_iter" in str(info.value)  # the message lists the known options
+
+
+def test_bad_covering_vector_is_an_option_error():
+    lcp = co.LCP(np.eye(2), [-1.0, -1.0])
+    with pytest.raises(OptionError, match="covering"):
+        co.solve(lcp, "lemke", covering=[1.0, -1.0])
+    with pytest.raises(OptionError, match="covering"):  # checked even when q >= 0
+        co.solve(co.LCP(np.eye(2), [1.0, 1.0]), "lemke", covering=[1.0])
+
+
+def test_zero_pivot_cap_does_no_pivot():
+    sol = co.solve(co.LCP(np.eye(2), [-1.0, -1.0]), "lemke", max_iter=0)
+    assert sol.status == co.Status.MAX_ITERATIONS and sol.iterations == 0

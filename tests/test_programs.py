@@ -342,12 +342,12 @@ def test_qp_to_lcp_refuses_singular_p():
                          cones=(co.Nonneg(2),))
     with pytest.raises(ConversionError, match="positive definite"):
         co.qp_to_lcp(qp)
-    with pytest.raises(ConversionError, match="positive definite"):
+    # can_take and solve agree: no route to lemke, and the error says why and who can.
+    assert not co.solvers.can_take(qp, "lemke")
+    with pytest.raises(co.UnsupportedProgramError, match=r"positive definite.*clarabel"):
         co.solve(qp, "lemke")
 
 
-@pytest.mark.xfail(strict=True, reason="package bug: a numerically singular P passes the "
-                   "Cholesky test in QPToLCP.apply and yields an LCP with entries ~1e16")
 def test_qp_to_lcp_refuses_rank_deficient_p():
     # P = u u^T + v v^T has rank 2 (singular 3x3) but its Cholesky factorisation succeeds in
     # floating point, with a last pivot of rounding size.
@@ -521,3 +521,16 @@ def test_save_load_round_trip(kind, tmp_path):
         header = json.loads(str(arrays["header"]))
     assert header["kind"] == kind
     assert header["metadata"] == METADATA
+
+
+def test_cvxpy_variant_capabilities_are_checked():
+    if "cvxpy" not in co.solvers.available():
+        pytest.skip("cvxpy not installed")
+    import cvxpy
+
+    socp = co.ConicProgram(P=np.eye(3), c=[0.0, -2.0, 1.0], A=-np.eye(3), b=np.zeros(3), cones=(co.SOC(3),))
+    assert co.solvers.can_take(socp, "cvxpy:CLARABEL")
+    if "OSQP" in cvxpy.installed_solvers():  # a QP-only inner solver cannot take a cone
+        assert not co.solvers.can_take(socp, "cvxpy:OSQP")
+        with pytest.raises(co.UnsupportedProgramError):
+            co.solve(socp, "cvxpy:OSQP")

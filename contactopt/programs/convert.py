@@ -42,9 +42,9 @@ class QPToLCP:
     """Reduction from a strictly convex inequality-constrained QP to an LCP (see module doc)."""
 
     name: str = "qp->lcp"
+    max_condition: float = 1e12
 
-    @staticmethod
-    def accepts(program: ConicProgram | LCP) -> str | None:
+    def accepts(self, program: ConicProgram | LCP) -> str | None:
         """None if the conversion applies, else the reason it does not."""
         if not isinstance(program, ConicProgram):
             return "it is not a conic program"
@@ -52,17 +52,29 @@ class QPToLCP:
             return "it has second-order cone rows"
         if any(cone.kind == "zero" and cone.dim > 0 for cone in program.cones):
             return "it has equality rows (a mixed LCP, not supported by this conversion)"
-        return None
+        factor = self._factor(program)
+        return factor if isinstance(factor, str) else None
+
+    def _factor(self, program: ConicProgram) -> tuple[FloatArray, bool] | str:
+        """Cholesky factor of P, or the reason P is not (numerically) positive definite."""
+        try:
+            factor = scipy.linalg.cho_factor(program.P.toarray())
+        except np.linalg.LinAlgError:
+            return "P is not positive definite"
+        # Cholesky succeeds on numerically singular P; its diagonal bounds the condition
+        # number from below (cond(P) >= (max L_ii / min L_ii)^2), so refuse hopeless ones.
+        diagonal = np.abs(np.diag(factor[0]))
+        ratio = diagonal.max() / diagonal.min() if diagonal.size and diagonal.min() > 0 else np.inf
+        if diagonal.size and ratio**2 > self.max_condition:
+            return f"P is numerically singular (condition number above {self.max_condition:.0e})"
+        return factor
 
     def apply(self, program: ConicProgram) -> tuple[LCP, tuple[FloatArray, ConicProgram]]:
         reason = self.accepts(program)
         if reason is not None:
             raise ConversionError(f"cannot convert the QP to an LCP: {reason}")
-        P = program.P.toarray()
-        try:
-            factor = scipy.linalg.cho_factor(P)
-        except np.linalg.LinAlgError as exc:
-            raise ConversionError("cannot convert the QP to an LCP: P is not positive definite") from exc
+        factor = self._factor(program)
+        assert not isinstance(factor, str)
         A = program.A.toarray()
         P_inv_At = scipy.linalg.cho_solve(factor, A.T) if A.size else np.zeros((program.n, 0))
         P_inv_c = scipy.linalg.cho_solve(factor, program.c)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.errors import ShapeError
@@ -43,8 +42,8 @@ class LCP:
         q = np.array(self.q, dtype=np.float64).reshape(-1)
         n = q.shape[0]
         M_in: Any = self.M
-        if sp.issparse(M_in):
-            M_in = sp.csr_matrix(M_in).toarray()
+        if hasattr(M_in, "toarray"):  # scipy.sparse input
+            M_in = M_in.toarray()
         M = np.array(M_in, dtype=np.float64)
         if n == 0:
             M = M.reshape(0, 0)

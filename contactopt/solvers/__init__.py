@@ -19,7 +19,7 @@ from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP, Solution, S
 from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_
 from contactopt.solvers.base import Program, SolverSpec
 
-__all__ = ["Solution", "SolverSpec", "Status", "available", "names", "solve", "spec"]
+__all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "kinds", "names", "solve", "spec"]
 
 # The backend modules import their third-party package only inside ``solve``.
 _BACKENDS: dict[str, SolverSpec] = {
@@ -56,23 +56,33 @@ def spec(solver: str) -> SolverSpec:
     return _BACKENDS[parse_name(solver)[0]]
 
 
+def kinds(solver: str) -> frozenset[str]:
+    """Program kinds ``solver`` takes natively; a variant (``cvxpy:OSQP``) may take fewer."""
+    base, variant = parse_name(solver)
+    spec_ = _BACKENDS[base]
+    if variant is None or not spec_.is_available():
+        return spec_.kinds
+    backend = importlib.import_module(spec_.module)
+    return frozenset(backend.variant_kinds(variant) & spec_.kinds)
+
+
 def can_take(program: Program, solver: str) -> bool:
     """Whether ``solver`` takes ``program``, natively or through an applicable conversion."""
-    return _route(program, spec(solver)) is not False
+    return _route(program, kinds(solver)) is not False
 
 
-def _route(program: Program, spec_: SolverSpec) -> Any:
+def _route(program: Program, native: frozenset[str]) -> Any:
     """None for native, a reduction object, or False if no route exists."""
-    if program.kind in spec_.kinds:
+    if program.kind in native:
         return None
     for source, target, reduction in _CONVERSIONS:
-        if program.kind == source and target in spec_.kinds and reduction.accepts(program) is None:
+        if program.kind == source and target in native and reduction.accepts(program) is None:
             return reduction
     return False
 
 
 def _who_can(program: Program) -> list[str]:
-    return [name for name, spec_ in _BACKENDS.items() if _route(program, spec_) is not False]
+    return [name for name, spec_ in _BACKENDS.items() if _route(program, spec_.kinds) is not False]
 
 
 def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any] | None = None,
@@ -86,10 +96,11 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
         raise UnsupportedProgramError(f"solve() takes a ConicProgram or an LCP, got {type(program).__name__}")
     base, variant = parse_name(solver)
     spec_ = _BACKENDS[base]
-    route = _route(program, spec_)
+    native = kinds(solver)
+    route = _route(program, native)
     if route is False:
         reasons = [reduction.accepts(program) for src, tgt, reduction in _CONVERSIONS
-                   if src == program.kind and tgt in spec_.kinds]
+                   if src == program.kind and tgt in native]
         why = f" ({'; '.join(r for r in reasons if r)})" if any(reasons) else ""
         raise UnsupportedProgramError(
             f"solver {solver!r} cannot take a {program.kind.upper()} program{why}; "

@@ -43,6 +43,21 @@ def installed_variants() -> list[str]:
     return list(cp.installed_solvers())
 
 
+def variant_kinds(variant: str) -> frozenset[str]:
+    """Kinds an inner cvxpy solver takes: SOCPs need SOC support; QPs need a QP solver or a
+    conic one with SOC (cvxpy rewrites the quadratic objective as a cone)."""
+    try:
+        from cvxpy.reductions.solvers.defines import SOLVER_MAP_CONIC, SOLVER_MAP_QP
+    except ImportError:  # cvxpy moved its tables: assume the base declaration
+        return SPEC.kinds
+    name = variant.upper()
+    conic = SOLVER_MAP_CONIC.get(name)
+    with_soc = conic is not None and any(c.__name__ == "SOC" for c in conic.SUPPORTED_CONSTRAINTS)
+    if with_soc:
+        return frozenset({"qp", "socp"})
+    return frozenset({"qp"}) if name in SOLVER_MAP_QP else frozenset()
+
+
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
     import cvxpy as cp
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.errors import OptionError
 from contactopt.programs import LCP, Solution, Status, lcp_residuals
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
 
@@ -58,12 +59,15 @@ def lemke(
     M = np.asarray(M, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
     n = q.shape[0]
+    d = np.ones(n) if covering is None else np.asarray(covering, dtype=np.float64)
+    if d.shape != (n,) or not np.all(d > 0):
+        raise OptionError(f"solver 'lemke': the covering vector must have {n} strictly positive "
+                          f"entries, got {d}")
+    max_iter = max(1000, 50 * n) if max_iter is None else int(max_iter)
     if n == 0 or q.min() >= 0:
         return np.zeros(n), Status.OPTIMAL, 0, "trivial: q >= 0, z = 0"
-    d = np.ones(n) if covering is None else np.asarray(covering, dtype=np.float64)
-    if d.shape != (n,) or np.any(d <= 0):
-        raise ValueError("lemke: the covering vector must have n strictly positive entries")
-    max_iter = max(1000, 50 * n) if max_iter is None else int(max_iter)
+    if max_iter < 1:
+        return None, Status.MAX_ITERATIONS, 0, "max_iter < 1: no pivot allowed"
 
     # Tableau columns: w (0..n-1), z (n..2n-1), z0 (2n), rhs (2n+1).
     z0 = 2 * n
