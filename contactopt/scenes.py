@@ -3,9 +3,11 @@
 Shape of a scene file (every table rejects unknown keys)::
 
     [scene]                     # name, dt (required), duration (required), formulation, solver, description
-    [system]                    # type (required, a registered system type)
+    [system]                    # type (required, a registered system type) and the keys
+                                # that type declares (``config_keys``, e.g. bodies, gravity)
     [system.parameters]         # the type's parameters (see ``contactopt list systems``)
-    [initial]                   # q (required, nq numbers), v (nv numbers, default zeros)
+    [initial]                   # q (nq numbers), v (nv numbers, default zeros); optional for
+                                # types whose description implies a state (rigid3d bodies)
     [contact]                   # mu (default 0; inf allowed), restitution (default 0)
     [options]                   # formulation options, e.g. form = "dual"
     [solver_options]            # passed to the solver backend
@@ -34,7 +36,6 @@ __all__ = ["Scene", "find_problem", "load_scene", "problems_dir"]
 
 _TABLES = {"scene", "system", "initial", "contact", "options", "solver_options"}
 _SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description"}
-_SYSTEM_KEYS = {"type", "parameters"}
 _INITIAL_KEYS = {"q", "v"}
 
 
@@ -190,7 +191,6 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
     meta = _table(data, "scene", path, required=True)
     _reject_unknown(meta, _SCENE_KEYS, "scene", path)
     system_table = _table(data, "system", path, required=True)
-    _reject_unknown(system_table, _SYSTEM_KEYS, "system", path)
     if "type" not in system_table:
         raise SceneError(f"{path}: missing key 'system.type' (known types: {', '.join(systems.names())})")
     type_name = system_table["type"]
@@ -198,14 +198,17 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         raise SceneError(f"{path}: system.type: unknown system type {type_name!r} "
                          f"(known types: {', '.join(systems.names())})")
     system_cls = systems.get(type_name)
-    parameters = _table(system_table, "parameters", path, required=False)
+    _reject_unknown(system_table, {"type", *system_cls.config_keys}, "system", path)
+    config = {key: value for key, value in system_table.items() if key != "type"}
     contact = _table(data, "contact", path, required=False)
-    system = system_cls.from_config(parameters, contact)
+    system = system_cls.from_config(config, contact)
 
-    initial = _table(data, "initial", path, required=True)
+    implied = system.default_state()
+    initial = _table(data, "initial", path, required=implied is None)
     _reject_unknown(initial, _INITIAL_KEYS, "initial", path)
-    q0 = _vector(initial, "q", system.nq, path, system)
-    v0 = _vector(initial, "v", system.nv, path, system, default=np.zeros(system.nv))
+    q0 = _vector(initial, "q", system.nq, path, system, default=None if implied is None else implied[0])
+    v0 = _vector(initial, "v", system.nv, path, system,
+                 default=np.zeros(system.nv) if implied is None else implied[1])
 
     formulation = _string(meta, "formulation", "scene", path, "gauss")
     solver = _string(meta, "solver", "scene", path, "clarabel")

@@ -65,7 +65,7 @@ def closed_form(q: float, v: float, u: float) -> tuple[float, float]:
 
 def _scene(u: float) -> co.Scene:
     scene = co.load_scene("cart_wall")
-    system = co.systems.get("cart").from_config({"m": M_CART, "u": u}, {})
+    system = co.systems.get("cart").from_config({"parameters": {"m": M_CART, "u": u}}, {})
     return dataclasses.replace(scene, system=system, dt=H)
 
 

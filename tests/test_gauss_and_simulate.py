@@ -94,7 +94,7 @@ def test_point_mass_lands_and_rests_with_the_weight_impulse() -> None:
 
 def test_friction_is_ignored_with_a_warning() -> None:
     scene = co.load_scene("point_mass_drop")
-    system = co.systems.get("point_mass").from_config({"m": 1.0}, {"mu": 0.5})
+    system = co.systems.get("point_mass").from_config({"parameters": {"m": 1.0}}, {"mu": 0.5})
     with pytest.warns(FrictionIgnoredWarning, match="mu > 0 is ignored"):
         traj = co.simulate(dataclasses.replace(scene, system=system), duration=0.6)
     np.testing.assert_allclose(traj.v[:, 0], 0.5, atol=1e-9)

@@ -105,6 +105,8 @@ class System(ABC):
     type_name: ClassVar[str]
     description: ClassVar[str]
     parameters: ClassVar[tuple[Parameter, ...]] = ()
+    #: Keys the ``[system]`` table may hold besides ``type`` (e.g. ``bodies``, ``gravity``).
+    config_keys: ClassVar[frozenset[str]] = frozenset({"parameters"})
     nq: int
     nv: int
     contact_dim: int
@@ -117,10 +119,22 @@ class System(ABC):
         self.restitution = float(contact.get("restitution", 0.0))
 
     @classmethod
-    def from_config(cls, params: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
-        """Build from raw scene tables; raises :class:`ParameterError` naming the key."""
+    def from_config(cls, table: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
+        """Build from a scene's ``[system]`` table (without ``type``) and ``[contact]`` table.
+
+        Raises :class:`ParameterError` naming the offending key. Subclasses with more keys
+        than ``parameters`` (``config_keys``) override this.
+        """
+        params = table.get("parameters", {})
+        if not isinstance(params, Mapping):
+            raise ParameterError("system.parameters", "system.parameters: expected a table")
         return cls(resolve_parameters(cls.parameters, params, "system.parameters"),
                    resolve_parameters(CONTACT_PARAMETERS, contact, "contact"))
+
+    def default_state(self) -> tuple[FloatArray, FloatArray] | None:
+        """Initial (q, v) implied by the system's own description (e.g. bodies' positions),
+        used when a scene has no ``[initial]`` table; None if the scene must give it."""
+        return None
 
     @abstractmethod
     def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
