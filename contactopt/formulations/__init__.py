@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from contactopt.errors import UnknownNameError
+from contactopt.formulations.anitescu import Anitescu
 from contactopt.formulations.base import Formulation, StepResult
+from contactopt.formulations.ccp import ConeComplementarity
 from contactopt.formulations.gauss import FrictionIgnoredWarning, Gauss
+from contactopt.formulations.lcp import StewartTrinkleLCP
+from contactopt.formulations.regularized import Regularized
 
 __all__ = ["Formulation", "FrictionIgnoredWarning", "StepResult", "get", "names"]
 
-_REGISTRY: dict[str, Formulation] = {f.name: f for f in (Gauss(),)}
+_REGISTRY: dict[str, Formulation] = {
+    f.name: f for f in (Gauss(), StewartTrinkleLCP(), Anitescu(), ConeComplementarity(), Regularized())
+}
 
 
 def names() -> list[str]:

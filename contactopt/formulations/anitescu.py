@@ -1,0 +1,116 @@
+"""Anitescu's convex relaxation with a polyhedral friction cone, primal QP in v' and dual QP
+in the edge impulses beta.
+
+Reference 000, "Anitescu's convex formulation" (Anitescu 2006). With ``k`` friction
+directions ``d_i`` per active contact (``-d_i`` in the set) and ``v_free = v + h M^{-1} tau``:
+
+**primal** (``x = v'``)::
+
+    minimize    1/2 (v' - v_free)^T M (v' - v_free)
+    subject to  phi_c / h + (n_c + mu_c d_ci) v' >= 0        for every contact c, direction i
+
+The row dual ``beta_ci >= 0`` is the impulse along the cone edge ``n_c + mu_c d_ci``, so the
+contact impulse is ``lambda_n = sum_i beta_ci`` and ``lambda_t = mu_c sum_i beta_ci d_i``
+(inside the polyhedral cone by construction; maximum dissipation is dropped).
+
+**dual** (``x = beta``), with ``J_beta`` stacking the edge rows::
+
+    minimize_{beta >= 0}  1/2 beta^T J_beta M^{-1} J_beta^T beta + beta^T (J_beta v_free + phi / h)
+
+(the reference prints the linear term as ``phi/h sum_i beta_i`` with ``v^-`` dropped; the
+derivation from its own Lagrangian gives ``J_beta v_free`` too). The dual Hessian is only
+semidefinite: impulses may be non-unique (a table on four legs) while ``v'`` is unique.
+
+A sliding contact "hydroplanes": the constraint of the edge opposing the slip keeps
+``phi(q') >= h mu d_i v'``, i.e. a gap of about ``h mu |v_t|``. ``epsilon`` selects the
+contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; default: all candidates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactopt.formulations.base import Formulation, Program, StepResult
+from contactopt.formulations.common import (
+    ActiveContacts,
+    active_contacts,
+    check_directions,
+    check_margin,
+    polyhedral_frame_impulses,
+    require_finite_mu,
+    require_no_bilateral,
+    scatter_impulses,
+    select_contacts,
+)
+from contactopt.model import StepProblem
+from contactopt.programs import Block, ConicProgram, Nonneg, Solution
+
+
+def edge_rows(active: ActiveContacts, k: int) -> tuple[np.ndarray, int]:
+    """(na * kk, nv) rows ``n_c + mu_c d_ci`` and kk = edges per contact (1 if frictionless frame)."""
+    if k == 0:
+        return active.N.copy(), 1
+    D = active.directions(k).reshape(active.count, k, -1)
+    edges = active.N[:, None, :] + active.mu[:, None, None] * D
+    return edges.reshape(active.count * k, -1), k
+
+
+class Anitescu(Formulation):
+    name: ClassVar[str] = "anitescu"
+    description: ClassVar[str] = "Anitescu convex QP, polyhedral cone (primal in v' or dual in edge impulses)"
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "k": None, "epsilon": float("inf")}
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
+
+    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        merged = super().resolve_options(options)
+        if merged["k"] is not None:
+            check_directions(merged["k"], 3, self.name)
+        check_margin(merged, self.name)
+        return merged
+
+    def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        require_no_bilateral(problem, self.name)
+        contacts = problem.contacts
+        active = active_contacts(contacts, options["epsilon"])
+        require_finite_mu(active, self.name)
+        k = check_directions(options["k"], contacts.dim, self.name)
+        J_beta, per = edge_rows(active, k)
+        rows = J_beta.shape[0]
+        h = problem.dt
+        rhs = np.repeat(active.phi / h, per)
+        metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
+                    "k": k, "contacts": active.index.tolist(), "nv": problem.nv}
+        if options["form"] == "primal":
+            M = problem.dynamics.M
+            return ConicProgram(
+                P=sp.csc_matrix(M), c=-M @ problem.v_free, A=sp.csc_matrix(-J_beta), b=rhs,
+                cones=(Nonneg(rows),), variables=(Block("v_next", 0, problem.nv),),
+                constraints=(Block("cone_edges", 0, rows, per),), metadata=metadata)
+        W = J_beta @ problem.dynamics.solve_M(J_beta.T)
+        return ConicProgram(
+            P=sp.csc_matrix(0.5 * (W + W.T)), c=J_beta @ problem.v_free + rhs,
+            A=-sp.identity(rows, format="csc"), b=np.zeros(rows), cones=(Nonneg(rows),),
+            variables=(Block("impulse_edges", 0, rows, per),),
+            constraints=(Block("impulse_edges_nonneg", 0, rows, per),), metadata=metadata)
+
+    def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
+        assert isinstance(program, ConicProgram)
+        contacts = problem.contacts
+        active = select_contacts(contacts, program.metadata["contacts"])
+        k = int(program.metadata["k"])
+        if program.metadata["form"] == "primal":
+            beta = program.row_block(solution.y, "cone_edges")
+        else:
+            beta = program.variable(solution.x, "impulse_edges")
+        per = max(k, 1)
+        normal = beta.reshape(active.count, per).sum(axis=1)
+        frame = polyhedral_frame_impulses(active, normal, beta, k, scale=active.mu)
+        if program.metadata["form"] == "primal":
+            v_next = program.variable(solution.x, "v_next")
+        else:
+            v_next = problem.v_free + problem.dynamics.solve_M(active.J.T @ frame.reshape(-1))
+        return StepResult(v_next=np.array(v_next), impulses=scatter_impulses(contacts, active, frame))

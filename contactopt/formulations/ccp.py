@@ -1,0 +1,122 @@
+"""The cone complementarity relaxation with the exact (Lorentz) friction cone: an SOCP,
+primal in v' and dual in the contact impulses.
+
+Anitescu's relaxation (reference 000, "Anitescu's convex formulation") with the polyhedral
+cone replaced by the exact cone ``FC = {lambda : ||lambda_t|| <= mu lambda_n}`` (the
+"cone complementarity problem", Anitescu & Tasora 2010; the conic description of FC is in
+reference 000, "Todorov's regularization").
+
+**primal** (``x = v'``)::
+
+    minimize    1/2 (v' - v_free)^T M (v' - v_free)
+    subject to  phi_c / h + n_c v' >= mu_c || T_c v' ||          for every active contact c
+
+as the second-order-cone rows ``[phi_c/h + n_c v', mu_c T_c v'] in SOC(dim)``
+(``A_c = -[n_c; mu_c T_c]``, ``b_c = [phi_c / h, 0]``). With row duals ``y_c in SOC`` the
+stationarity ``M (v' - v_free) = sum_c [n_c; mu_c T_c]^T y_c`` gives the frame impulse
+``lambda_c = [y_c0, mu_c y_c1:]``, which lies in FC.
+
+**dual** (``x = lambda``, per contact ``[lambda_n, lambda_t]``)::
+
+    minimize    1/2 lambda^T J M^{-1} J^T lambda + lambda^T (J v_free + [phi / h, 0])
+    subject to  [mu_c lambda_cn, lambda_ct] in SOC(dim)     (mu_c > 0)
+                lambda_cn >= 0, lambda_ct = 0               (mu_c = 0: the cone degenerates)
+
+Sliding contacts hydroplane to a gap of about ``h mu |v_t|`` as in the polyhedral case, but
+without the cone's anisotropy. ``epsilon`` selects contacts with ``phi <= epsilon``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactopt.formulations.base import Formulation, Program, StepResult
+from contactopt.formulations.common import (
+    ActiveContacts,
+    active_contacts,
+    check_margin,
+    require_finite_mu,
+    require_no_bilateral,
+    scatter_impulses,
+    select_contacts,
+)
+from contactopt.model import StepProblem
+from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
+
+
+def friction_cone_rows(active: ActiveContacts) -> tuple[sp.csc_matrix, tuple[Cone, ...]]:
+    """``A`` and cones with ``-A lambda in K`` iff every contact's lambda is in its friction cone."""
+    dim = active.dim
+    blocks: list[sp.csc_matrix] = []
+    cones: list[Cone] = []
+    for mu in active.mu:
+        if dim == 1:
+            blocks.append(sp.csc_matrix(-np.eye(1)))
+            cones.append(Nonneg(1))
+        elif mu > 0:
+            blocks.append(sp.csc_matrix(-np.diag([mu, *([1.0] * (dim - 1))])))
+            cones.append(SOC(dim))
+        else:
+            blocks.append(sp.csc_matrix(-np.eye(dim)))
+            cones += [Nonneg(1), Zero(dim - 1)]
+    A = sp.csc_matrix(sp.block_diag(blocks, format="csc")) if blocks else sp.csc_matrix((0, 0))
+    return A, tuple(cones)
+
+
+class ConeComplementarity(Formulation):
+    name: ClassVar[str] = "ccp"
+    description: ClassVar[str] = "Anitescu relaxation with the exact friction cone, SOCP (primal or dual)"
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "epsilon": float("inf")}
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
+
+    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        merged = super().resolve_options(options)
+        check_margin(merged, self.name)
+        return merged
+
+    def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        require_no_bilateral(problem, self.name)
+        contacts = problem.contacts
+        active = active_contacts(contacts, options["epsilon"])
+        require_finite_mu(active, self.name)
+        dim, na, h = contacts.dim, active.count, problem.dt
+        rows = na * dim
+        metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
+                    "contacts": active.index.tolist(), "nv": problem.nv}
+        normal_rhs = np.zeros(rows)
+        normal_rhs[::dim] = active.phi / h
+        if options["form"] == "primal":
+            scaled = active.J.reshape(na, dim, -1).copy()
+            scaled[:, 1:, :] *= active.mu[:, None, None]
+            cones = tuple(SOC(dim) if dim > 1 else Nonneg(1) for _ in range(na))
+            M = problem.dynamics.M
+            return ConicProgram(
+                P=sp.csc_matrix(M), c=-M @ problem.v_free,
+                A=sp.csc_matrix(-scaled.reshape(rows, -1)), b=normal_rhs, cones=cones,
+                variables=(Block("v_next", 0, problem.nv),),
+                constraints=(Block("friction_cones", 0, rows, dim),), metadata=metadata)
+        W = active.J @ problem.dynamics.solve_M(active.J.T)
+        A, cones = friction_cone_rows(active)
+        return ConicProgram(
+            P=sp.csc_matrix(0.5 * (W + W.T)), c=active.J @ problem.v_free + normal_rhs,
+            A=A if rows else sp.csc_matrix((0, 0)), b=np.zeros(rows), cones=cones,
+            variables=(Block("impulse", 0, rows, dim),),
+            constraints=(Block("impulse_in_cone", 0, rows, dim),), metadata=metadata)
+
+    def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
+        assert isinstance(program, ConicProgram)
+        contacts = problem.contacts
+        active = select_contacts(contacts, program.metadata["contacts"])
+        if program.metadata["form"] == "primal":
+            y = program.row_block(solution.y, "friction_cones").reshape(active.count, contacts.dim)
+            frame = y.copy()
+            frame[:, 1:] *= active.mu[:, None]
+            v_next = np.array(program.variable(solution.x, "v_next"))
+        else:
+            frame = program.variable(solution.x, "impulse").reshape(active.count, contacts.dim)
+            v_next = problem.v_free + problem.dynamics.solve_M(active.J.T @ frame.reshape(-1))
+        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame))

@@ -1,0 +1,209 @@
+"""MuJoCo's convex regularized formulation (Todorov 2014), as reference 000 presents it
+("Todorov's regularization" and "Relaxed complementarity-free formulation").
+
+One step is the dual program over contact impulses ``lambda`` in the friction cone::
+
+    minimize    1/2 lambda^T (A + R) lambda + lambda^T (J v^- - v*)
+    subject to  lambda in FC        (elliptic: SOC per contact;  pyramidal: edge impulses >= 0)
+
+with
+
+* implicit damping inertia ``b`` (the reference's cart: ``(m+b)(v'-v)/h = u + f - b v``):
+  ``M~ = M + b I``, ``v^- = v + h M~^{-1} (tau - b v)``, ``A = J M~^{-1} J^T``;
+* impedance ``d in (0, 1)`` from MuJoCo's ``solimp = (d0, dwidth, width, midpoint, power)``:
+  ``d(r) = d0 + y(|r| / width) (dwidth - d0)`` with ``y`` MuJoCo's power sigmoid, ``d = dwidth``
+  beyond ``width``; clamped to MuJoCo's [1e-4, 0.9999]; ``r = phi``;
+* regularization ``R = (1 - d) / d * diag(A)`` (friction rows of elliptic cones divided by
+  ``impratio``; pyramid edges use their own diagonal);
+* reference velocity ``v* = J v + h a_ref`` with MuJoCo's ``a_ref = -b_ref J v - k_ref r``,
+  ``b_ref = 2 / (dmax tc)``, ``k_ref = d(r) / (dmax^2 tc^2 zeta^2)`` from
+  ``solref = (tc, zeta)`` (time constant, damping ratio), ``dmax = dwidth``; ``r = phi`` on
+  normal rows and pyramid edges, 0 on friction rows. Negative ``solref = (-k, -b)`` gives the
+  stiffness and damping directly (``k_ref = k / dmax^2``, ``b_ref = b / dmax``). With
+  ``refsafe`` (MuJoCo's default) ``tc`` is raised to at least ``2 h``.
+
+**Mapping to the reference's epsilon, kappa, b.** For a constant impedance
+(``d0 = dwidth = d``) and ``zeta = 1``: ``epsilon = (1 - d) / d`` (so ``d = 1 / (1 + epsilon)``),
+``kappa = tc``, and ``b`` is the ``b`` option. Then ``A + R = (1 + epsilon) / (m + b)`` and
+``v* = v - 2 h (1 + epsilon) / kappa v - h (1 + epsilon) / kappa^2 q``: the reference's scalar
+relaxed cart-and-wall program exactly (tested). MuJoCo's own implicit damping adds
+``h * damping`` to M; the reference's ``b`` is that product.
+
+**Limit.** With ``solref = (2 h, 0.5)`` and ``d -> 1``, ``v* -> -phi / h`` on normal rows and
+``R -> 0``: the program tends to the hard dual (``gauss``/``ccp`` dual). Contacts enter when
+``phi <= epsilon`` (MuJoCo's margin; default 0: only touching or penetrating contacts).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactopt.errors import OptionError
+from contactopt.formulations.base import Formulation, Program, StepResult
+from contactopt.formulations.ccp import friction_cone_rows
+from contactopt.formulations.common import (
+    ActiveContacts,
+    active_contacts,
+    check_margin,
+    require_finite_mu,
+    require_no_bilateral,
+    scatter_impulses,
+    select_contacts,
+)
+from contactopt.model import Dynamics, StepProblem
+from contactopt.programs import Block, ConicProgram, Nonneg, Solution
+
+FloatArray = NDArray[np.float64]
+
+MIN_IMPEDANCE, MAX_IMPEDANCE = 1e-4, 0.9999  # MuJoCo's mjMINIMP, mjMAXIMP
+
+
+def impedance(r: FloatArray, solimp: tuple[float, float, float, float, float]) -> FloatArray:
+    """MuJoCo's impedance ``d(r)`` for constraint violations ``r`` (elementwise)."""
+    d0, dwidth, width, midpoint, power = solimp
+    x = np.abs(np.asarray(r, dtype=np.float64)) / width if width > 0 else np.ones_like(r)
+    x = np.minimum(x, 1.0)
+    if power == 1:
+        y = x
+    else:
+        low = x <= midpoint
+        y = np.where(low, x**power / max(midpoint, 1e-15) ** (power - 1),
+                     1.0 - (1.0 - x) ** power / max(1.0 - midpoint, 1e-15) ** (power - 1))
+    d = d0 + y * (dwidth - d0)
+    return np.clip(d, MIN_IMPEDANCE, MAX_IMPEDANCE)
+
+
+def reference_gains(solref: tuple[float, float], dmax: float, d: FloatArray, dt: float,
+                    refsafe: bool) -> tuple[float, FloatArray]:
+    """MuJoCo's ``(b_ref, k_ref)`` of ``a_ref = -b_ref J v - k_ref r``."""
+    timeconst, dampratio = solref
+    if timeconst < 0 and dampratio < 0:  # direct (stiffness, damping)
+        return -dampratio / dmax, np.full_like(d, -timeconst / dmax**2)
+    if refsafe:
+        timeconst = max(timeconst, 2.0 * dt)
+    return 2.0 / (dmax * timeconst), d / (dmax**2 * timeconst**2 * dampratio**2)
+
+
+class Regularized(Formulation):
+    name: ClassVar[str] = "regularized"
+    description: ClassVar[str] = "MuJoCo-style regularized dual (Todorov 2014), elliptic or pyramidal cone"
+    defaults: ClassVar[Mapping[str, Any]] = {
+        "cone": "pyramidal", "solref": (0.02, 1.0), "solimp": (0.9, 0.95, 0.001, 0.5, 2.0),
+        "impratio": 1.0, "b": 0.0, "epsilon": 0.0, "refsafe": True,
+    }
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"cone": ("pyramidal", "elliptic"),
+                                                        "refsafe": (True, False)}
+
+    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        merged = super().resolve_options(options)
+        check_margin(merged, self.name)
+        solref = _numbers(merged["solref"], 2, "solref", self.name)
+        if not ((solref[0] > 0 and solref[1] > 0) or (solref[0] < 0 and solref[1] < 0)):
+            raise OptionError(f"formulation {self.name!r}: solref must be (timeconst > 0, dampratio > 0) "
+                              f"or (-stiffness, -damping), got {merged['solref']!r}")
+        solimp = _numbers(merged["solimp"], 5, "solimp", self.name)
+        d0, dwidth, width, midpoint, power = solimp
+        if not (0 < d0 < 1 and 0 < dwidth < 1 and width >= 0 and 0 < midpoint < 1 and power >= 1):
+            raise OptionError(f"formulation {self.name!r}: solimp must satisfy 0 < d0, dwidth < 1, "
+                              f"width >= 0, 0 < midpoint < 1, power >= 1; got {merged['solimp']!r}")
+        for key in ("impratio", "b"):
+            value = merged[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                    or value < 0 or (key == "impratio" and value == 0):
+                raise OptionError(f"formulation {self.name!r}: {key} must be a finite number "
+                                  f"{'> 0' if key == 'impratio' else '>= 0'}, got {value!r}")
+        merged["solref"], merged["solimp"] = solref, solimp
+        return merged
+
+    def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        require_no_bilateral(problem, self.name)
+        contacts = problem.contacts
+        active = active_contacts(contacts, options["epsilon"])
+        require_finite_mu(active, self.name)
+        h, v = problem.dt, problem.state.v
+        damped, v_minus = _damped(problem, options["b"])
+        d = impedance(active.phi, options["solimp"])
+        b_ref, k_ref = reference_gains(options["solref"], options["solimp"][1], d, h, options["refsafe"])
+        if options["cone"] == "elliptic":
+            J = active.J
+            per = contacts.dim
+            position = np.zeros((active.count, per))
+            position[:, 0] = active.phi
+            row_impedance = np.repeat(d, per)
+            friction_row = np.tile(np.arange(per) > 0, active.count)
+            A_rows, cones = friction_cone_rows(active)
+        else:
+            J, per = pyramid_edges(active)
+            position = np.repeat(active.phi, per).reshape(active.count, per)
+            row_impedance = np.repeat(d, per)
+            friction_row = np.zeros(J.shape[0], dtype=bool)
+            A_rows, cones = -sp.identity(J.shape[0], format="csc"), (Nonneg(J.shape[0]),)
+        rows = J.shape[0]
+        A_delassus = J @ damped.solve_M(J.T)
+        R = (1.0 - row_impedance) / row_impedance * np.diag(A_delassus)
+        R = np.where(friction_row, R / options["impratio"], R)
+        a_ref = -b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1)
+        v_star = J @ v + h * a_ref
+        P = A_delassus + np.diag(R)
+        metadata = {"formulation": self.name, "cone": options["cone"], "dt": h, "t": problem.state.t,
+                    "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
+                    "impedance": d.tolist(), "b": options["b"]}
+        return ConicProgram(
+            P=sp.csc_matrix(0.5 * (P + P.T)), c=J @ v_minus - v_star,
+            A=A_rows if rows else sp.csc_matrix((0, 0)), b=np.zeros(rows), cones=cones,
+            variables=(Block("impulse" if options["cone"] == "elliptic" else "impulse_edges", 0, rows, per),),
+            constraints=(Block("impulse_in_cone", 0, rows, per),), metadata=metadata)
+
+    def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
+        assert isinstance(program, ConicProgram)
+        contacts = problem.contacts
+        active = select_contacts(contacts, program.metadata["contacts"])
+        damped, v_minus = _damped(problem, program.metadata["b"])
+        if program.metadata["cone"] == "elliptic":
+            frame = program.variable(solution.x, "impulse").reshape(active.count, contacts.dim)
+        else:
+            beta = program.variable(solution.x, "impulse_edges").reshape(active.count, -1)
+            frame = np.zeros((active.count, contacts.dim))
+            frame[:, 0] = beta.sum(axis=1)
+            if contacts.dim > 1:  # edges ordered (n + mu t_j, n - mu t_j) for each tangent j
+                frame[:, 1:] = active.mu[:, None] * (beta[:, 0::2] - beta[:, 1::2])
+        v_next = v_minus + damped.solve_M(active.J.T @ frame.reshape(-1))
+        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame))
+
+
+def pyramid_edges(active: ActiveContacts) -> tuple[FloatArray, int]:
+    """MuJoCo's pyramidal cone: rows ``n + mu t_j`` and ``n - mu t_j`` for each tangent ``t_j``
+    (``2 (dim - 1)`` edges per contact; one row ``n`` for normal-only frames)."""
+    if active.dim == 1:
+        return active.N.copy(), 1
+    per = 2 * (active.dim - 1)
+    edges = np.empty((active.count, per, active.N.shape[1]))
+    scaled = active.mu[:, None, None] * active.T
+    edges[:, 0::2, :] = active.N[:, None, :] + scaled
+    edges[:, 1::2, :] = active.N[:, None, :] - scaled
+    return edges.reshape(active.count * per, -1), per
+
+
+def _damped(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
+    """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia)."""
+    dynamics = problem.dynamics
+    if b:
+        dynamics = Dynamics(dynamics.M + b * np.eye(problem.nv), dynamics.tau - b * problem.state.v)
+    return dynamics, problem.state.v + problem.dt * dynamics.solve_M(dynamics.tau)
+
+
+def _numbers(value: Any, count: int, key: str, formulation: str) -> tuple[float, ...]:
+    try:
+        numbers = tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        numbers = ()
+    if len(numbers) != count or not all(math.isfinite(x) for x in numbers):
+        raise OptionError(f"formulation {formulation!r}: {key} must be {count} finite numbers, got {value!r}")
+    return numbers
+
