@@ -13,6 +13,7 @@ from contactopt.errors import (
     ContactoptError,
     OptionError,
     SceneError,
+    SimulationError,
     SolverUnavailableError,
     UnknownNameError,
     UnsupportedProgramError,
@@ -42,7 +43,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "Dynamics",
-    "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "Solution",
+    "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "SimulationError", "Solution",
     "SolverUnavailableError", "State", "Status", "StepProblem", "StepRecord", "Trajectory",
     "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "formulate",
     "formulations", "lcp_to_qp", "load_program", "load_scene", "programs", "qp_to_lcp",

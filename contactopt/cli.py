@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from contactopt import formulations, solvers, systems
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.errors import ContactoptError, OptionError, SimulationError
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, load_scene, problems_dir
@@ -127,13 +127,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scene = load_scene(args.scene)
     options = _options(args.option)
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
+    formulation = args.formulation or scene.formulation
+    solver = args.solver or scene.solver
+    out = Path(args.out) if args.out else Path("runs") / (
+        f"{scene.name}-{formulation}-{solver.replace(':', '_')}")
     with warnings.catch_warnings():
         warnings.simplefilter("once")
-        traj = simulate(scene, formulation=args.formulation, solver=args.solver, dt=args.dt,
-                        duration=args.duration, options=options, solver_options=solver_options,
-                        fallback=args.fallback, progress=not args.no_progress)
-    out = Path(args.out) if args.out else Path("runs") / (
-        f"{scene.name}-{traj.info['formulation']}-{traj.info['solver'].replace(':', '_')}")
+        try:
+            traj = simulate(scene, formulation=formulation, solver=solver, dt=args.dt,
+                            duration=args.duration, options=options, solver_options=solver_options,
+                            fallback=args.fallback, progress=not args.no_progress)
+        except SimulationError as exc:
+            partial = exc.trajectory
+            assert isinstance(partial, Trajectory)
+            path = partial.save(out / "trajectory.npz")
+            raise SimulationError(f"{exc} (the {len(partial.steps)} finished steps are in {path})",
+                                  partial) from exc
     out.mkdir(parents=True, exist_ok=True)
     traj_path = traj.save(out / "trajectory.npz")
     row = _summary_row(scene, traj)

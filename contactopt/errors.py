@@ -38,5 +38,13 @@ class ConversionError(ContactoptError, ValueError):
     """A program does not meet the conditions of a conversion (e.g. P not positive definite)."""
 
 
+class SimulationError(ContactoptError, RuntimeError):
+    """A simulation stopped on an unexpected error; ``trajectory`` holds every finished step."""
+
+    def __init__(self, message: str, trajectory: object) -> None:
+        super().__init__(message)
+        self.trajectory = trajectory
+
+
 class OptionError(ContactoptError, ValueError):
     """An unknown or invalid option was passed to a formulation or solver."""

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactopt import formulations
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.errors import ContactoptError, OptionError, SimulationError
 from contactopt.formulations.base import Program
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model import State
@@ -50,6 +50,8 @@ def simulate(
     ``fallback`` (if given); if it still fails, the run stops there (``on_failure="stop"``:
     the trajectory keeps every finished step, the failed record is the last of ``steps``
     and ``message`` says why) or raises (``"raise"``). Ctrl-C stops the run the same way.
+    An unexpected exception inside a step raises :class:`~contactopt.errors.SimulationError`
+    whose ``trajectory`` holds every finished step.
     """
     formulation = formulation or scene.formulation
     solver = solver or scene.solver
@@ -77,11 +79,20 @@ def simulate(
     steps: list[StepRecord] = []
     message = ""
     bar = _progress_bar(n_steps, f"{scene.name} {stepper.formulation.name}/{solver}", progress)
+
+    def partial(reason: str) -> Trajectory:
+        return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
+                          info=info, message=reason)
+
     try:
         for _ in range(n_steps):
-            next_state, record = stepper.step(state)
-            if next_state is None and backup is not None:
-                next_state, record = backup.step(state)
+            try:
+                next_state, record = stepper.step(state)
+                if next_state is None and backup is not None:
+                    next_state, record = backup.step(state)
+            except Exception as exc:  # a bug or a system error: keep what was computed
+                reason = f"step {len(steps)} at t={state.t:.6g} raised {type(exc).__name__}: {exc}"
+                raise SimulationError(reason, partial(reason)) from exc
             steps.append(record)
             if next_state is None:
                 message = (f"step {len(steps) - 1} at t={state.t:.6g} failed: "
@@ -98,8 +109,7 @@ def simulate(
         message = f"interrupted by the user after {len(times) - 1} steps"
     finally:
         bar.close()
-    return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
-                      info=info, message=message)
+    return partial(message)
 
 
 class _NoBar:

@@ -56,7 +56,7 @@ def edge_rows(active: ActiveContacts, k: int) -> tuple[np.ndarray, int]:
         return active.N.copy(), 1
     D = active.directions(k).reshape(active.count, k, -1)
     edges = active.N[:, None, :] + active.mu[:, None, None] * D
-    return edges.reshape(active.count * k, -1), k
+    return edges.reshape(active.count * k, active.N.shape[1]), k
 
 
 class Anitescu(Formulation):

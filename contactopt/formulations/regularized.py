@@ -22,6 +22,12 @@ with
   stiffness and damping directly (``k_ref = k / dmax^2``, ``b_ref = b / dmax``). With
   ``refsafe`` (MuJoCo's default) ``tc`` is raised to at least ``2 h``.
 
+**Default solref.** ``None``, meaning ``(2 h, 1)``: the stiffest reference MuJoCo's refsafe
+admits at the step ``h``. MuJoCo's own default ``(0.02, 1)`` (pass it explicitly) makes
+friction visibly soft: friction rows aim at ``v*_t = (1 - 2h/(d tc)) v_t``, so once friction
+stops saturating the slip decays exponentially with time constant ``~ d tc / 2`` (10 ms)
+instead of stopping; a sliding box then stops ~15 % late (``experiments/box_slide.py``).
+
 **Mapping to the reference's epsilon, kappa, b.** For a constant impedance
 (``d0 = dwidth = d``) and ``zeta = 1``: ``epsilon = (1 - d) / d`` (so ``d = 1 / (1 + epsilon)``),
 ``kappa = tc``, and ``b`` is the ``b`` option. Then ``A + R = (1 + epsilon) / (m + b)`` and
@@ -94,7 +100,7 @@ class Regularized(Formulation):
     name: ClassVar[str] = "regularized"
     description: ClassVar[str] = "MuJoCo-style regularized dual (Todorov 2014), elliptic or pyramidal cone"
     defaults: ClassVar[Mapping[str, Any]] = {
-        "cone": "pyramidal", "solref": (0.02, 1.0), "solimp": (0.9, 0.95, 0.001, 0.5, 2.0),
+        "cone": "pyramidal", "solref": None, "solimp": (0.9, 0.95, 0.001, 0.5, 2.0),
         "impratio": 1.0, "b": 0.0, "epsilon": 0.0, "refsafe": True,
     }
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"cone": ("pyramidal", "elliptic"),
@@ -103,8 +109,9 @@ class Regularized(Formulation):
     def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         merged = super().resolve_options(options)
         check_margin(merged, self.name)
-        solref = _numbers(merged["solref"], 2, "solref", self.name)
-        if not ((solref[0] > 0 and solref[1] > 0) or (solref[0] < 0 and solref[1] < 0)):
+        solref = None if merged["solref"] is None else _numbers(merged["solref"], 2, "solref", self.name)
+        signs_agree = solref is None or (solref[0] > 0 and solref[1] > 0) or (solref[0] < 0 and solref[1] < 0)
+        if not signs_agree:
             raise OptionError(f"formulation {self.name!r}: solref must be (timeconst > 0, dampratio > 0) "
                               f"or (-stiffness, -damping), got {merged['solref']!r}")
         solimp = _numbers(merged["solimp"], 5, "solimp", self.name)
@@ -129,7 +136,8 @@ class Regularized(Formulation):
         h, v = problem.dt, problem.state.v
         damped, v_minus = _damped(problem, options["b"])
         d = impedance(active.phi, options["solimp"])
-        b_ref, k_ref = reference_gains(options["solref"], options["solimp"][1], d, h, options["refsafe"])
+        solref = options["solref"] if options["solref"] is not None else (2.0 * h, 1.0)
+        b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
         if options["cone"] == "elliptic":
             J = active.J
             per = contacts.dim
@@ -152,6 +160,7 @@ class Regularized(Formulation):
         v_star = J @ v + h * a_ref
         P = A_delassus + np.diag(R)
         metadata = {"formulation": self.name, "cone": options["cone"], "dt": h, "t": problem.state.t,
+                    "solref": list(solref),
                     "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                     "impedance": d.tolist(), "b": options["b"]}
         return ConicProgram(
@@ -168,7 +177,8 @@ class Regularized(Formulation):
         if program.metadata["cone"] == "elliptic":
             frame = program.variable(solution.x, "impulse").reshape(active.count, contacts.dim)
         else:
-            beta = program.variable(solution.x, "impulse_edges").reshape(active.count, -1)
+            per = program.metadata["per"]
+            beta = program.variable(solution.x, "impulse_edges").reshape(active.count, per)
             frame = np.zeros((active.count, contacts.dim))
             frame[:, 0] = beta.sum(axis=1)
             if contacts.dim > 1:  # edges ordered (n + mu t_j, n - mu t_j) for each tangent j
@@ -187,7 +197,7 @@ def pyramid_edges(active: ActiveContacts) -> tuple[FloatArray, int]:
     scaled = active.mu[:, None, None] * active.T
     edges[:, 0::2, :] = active.N[:, None, :] + scaled
     edges[:, 1::2, :] = active.N[:, None, :] - scaled
-    return edges.reshape(active.count * per, -1), per
+    return edges.reshape(active.count * per, active.N.shape[1]), per
 
 
 def _damped(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:

@@ -100,6 +100,39 @@ def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> N
                           f"known: {', '.join(sorted(known)) or 'none'}")
 
 
+#: Residual levels, relative to the program's scale, above which a solver's "optimal" is
+#: not believed: INACCURATE above the first, NUMERICAL_ERROR (not an answer) above the second.
+INACCURATE_LEVEL, WRONG_LEVEL = 1e-6, 1e-3
+
+
+def scale(program: Program, x: np.ndarray, y: np.ndarray) -> float:
+    """Size of the numbers the residuals compare: data and the products they contain."""
+    if isinstance(program, LCP):
+        terms = [np.abs(program.q).max(initial=0.0), np.abs(program.M @ x).max(initial=0.0)]
+    else:
+        terms = [np.abs(program.c).max(initial=0.0), np.abs(program.b).max(initial=0.0),
+                 np.abs(program.P @ x).max(initial=0.0), np.abs(program.A.T @ y).max(initial=0.0),
+                 np.abs(program.A @ x).max(initial=0.0)]
+    return max(1.0, *map(float, terms))
+
+
+def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
+          message: str) -> tuple[Status, str]:
+    """Downgrade a solver's claim when contactopt's own residuals contradict it.
+
+    The gap and complementarity are products, so they are compared with the scale squared.
+    """
+    size = scale(program, x, y)
+    linear = max(res.primal, res.dual)
+    products = max((v for v in (res.gap, res.complementarity) if not np.isnan(v)), default=0.0)
+    worst = max(linear / size, products / size**2)
+    if worst > WRONG_LEVEL:
+        return Status.NUMERICAL_ERROR, f"{message}; residuals {worst:.1e} (relative) contradict the solver"
+    if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
+        return Status.INACCURATE, f"{message}; residuals {worst:.1e} (relative) above {INACCURATE_LEVEL:g}"
+    return status, message
+
+
 def make_solution(
     program: Program, *, solver: str, status: Status, x: Any, y: Any | None,
     iterations: int, watch: Stopwatch, message: str = "", raw: Any = None,
@@ -121,6 +154,8 @@ def make_solution(
     res = residuals(program, x_arr, y_arr) if finite else Residuals(np.inf, np.inf, np.inf, np.inf)
     if status.usable and not finite:
         status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
+    elif status.usable:
+        status, message = judge(program, x_arr, y_arr, res, status, message)
     return Solution(x=x_arr, y=y_arr, s=s_arr, status=status, iterations=int(iterations),
                     setup_time=watch.setup, solve_time=watch.solve, residuals=res,
                     solver=solver, message=message, raw=raw)

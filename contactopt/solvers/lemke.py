@@ -14,9 +14,11 @@ solution; ray termination for copositive-plus ``M`` proves the LCP infeasible.
 
 Anti-cycling: the lexicographic minimum-ratio rule on the rows ``[rhs_i, (B^{-1})_i] / col_i``
 (B^{-1} is read off the tableau's ``w`` columns), which makes every basis lexico-feasible and
-so prevents cycling under degeneracy. At the end the basic ``z`` are recomputed from the
-final basis (a direct solve of ``M_SS z_S = -q_S``) when that is more accurate than the
-tableau's accumulated pivots.
+so prevents cycling under degeneracy. Every ``refresh_every`` pivots and at the end the
+tableau is recomputed from the basis (``B^{-1} T_0`` by one LU solve), so round-off does not
+accumulate across pivots; pivots are accepted above a tolerance relative to the entering
+column's scale; the basic ``z`` are finally recomputed by a direct solve of
+``M_SS z_S = -q_S`` when that is more accurate.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ SPEC = SolverSpec(
     install_hint="(built in)", description="Lemke's complementary pivoting (ours, lexicographic)",
 )
 
-OPTIONS = {"max_iter", "pivot_tol", "covering"}
+OPTIONS = {"max_iter", "pivot_tol", "covering", "refresh_every"}
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
@@ -53,7 +55,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
 
 def lemke(
     M: FloatArray, q: FloatArray, *, max_iter: int | None = None, pivot_tol: float = 1e-12,
-    covering: FloatArray | None = None,
+    covering: FloatArray | None = None, refresh_every: int = 8,
 ) -> tuple[FloatArray | None, Status, int, str]:
     """Solve ``LCP(M, q)``; return ``(z, status, pivots, message)`` (``z`` None unless solved)."""
     M = np.asarray(M, dtype=np.float64)
@@ -77,6 +79,7 @@ def lemke(
     T[:, n : 2 * n] = -M
     T[:, z0] = -d
     T[:, rhs] = q
+    T_initial = T.copy()
     basis = np.arange(n)
 
     # First pivot: z0 enters at max_i(-q_i / d_i). Among tied rows the last index keeps the
@@ -87,8 +90,13 @@ def lemke(
     entering = _complement(_pivot(T, basis, row, z0), n)
     pivots = 1
     while pivots < max_iter:
+        if pivots % refresh_every == 0:
+            _refresh(T, T_initial, basis)
         column = T[:, entering]
-        candidates = np.flatnonzero(column > pivot_tol)
+        # Pivot tolerance relative to the column's scale: degenerate contact LCPs (many
+        # friction directions on few degrees of freedom) produce near-zero pivots whose
+        # round-off sign is meaningless.
+        candidates = np.flatnonzero(column > pivot_tol * max(1.0, float(np.abs(column).max())))
         if candidates.size == 0:
             return None, Status.RAY_TERMINATION, pivots, (
                 f"secondary ray after {pivots} pivots: no solution found "
@@ -98,6 +106,7 @@ def lemke(
         _pivot(T, basis, row, entering)
         pivots += 1
         if leaving == z0:
+            _refresh(T, T_initial, basis)
             return _extract(M, q, T, basis, n), Status.OPTIMAL, pivots, f"solved in {pivots} pivots"
         entering = _complement(leaving, n)
     return None, Status.MAX_ITERATIONS, pivots, f"no solution after {pivots} pivots"
@@ -106,6 +115,15 @@ def lemke(
 def _complement(variable: int, n: int) -> int:
     """``w_i <-> z_i``: column ``i`` <-> column ``n + i``."""
     return variable + n if variable < n else variable - n
+
+
+def _refresh(T: FloatArray, T_initial: FloatArray, basis: NDArray[np.int_]) -> None:
+    """Recompute the tableau ``B^{-1} T_0`` from the basis, discarding the round-off that
+    Gauss-Jordan updates accumulate (kept if the basis matrix is numerically singular)."""
+    try:
+        T[:] = np.linalg.solve(T_initial[:, basis], T_initial)
+    except np.linalg.LinAlgError:
+        pass
 
 
 def _pivot(T: FloatArray, basis: NDArray[np.int_], row: int, entering: int) -> int:
