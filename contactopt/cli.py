@@ -102,8 +102,9 @@ def _format_table(rows: list[dict[str, Any]]) -> str:
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
-    if isinstance(value, np.ndarray):
-        return "[" + ", ".join(f"{x:.4g}" for x in value) + "]"
+    if isinstance(value, np.ndarray):  # long states are abbreviated; trajectory.npz has all
+        shown = ", ".join(f"{x:.4g}" for x in value[:4])
+        return f"[{shown}{', ...' if value.size > 4 else ''}]"
     return str(value)
 
 

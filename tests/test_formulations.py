@@ -9,6 +9,8 @@ the same solution; the regularized cart-and-wall program is the reference's scal
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -78,7 +80,7 @@ def test_regularized_tends_to_the_hard_dual_as_d_goes_to_one(cone: str) -> None:
         errors.append(np.abs(result.v_next - reference).max())
     # The regularization R = (1-d)/d diag(A) is first order in 1 - d: the error shrinks ~10x
     # per decade of 1 - d, down to MuJoCo's impedance cap 0.9999.
-    assert all(b < 0.2 * a for a, b in zip(errors, errors[1:], strict=False)), errors
+    assert all(b < 0.2 * a for a, b in itertools.pairwise(errors)), errors
     assert errors[-1] < 1e-3
 
 
@@ -116,7 +118,7 @@ def test_impulses_lie_in_their_friction_cones(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_lcp_satisfies_complementarity_and_max_dissipation(seed: int) -> None:
     problem = random_problem(seed, mu=0.5, nc=3)
-    result, program, solution = step(problem, "lcp", "lemke", k=6)
+    result, _, solution = step(problem, "lcp", "lemke", k=6)
     z, w = solution.x, solution.s
     assert z.min() >= 0 and w.min() >= -1e-9 and abs(z @ w) <= 1e-9
     # Maximum dissipation: a sliding contact's friction opposes the slip at full strength.

@@ -18,7 +18,7 @@ from contactopt import formulations, solvers
 from contactopt.errors import ContactoptError
 from contactopt.formulations.base import Formulation, Program
 from contactopt.model import State, StepProblem
-from contactopt.programs import Residuals, Status
+from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status
 from contactopt.records import StepRecord
 from contactopt.systems.base import System
 
@@ -54,20 +54,33 @@ class TimeStepping:
         self.solver_options = dict(solver_options or {})
         self.dt = float(dt)
         self.last_program: Program | None = None
+        self.last_solution: Solution | None = None
+        self.warm_start_option = spec.warm_start if spec.warm_start not in self.solver_options else None
 
     def program(self, state: State) -> tuple[StepProblem, Program]:
         problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t)
         return problem, self.formulation.build(problem, self.options)
 
+    def _options_for(self, program: Program) -> dict[str, Any]:
+        """Solver options, plus the previous step's solution as warm start when the solver
+        takes one and the program has the same layout (same active contacts, same blocks).
+        Never across a conversion: the backend saw the converted program."""
+        options = self.solver_options
+        last, last_program = self.last_solution, self.last_program
+        if (self.warm_start_option is None or last is None or last_program is None
+                or not last.status.usable or last.conversion is not None
+                or not _same_layout(last_program, program)):
+            return options
+        return {**options, self.warm_start_option: last.x}
+
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         start = time.perf_counter()
         problem, program = self.program(state)
-        self.last_program = program
         build_time = time.perf_counter() - start
         contacts = problem.contacts
         nan_impulses = np.full((contacts.count, contacts.dim), np.nan)
         try:
-            solution = solvers.solve(program, self.solver, self.solver_options)
+            solution = solvers.solve(program, self.solver, self._options_for(program))
         except ContactoptError as exc:
             # A program this solver cannot take mid-run (e.g. P singular for qp->lcp) is a
             # failed step, recorded, not a lost trajectory.
@@ -81,9 +94,20 @@ class TimeStepping:
                            solve_time=solution.solve_time, iterations=solution.iterations,
                            residuals=solution.residuals, solver=solution.solver,
                            conversion=solution.conversion, message=solution.message)
+        self.last_program, self.last_solution = program, solution
         if not solution.status.usable:
             return None, StepRecord(impulses=nan_impulses, **record_args)  # type: ignore[arg-type]
         result = self.formulation.recover(problem, program, solution)
         q_next = self.system.integrate(state.q, result.v_next, self.dt)
         next_state = State(q_next, result.v_next, state.t + self.dt)
         return next_state, StepRecord(impulses=result.impulses, **record_args)  # type: ignore[arg-type]
+
+
+def _same_layout(a: Program, b: Program) -> bool:
+    if type(a) is not type(b) or a.n != b.n or a.variables != b.variables:
+        return False
+    if a.metadata.get("contacts") != b.metadata.get("contacts"):
+        return False
+    if isinstance(a, ConicProgram) and isinstance(b, ConicProgram):
+        return a.cones == b.cones
+    return isinstance(a, LCP)

@@ -16,14 +16,14 @@ from typing import Any
 
 from contactopt.errors import SolverUnavailableError, UnknownNameError, UnsupportedProgramError
 from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP, Solution, Status
-from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_
+from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs
 from contactopt.solvers.base import Program, SolverSpec
 
 __all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "kinds", "names", "solve", "spec"]
 
 # The backend modules import their third-party package only inside ``solve``.
 _BACKENDS: dict[str, SolverSpec] = {
-    module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke)
+    module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs)
 }
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
@@ -68,12 +68,18 @@ def kinds(solver: str) -> frozenset[str]:
 
 def can_take(program: Program, solver: str) -> bool:
     """Whether ``solver`` takes ``program``, natively or through an applicable conversion."""
-    return _route(program, kinds(solver)) is not False
+    return _route(program, parse_name(solver)[0], kinds(solver)) is not False
 
 
-def _route(program: Program, native: frozenset[str]) -> Any:
+def _refusal(program: Program, base: str) -> str | None:
+    """Why backend ``base`` refuses a program of a kind it declares (its ``accepts``), or None."""
+    check = getattr(importlib.import_module(_BACKENDS[base].module), "accepts", None)
+    return None if check is None else check(program)
+
+
+def _route(program: Program, base: str, native: frozenset[str]) -> Any:
     """None for native, a reduction object, or False if no route exists."""
-    if program.kind in native:
+    if program.kind in native and _refusal(program, base) is None:
         return None
     for source, target, reduction in _CONVERSIONS:
         if program.kind == source and target in native and reduction.accepts(program) is None:
@@ -82,7 +88,8 @@ def _route(program: Program, native: frozenset[str]) -> Any:
 
 
 def _who_can(program: Program) -> list[str]:
-    return [name for name, spec_ in _BACKENDS.items() if _route(program, spec_.kinds) is not False]
+    return [name for name, spec_ in _BACKENDS.items()
+            if _route(program, name, spec_.kinds) is not False]
 
 
 def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any] | None = None,
@@ -97,10 +104,11 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     base, variant = parse_name(solver)
     spec_ = _BACKENDS[base]
     native = kinds(solver)
-    route = _route(program, native)
+    route = _route(program, base, native)
     if route is False:
-        reasons = [reduction.accepts(program) for src, tgt, reduction in _CONVERSIONS
-                   if src == program.kind and tgt in native]
+        reasons = [_refusal(program, base)] if program.kind in native else []
+        reasons += [reduction.accepts(program) for src, tgt, reduction in _CONVERSIONS
+                    if src == program.kind and tgt in native]
         why = f" ({'; '.join(r for r in reasons if r)})" if any(reasons) else ""
         raise UnsupportedProgramError(
             f"solver {solver!r} cannot take a {program.kind.upper()} program{why}; "

@@ -39,6 +39,8 @@ class SolverSpec:
         install_hint: what to run when ``requires`` is missing.
         description: one line for ``contactopt list solvers``.
         variants: whether ``name:VARIANT`` selects an inner solver (cvxpy:SCS).
+        warm_start: the option through which the backend takes an initial iterate (the
+            time-stepping driver passes the previous step's solution there), or None.
     """
 
     name: str
@@ -48,6 +50,7 @@ class SolverSpec:
     install_hint: str
     description: str
     variants: bool = False
+    warm_start: str | None = None
 
     def is_available(self) -> bool:
         return self.requires is None or importlib.util.find_spec(self.requires) is not None

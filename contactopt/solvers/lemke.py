@@ -23,6 +23,7 @@ column's scale; the basic ``z`` are finally recomputed by a direct solve of
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -120,10 +121,8 @@ def _complement(variable: int, n: int) -> int:
 def _refresh(T: FloatArray, T_initial: FloatArray, basis: NDArray[np.int_]) -> None:
     """Recompute the tableau ``B^{-1} T_0`` from the basis, discarding the round-off that
     Gauss-Jordan updates accumulate (kept if the basis matrix is numerically singular)."""
-    try:
+    with contextlib.suppress(np.linalg.LinAlgError):
         T[:] = np.linalg.solve(T_initial[:, basis], T_initial)
-    except np.linalg.LinAlgError:
-        pass
 
 
 def _pivot(T: FloatArray, basis: NDArray[np.int_], row: int, entering: int) -> int:

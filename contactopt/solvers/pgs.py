@@ -1,0 +1,428 @@
+"""Projected Gauss-Seidel (PGS) with over-relaxation, for LCPs and dual cone programs (ours).
+
+Two program shapes are taken; :func:`accepts` says why any other one is refused.
+
+**LCP(M, q)** with ``M_ii > 0`` for every ``i``: projected SOR, one sweep being, for
+``i = 1..n`` in order, ::
+
+    z_i <- max(0, z_i - omega (M z + q)_i / M_ii)
+
+(Cottle, Pang & Stone, "The Linear Complementarity Problem", 1992, section 5.2; Mangasarian,
+J. Optim. Theory Appl. 22, 1977). For symmetric ``M`` this is exact coordinate minimisation of
+``f(z) = 1/2 z'Mz + q'z`` over ``z >= 0`` when ``omega = 1``; for symmetric positive
+semidefinite ``M`` with positive diagonal and ``0 < omega < 2`` every update decreases ``f``
+by ``M_ii (1/omega - 1/2) delta^2`` and every accumulation point of the iterates solves the
+LCP (the whole sequence converges for positive definite ``M``). For nonsymmetric ``M`` there
+is no such guarantee (``[[1, 2], [-2, 1]]`` with ``q = (-3, 1)`` cycles forever although it
+is a P-matrix): the method then ends at the iteration cap and says so. ``M_ii <= 0`` (the
+Stewart-Trinkle LCP has zero diagonal blocks) is refused: use ``lemke``.
+
+**Dual cone programs**: a :class:`~contactopt.programs.ConicProgram` with ``A = -D``, ``D``
+diagonal with positive entries, ``b = 0`` and cones Nonneg / SOC (and Zero), i.e. ::
+
+    minimize 1/2 x'Px + c'x   subject to   D x in K,
+
+which is a product of blocks ``x_b in C_b = {x_b : D_b x_b in K_b}``: each Nonneg row is a
+block ``{x_i >= 0}``; each SOC cone is a block of ``dim`` variables, with
+``D_b = diag(mu, 1, 1)`` a contact's friction cone ``{||x_t|| <= mu x_n}``; each Zero row
+fixes ``x_i = 0`` (``formulations.ccp`` writes a contact with ``mu = 0`` as a Nonneg row for
+``lambda_n`` and Zero rows for ``lambda_t``). ``D_b = diag(0, 1, 1)`` is refused: it is not the
+friction cone of ``mu = 0`` (it leaves ``x_n`` free) and pgs has no free variables.
+
+*Metric and step.* Each block is updated in its own scaled coordinates ``u_b = E_b x_b``
+(positive diagonal ``E_b``) chosen so that ``C_b`` becomes a *circular* cone, whose Euclidean
+projection has a closed form: ``E = 1`` on a Nonneg row, and ``E_b = diag(s, d_1..d_k)`` on an
+SOC block with ``s`` the root mean square of ``d_1..d_k``, giving ``E_b C_b =
+{||u_t|| <= m u_0}`` with ``m = d_0 / s``. For the friction cone (``D_b = diag(mu, 1, 1)``)
+``E_b = I``: the update runs in the impulse coordinates themselves with ``m = mu``. (Scaling
+all of ``y = D x`` instead would make the standard SOC but multiply the normal curvature by
+``1/mu^2``, crippling the step for small ``mu``.) With ``H = E^-1 P E^-1``, ``f = E^-1 c`` and
+``g = H u + f`` the gradient in ``u``, a sweep updates the blocks in order::
+
+    Nonneg row i:  u_i <- max(0, u_i - omega g_i / H_ii)                 (exact GS when omega = 1)
+    SOC block b:   u_b <- Proj_{E_b C_b}(u_b - (omega / L_b) g_b),  L_b = lambda_max(H_bb)
+
+with the Euclidean projection in ``u_b`` (closed form for the cone ``{||u_t|| <= m u_0}``:
+unchanged inside, 0 in the polar cone, otherwise
+``(u_0 + m ||u_t||)/(1 + m^2) (1, m u_t/||u_t||)``, the nearest point of the boundary ray).
+Every iterate is feasible, the last one included. Step and projection are in the same
+metric, so a fixed point satisfies ``-g_b in N(u_b)``, i.e. ``-E_b^-1 (Px + c)_b`` lies in
+the normal cone of ``E_b C_b`` at ``E_b x_b``, i.e. ``-(Px + c)_b in N_{C_b}(x_b)``; ``C``
+being the product of the ``C_b``, that is exactly the optimality condition of the program.
+Using a different (block-diagonal) metric per block changes the path, not the fixed point. The
+descent lemma with ``L_b >= lambda_max(H_bb)`` gives ``f(u+) <= f(u) - L_b (1/omega - 1/2)
+||delta||^2`` per block, so every update decreases the objective for ``0 < omega < 2``
+(cyclic block coordinate gradient projection: Beck & Tetruashvili, SIAM J. Optim. 23, 2013;
+for contact cones: Anitescu & Tasora, Comput. Optim. Appl. 47, 2010).
+
+*Gradient bookkeeping.* ``g`` is kept up to date after every block update by
+``g += H[:, b] delta`` (dense ``H``, formed once; untouched blocks cost nothing), and is
+recomputed exactly every 50 sweeps and before convergence is declared.
+
+*Convergence test* (computed by contactopt, every sweep, vectorised over the blocks): the
+natural-map residual ``r = ||u - Proj_C(u - g)||_inf`` (for an LCP ``||min(z, Mz + q)||_inf``),
+zero exactly at a solution; the solve stops with OPTIMAL when ``r <= tol * scale`` with
+``scale = max(1, ||u||_inf, ||H u||_inf, ||f||_inf)`` (the magnitudes whose rounding
+``r`` inherits), on an exactly recomputed ``g``. ``max_iter`` sweeps without that end in
+MAX_ITERATIONS with the last (finite) iterate; a non-finite iterate ends in NUMERICAL_ERROR.
+Iterations are sweeps. The duals returned for a cone program are ``y = D^-1 (P x + c)``
+(stationarity ``P x + c + A'y = 0`` with ``A = -D``), in ``K*`` at a solution.
+
+Options: ``max_iter`` (sweeps, default 1000), ``tol`` (default 1e-10, relative as above),
+``omega`` (over-relaxation in (0, 2), default 1), ``warm_start`` (an initial ``x`` of length
+n, e.g. the previous step's solution; it is projected onto the feasible set first, and the
+residual is checked before the first sweep, so an exact warm start costs no sweep).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP, Solution, Status
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.intp]
+
+SPEC = SolverSpec(
+    name="pgs", kinds=frozenset({"lcp", "qp", "socp"}), module=__name__, requires=None,
+    install_hint="(built in)",
+    description="projected Gauss-Seidel/SOR for LCPs and dual cone programs (ours)",
+    warm_start="warm_start",
+)
+
+OPTIONS = {"max_iter", "tol", "omega", "warm_start"}
+DEFAULT_MAX_ITER = 1000
+DEFAULT_TOL = 1e-10
+DEFAULT_OMEGA = 1.0
+EXACT_GRADIENT_EVERY = 50  # sweeps between exact recomputations of g = H u + f
+
+_NONNEG = -1.0  # the ``m`` of a block that is a single Nonneg row
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """A program in the coordinates ``u = E x`` that the sweeps work in (module docstring).
+
+    ``blocks`` are ``(start, stop, m, step)`` in sweep order: ``m`` is the circular cone's
+    slope, or ``_NONNEG`` for one Nonneg row; ``step`` is ``1/H_ii`` or ``1/L_b``.
+    ``HT`` holds the columns of ``H`` as rows (``H`` itself when symmetric).
+    """
+
+    H: FloatArray
+    HT: FloatArray
+    f: FloatArray
+    E: FloatArray
+    blocks: tuple[tuple[int, int, float, float], ...]
+    nonneg: IntArray
+    fixed: IntArray  # Zero rows: x_i = 0
+    cone_groups: tuple[tuple[IntArray, FloatArray], ...]
+    D: FloatArray | None  # -diag(A) of a cone program; None for an LCP
+
+
+def accepts(program: Program) -> str | None:
+    """None if pgs takes ``program``, else the reason it does not (for the registry's routing).
+
+    Cheap (structure and diagonals, O(nnz)); the dense set-up happens in :func:`solve`.
+    """
+    return _check(program)
+
+
+def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+    check_options("pgs", options, OPTIONS)
+    max_iter, tol, omega = _scalar_options(options)
+    watch = Stopwatch()
+    with watch.time("setup"):
+        reason = _check(program)
+        if reason is not None:
+            raise UnsupportedProgramError(_refusal(program, reason))
+        setup = _setup(program)
+        u0 = _initial_point(setup, options.get("warm_start"), program.n)
+    with watch.time("solve"), np.errstate(over="ignore", invalid="ignore"):
+        u, status, sweeps, residual, tol_abs = _iterate(setup, u0, max_iter, tol, omega)
+        x = u / setup.E
+        y = None if setup.D is None else _duals(program, setup, x)
+    if status is Status.OPTIMAL:
+        message = f"converged in {sweeps} sweeps (residual {residual:.2e} <= {tol_abs:.2e})"
+    elif status is Status.MAX_ITERATIONS:
+        message = f"not converged after {sweeps} sweeps (residual {residual:.2e} > {tol_abs:.2e})"
+    else:
+        message = f"non-finite iterate after {sweeps} sweeps (the iteration diverged)"
+    raw = {"residual": residual, "tol_abs": tol_abs, "omega": omega, "sweeps": sweeps,
+           "warm_start": options.get("warm_start") is not None}
+    with np.errstate(over="ignore", invalid="ignore"):
+        return make_solution(program, solver="pgs", status=status, x=x, y=y, iterations=sweeps,
+                             watch=watch, message=message, raw=raw)
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _scalar_options(options: Mapping[str, Any]) -> tuple[int, float, float]:
+    try:
+        if isinstance(options.get("max_iter"), bool):
+            raise TypeError
+        max_iter = operator.index(options.get("max_iter", DEFAULT_MAX_ITER))
+    except TypeError:
+        raise OptionError(f"solver 'pgs': max_iter must be an integer, got "
+                          f"{options['max_iter']!r}") from None
+    if max_iter < 0:
+        raise OptionError(f"solver 'pgs': max_iter must be >= 0, got {max_iter}")
+    tol = _real(options, "tol", DEFAULT_TOL)
+    if not (math.isfinite(tol) and tol > 0):
+        raise OptionError(f"solver 'pgs': tol must be a positive number, got {tol!r}")
+    omega = _real(options, "omega", DEFAULT_OMEGA)
+    if not 0.0 < omega < 2.0:
+        raise OptionError(f"solver 'pgs': omega (over-relaxation) must be in (0, 2), got {omega!r}")
+    return max_iter, tol, omega
+
+
+def _real(options: Mapping[str, Any], key: str, default: float) -> float:
+    value = options.get(key, default)
+    if isinstance(value, bool):
+        raise OptionError(f"solver 'pgs': {key} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"solver 'pgs': {key} must be a number, got {value!r}") from None
+
+
+def _initial_point(setup: _Setup, warm_start: Any, n: int) -> FloatArray:
+    """The warm start (default 0) in ``u`` coordinates, projected onto the feasible set."""
+    if warm_start is None:
+        return np.zeros(n)
+    try:
+        x0 = np.array(warm_start, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise OptionError("solver 'pgs': warm_start must be an array of numbers") from None
+    if x0.shape != (n,):
+        raise OptionError(f"solver 'pgs': warm_start must have shape ({n},) like the program's "
+                          f"variables, got {x0.shape}")
+    if not np.all(np.isfinite(x0)):
+        raise OptionError("solver 'pgs': warm_start contains NaN or infinite entries")
+    return _project(setup, setup.E * x0)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def _check(program: Program) -> str | None:
+    """Why pgs cannot take ``program`` (structure and diagonals only: O(nnz)), or None."""
+    if isinstance(program, LCP):
+        diagonal = np.diag(program.M)
+        bad = np.flatnonzero(~(diagonal > 0))
+        if bad.size:
+            i = int(bad[0])
+            return (f"projected Gauss-Seidel divides by the diagonal of M, and M[{i},{i}] = "
+                    f"{diagonal[i]:.3g} is not positive ({bad.size} such entries; LCPs with zero "
+                    "diagonal blocks, like the Stewart-Trinkle LCP, need pivoting)")
+        return None
+    if not isinstance(program, ConicProgram):
+        return f"it is a {type(program).__name__}, not an LCP or a ConicProgram"
+    n, m = program.n, program.m
+    if m != n:
+        return f"{_DUAL_SHAPE}; this one has {m} rows for {n} variables"
+    A = program.A.tocoo()
+    if np.any((A.row != A.col) & (A.data != 0)):
+        return f"{_DUAL_SHAPE}; this one's A has off-diagonal entries"
+    if np.any(program.b != 0):
+        return f"{_DUAL_SHAPE}; this one has b != 0"
+    D = -program.A.diagonal()
+    if np.any(~(D > 0)):
+        i = int(np.flatnonzero(~(D > 0))[0])
+        return f"{_DUAL_SHAPE}; this one has D[{i}] = -A[{i},{i}] = {D[i]:.3g}, not > 0"
+    # A block needs curvature for its step: P_ii > 0 on a Nonneg row, some P_ii > 0 in an SOC
+    # block (then lambda_max(H_bb) >= max_i H_ii > 0).
+    curvature = program.P.diagonal()
+    row = 0
+    for cone in program.cones:
+        start, row = row, row + cone.dim
+        if cone.kind == "zero" or cone.dim == 0:
+            continue
+        flat = curvature[start:row] <= 0
+        if (cone.kind == "nonneg" and np.any(flat)) or (cone.kind == "soc" and np.all(flat)):
+            where = start + int(np.flatnonzero(flat)[0])
+            return (f"P[{where},{where}] = {curvature[where]:.3g}: the objective has no curvature "
+                    f"in the {cone.kind} block at row {where if cone.kind == 'nonneg' else start} "
+                    "to scale a Gauss-Seidel step")
+    return None
+
+
+_DUAL_SHAPE = ("pgs takes LCPs and dual cone programs 'minimize 1/2 x'Px + c'x subject to D x in K' "
+               "(A = -D with D diagonal and positive, b = 0, cones Nonneg, SOC, Zero)")
+
+
+def _setup(program: Program) -> _Setup:
+    """The sweep data of a program that :func:`_check` accepted."""
+    if isinstance(program, LCP):
+        M = np.array(program.M, dtype=np.float64)
+        n = program.n
+        blocks = tuple((i, i + 1, _NONNEG, 1.0 / float(M[i, i])) for i in range(n))
+        HT = M if program.is_symmetric(tol=0.0) else np.ascontiguousarray(M.T)
+        return _Setup(H=M, HT=HT, f=np.array(program.q), E=np.ones(n), blocks=blocks,
+                      nonneg=np.arange(n), fixed=np.zeros(0, dtype=np.intp), cone_groups=(),
+                      D=None)
+    D = -program.A.diagonal()
+    E = np.ones(program.n)
+    specs: list[tuple[int, int, float]] = []  # (start, stop, m), m = _NONNEG for one row
+    fixed: list[int] = []
+    row = 0
+    for cone in program.cones:
+        start, row = row, row + cone.dim
+        if cone.kind == "zero":
+            fixed += range(start, row)
+        elif cone.kind == "nonneg":
+            specs += [(i, i + 1, _NONNEG) for i in range(start, row)]
+        elif cone.dim:
+            tangential = D[start + 1 : row]
+            s = float(np.sqrt(np.mean(tangential**2))) if tangential.size else 1.0
+            E[start] = s
+            E[start + 1 : row] = tangential
+            specs.append((start, row, float(D[start]) / s))
+    H = program.P.toarray() / np.outer(E, E)
+    blocks = tuple(
+        (start, stop, slope, 1.0 / float(H[start, start] if slope == _NONNEG else
+                                         np.linalg.eigvalsh(H[start:stop, start:stop])[-1]))
+        for start, stop, slope in specs)
+    nonneg = np.array([start for start, _, slope in specs if slope == _NONNEG], dtype=np.intp)
+    by_dim: dict[int, list[tuple[int, float]]] = {}
+    for start, stop, slope in specs:
+        if slope != _NONNEG:
+            by_dim.setdefault(stop - start, []).append((start, slope))
+    groups = tuple((np.array([[s + k for k in range(dim)] for s, _ in members], dtype=np.intp),
+                    np.array([slope for _, slope in members]))
+                   for dim, members in by_dim.items())
+    return _Setup(H=H, HT=H, f=program.c / E, E=E, blocks=blocks, nonneg=nonneg,
+                  fixed=np.array(fixed, dtype=np.intp), cone_groups=groups, D=D)
+
+
+def _refusal(program: Program, reason: str) -> str:
+    """The error message: why, and which solvers can take the program."""
+    if isinstance(program, LCP):
+        who = ["lemke"]
+        if LCPToQP().accepts(program) is None:
+            who += ["clarabel", "osqp", "cvxpy (through the lcp->qp conversion)"]
+        kind = "this LCP"
+    else:
+        who = ["clarabel", "cvxpy"] + (["osqp"] if program.kind == "qp" else [])
+        if QPToLCP().accepts(program) is None:
+            who.append("lemke (through the qp->lcp conversion)")
+        kind = f"this {program.kind.upper()}"
+    return f"solver 'pgs' cannot take {kind}: {reason}; solvers that can: {', '.join(who)}"
+
+
+# --------------------------------------------------------------------------- iteration
+
+
+def _iterate(setup: _Setup, u: FloatArray, max_iter: int, tol: float, omega: float,
+             ) -> tuple[FloatArray, Status, int, float, float]:
+    """Sweep until converged, capped or non-finite: ``(u, status, sweeps, residual, tol_abs)``."""
+    H, f = setup.H, setup.f
+    g = H @ u + f
+    f_norm = float(np.abs(f).max(initial=0.0))
+
+    def converged(g_exact: FloatArray) -> tuple[bool, float, float]:
+        residual = _residual(setup, u, g_exact)
+        scale = max(1.0, f_norm, float(np.abs(u).max(initial=0.0)),
+                    float(np.abs(g_exact - f).max(initial=0.0)))
+        tol_abs = tol * scale
+        return math.isfinite(tol_abs) and residual <= tol_abs, residual, tol_abs
+
+    done, residual, tol_abs = converged(g)
+    sweeps = 0
+    while not done:
+        if not math.isfinite(residual):
+            return u, Status.NUMERICAL_ERROR, sweeps, residual, tol_abs
+        if sweeps >= max_iter:
+            return u, Status.MAX_ITERATIONS, sweeps, residual, tol_abs
+        _sweep(setup, u, g, omega)
+        sweeps += 1
+        if sweeps % EXACT_GRADIENT_EVERY == 0:
+            g = H @ u + f
+        done, residual, tol_abs = converged(g)
+        if done:  # confirm on the exact gradient (the incremental one carries rounding drift)
+            g = H @ u + f
+            done, residual, tol_abs = converged(g)
+    return u, Status.OPTIMAL, sweeps, residual, tol_abs
+
+
+def _sweep(setup: _Setup, u: FloatArray, g: FloatArray, omega: float) -> None:
+    """One Gauss-Seidel sweep over the blocks, updating ``u`` and ``g = H u + f`` in place."""
+    HT = setup.HT
+    for start, stop, slope, step in setup.blocks:
+        if slope == _NONNEG:
+            old = float(u[start])
+            new = old - omega * step * float(g[start])
+            if not new >= 0.0:  # also sends NaN to 0; a NaN g is caught by the residual
+                new = 0.0
+            if new != old:
+                u[start] = new
+                g += (new - old) * HT[start]
+        else:
+            trial = u[start:stop] - (omega * step) * g[start:stop]
+            delta = _project_cone(trial, slope) - u[start:stop]
+            if delta.any():
+                u[start:stop] += delta
+                g += delta @ HT[start:stop]
+
+
+def _project_cone(v: FloatArray, slope: float) -> FloatArray:
+    """Euclidean projection of ``v = (a, t)`` onto the cone ``{||t|| <= slope a}``, slope > 0."""
+    a = float(v[0])
+    norm_t = float(np.linalg.norm(v[1:]))
+    if norm_t <= slope * a:
+        return v.copy()
+    if slope * norm_t <= -a:
+        return np.zeros_like(v)
+    alpha = (a + slope * norm_t) / (1.0 + slope * slope)
+    out = np.empty_like(v)
+    out[0] = alpha
+    out[1:] = (alpha * slope / norm_t) * v[1:]
+    return out
+
+
+def _project_cones(V: FloatArray, slopes: FloatArray) -> FloatArray:
+    """Row-wise :func:`_project_cone` of ``V`` (blocks x dim)."""
+    a = V[:, 0]
+    norm_t = np.linalg.norm(V[:, 1:], axis=1)
+    alpha = (a + slopes * norm_t) / (1.0 + slopes * slopes)
+    ratio = np.divide(alpha * slopes, norm_t, out=np.zeros_like(alpha), where=norm_t > 0)
+    out = np.empty_like(V)
+    out[:, 0] = alpha
+    out[:, 1:] = ratio[:, None] * V[:, 1:]
+    inside = norm_t <= slopes * a
+    out[inside] = V[inside]
+    out[slopes * norm_t <= -a] = 0.0
+    return out
+
+
+def _project(setup: _Setup, v: FloatArray) -> FloatArray:
+    """Projection onto the feasible set in ``u`` coordinates (all blocks at once)."""
+    out = v.copy()
+    out[setup.nonneg] = np.maximum(v[setup.nonneg], 0.0)
+    out[setup.fixed] = 0.0
+    for rows, slopes in setup.cone_groups:
+        out[rows] = _project_cones(v[rows], slopes)
+    return out
+
+
+def _residual(setup: _Setup, u: FloatArray, g: FloatArray) -> float:
+    """Natural-map residual ``||u - Proj(u - g)||_inf`` (NaN-propagating: inf if non-finite)."""
+    if u.size == 0:
+        return 0.0
+    r = np.abs(u - _project(setup, u - g))
+    return float(r.max()) if np.all(np.isfinite(r)) else math.inf
+
+
+def _duals(program: Program, setup: _Setup, x: FloatArray) -> FloatArray:
+    """``y = D^-1 (P x + c)``: stationarity ``P x + c + A'y = 0`` with ``A = -D``."""
+    assert isinstance(program, ConicProgram) and setup.D is not None
+    return np.asarray(program.P @ x + program.c) / setup.D
