@@ -181,23 +181,29 @@ class Contacts:
 
 @dataclass(frozen=True)
 class Bilateral:
-    """Bilateral (equality) constraints ``h(q) = 0`` and/or ``h_v(q, v) = 0``.
+    """Bilateral (equality) constraints: position rows ``h(q) = 0`` and velocity rows
+    ``H(q) v = b(t)`` (a joint driven through a prescribed motion).
 
-    Reference 000, "Bilateral Position Constraints": ``H = dh/dq`` and the velocity-level
-    constraint ``H v = 0``; its time derivative gives ``H vdot + Hdot v = 0``.
+    Reference 000, "Bilateral Position Constraints" and "Bilateral Velocity Constraints":
+    with ``H = dh/dq`` a position row holds at velocity level as ``H v = 0`` and at
+    acceleration level as ``H vdot + Hdot v = 0``; a velocity row ``H v = b(t)`` holds at
+    acceleration level as ``H vdot + Hdot v = bdot(t)``.
 
     Attributes:
-        h: (nh,) constraint values (position constraints; zero for pure velocity constraints).
+        h: (nh,) position-constraint values (0 on velocity rows).
         H: (nh, nv) constraint Jacobian.
         Hdot_v: (nh,) the velocity product term ``Hdot v``.
-        velocity_bias: (nh,) right side ``b`` of a velocity constraint ``H v = b``
-            (e.g. a prescribed joint velocity); zero for position constraints.
+        target: (nh,) ``b(t)`` of velocity rows ``H v = b`` (0 on position rows).
+        target_rate: (nh,) ``bdot(t)`` (0 on position rows).
+        velocity_rows: (nh,) True for velocity rows, False for position rows.
     """
 
     h: FloatArray
     H: FloatArray
     Hdot_v: FloatArray
-    velocity_bias: FloatArray = field(default_factory=lambda: np.zeros(0))
+    target: FloatArray = field(default_factory=lambda: np.zeros(0))
+    target_rate: FloatArray = field(default_factory=lambda: np.zeros(0))
+    velocity_rows: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     def __post_init__(self) -> None:
         h = as_vector(self.h, "Bilateral.h")
@@ -207,20 +213,55 @@ class Bilateral:
             raise ShapeError(f"Bilateral.H: expected {nh} rows, got shape {H.shape}")
         H = as_matrix(H, "Bilateral.H", H.shape)
         Hdot_v = as_vector(self.Hdot_v, "Bilateral.Hdot_v", nh)
-        bias = np.array(self.velocity_bias, dtype=np.float64).reshape(-1)
-        if bias.shape[0] == 0 and nh > 0:
-            bias = np.zeros(nh)
-        bias = as_vector(bias, "Bilateral.velocity_bias", nh)
-        for name, value in (("h", h), ("H", H), ("Hdot_v", Hdot_v), ("velocity_bias", bias)):
+        def given(value: ArrayLike) -> ArrayLike:  # empty means zeros
+            return np.zeros(nh) if np.size(value) == 0 else value
+
+        target = as_vector(given(self.target), "Bilateral.target", nh)
+        rate = as_vector(given(self.target_rate), "Bilateral.target_rate", nh)
+        rows = np.array(self.velocity_rows, dtype=bool).reshape(-1)
+        if rows.size == 0:
+            rows = np.zeros(nh, dtype=bool)
+        if rows.shape != (nh,):
+            raise ShapeError(f"Bilateral.velocity_rows: expected {nh} flags, got shape {rows.shape}")
+        rows.setflags(write=False)
+        for name, value in (("h", h), ("H", H), ("Hdot_v", Hdot_v), ("target", target),
+                            ("target_rate", rate), ("velocity_rows", rows)):
             object.__setattr__(self, name, value)
 
     @property
     def count(self) -> int:
         return int(self.h.shape[0])
 
+    @property
+    def position_error(self) -> FloatArray:
+        """``h(q)`` on position rows, 0 on velocity rows."""
+        return np.where(self.velocity_rows, 0.0, self.h)
+
+    def velocity_error(self, v: ArrayLike) -> FloatArray:
+        """``H v - b``: ``hdot`` on position rows, the tracking error on velocity rows."""
+        return self.H @ np.asarray(v, dtype=np.float64) - self.target
+
+    def violation(self, v: ArrayLike) -> float:
+        """Largest ``|h(q)|`` over position rows and ``|H v - b|`` over velocity rows."""
+        if not self.count:
+            return 0.0
+        error = np.where(self.velocity_rows, self.velocity_error(v), self.h)
+        return float(np.abs(error).max())
+
     @staticmethod
     def empty(nv: int) -> Bilateral:
-        return Bilateral(np.zeros(0), np.zeros((0, nv)), np.zeros(0), np.zeros(0))
+        return Bilateral(np.zeros(0), np.zeros((0, nv)), np.zeros(0))
+
+    @staticmethod
+    def stack(parts: list[Bilateral], nv: int) -> Bilateral:
+        """Rows of several constraint sets, in order."""
+        if not parts:
+            return Bilateral.empty(nv)
+        return Bilateral(h=np.concatenate([p.h for p in parts]), H=np.vstack([p.H for p in parts]),
+                         Hdot_v=np.concatenate([p.Hdot_v for p in parts]),
+                         target=np.concatenate([p.target for p in parts]),
+                         target_rate=np.concatenate([p.target_rate for p in parts]),
+                         velocity_rows=np.concatenate([p.velocity_rows for p in parts]))
 
 
 @dataclass(frozen=True)
@@ -233,6 +274,9 @@ class StepProblem:
         dynamics: M and tau at the state.
         contacts: contact candidates at ``state.q``.
         bilateral: bilateral constraints at the state (zero rows if none).
+        bilateral_target: (nh,) the velocity ``H v'`` must reach at the end of the step:
+            ``b`` on velocity rows; 0 on position rows, minus ``alpha h(q)`` with Baumgarte
+            stabilization (set by the driver's drift treatment). Empty means ``bilateral.target``.
     """
 
     state: State
@@ -240,6 +284,7 @@ class StepProblem:
     dynamics: Dynamics
     contacts: Contacts
     bilateral: Bilateral
+    bilateral_target: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.dt) and self.dt > 0):
@@ -251,6 +296,9 @@ class StepProblem:
             raise ShapeError(f"StepProblem: contact Jacobian has {self.contacts.nv} columns, nv = {nv}")
         if self.bilateral.H.shape[1] != nv:
             raise ShapeError(f"StepProblem: bilateral H has {self.bilateral.H.shape[1]} columns, nv = {nv}")
+        target = self.bilateral.target if np.size(self.bilateral_target) == 0 else self.bilateral_target
+        object.__setattr__(self, "bilateral_target",
+                           as_vector(target, "StepProblem.bilateral_target", self.bilateral.count))
 
     @property
     def nv(self) -> int:

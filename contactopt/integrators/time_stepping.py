@@ -32,7 +32,7 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
                               f"{system.type_name!r} has nq={system.nq}, nv={system.nv}")
     return StepProblem(state=state, dt=dt, dynamics=system.dynamics(state.q, state.v, u),
                        contacts=system.contacts(state.q),
-                       bilateral=system.constraints(state.q, state.v))
+                       bilateral=system.constraints(state.q, state.v, t))
 
 
 class TimeStepping:

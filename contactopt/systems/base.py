@@ -144,8 +144,8 @@ class System(ABC):
     def contacts(self, q: ArrayLike) -> Contacts:
         """Contact candidates (phi, normal-first Jacobian, mu, restitution) at ``q``."""
 
-    def constraints(self, q: ArrayLike, v: ArrayLike) -> Bilateral:
-        """Bilateral constraints at the state; none by default (zero rows)."""
+    def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
+        """Bilateral constraints at the state (``t`` for prescribed motions); none by default."""
         return Bilateral.empty(self.nv)
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
