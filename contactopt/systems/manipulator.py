@@ -26,11 +26,11 @@ class ManipulatorSystem(System):
     contact_dim = 2
 
     @abstractmethod
-    def M(self, q: ArrayLike) -> FloatArray:  # noqa: N802 - the reference's symbol
+    def M(self, q: ArrayLike) -> FloatArray:
         """(nv, nv) mass matrix."""
 
     @abstractmethod
-    def C(self, q: ArrayLike, v: ArrayLike) -> FloatArray:  # noqa: N802
+    def C(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
         """(nv, nv) Coriolis matrix with ``Mdot - 2C`` skew-symmetric."""
 
     @abstractmethod
@@ -39,7 +39,7 @@ class ManipulatorSystem(System):
 
     @property
     @abstractmethod
-    def B(self) -> FloatArray:  # noqa: N802
+    def B(self) -> FloatArray:
         """(nv, nu) input matrix."""
 
     def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
