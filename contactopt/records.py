@@ -34,6 +34,9 @@ class StepRecord:
         residuals: computed by contactopt on the step's program.
         solver: the solver that produced the answer; conversion: program conversion used.
         message: the solver's own status text or the error.
+        bilateral: (nh,) impulses of the bilateral constraints over the step [N·s].
+        constraint_error: max |h(q)| (position rows) and |H v - b| (velocity rows) at the
+            start of the step.
     """
 
     t: float
@@ -48,6 +51,8 @@ class StepRecord:
     solver: str = ""
     conversion: str | None = None
     message: str = ""
+    bilateral: FloatArray = field(default_factory=lambda: np.zeros(0))
+    constraint_error: float = 0.0
 
 
 @dataclass
@@ -89,6 +94,10 @@ class Trajectory:
     def forces(self) -> FloatArray:
         """(N, nc, dim) average contact forces over each step, impulses / dt [N]."""
         return self.impulses() / self.dt
+
+    def constraint_errors(self) -> FloatArray:
+        """(N,) constraint violation at the start of each step (see StepRecord)."""
+        return np.array([record.constraint_error for record in self.steps])
 
     def status_counts(self) -> dict[str, int]:
         return dict(Counter(str(record.status) for record in self.steps))
@@ -139,6 +148,9 @@ class Trajectory:
             "iterations": np.array([r.iterations for r in steps], dtype=np.int64),
             "residuals": np.array([[r.residuals.primal, r.residuals.dual, r.residuals.gap,
                                     r.residuals.complementarity] for r in steps]).reshape(-1, 4),
+            "bilateral_counts": np.array([r.bilateral.shape[0] for r in steps], dtype=np.int64),
+            "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
+            "constraint_error": np.array([r.constraint_error for r in steps]),
             "header": np.array(json.dumps(header, default=_json_default)),
         }
         np.savez_compressed(path, **arrays)
@@ -154,9 +166,11 @@ class Trajectory:
                     raise ContactoptError(f"{path}: not a contactopt trajectory file")
                 dim = int(header["impulse_dim"])
                 offsets = np.concatenate([[0], np.cumsum(a["contact_counts"])])
+                b_offsets = np.concatenate([[0], np.cumsum(a["bilateral_counts"])])
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
+                    b_lo, b_hi = int(b_offsets[i]), int(b_offsets[i + 1])
                     steps.append(StepRecord(
                         t=float(a["step_t"][i]), impulses=a["impulses"][lo:hi].reshape(hi - lo, dim),
                         phi=a["phi"][lo:hi], status=Status(str(a["status"][i])),
@@ -164,7 +178,8 @@ class Trajectory:
                         solve_time=float(a["solve_time"][i]), iterations=int(a["iterations"][i]),
                         residuals=Residuals(*map(float, a["residuals"][i])),
                         solver=str(a["solver"][i]), conversion=str(a["conversion"][i]) or None,
-                        message=str(a["message"][i])))
+                        message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
+                        constraint_error=float(a["constraint_error"][i])))
                 return cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                            message=header["message"])
         except (OSError, KeyError, ValueError) as exc:

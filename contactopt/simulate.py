@@ -13,7 +13,8 @@ from numpy.typing import ArrayLike
 from contactopt import formulations
 from contactopt.errors import ContactoptError, OptionError, SimulationError
 from contactopt.formulations.base import Program
-from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
+from contactopt.integrators.drift import Drift
+from contactopt.integrators.time_stepping import TimeStepping, build_step_problem, split_drift_options
 from contactopt.model import State
 from contactopt.records import StepRecord, Trajectory
 from contactopt.scenes import Scene
@@ -26,8 +27,10 @@ def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation
               options: Mapping[str, Any] | None = None, t: float = 0.0) -> Program:
     """The explicit program that ``formulation`` builds for one step from ``(q, v)``."""
     form = formulations.get(formulation)
-    problem = build_step_problem(system, q, v, dt, t)
-    return form.build(problem, form.resolve_options(options))
+    drift_options, rest = split_drift_options(options)
+    drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
+    problem = build_step_problem(system, q, v, dt, t, drift=drift)
+    return form.build(problem, form.resolve_options(rest))
 
 
 def simulate(

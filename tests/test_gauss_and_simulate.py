@@ -60,7 +60,8 @@ def test_program_layout_names_variables_and_rows() -> None:
     scene = co.load_scene("point_mass_drop")
     primal = co.formulate(scene.system, [0.0, 0.001], [0.0, -1.0], 0.01, "gauss")
     assert [b.name for b in primal.variables] == ["v_next"]
-    assert [b.name for b in primal.constraints] == ["nonpenetration"]
+    # Zero-row blocks rather than special cases: no bilateral rows here.
+    assert [(b.name, b.size) for b in primal.constraints] == [("bilateral", 0), ("nonpenetration", 1)]
     assert primal.metadata["form"] == "primal" and primal.kind == "qp"
     dual = co.formulate(scene.system, [0.0, 0.001], [0.0, -1.0], 0.01, "gauss", {"form": "dual"})
     assert [b.name for b in dual.variables] == ["impulse_normal"]

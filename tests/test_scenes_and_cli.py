@@ -120,7 +120,8 @@ def test_cli_run_writes_trajectory_plot_and_summary(
     printed = capsys.readouterr().out
     assert "cart_wall" in printed and "lemke" in printed and "optimal:20" in printed
     traj = co.Trajectory.load(out / "trajectory.npz")
-    assert traj.info["solver"] == "lemke" and traj.info["options"] == {"form": "dual"}
+    assert traj.info["solver"] == "lemke" and traj.info["options"]["form"] == "dual"
+    assert traj.info["options"]["drift"] == "none"  # every option is recorded, defaults included
     assert abs(traj.q[-1, 0]) <= 1e-12
     assert (out / "trajectory.png").stat().st_size > 10_000
     summary = json.loads((out / "summary.json").read_text())

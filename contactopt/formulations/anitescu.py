@@ -40,9 +40,12 @@ from contactopt.formulations.common import (
     active_contacts,
     check_directions,
     check_margin,
+    dual_program,
+    dual_velocity,
     polyhedral_frame_impulses,
+    prepend_equalities,
+    primal_bilateral_impulses,
     require_finite_mu,
-    require_no_bilateral,
     scatter_impulses,
     select_contacts,
 )
@@ -73,7 +76,6 @@ class Anitescu(Formulation):
         return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
-        require_no_bilateral(problem, self.name)
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
@@ -86,16 +88,14 @@ class Anitescu(Formulation):
                     "k": k, "contacts": active.index.tolist(), "nv": problem.nv}
         if options["form"] == "primal":
             M = problem.dynamics.M
-            return ConicProgram(
-                P=sp.csc_matrix(M), c=-M @ problem.v_free, A=sp.csc_matrix(-J_beta), b=rhs,
-                cones=(Nonneg(rows),), variables=(Block("v_next", 0, problem.nv),),
-                constraints=(Block("cone_edges", 0, rows, per),), metadata=metadata)
-        W = J_beta @ problem.dynamics.solve_M(J_beta.T)
-        return ConicProgram(
-            P=sp.csc_matrix(0.5 * (W + W.T)), c=J_beta @ problem.v_free + rhs,
-            A=-sp.identity(rows, format="csc"), b=np.zeros(rows), cones=(Nonneg(rows),),
-            variables=(Block("impulse_edges", 0, rows, per),),
-            constraints=(Block("impulse_edges_nonneg", 0, rows, per),), metadata=metadata)
+            A, b, cones, blocks = prepend_equalities(problem, -J_beta, rhs, (Nonneg(rows),),
+                                                     (Block("cone_edges", 0, rows, per),))
+            return ConicProgram(P=sp.csc_matrix(M), c=-M @ problem.v_free, A=A, b=b, cones=cones,
+                                variables=(Block("v_next", 0, problem.nv),), constraints=blocks,
+                                metadata=metadata)
+        return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, -sp.identity(rows, format="csc"),
+                            (Nonneg(rows),), (Block("impulse_edges", 0, rows, per),),
+                            (Block("impulse_edges_nonneg", 0, rows, per),), metadata)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -110,7 +110,9 @@ class Anitescu(Formulation):
         normal = beta.reshape(active.count, per).sum(axis=1)
         frame = polyhedral_frame_impulses(active, normal, beta, k, scale=active.mu)
         if program.metadata["form"] == "primal":
-            v_next = program.variable(solution.x, "v_next")
+            v_next = np.array(program.variable(solution.x, "v_next"))
+            bilateral = primal_bilateral_impulses(program, solution.y)
         else:
-            v_next = problem.v_free + problem.dynamics.solve_M(active.J.T @ frame.reshape(-1))
-        return StepResult(v_next=np.array(v_next), impulses=scatter_impulses(contacts, active, frame))
+            v_next, bilateral = dual_velocity(problem, program, solution.x, active.J, frame.reshape(-1))
+        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
+                          bilateral=bilateral)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,10 +31,13 @@ class StepResult:
     Attributes:
         v_next: (nv,) velocity at the end of the step.
         impulses: (nc, dim) contact impulses in N·s, normal first per contact.
+        bilateral: (nh,) bilateral-constraint impulses in N·s (``M (v' - v_free)`` includes
+            ``H^T bilateral``).
     """
 
     v_next: FloatArray
     impulses: FloatArray
+    bilateral: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 class Formulation(ABC):

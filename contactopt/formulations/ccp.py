@@ -39,8 +39,11 @@ from contactopt.formulations.common import (
     ActiveContacts,
     active_contacts,
     check_margin,
+    dual_program,
+    dual_velocity,
+    prepend_equalities,
+    primal_bilateral_impulses,
     require_finite_mu,
-    require_no_bilateral,
     scatter_impulses,
     select_contacts,
 )
@@ -79,7 +82,6 @@ class ConeComplementarity(Formulation):
         return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
-        require_no_bilateral(problem, self.name)
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
@@ -94,18 +96,17 @@ class ConeComplementarity(Formulation):
             scaled[:, 1:, :] *= active.mu[:, None, None]
             cones = tuple(SOC(dim) if dim > 1 else Nonneg(1) for _ in range(na))
             M = problem.dynamics.M
-            return ConicProgram(
-                P=sp.csc_matrix(M), c=-M @ problem.v_free,
-                A=sp.csc_matrix(-scaled.reshape(rows, -1)), b=normal_rhs, cones=cones,
-                variables=(Block("v_next", 0, problem.nv),),
-                constraints=(Block("friction_cones", 0, rows, dim),), metadata=metadata)
-        W = active.J @ problem.dynamics.solve_M(active.J.T)
-        A, cones = friction_cone_rows(active)
-        return ConicProgram(
-            P=sp.csc_matrix(0.5 * (W + W.T)), c=active.J @ problem.v_free + normal_rhs,
-            A=A if rows else sp.csc_matrix((0, 0)), b=np.zeros(rows), cones=cones,
-            variables=(Block("impulse", 0, rows, dim),),
-            constraints=(Block("impulse_in_cone", 0, rows, dim),), metadata=metadata)
+            A, b, cones, blocks = prepend_equalities(
+                problem, -scaled.reshape(rows, problem.nv), normal_rhs, cones,
+                (Block("friction_cones", 0, rows, dim),))
+            return ConicProgram(P=sp.csc_matrix(M), c=-M @ problem.v_free, A=A, b=b, cones=cones,
+                                variables=(Block("v_next", 0, problem.nv),), constraints=blocks,
+                                metadata=metadata)
+        A_cone, cones = friction_cone_rows(active)
+        return dual_program(problem, active.J, active.J @ problem.v_free + normal_rhs,
+                            A_cone if rows else sp.csc_matrix((0, 0)), cones,
+                            (Block("impulse", 0, rows, dim),), (Block("impulse_in_cone", 0, rows, dim),),
+                            metadata)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -116,7 +117,9 @@ class ConeComplementarity(Formulation):
             frame = y.copy()
             frame[:, 1:] *= active.mu[:, None]
             v_next = np.array(program.variable(solution.x, "v_next"))
+            bilateral = primal_bilateral_impulses(program, solution.y)
         else:
             frame = program.variable(solution.x, "impulse").reshape(active.count, contacts.dim)
-            v_next = problem.v_free + problem.dynamics.solve_M(active.J.T @ frame.reshape(-1))
-        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame))
+            v_next, bilateral = dual_velocity(problem, program, solution.x, active.J, frame.reshape(-1))
+        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
+                          bilateral=bilateral)

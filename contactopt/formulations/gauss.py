@@ -20,6 +20,9 @@ whose KKT conditions are the LCP ``0 <= lambda ⟂ W lambda + n v_free + phi/h >
 Delassus matrix ``W = n M^{-1} n^T`` (reference 000: "the LCP for the frictionless contact
 dynamics is precisely the optimality conditions of this convex QP").
 
+Bilateral rows ``H v' = r`` enter the primal as equality rows and the dual as free
+multipliers (see :mod:`contactopt.formulations.common`).
+
 For the 1-D cart against a wall (``phi = q``, ``n = 1``) this gives the reference's
 ``q[n+1] = max(0, q + h v_free)`` and ``f[n] = lambda / h``.
 Friction is ignored (a warning says so when mu > 0).
@@ -34,8 +37,13 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from contactopt.errors import ContactoptError
 from contactopt.formulations.base import Formulation, Program, StepResult
+from contactopt.formulations.common import (
+    dual_program,
+    dual_velocity,
+    prepend_equalities,
+    primal_bilateral_impulses,
+)
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 
@@ -52,8 +60,6 @@ class Gauss(Formulation):
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
-        if problem.bilateral.count:
-            raise ContactoptError("formulation 'gauss' does not take bilateral constraints yet")
         if contacts.dim > 1 and np.any(contacts.mu > 0):
             warnings.warn("formulation 'gauss' is frictionless: mu > 0 is ignored",
                           FrictionIgnoredWarning, stacklevel=3)
@@ -64,27 +70,24 @@ class Gauss(Formulation):
         metadata = {"formulation": self.name, "form": options["form"], "dt": h,
                     "t": problem.state.t, "contacts": nc, "nv": nv}
         if options["form"] == "primal":
-            return ConicProgram(
-                P=sp.csc_matrix(M), c=-M @ problem.v_free, A=sp.csc_matrix(-n), b=contacts.phi / h,
-                cones=(Nonneg(nc),), variables=(Block("v_next", 0, nv),),
-                constraints=(Block("nonpenetration", 0, nc),), metadata=metadata)
-        M_inv_nT = problem.dynamics.solve_M(n.T)
-        W = n @ M_inv_nT
-        return ConicProgram(
-            P=sp.csc_matrix(0.5 * (W + W.T)), c=n @ problem.v_free + contacts.phi / h,
-            A=-sp.identity(nc, format="csc"), b=np.zeros(nc), cones=(Nonneg(nc),),
-            variables=(Block("impulse_normal", 0, nc),),
-            constraints=(Block("impulse_nonneg", 0, nc),), metadata=metadata)
+            A, b, cones, blocks = prepend_equalities(problem, -n, contacts.phi / h, (Nonneg(nc),),
+                                                     (Block("nonpenetration", 0, nc),))
+            return ConicProgram(P=sp.csc_matrix(M), c=-M @ problem.v_free, A=A, b=b, cones=cones,
+                                variables=(Block("v_next", 0, nv),), constraints=blocks, metadata=metadata)
+        return dual_program(problem, n, n @ problem.v_free + contacts.phi / h, -sp.identity(nc, format="csc"),
+                            (Nonneg(nc),), (Block("impulse_normal", 0, nc),),
+                            (Block("impulse_nonneg", 0, nc),), metadata)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
         contacts = problem.contacts
         if program.metadata["form"] == "primal":
-            v_next = program.variable(solution.x, "v_next")
+            v_next = np.array(program.variable(solution.x, "v_next"))
             normal = program.row_block(solution.y, "nonpenetration")
+            bilateral = primal_bilateral_impulses(program, solution.y)
         else:
             normal = program.variable(solution.x, "impulse_normal")
-            v_next = problem.v_free + problem.dynamics.solve_M(contacts.J_normal.T @ normal)
+            v_next, bilateral = dual_velocity(problem, program, solution.x, contacts.J_normal, normal)
         impulses = np.zeros((contacts.count, contacts.dim))
         impulses[:, 0] = normal
-        return StepResult(v_next=np.array(v_next), impulses=impulses)
+        return StepResult(v_next=v_next, impulses=impulses, bilateral=bilateral)

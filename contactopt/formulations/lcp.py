@@ -23,6 +23,12 @@ i.e. ``LCP(M_lcp, q_lcp)`` with ``z = [lambda, beta, gamma]`` and
 ``v_abs = gamma``. ``M_lcp`` is not symmetric (and has a zero diagonal block), so Lemke's
 method is the solver for it. Impulses in the contact frame: normal ``lambda_c``, tangential
 ``sum_i beta_ci d_i``.
+
+**Bilateral rows** ``H v' = r`` with free multipliers ``mu`` make a mixed LCP; eliminating
+``mu = S^{-1} (r - H v_free - H M^{-1} f)`` (``f = N^T lambda + D^T beta``,
+``S = H M^{-1} H^T``, the Schur complement) leaves the standard LCP above with ``M^{-1}``
+replaced by the projected inverse inertia ``M^{-1} - M^{-1} H^T S^{-1} H M^{-1}`` and
+``v_free`` by ``v_free + M^{-1} H^T S^{-1} (r - H v_free)`` (``S^+`` if rows are redundant).
 """
 
 from __future__ import annotations
@@ -39,7 +45,6 @@ from contactopt.formulations.common import (
     check_margin,
     polyhedral_frame_impulses,
     require_finite_mu,
-    require_no_bilateral,
     scatter_impulses,
     select_contacts,
 )
@@ -61,7 +66,6 @@ class StewartTrinkleLCP(Formulation):
         return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
-        require_no_bilateral(problem, self.name)
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
@@ -71,8 +75,8 @@ class StewartTrinkleLCP(Formulation):
         D = active.directions(k)
         n_gamma = na if k else 0
         stacked = np.vstack([N, D])
-        Mi_stacked_T = problem.dynamics.solve_M(stacked.T)
-        W = stacked @ Mi_stacked_T  # Delassus blocks of [N; D]
+        constrained = Constrained(problem)
+        W = stacked @ constrained.solve_M(stacked.T)  # Delassus blocks of [N; D]
         size = na + na * k + n_gamma
         M_lcp = np.zeros((size, size))
         M_lcp[: na + na * k, : na + na * k] = W
@@ -81,7 +85,7 @@ class StewartTrinkleLCP(Formulation):
             M_lcp[na : na + na * k, na + na * k :] = E
             M_lcp[na + na * k :, :na] = np.diag(active.mu)
             M_lcp[na + na * k :, na : na + na * k] = -E.T
-        v_free = problem.v_free
+        v_free = constrained.v_free
         q_lcp = np.concatenate([active.phi / h + N @ v_free, D @ v_free, np.zeros(n_gamma)])
         variables = blocks_from_sizes([("impulse_normal", na, 1), ("impulse_directions", na * k, k),
                                        ("slip_speed", n_gamma, 1)])
@@ -98,6 +102,39 @@ class StewartTrinkleLCP(Formulation):
         beta = program.variable(solution.x, "impulse_directions")
         frame = polyhedral_frame_impulses(active, normal, beta, k)
         generalized = active.J.T @ frame.reshape(-1)
-        v_next = problem.v_free + problem.dynamics.solve_M(generalized)
-        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame))
+        constrained = Constrained(problem)
+        v_next = constrained.v_free + constrained.solve_M(generalized)
+        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
+                          bilateral=constrained.multipliers(generalized))
+
+
+class Constrained:
+    """The step's dynamics with the bilateral rows ``H v' = r`` eliminated (Schur complement)."""
+
+    def __init__(self, problem: StepProblem) -> None:
+        self.problem = problem
+        H = problem.bilateral.H
+        self.H = H
+        if H.shape[0]:
+            self.Mi_Ht = problem.dynamics.solve_M(H.T)
+            self.S_pinv = np.linalg.pinv(H @ self.Mi_Ht)
+            residual = problem.bilateral_target - H @ problem.v_free
+            self.v_free = problem.v_free + self.Mi_Ht @ (self.S_pinv @ residual)
+        else:
+            self.v_free = problem.v_free
+
+    def solve_M(self, rhs: np.ndarray) -> np.ndarray:
+        """Projected inverse inertia applied to ``rhs`` (plain ``M^{-1}`` without rows)."""
+        direct = self.problem.dynamics.solve_M(rhs)
+        if not self.H.shape[0]:
+            return direct
+        return direct - self.Mi_Ht @ (self.S_pinv @ (self.H @ direct))
+
+    def multipliers(self, generalized: np.ndarray) -> np.ndarray:
+        """``mu = S^+ (r - H v_free - H M^{-1} f)`` for contact forces ``f``."""
+        if not self.H.shape[0]:
+            return np.zeros(0)
+        problem = self.problem
+        reached = problem.v_free + problem.dynamics.solve_M(generalized)
+        return self.S_pinv @ (problem.bilateral_target - self.H @ reached)
 

@@ -57,8 +57,9 @@ from contactopt.formulations.common import (
     ActiveContacts,
     active_contacts,
     check_margin,
+    dual_program,
+    dual_velocity,
     require_finite_mu,
-    require_no_bilateral,
     scatter_impulses,
     select_contacts,
 )
@@ -129,7 +130,6 @@ class Regularized(Formulation):
         return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
-        require_no_bilateral(problem, self.name)
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
@@ -153,21 +153,24 @@ class Regularized(Formulation):
             friction_row = np.zeros(J.shape[0], dtype=bool)
             A_rows, cones = -sp.identity(J.shape[0], format="csc"), (Nonneg(J.shape[0]),)
         rows = J.shape[0]
-        A_delassus = J @ damped.solve_M(J.T)
-        R = (1.0 - row_impedance) / row_impedance * np.diag(A_delassus)
+        R = (1.0 - row_impedance) / row_impedance * _delassus_diagonal(damped, J)
         R = np.where(friction_row, R / options["impratio"], R)
         a_ref = -b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1)
         v_star = J @ v + h * a_ref
-        P = A_delassus + np.diag(R)
+        # Bilateral rows are soft too: free multipliers regularized with the impedance of
+        # their violation; their target velocity is the driver's (drift treatment included).
+        H = problem.bilateral.H
+        d_eq = impedance(problem.bilateral.position_error, options["solimp"])
+        R_eq = (1.0 - d_eq) / d_eq * _delassus_diagonal(damped, H)
         metadata = {"formulation": self.name, "cone": options["cone"], "dt": h, "t": problem.state.t,
                     "solref": list(solref),
                     "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                     "impedance": d.tolist(), "b": options["b"]}
-        return ConicProgram(
-            P=sp.csc_matrix(0.5 * (P + P.T)), c=J @ v_minus - v_star,
-            A=A_rows if rows else sp.csc_matrix((0, 0)), b=np.zeros(rows), cones=cones,
-            variables=(Block("impulse" if options["cone"] == "elliptic" else "impulse_edges", 0, rows, per),),
-            constraints=(Block("impulse_in_cone", 0, rows, per),), metadata=metadata)
+        name = "impulse" if options["cone"] == "elliptic" else "impulse_edges"
+        return dual_program(problem, J, J @ v_minus - v_star, A_rows if rows else sp.csc_matrix((0, 0)),
+                            cones, (Block(name, 0, rows, per),), (Block("impulse_in_cone", 0, rows, per),),
+                            metadata, dynamics=damped, v_free=v_minus, regularization=R,
+                            bilateral_regularization=R_eq)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -183,8 +186,10 @@ class Regularized(Formulation):
             frame[:, 0] = beta.sum(axis=1)
             if contacts.dim > 1:  # edges ordered (n + mu t_j, n - mu t_j) for each tangent j
                 frame[:, 1:] = active.mu[:, None] * (beta[:, 0::2] - beta[:, 1::2])
-        v_next = v_minus + damped.solve_M(active.J.T @ frame.reshape(-1))
-        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame))
+        v_next, bilateral = dual_velocity(problem, program, solution.x, active.J, frame.reshape(-1),
+                                          dynamics=damped, v_free=v_minus)
+        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
+                          bilateral=bilateral)
 
 
 def pyramid_edges(active: ActiveContacts) -> tuple[FloatArray, int]:
@@ -198,6 +203,13 @@ def pyramid_edges(active: ActiveContacts) -> tuple[FloatArray, int]:
     edges[:, 0::2, :] = active.N[:, None, :] + scaled
     edges[:, 1::2, :] = active.N[:, None, :] - scaled
     return edges.reshape(active.count * per, active.N.shape[1]), per
+
+
+def _delassus_diagonal(dynamics: Dynamics, rows: FloatArray) -> FloatArray:
+    """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
+    if rows.shape[0] == 0:
+        return np.zeros(0)
+    return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
 
 
 def _damped(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:

@@ -3,6 +3,8 @@
 Semi-implicit Euler: the formulation's program gives ``v'`` (and the impulses), then
 ``q' = system.integrate(q, v', h)``. A step whose solve is not usable (infeasible, ray
 termination, numerical error, ...) yields no next state; its record carries the status.
+Bilateral constraints follow the ``drift`` option (:mod:`contactopt.integrators.drift`):
+the velocity target of their rows (Baumgarte) and a projection after the step.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from numpy.typing import ArrayLike
 from contactopt import formulations, solvers
 from contactopt.errors import ContactoptError
 from contactopt.formulations.base import Formulation, Program
+from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
 from contactopt.model import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status
 from contactopt.records import StepRecord
@@ -24,15 +27,23 @@ from contactopt.systems.base import System
 
 
 def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t: float = 0.0,
-                       u: ArrayLike | None = None) -> StepProblem:
+                       u: ArrayLike | None = None, drift: Drift | None = None) -> StepProblem:
     """Ask the system for everything one step needs, at ``(q, v)``."""
     state = State(np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64), t)
     if state.q.shape[0] != system.nq or state.v.shape[0] != system.nv:
         raise ContactoptError(f"state has nq={state.q.shape[0]}, nv={state.v.shape[0]}; system "
                               f"{system.type_name!r} has nq={system.nq}, nv={system.nv}")
+    bilateral = system.constraints(state.q, state.v, t)
     return StepProblem(state=state, dt=dt, dynamics=system.dynamics(state.q, state.v, u),
-                       contacts=system.contacts(state.q),
-                       bilateral=system.constraints(state.q, state.v, t))
+                       contacts=system.contacts(state.q), bilateral=bilateral,
+                       bilateral_target=(drift or Drift()).velocity_target(bilateral))
+
+
+def split_drift_options(options: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(drift options, the rest)``: drift keys are the driver's, not the formulation's."""
+    given = dict(options or {})
+    drift = {key: given.pop(key) for key in list(given) if key in DRIFT_DEFAULTS}
+    return {**DRIFT_DEFAULTS, **drift}, given
 
 
 class TimeStepping:
@@ -43,7 +54,10 @@ class TimeStepping:
                  solver_options: Mapping[str, Any] | None = None) -> None:
         self.system = system
         self.formulation: Formulation = formulations.get(formulation)
-        self.options = self.formulation.resolve_options(options)
+        drift_options, formulation_options = split_drift_options(options)
+        self.drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
+        self.options = {**self.formulation.resolve_options(formulation_options), **drift_options}
+        self.formulation_options = self.formulation.resolve_options(formulation_options)
         self.solver = solver
         solvers.parse_name(solver)
         spec = solvers.spec(solver)
@@ -58,8 +72,8 @@ class TimeStepping:
         self.warm_start_option = spec.warm_start if spec.warm_start not in self.solver_options else None
 
     def program(self, state: State) -> tuple[StepProblem, Program]:
-        problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t)
-        return problem, self.formulation.build(problem, self.options)
+        problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t, drift=self.drift)
+        return problem, self.formulation.build(problem, self.formulation_options)
 
     def _options_for(self, program: Program) -> dict[str, Any]:
         """Solver options, plus the previous step's solution as warm start when the solver
@@ -89,18 +103,23 @@ class TimeStepping:
                                     setup_time=0.0, solve_time=0.0, iterations=0,
                                     residuals=Residuals(np.inf, np.inf, np.inf, np.inf),
                                     solver=self.solver, message=str(exc))
-        record_args = dict(t=state.t, phi=contacts.phi.copy(), status=solution.status,
+        record_args: dict[str, Any] = dict(t=state.t, phi=contacts.phi.copy(), status=solution.status,
+                           constraint_error=problem.bilateral.violation(state.v),
                            build_time=build_time, setup_time=solution.setup_time,
                            solve_time=solution.solve_time, iterations=solution.iterations,
                            residuals=solution.residuals, solver=solution.solver,
                            conversion=solution.conversion, message=solution.message)
         self.last_program, self.last_solution = program, solution
         if not solution.status.usable:
-            return None, StepRecord(impulses=nan_impulses, **record_args)  # type: ignore[arg-type]
+            return None, StepRecord(impulses=nan_impulses, **record_args)
         result = self.formulation.recover(problem, program, solution)
         q_next = self.system.integrate(state.q, result.v_next, self.dt)
-        next_state = State(q_next, result.v_next, state.t + self.dt)
-        return next_state, StepRecord(impulses=result.impulses, **record_args)  # type: ignore[arg-type]
+        v_next = result.v_next
+        if self.drift.mode == "projection":
+            q_next, v_next = project(self.system, q_next, v_next, state.t + self.dt)
+        next_state = State(q_next, v_next, state.t + self.dt)
+        return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
+                                      **record_args)
 
 
 def _same_layout(a: Program, b: Program) -> bool:

@@ -6,15 +6,19 @@ from contactopt.errors import UnknownNameError
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System
 from contactopt.systems.brick import Brick
 from contactopt.systems.cart import Cart
+from contactopt.systems.four_bar import FourBar
+from contactopt.systems.pendulums import CartesianPendulum, CartPole, DoublePendulum, Pendulum
 from contactopt.systems.planar_body import PlanarBall, PlanarBody
 from contactopt.systems.point_mass import PointMass2D
 from contactopt.systems.rigid3d import Rigid3D, RigidBody
 
-__all__ = ["CONTACT_PARAMETERS", "Brick", "Cart", "Parameter", "ParameterError", "PlanarBall",
-           "PlanarBody", "PointMass2D", "Rigid3D", "RigidBody", "System", "get", "names"]
+__all__ = ["CONTACT_PARAMETERS", "Brick", "Cart", "CartPole", "CartesianPendulum", "DoublePendulum",
+           "FourBar", "Parameter", "ParameterError", "Pendulum", "PlanarBall", "PlanarBody", "PointMass2D",
+           "Rigid3D", "RigidBody", "System", "get", "names"]
 
 _REGISTRY: dict[str, type[System]] = {cls.type_name: cls for cls in (
-    Cart, PointMass2D, Brick, PlanarBody, PlanarBall, Rigid3D)}
+    Cart, PointMass2D, Brick, PlanarBody, PlanarBall, Rigid3D,
+    Pendulum, DoublePendulum, CartPole, CartesianPendulum, FourBar)}
 
 
 def names() -> list[str]:
