@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt import formulations, solvers, systems
+from contactopt import integrators, solvers, systems
 from contactopt.errors import ContactoptError, SceneError
 from contactopt.systems.base import ParameterError, System
 
@@ -212,17 +212,16 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
 
     formulation = _string(meta, "formulation", "scene", path, "gauss")
     solver = _string(meta, "solver", "scene", path, "clarabel")
-    try:
-        form = formulations.get(formulation)
-    except ContactoptError as exc:
-        raise SceneError(f"{path}: scene.formulation: {exc}") from exc
+    if formulation.strip().lower() not in integrators.names():
+        raise SceneError(f"{path}: scene.formulation: unknown formulation {formulation!r}; "
+                         f"known formulations: {', '.join(integrators.names())}")
     try:
         solvers.parse_name(solver)
     except ContactoptError as exc:
         raise SceneError(f"{path}: scene.solver: {exc}") from exc
     options = _table(data, "options", path, required=False)
-    try:
-        form.resolve_options(options)
+    try:  # the method validates its own options (and solver name where it needs one)
+        integrators.make_stepper(system, formulation, solver if solver else "clarabel", 1.0, options)
     except ContactoptError as exc:
         raise SceneError(f"{path}: options: {exc}") from exc
 

@@ -13,8 +13,9 @@ from numpy.typing import ArrayLike
 from contactopt import formulations
 from contactopt.errors import ContactoptError, OptionError, SimulationError
 from contactopt.formulations.base import Program
+from contactopt.integrators import make_stepper
 from contactopt.integrators.drift import Drift
-from contactopt.integrators.time_stepping import TimeStepping, build_step_problem, split_drift_options
+from contactopt.integrators.time_stepping import build_step_problem, split_drift_options
 from contactopt.model import State
 from contactopt.records import StepRecord, Trajectory
 from contactopt.scenes import Scene
@@ -67,12 +68,11 @@ def simulate(
     if on_failure not in ("stop", "raise"):
         raise OptionError(f"on_failure must be 'stop' or 'raise', got {on_failure!r}")
     merged_options = {**scene.options, **(options or {})}
-    stepper = TimeStepping(scene.system, formulation, solver, dt, merged_options, solver_options)
-    backup = (TimeStepping(scene.system, formulation, fallback, dt, merged_options)
-              if fallback else None)
+    stepper = make_stepper(scene.system, formulation, solver, dt, merged_options, solver_options)
+    backup = make_stepper(scene.system, formulation, fallback, dt, merged_options) if fallback else None
     n_steps = round(duration / dt)
     info = {"scene": scene.name, "system": scene.system.type_name,
-            "system_description": scene.system.describe(), "formulation": stepper.formulation.name,
+            "system_description": scene.system.describe(), "formulation": formulation.strip().lower(),
             "solver": solver, "fallback": fallback, "dt": dt, "duration": duration,
             "options": stepper.options, "solver_options": dict(solver_options or {}),
             "q_names": list(scene.system.q_names), "v_names": list(scene.system.v_names)}
@@ -81,7 +81,7 @@ def simulate(
     times, qs, vs = [state.t], [state.q], [state.v]
     steps: list[StepRecord] = []
     message = ""
-    bar = _progress_bar(n_steps, f"{scene.name} {stepper.formulation.name}/{solver}", progress)
+    bar = _progress_bar(n_steps, f"{scene.name} {info['formulation']}/{solver}", progress)
 
     def partial(reason: str) -> Trajectory:
         return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,

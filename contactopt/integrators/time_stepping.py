@@ -34,9 +34,14 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
         raise ContactoptError(f"state has nq={state.q.shape[0]}, nv={state.v.shape[0]}; system "
                               f"{system.type_name!r} has nq={system.nq}, nv={system.nv}")
     bilateral = system.constraints(state.q, state.v, t)
+    target = (drift or Drift()).velocity_target(bilateral)
+    if bilateral.velocity_rows.any():
+        # H v' = b over the step: b at the midpoint t + h/2 integrates a prescribed motion by
+        # the midpoint rule (error O(h^2)) instead of lagging by about h bdot.
+        midpoint = system.constraints(state.q, state.v, t + 0.5 * dt).target
+        target = np.where(bilateral.velocity_rows, midpoint, target)
     return StepProblem(state=state, dt=dt, dynamics=system.dynamics(state.q, state.v, u),
-                       contacts=system.contacts(state.q), bilateral=bilateral,
-                       bilateral_target=(drift or Drift()).velocity_target(bilateral))
+                       contacts=system.contacts(state.q), bilateral=bilateral, bilateral_target=target)
 
 
 def split_drift_options(options: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -106,7 +106,8 @@ class FourBar(ManipulatorSystem):
     # -- kinematics ------------------------------------------------------------------------
 
     def centres(self, q: ArrayLike) -> FloatArray:
-        """(3, 2) centres ``p1, p2, p3`` of crank, coupler and rocker (module docstring)."""
+        """(3, 2) centres ``p1, p2, p3`` of crank, coupler and rocker: the kinematic tree of
+        reference 000, "Bilateral Position Constraints" (module docstring)."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c, d = (self.params[k] for k in "abcd")
         return np.array([0.5 * a * _e(t1),
@@ -115,14 +116,16 @@ class FourBar(ManipulatorSystem):
 
     def joint_points(self, q: ArrayLike) -> FloatArray:
         """(5, 2) polyline of the tree: origin, crank tip ``A``, coupler end, rocker tip,
-        rocker pivot ``(d, 0)``; the coupler end and the rocker tip coincide when ``h = 0``."""
+        rocker pivot ``(d, 0)``; the coupler end and the rocker tip coincide when ``h = 0``
+        (reference 000, "Bilateral Position Constraints": the two ends of the chain meet)."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c, d = (self.params[k] for k in "abcd")
         pivot = np.array([d, 0.0])
         return np.array([np.zeros(2), a * _e(t1), a * _e(t1) + b * _e(t2), pivot + c * _e(t3), pivot])
 
     def centre_jacobians(self, q: ArrayLike) -> FloatArray:
-        """(3, 2, 3) Jacobians ``J_i = dp_i/dq`` of the three centres."""
+        """(3, 2, 3) Jacobians ``J_i = dp_i/dq`` of the three centres (reference 000, "The
+        Manipulator Equations": ``T = 1/2 sum m_i |J_i qdot|^2 + ...``)."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c = self.lengths
         J = np.zeros((3, 2, 3))
@@ -133,7 +136,8 @@ class FourBar(ManipulatorSystem):
         return J
 
     def centre_jacobian_rates(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
-        """(3, 2, 3) ``Jdot_i = dJ_i/dt``: each column ``L e'(th)`` becomes ``-L e(th) thd``."""
+        """(3, 2, 3) ``Jdot_i = dJ_i/dt``: each column ``L e'(th)`` becomes ``-L e(th) thd``
+        (for ``C = sum m_i J_i^T Jdot_i``, reference 000, "The Manipulator Equations")."""
         t1, t2, t3 = as_vector(q, "q", 3)
         w1, w2, w3 = as_vector(v, "v", 3)
         a, b, c = self.lengths
@@ -166,11 +170,13 @@ class FourBar(ManipulatorSystem):
 
     @property
     def B(self) -> FloatArray:
-        """``[1, 0, 0]^T``: a motor torque on the crank."""
+        """``[1, 0, 0]^T``: a motor torque on the crank (reference 000, "The Manipulator
+        Equations", ``B u``)."""
         return np.array([[1.0], [0.0], [0.0]])
 
     def potential_energy(self, q: ArrayLike) -> float:
-        """``U = sum_i m_i g y_i`` with ``y_i`` the height of link ``i``'s centre."""
+        """``U = sum_i m_i g y_i`` with ``y_i`` the height of link ``i``'s centre (reference 000,
+        "Deriving the equations of motion")."""
         return float(self.params["g"] * self.masses @ self.centres(q)[:, 1])
 
     # -- loop closure --------------------------------------------------------------------------
@@ -204,8 +210,9 @@ class FourBar(ManipulatorSystem):
     def assemble(self, crank_angle: float, crank_speed: float = 0.0) -> tuple[FloatArray, FloatArray]:
         """A closed state ``(q, v)`` with ``th1 = crank_angle`` and ``th1d = crank_speed``:
         ``h(q) = 0`` on the elbow-up branch (circle intersection, module docstring) and
-        ``H v = 0``. Raises :class:`ParameterError` (key ``crank_angle``) if the circles do not
-        meet or the pose is singular (coupler and rocker aligned)."""
+        ``H v = 0`` (reference 000, "Bilateral Position Constraints": ``hdot = H qdot = 0``).
+        Raises :class:`ParameterError` (key ``crank_angle``) if the circles do not meet or the
+        pose is singular (coupler and rocker aligned)."""
         key = "system.parameters.crank_angle"
         a, b, c = self.lengths
         d = self.params["d"]
@@ -234,6 +241,7 @@ class FourBar(ManipulatorSystem):
         return q, np.concatenate(([crank_speed], rest))
 
     def default_state(self) -> tuple[FloatArray, FloatArray]:
-        """The closed state at ``crank_angle`` and ``crank_speed`` (:meth:`assemble`)."""
+        """The closed state at ``crank_angle`` and ``crank_speed`` (:meth:`assemble`): ``h = 0``
+        and ``H v = 0`` (reference 000, "Bilateral Position Constraints")."""
         q, v = self._initial
         return q.copy(), v.copy()

@@ -263,7 +263,8 @@ class CartPole(ManipulatorSystem):
         return np.array([[1.0], [0.0]])
 
     def potential_energy(self, q: ArrayLike) -> float:
-        """``U = -mp g l cos(theta)`` (the pole mass at height ``-l cos(theta)``)."""
+        """``U = -mp g l cos(theta)``: the pole mass at height ``-l cos(theta)`` (reference 003,
+        "Cartpole", with theta = 0 hanging down)."""
         theta = float(as_vector(q, "q", 2)[1])
         p = self.params
         return -p["mp"] * p["g"] * p["l"] * math.cos(theta)
@@ -335,7 +336,7 @@ class CartesianPendulum(ManipulatorSystem):
 
     @property
     def B(self) -> FloatArray:
-        """``I``: a force on the mass."""
+        """``I``: a force on the mass (reference 000, "The Manipulator Equations", ``B u``)."""
         return np.eye(2)
 
     def potential_energy(self, q: ArrayLike) -> float:

@@ -1,0 +1,180 @@
+"""Variational integrator: discrete Euler-Lagrange equations (``formulation="variational"``).
+
+Reference 003, "Variational Integrator" and "DEL with Constraints". With the midpoint
+discrete Lagrangian (the reference prints ``M((q_n+1 + q_n)/h)``; the midpoint is ``/2``)
+
+    L_d(q0, q1) = h L((q0 + q1) / 2, (q1 - q0) / h),   L(q, v) = 1/2 v^T M(q) v - U(q),
+
+its slot derivatives are, with ``qm`` the midpoint and ``vd = (q1 - q0) / h``,
+
+    D1 L_d = -M(qm) vd + h/2 (dT/dq(qm, vd) - dU/dq(qm)),
+    D2 L_d =  M(qm) vd + h/2 (dT/dq(qm, vd) - dU/dq(qm)),      dT/dq_i = 1/2 vd^T dM/dq_i vd.
+
+In momentum form (discrete Legendre transform, ``p_k = D2 L_d(q_k-1, q_k) = M(q_k) v_k``)
+one step solves, for ``q_k+1`` and the multipliers ``lambda``,
+
+    p_k + D1 L_d(q_k, q_k+1) + h/2 F + h G(q_k)^T lambda = 0,      c(q_k+1) = 0,
+
+the constraint force acting at the middle knot and the constraint imposed at the end point
+(reference 003), ``F`` the non-conservative forces at the midpoint (discrete
+Lagrange-d'Alembert: ``h F^T (q0 + q1)/2``). Velocity rows ``H v = b(t)`` are imposed as
+``H(q_k) vd = b(t + h/2)``. Then ``p_k+1 = D2 L_d(q_k, q_k+1) + h/2 F``,
+``v_k+1 = M(q_k+1)^{-1} p_k+1``. Each step is solved by Newton's method: first with the
+leading-order Jacobian ``[[-M(qm)/h, h G^T], [G(q_k+1), 0]]`` (cheap; the neglected terms are
+O(h)), then, if that stalls, with a finite-difference Jacobian; not converging within
+``max_iter`` is a failed step (status ``max_iterations``).
+The method is symplectic: energy oscillates without secular drift (experiments/energy.py).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.errors import OptionError
+from contactopt.model import State
+from contactopt.programs import Residuals, Status
+from contactopt.records import StepRecord
+from contactopt.systems.base import System
+from contactopt.systems.manipulator import ManipulatorSystem
+
+FloatArray = NDArray[np.float64]
+
+
+class VariationalIntegrator:
+    """``step(state) -> (next_state, record)`` by the discrete Euler-Lagrange equations."""
+
+    name: ClassVar[str] = "variational"
+    description: ClassVar[str] = "variational integrator (midpoint DEL, constraints at the end point, Newton)"
+    # tol: relative to max(1, |p|). The step residual has a noise floor of ~1e-12 from the
+    # finite-difference dM/dq, so 1e-10 is the tightest tolerance Newton reliably reaches;
+    # it is far below the method's O(h^2) error.
+    defaults: ClassVar[Mapping[str, Any]] = {"tol": 1e-10, "max_iter": 30, "fd_step": 1e-6}
+
+    def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
+                 solver_options: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(system, ManipulatorSystem) or system.nq != system.nv:
+            raise OptionError(f"formulation 'variational' needs a textbook system with M(q), C(q, v), "
+                              f"tau_g(q) and qdot = v; {system.type_name!r} is not one")
+        given = dict(options or {})
+        unknown = sorted(set(given) - set(self.defaults))
+        if unknown:
+            listed = ", ".join(map(repr, unknown))
+            raise OptionError(f"formulation 'variational': unknown option(s) {listed}; "
+                              f"known: {', '.join(self.defaults)}")
+        self.options = {**self.defaults, **given}
+        for key in ("tol", "fd_step"):
+            if not (isinstance(self.options[key], int | float) and self.options[key] > 0):
+                raise OptionError(f"formulation 'variational': {key} must be a positive number")
+        if not (isinstance(self.options["max_iter"], int) and self.options["max_iter"] >= 1):
+            raise OptionError("formulation 'variational': max_iter must be an integer >= 1")
+        self.system: ManipulatorSystem = system
+        self.dt = float(dt)
+        probe_q, probe_v = np.linspace(0.3, 0.7, system.nq), np.linspace(-0.5, 0.4, system.nv)
+        lagrangian = system.tau_g(probe_q) - system.C(probe_q, probe_v) @ probe_v
+        extra = system.dynamics(probe_q, probe_v).tau - lagrangian
+        self.nonconservative = bool(np.abs(extra).max() > 0)
+        self.formulation_options = self.options
+
+    # --- the discrete Lagrangian's slot derivatives --------------------------------------
+    def _dT_dq(self, q: FloatArray, v: FloatArray) -> FloatArray:
+        eps = self.options["fd_step"]
+        out = np.empty(q.shape[0])
+        for i in range(q.shape[0]):
+            step = np.zeros_like(q)
+            step[i] = eps * max(1.0, abs(q[i]))
+            dM = (self.system.M(q + step) - self.system.M(q - step)) / (2 * step[i])
+            out[i] = 0.5 * v @ dM @ v
+        return out
+
+    def _midpoint_terms(self, q0: FloatArray, q1: FloatArray, t: float) -> tuple[FloatArray, FloatArray]:
+        """``(M(qm) vd, h/2 (dT/dq - dU/dq + F))`` at the midpoint."""
+        h = self.dt
+        qm, vd = 0.5 * (q0 + q1), (q1 - q0) / h
+        system = self.system
+        # Non-conservative forces: what tau holds beyond the Lagrangian's tau_g - C v (zero
+        # for the textbook systems without inputs, whose tau is exactly that).
+        forcing = system.dynamics(qm, vd).tau - (system.tau_g(qm) - system.C(qm, vd) @ vd) \
+            if self.nonconservative else 0.0
+        return system.M(qm) @ vd, 0.5 * h * (self._dT_dq(qm, vd) + system.tau_g(qm) + forcing)
+
+    def _residual(self, x: FloatArray, q0: FloatArray, p0: FloatArray, t: float) -> FloatArray:
+        nq, h = self.system.nq, self.dt
+        q1, lam = x[:nq], x[nq:]
+        momentum, midpoint = self._midpoint_terms(q0, q1, t)
+        constraints_now = self.system.constraints(q0, (q1 - q0) / h, t)
+        dynamics = p0 - momentum + midpoint + h * constraints_now.H.T @ lam
+        if not lam.shape[0]:
+            return dynamics
+        end = self.system.constraints(q1, (q1 - q0) / h, t + h)
+        velocity_rows = constraints_now.velocity_rows
+        mid = self.system.constraints(q0, (q1 - q0) / h, t + 0.5 * h)
+        closure = np.where(velocity_rows, mid.H @ ((q1 - q0) / h) - mid.target, end.h)
+        return np.concatenate([dynamics, closure])
+
+    def step(self, state: State) -> tuple[State | None, StepRecord]:
+        system, h = self.system, self.dt
+        q0, v0, t = state.q, state.v, state.t
+        p0 = system.M(q0) @ v0
+        bilateral = system.constraints(q0, v0, t)
+        x = np.concatenate([q0 + h * v0, np.zeros(bilateral.count)])
+        start = time.perf_counter()
+        scale = max(1.0, float(np.abs(p0).max()))
+        converged, iterations, norm = False, 0, math.inf
+        for iterations in range(1, self.options["max_iter"] + 1):
+            F = self._residual(x, q0, p0, t)
+            norm = float(np.abs(F).max())
+            if norm <= self.options["tol"] * scale:
+                converged = True
+                break
+            J = self._approximate_jacobian(x, q0, t) if iterations <= self.options["max_iter"] // 2 \
+                else self._jacobian(x, F, q0, p0, t)
+            try:
+                x = x - np.linalg.lstsq(J, F, rcond=None)[0]
+            except np.linalg.LinAlgError:
+                break
+            if not np.all(np.isfinite(x)):
+                break
+        elapsed = time.perf_counter() - start
+        contacts = system.contacts(q0)
+        record: dict[str, Any] = dict(
+            t=t, impulses=np.zeros((contacts.count, contacts.dim)), phi=contacts.phi.copy(), build_time=0.0,
+            setup_time=0.0, solve_time=elapsed, iterations=iterations,
+            residuals=Residuals(primal=norm, dual=0.0, gap=math.nan, complementarity=0.0),
+            solver="newton", bilateral=h * x[system.nq :], constraint_error=bilateral.violation(v0))
+        if not converged:
+            status = Status.MAX_ITERATIONS if np.isfinite(norm) else Status.NUMERICAL_ERROR
+            return None, StepRecord(status=status, message=f"Newton stopped at residual {norm:.2e}", **record)
+        q1 = x[: system.nq]
+        momentum, midpoint = self._midpoint_terms(q0, q1, t)
+        v1 = np.asarray(np.linalg.solve(system.M(q1), momentum + midpoint), dtype=np.float64)
+        return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=f"Newton converged in "
+                                                 f"{iterations} iterations", **record)
+
+    def _approximate_jacobian(self, x: FloatArray, q0: FloatArray, t: float) -> FloatArray:
+        """Leading-order Jacobian of the step residual (see module doc)."""
+        nq, h = self.system.nq, self.dt
+        q1 = x[:nq]
+        nh = x.shape[0] - nq
+        J = np.zeros((nq + nh, nq + nh))
+        J[:nq, :nq] = -self.system.M(0.5 * (q0 + q1)) / h
+        if nh:
+            now = self.system.constraints(q0, (q1 - q0) / h, t)
+            end = self.system.constraints(q1, (q1 - q0) / h, t + h)
+            J[:nq, nq:] = h * now.H.T
+            J[nq:, :nq] = np.where(now.velocity_rows[:, None], now.H / h, end.H)
+        return J
+
+    def _jacobian(self, x: FloatArray, F: FloatArray, q0: FloatArray, p0: FloatArray, t: float) -> FloatArray:
+        J = np.empty((F.shape[0], x.shape[0]))
+        for j in range(x.shape[0]):
+            step = np.zeros_like(x)
+            step[j] = 1e-7 * max(1.0, abs(x[j]))
+            forward, backward = self._residual(x + step, q0, p0, t), self._residual(x - step, q0, p0, t)
+            J[:, j] = (forward - backward) / (2 * step[j])
+        return J
