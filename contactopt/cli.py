@@ -2,8 +2,8 @@
 
 Errors caused by the input (a scene with a typo, an unknown solver, a bad option) print one
 line ``contactopt: error: ...`` to stderr and exit with status 1, never a traceback. Usage
-errors exit with 2. A run that stops early because a step failed still writes everything it
-computed and exits with status 3.
+errors exit with 2. A run that stops early because a step failed (or a comparison with a
+failed run) still writes everything it computed and exits with status 3.
 """
 
 from __future__ import annotations
@@ -76,9 +76,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
             kinds = ",".join(sorted(spec.kinds))
             print(f"  {name:10s} {kinds:9s} {state:12s} {spec.description}")
             if spec.variants and name in installed and args.what == "solvers":
-                from contactopt.solvers import cvxpy_
+                import importlib
 
-                print(f"  {'':10s} variants: {', '.join(f'{name}:{v}' for v in cvxpy_.installed_variants())}")
+                variants = importlib.import_module(spec.module).installed_variants()
+                print(f"  {'':10s} variants: {', '.join(f'{name}:{v}' for v in variants)}")
     if what in ("systems", "all"):
         print("systems:")
         for name in systems.names():
@@ -203,6 +204,50 @@ def _cmd_program(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from contactopt.compare import compare, summary_columns
+    from contactopt.report import write_report
+
+    scene = load_scene(args.scene)
+    formulations = _split(args.formulations)
+    solver_names = _split(args.solvers)
+    try:
+        dts = [float(x) for x in _split(args.dt) or []] or None
+    except ValueError as exc:
+        raise OptionError(f"--dt: expected comma-separated numbers, got {args.dt!r}") from exc
+    out = Path(args.out) if args.out else Path("runs") / f"compare-{scene.name}"
+    table, traces = compare(scene, formulations, solver_names, dts, args.duration,
+                            solver_options=_options(args.solver_option), executor=args.executor,
+                            address=args.address, workers=args.workers, out=out,
+                            progress=not args.no_progress, return_traces=True)
+    columns = summary_columns(table)
+    shown = table[columns].copy()
+    if "time_per_step" in shown:
+        shown["time_per_step"] = shown["time_per_step"] * 1e3
+        shown = shown.rename(columns={"time_per_step": "ms/step"})
+    print(f"{scene.name}: {len(table)} runs ({int(table['cached'].sum())} loaded from {out / 'cells'})")
+    print(_format_table([{k: _scalar(v) for k, v in row.items()} for row in shown.to_dict("records")]))
+    skipped = table.attrs.get("skipped", [])
+    notes = [f"skipped (the solver cannot take the program): {', '.join(skipped)}"] if skipped else []
+    for note in notes:
+        print(note)
+    if not args.no_plot:
+        written = write_report(f"{scene.name}: formulations and solvers compared", table, traces, out,
+                               columns, notes)
+        print(f"wrote {out}/table.csv, table.parquet, traces.parquet, "
+              + ", ".join(p.name for p in written))
+    errors = table["status"].eq("error").sum()
+    return EXIT_STOPPED if errors else 0
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else None
+
+
+def _scalar(value: Any) -> Any:
+    return float(value) if isinstance(value, np.floating) else value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="contactopt", description=(
         "Simulate rigid bodies with contact, one explicit mathematical program per step."))
@@ -230,6 +275,32 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--no-plot", action="store_true", help="skip the plot")
     p_run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p_run.set_defaults(func=_cmd_run)
+
+    p_cmp = sub.add_parser("compare", help="run a scene under many formulations, solvers and step sizes",
+                           description="Run SCENE for every formulation x solver (that can take its "
+                           "program) x step size; print the table; write table.csv/.parquet, "
+                           "traces.parquet, plots and report.md to --out. Re-running resumes.")
+    p_cmp.add_argument("scene", help="scene file or bundled problem name")
+    p_cmp.add_argument("--formulations", help="comma-separated, options as name:key=value "
+                       "(default: every time-stepping formulation)")
+    p_cmp.add_argument("--solvers", help="comma-separated (default: every installed solver)")
+    p_cmp.add_argument("--dt", help="comma-separated step sizes (default: the scene's)")
+    p_cmp.add_argument("--duration", type=float, help="simulated time [s] (default: the scene's)")
+    p_cmp.add_argument("--out", help="output folder (default: runs/compare-SCENE)")
+    p_cmp.add_argument("--executor", choices=["serial", "process", "dask"], default="process",
+                       help="where runs execute (default: a local process pool)")
+    p_cmp.add_argument("--address", help="address of an existing Dask scheduler (implies --executor dask)")
+    p_cmp.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    p_cmp.add_argument("--solver-option", action="append", metavar="KEY=VALUE", help="passed to every solver")
+    p_cmp.add_argument("--no-plot", action="store_true", help="skip figures and report")
+    p_cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p_cmp.set_defaults(func=_cmd_compare)
+
+    from contactopt.bench import add_bench_parser
+    from contactopt.export import add_export_parser
+
+    add_export_parser(sub)
+    add_bench_parser(sub)
 
     p_prog = sub.add_parser("program", help="show (and save) the program of one step",
                             description="Simulate SCENE up to step N, print the program that "

@@ -47,6 +47,8 @@ SOLVER_TOL = {
     "cvxpy:SCS": 1e-4,
     # Lemke pivots exactly; the errors are rounding errors (solution through a conversion).
     "lemke": 1e-9,
+    # qpsolvers' default inner solver (proxqp), run by our backend at 1e-9 with its gap check.
+    "qpsolvers": 1e-6,
     # Projected Gauss-Seidel stops at a natural-map residual of 1e-10 (relative); these
     # programs are well conditioned, so x is within ~1e-9.
     "pgs": 1e-7,
@@ -427,7 +429,7 @@ def test_lemke_refuses_equality_rows_and_names_who_can():
     assert not co.solvers.can_take(program, "lemke")
     with pytest.raises(co.UnsupportedProgramError, match="equality") as info:
         co.solve(program, "lemke")
-    assert listed_solvers(str(info.value)) == {"clarabel", "osqp", "cvxpy"}
+    assert listed_solvers(str(info.value)) == {"clarabel", "osqp", "cvxpy", "qpsolvers"}
 
 
 def test_lemke_refuses_soc_rows_and_names_who_can():

@@ -180,7 +180,7 @@ def test_cli_failed_run_keeps_what_it_computed(tmp_path: Path) -> None:
 
 
 def test_help_for_every_subcommand() -> None:
-    for sub in ([], ["list"], ["run"], ["program"]):
+    for sub in ([], ["list"], ["run"], ["program"], ["compare"], ["export"], ["bench"]):
         with pytest.raises(SystemExit) as info:
             main([*sub, "--help"])
         assert info.value.code == 0

@@ -10,6 +10,14 @@ so ``LCP(M = A P^{-1} A', q = b + A P^{-1} c)`` with ``z = y`` and ``w = s``. Th
 passage from the frictionless Gauss QP to its LCP in reference 000 ("Time-stepping LCP:
 Normal force": "the LCP ... is precisely the optimality conditions of this convex QP").
 
+``NonnegQPToLCP`` (a convex QP over the nonnegative orthant -> LCP, no inverse needed)::
+
+    min 1/2 x'Px + c'x  s.t.  x >= 0     (rows: -I x + s = 0, s in R_+^n)
+    KKT:  P x + c - y = 0,   0 <= y ⟂ x >= 0     =>   LCP(M = P, q = c),  z = x,  w = y
+
+(the dual programs of the Gauss and Anitescu formulations have this form, with P the
+Delassus matrix, often singular: four table legs).
+
 ``LCPToQP`` (LCP with symmetric positive semidefinite M -> convex QP)::
 
     min 1/2 z'Mz + q'z  s.t.  z >= 0     (rows: -I z + s = 0, s in R_+^n)
@@ -34,7 +42,7 @@ from contactopt.programs.solution import Solution
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["LCPToQP", "QPToLCP", "lcp_to_qp", "qp_to_lcp"]
+__all__ = ["LCPToQP", "NonnegQPToLCP", "QPToLCP", "lcp_to_qp", "qp_to_lcp"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,38 @@ class QPToLCP:
         s = program.b - program.A @ x
         return replace(solution, x=x, y=z.copy(), s=s,
                        residuals=conic_residuals(program, x, z), conversion=self.name)
+
+
+@dataclass(frozen=True)
+class NonnegQPToLCP:
+    """Reduction from ``min 1/2 x'Px + c'x s.t. x >= 0`` to ``LCP(P, c)`` (see module doc)."""
+
+    name: str = "qp(x>=0)->lcp"
+
+    def accepts(self, program: ConicProgram | LCP) -> str | None:
+        if not isinstance(program, ConicProgram) or program.kind != "qp":
+            return "it is not a QP"
+        if program.m != program.n or any(cone.kind != "nonneg" for cone in program.cones if cone.dim):
+            return "its rows are not exactly x >= 0"
+        A = program.A.tocoo()
+        identity = A.nnz == program.n and np.all(A.row == A.col) and np.all(A.data == -1.0)
+        if not identity or np.any(program.b != 0):
+            return "its rows are not exactly x >= 0"
+        return None
+
+    def apply(self, program: ConicProgram) -> tuple[LCP, ConicProgram]:
+        reason = self.accepts(program)
+        if reason is not None:
+            raise ConversionError(f"cannot read the QP as an LCP: {reason}")
+        P = program.P.toarray()
+        return LCP(0.5 * (P + P.T), program.c, variables=program.variables,
+                   metadata={**program.metadata, "converted_from": "qp"}), program
+
+    def invert(self, solution: Solution, program: ConicProgram) -> Solution:
+        """``x = z``, ``y = w``, ``s = x``; residuals on the original QP."""
+        x, y = solution.x, solution.s
+        return replace(solution, x=x, y=y, s=x.copy(), residuals=conic_residuals(program, x, y),
+                       conversion=self.name)
 
 
 @dataclass(frozen=True)

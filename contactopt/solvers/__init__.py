@@ -14,20 +14,36 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from contactopt.errors import SolverUnavailableError, UnknownNameError, UnsupportedProgramError
-from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP, Solution, Status
-from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs
-from contactopt.solvers.base import Program, SolverSpec
+from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
+from contactopt.programs.residuals import cone_violation
+from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
 
 __all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "kinds", "names", "solve", "spec"]
 
 # The backend modules import their third-party package only inside ``solve``.
 _BACKENDS: dict[str, SolverSpec] = {
-    module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs)
+    module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
-_CONVERSIONS: tuple[tuple[str, str, Any], ...] = (("qp", "lcp", QPToLCP()), ("lcp", "qp", LCPToQP()))
+# The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P.
+_CONVERSIONS: tuple[tuple[str, str, Any], ...] = (
+    ("qp", "lcp", NonnegQPToLCP()), ("qp", "lcp", QPToLCP()), ("lcp", "qp", LCPToQP()))
+
+
+def _trivial(program: Program, solver: str) -> Solution:
+    """The answer of a program without variables: ``s = b`` must lie in ``K``; ``y = 0``."""
+    if isinstance(program, LCP):
+        return make_solution(program, solver=solver, status=Status.OPTIMAL, x=np.zeros(0), y=None,
+                             iterations=0, watch=Stopwatch(), message="no variables")
+    feasible = cone_violation(program, program.b) == 0.0
+    return make_solution(program, solver=solver, status=Status.OPTIMAL if feasible else Status.INFEASIBLE,
+                         x=np.zeros(0), y=np.zeros(program.m), iterations=0, watch=Stopwatch(),
+                         message="no variables" if feasible else "no variables and b is not in K")
 
 
 def names() -> list[str]:
@@ -115,6 +131,8 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
             f"solvers that can: {', '.join(_who_can(program)) or 'none'}")
     if not spec_.is_available():
         raise SolverUnavailableError(f"solver {base!r} is not installed: {spec_.install_hint}")
+    if program.n == 0:  # no variables (e.g. no active contact): nothing to ask a backend
+        return _trivial(program, solver)
     backend = importlib.import_module(spec_.module)
     merged = {**(options or {}), **kwargs}
     if route is None:

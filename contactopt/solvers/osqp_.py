@@ -60,6 +60,9 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                           program.b, **settings)
         except (TypeError, ValueError) as exc:
             raise OptionError(f"solver 'osqp': {exc}") from exc
+        except osqp.OSQPException as exc:  # rejected data (e.g. P not convex to OSQP's test)
+            return make_solution(program, solver="osqp", status=Status.NUMERICAL_ERROR, x=None, y=None,
+                                 iterations=0, watch=watch, message=f"OSQP setup failed: {exc!r}")
     with watch.time("solve"), silence_c_stdout():
         result = backend.solve(raise_error=False)
     name = osqp.SolverStatus(result.info.status_val).name

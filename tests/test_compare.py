@@ -1,0 +1,119 @@
+"""compare(): the grid, executors, resumption, failing cells, and the CLI main job."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import contactopt as co
+from contactopt.compare import compare, plan
+
+# Columns that depend on the machine's timing, not on the physics or the solver's answer.
+TIMING = {"wall_time", "build_time_total", "solve_time_total", "time_per_step", "cached", "traceback"}
+
+
+def _short_box() -> co.Scene:
+    import dataclasses
+
+    return dataclasses.replace(co.load_scene("box_slide"), duration=0.03)
+
+
+def _deterministic(table: pd.DataFrame) -> pd.DataFrame:
+    columns = [c for c in table.columns if c not in TIMING]
+    return table[columns].sort_values(["formulation", "solver", "dt"]).reset_index(drop=True)
+
+
+def test_grid_has_every_formulation_with_every_capable_solver() -> None:
+    scene = _short_box()
+    cells, skipped = plan(scene, ["lcp", "anitescu", "ccp", "ode"], ["clarabel", "osqp", "lemke"], [1e-3, 2e-3])
+    pairs = {(c.formulation, c.solver) for c in cells}
+    # lcp only with lemke; the QP with all three (lemke through qp->lcp); the SOCP with clarabel;
+    # ode takes no solver.
+    assert pairs == {("lcp", "lemke"), ("anitescu", "clarabel"), ("anitescu", "osqp"), ("anitescu", "lemke"),
+                     ("ccp", "clarabel"), ("ode", "-")}
+    assert len(cells) == 2 * len(pairs)
+    assert "lcp x clarabel" in skipped and "ccp x osqp" in skipped
+
+
+def test_serial_table_has_a_row_per_cell_with_metrics() -> None:
+    scene = _short_box()
+    table = compare(scene, ["lcp", "anitescu:form=dual"], ["lemke", "clarabel"])
+    assert list(table[["formulation", "solver"]].itertuples(index=False, name=None)) == [
+        ("lcp", "lemke"), ("anitescu:form=dual", "lemke"), ("anitescu:form=dual", "clarabel")]
+    assert set(table["status"]) == {"completed"}
+    for column in ("formulation", "solver", "dt", "status", "max_penetration", "max_cone_violation",
+                   "max_ncp_desaxce", "time_per_step", "steps"):
+        assert column in table.columns
+    assert (table["steps"] == 30).all()
+
+
+def test_dask_local_cluster_gives_the_serial_table(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    scene = _short_box()
+    grid = (["lcp", "anitescu", "ccp"], ["lemke", "clarabel"])
+    serial = compare(scene, *grid)
+    distributed = compare(scene, *grid, executor="dask", workers=2)
+    pd.testing.assert_frame_equal(_deterministic(serial), _deterministic(distributed))
+    process = compare(scene, *grid, executor="process", workers=2)
+    pd.testing.assert_frame_equal(_deterministic(serial), _deterministic(process))
+
+
+def test_sweep_resumes_without_recomputing_finished_cells(tmp_path: Path) -> None:
+    scene = _short_box()
+    grid = (["lcp", "anitescu", "ccp"], ["lemke", "clarabel"])
+    first = compare(scene, *grid, out=tmp_path)
+    assert not first["cached"].any()
+    # An interrupted sweep: one cell never finished (its files are missing).
+    lost = first["cell"].iloc[1]
+    for path in (tmp_path / "cells").glob(f"{lost}.*"):
+        path.unlink()
+    second = compare(scene, *grid, out=tmp_path)
+    assert list(second["cached"]) == [c != lost for c in first["cell"]]
+    pd.testing.assert_frame_equal(_deterministic(first), _deterministic(second))
+    assert (tmp_path / "table.csv").exists() and (tmp_path / "table.parquet").exists()
+    assert len(pd.read_parquet(tmp_path / "traces.parquet")) == 30 * len(first)
+
+
+def test_a_failing_cell_is_an_error_row_and_keeps_every_other_row(tmp_path: Path) -> None:
+    scene = _short_box()
+    table = compare(scene, ["lcp", "regularized:solref=[0.02]"], ["lemke", "clarabel"], out=tmp_path)
+    errors = table[table["status"] == "error"]
+    assert len(errors) >= 1 and errors["error"].str.contains("solref").all()
+    assert (table[table["formulation"] == "lcp"]["status"] == "completed").all()
+    # Errors are not cached: a re-run retries them (and reloads the rest).
+    again = compare(scene, ["lcp", "regularized:solref=[0.02]"], ["lemke", "clarabel"], out=tmp_path)
+    assert list(again["cached"]) == list(again["status"] != "error")
+
+
+def test_stopped_run_is_reported_with_its_status() -> None:
+    scene = _short_box()
+    table = compare(scene, ["anitescu"], ["clarabel"], solver_options={"max_iter": 1})
+    row = table.iloc[0]
+    assert row["status"] == "stopped" and row["n_failed"] == 1 and "max_iterations" in row["status_counts"]
+
+
+def test_compare_cli_is_the_main_job(tmp_path: Path) -> None:
+    """`contactopt compare problems/box_slide.toml` runs in under a minute, prints the table and
+    writes a row per formulation and solver, the plots and the report."""
+    root = Path(__file__).resolve().parent.parent
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "contactopt", "compare", str(root / "problems" / "box_slide.toml"),
+                             "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
+    elapsed = time.perf_counter() - start
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert elapsed < 60, f"compare took {elapsed:.1f} s"
+    table = pd.read_csv(tmp_path / "table.csv")
+    cells, _ = plan(co.load_scene(root / "problems" / "box_slide.toml"))
+    assert sorted(zip(table["formulation"], table["solver"], strict=True)) == sorted(
+        (c.formulation, c.solver) for c in cells)
+    assert set(table["formulation"]) == {"gauss", "lcp", "anitescu", "ccp", "regularized"}
+    for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
+        assert (tmp_path / name).exists(), name
+    assert "max_penetration" in result.stdout and "lemke" in result.stdout
+    assert np.isfinite(table["max_penetration"]).all()
