@@ -55,7 +55,13 @@ def plot_trajectories(table: pd.DataFrame, traces: pd.DataFrame, path: Path, coo
 def plot_metrics(table: pd.DataFrame, path: Path) -> Path:
     """One horizontal bar chart per metric, a bar per run (log scale; exact zeros at the floor)."""
     plt = _pyplot()
-    present = [(c, label) for c, label in METRICS if c in table.columns]
+    def informative(column: str) -> bool:  # all-zero metrics would only show bars at the log floor
+        values = pd.to_numeric(table[column], errors="coerce").abs()
+        return bool((values > 0).any())
+
+    present = [(c, label) for c, label in METRICS if c in table.columns and informative(c)]
+    if not present:
+        present = [("time_per_step", "time per step [s]")] if "time_per_step" in table else []
     labels = _labels(table)
     fig, axes = plt.subplots(1, len(present), figsize=(3.2 * len(present), 0.35 * len(labels) + 1.8),
                              sharey=True, constrained_layout=True, squeeze=False)
@@ -65,11 +71,13 @@ def plot_metrics(table: pd.DataFrame, path: Path) -> Path:
         ax.barh(np.arange(len(labels)), np.maximum(np.nan_to_num(values, nan=floor), floor),
                 color=["tab:red" if s != "completed" else "tab:blue" for s in table["status"]])
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_title(title, fontsize="small")
         ax.grid(True, axis="x", alpha=0.3)
     axes[0, 0].set_yticks(np.arange(len(labels)), labels, fontsize="x-small")
     axes[0, 0].invert_yaxis()
-    fig.suptitle("Metrics per run (red: the run did not complete)")
+    fig.suptitle("Metrics per run (red: the run did not complete; exact zeros at the left edge; "
+                 "all-zero metrics omitted)")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
