@@ -184,3 +184,22 @@ def test_help_for_every_subcommand() -> None:
         with pytest.raises(SystemExit) as info:
             main([*sub, "--help"])
         assert info.value.code == 0
+
+
+def test_interrupted_run_writes_the_steps_it_finished(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) during `contactopt run`: the finished steps are saved, exit status 3."""
+    import signal
+    import time as clock
+
+    out = tmp_path / "run"
+    process = subprocess.Popen([sys.executable, "-m", "contactopt", "run", "box_slide", "--duration", "60",
+                                "--out", str(out), "--no-progress", "--no-plot"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    clock.sleep(4.0)  # imports, then a few hundred steps
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 3, stderr
+    assert "interrupted by the user" in stderr
+    traj = co.Trajectory.load(out / "trajectory.npz")
+    assert 0 < len(traj.steps) < 60_000 and not traj.completed
+    assert traj.q.shape[0] == len(traj.steps) + 1  # every finished transition, none half-done
