@@ -109,8 +109,10 @@ def load_scene(path: str | Path) -> Scene:
     path = find_problem(path)
     if not path.exists():
         raise SceneError(f"{path}: no such scene file (bundled scenes are in {problems_dir()})")
+    if path.suffix.lower() == ".xml":
+        return _mjcf_scene(path)
     if path.suffix.lower() != ".toml":
-        raise SceneError(f"{path}: unsupported scene format {path.suffix!r} (expected .toml)")
+        raise SceneError(f"{path}: unsupported scene format {path.suffix!r} (expected .toml or an MJCF .xml)")
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -124,6 +126,28 @@ def load_scene(path: str | Path) -> Scene:
         raise
     except ContactoptError as exc:
         raise SceneError(f"{path}: {exc}") from exc
+
+
+#: Defaults of a scene made directly from an MJCF file (``contactopt run model.xml``).
+MJCF_DURATION, MJCF_FORMULATION, MJCF_SOLVER = 1.0, "regularized", "clarabel"
+
+
+def _mjcf_scene(path: Path) -> Scene:
+    """A scene straight from an MJCF file: MuJoCo's initial state (or keyframe 0), its
+    ``opt.timestep`` as dt, 1 s of simulated time, MuJoCo's own formulation by default."""
+    try:
+        system = systems.get("mjcf").from_config({"file": str(path)}, {})
+    except ParameterError as exc:
+        raise SceneError(f"{path}: {exc}") from exc
+    except ContactoptError as exc:
+        raise SceneError(f"{path}: {exc}") from exc
+    from contactopt.mujoco.system import MjcfSystem
+
+    assert isinstance(system, MjcfSystem)
+    q0, v0 = system.default_state()
+    return Scene(system=system, q0=q0, v0=v0, dt=float(system.model.opt.timestep), duration=MJCF_DURATION,
+                 formulation=MJCF_FORMULATION, solver=MJCF_SOLVER, name=path.stem,
+                 description=f"MJCF model {path.name}", source=path)
 
 
 def _table(data: Mapping[str, Any], key: str, path: Path, required: bool) -> dict[str, Any]:
@@ -200,6 +224,8 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
     system_cls = systems.get(type_name)
     _reject_unknown(system_table, {"type", *system_cls.config_keys}, "system", path)
     config = {key: value for key, value in system_table.items() if key != "type"}
+    if isinstance(config.get("file"), str):  # files named by a scene are relative to it
+        config["file"] = str((path.parent / config["file"]).resolve())
     contact = _table(data, "contact", path, required=False)
     system = system_cls.from_config(config, contact)
 

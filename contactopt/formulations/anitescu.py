@@ -57,7 +57,7 @@ def edge_rows(active: ActiveContacts, k: int) -> tuple[np.ndarray, int]:
     """(na * kk, nv) rows ``n_c + mu_c d_ci`` and kk = edges per contact (1 if frictionless frame)."""
     if k == 0:
         return active.N.copy(), 1
-    D = active.directions(k).reshape(active.count, k, -1)
+    D = active.directions(k).reshape(active.count, k, active.N.shape[1])
     edges = active.N[:, None, :] + active.mu[:, None, None] * D
     return edges.reshape(active.count * k, active.N.shape[1]), k
 

@@ -92,7 +92,7 @@ class ConeComplementarity(Formulation):
         normal_rhs = np.zeros(rows)
         normal_rhs[::dim] = active.phi / h
         if options["form"] == "primal":
-            scaled = active.J.reshape(na, dim, -1).copy()
+            scaled = active.J.reshape(na, dim, problem.nv).copy()
             scaled[:, 1:, :] *= active.mu[:, None, None]
             cones = tuple(SOC(dim) if dim > 1 else Nonneg(1) for _ in range(na))
             M = problem.dynamics.M

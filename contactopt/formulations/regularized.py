@@ -64,7 +64,7 @@ from contactopt.formulations.common import (
     select_contacts,
 )
 from contactopt.model import Dynamics, StepProblem
-from contactopt.programs import Block, ConicProgram, Nonneg, Solution
+from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Solution
 
 FloatArray = NDArray[np.float64]
 
@@ -229,3 +229,25 @@ def _numbers(value: Any, count: int, key: str, formulation: str) -> tuple[float,
         raise OptionError(f"formulation {formulation!r}: {key} must be {count} finite numbers, got {value!r}")
     return numbers
 
+
+
+def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArray, dt: float, J: FloatArray,
+                       R: FloatArray, a_ref: FloatArray, cones: tuple[Cone, ...],
+                       cone_rows: sp.csc_matrix | None = None) -> ConicProgram:
+    """The regularized dual fed given constraint data (e.g. MuJoCo's own for a step).
+
+    MuJoCo's constraint solve (Todorov 2014) is, in forces ``f``,
+    ``min 1/2 f^T (J M^{-1} J^T + R) f + f^T (J a0 - a_ref)  s.t.  f in K``; with impulses
+    ``lambda = h f`` (objective scaled by ``h^2``) it is the program :class:`Regularized` builds:
+    ``P = J M^{-1} J^T + diag(R)``, ``c = h (J a0 - a_ref) = J v^- - v*``. ``cones`` and
+    ``cone_rows`` (``A``, default ``-I``) say how ``K`` is written (``A x + s = 0, s in cones``).
+    """
+    rows = J.shape[0]
+    W = J @ np.linalg.solve(M, J.T) if rows else np.zeros((0, 0))
+    P = W + np.diag(R)
+    A = -sp.identity(rows, format="csc") if cone_rows is None else sp.csc_matrix(cone_rows)
+    return ConicProgram(P=sp.csc_matrix(0.5 * (P + P.T)), c=dt * (J @ acceleration_free - a_ref),
+                        A=A, b=np.zeros(A.shape[0]), cones=cones,
+                        variables=(Block("impulse", 0, rows),), constraints=(Block("impulse_in_cone", 0, A.shape[0]),),
+                        metadata={"formulation": "regularized", "source": "given constraint data", "dt": dt,
+                                  "v": np.asarray(v).tolist()})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contactopt.errors import UnknownNameError
+from contactopt.mujoco.system import MjcfSystem
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System
 from contactopt.systems.brick import Brick
 from contactopt.systems.cart import Cart
@@ -13,12 +14,13 @@ from contactopt.systems.point_mass import PointMass2D
 from contactopt.systems.rigid3d import Rigid3D, RigidBody
 
 __all__ = ["CONTACT_PARAMETERS", "Brick", "Cart", "CartPole", "CartesianPendulum", "DoublePendulum",
-           "FourBar", "Parameter", "ParameterError", "Pendulum", "PlanarBall", "PlanarBody", "PointMass2D",
+           "FourBar", "MjcfSystem",
+           "Parameter", "ParameterError", "Pendulum", "PlanarBall", "PlanarBody", "PointMass2D",
            "Rigid3D", "RigidBody", "System", "get", "names"]
 
 _REGISTRY: dict[str, type[System]] = {cls.type_name: cls for cls in (
     Cart, PointMass2D, Brick, PlanarBody, PlanarBall, Rigid3D,
-    Pendulum, DoublePendulum, CartPole, CartesianPendulum, FourBar)}
+    Pendulum, DoublePendulum, CartPole, CartesianPendulum, FourBar, MjcfSystem)}
 
 
 def names() -> list[str]:

@@ -1,0 +1,79 @@
+"""Every use of the ``mujoco`` API that changed between releases, in one place.
+
+Supported: mujoco >= 3.2 (``pip install 'contactopt[mujoco]'``). Differences handled here:
+``mj_fullM`` takes ``(m, dst, qM)`` up to 3.x and ``(m, d, dst)`` from 4.0 (``MjData.qM``
+became ``MjData.M``); the constraint Jacobian ``efc_J`` is dense (``nefc x nv``) or sparse
+(CSR arrays ``efc_J_rownnz``, ``efc_J_rowadr``, ``efc_J_colind``) depending on
+``opt.jacobian`` and the model size.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.errors import SolverUnavailableError
+
+FloatArray = NDArray[np.float64]
+
+INSTALL_HINT = "pip install 'contactopt[mujoco]'"
+
+
+def load() -> Any:
+    """The ``mujoco`` module, or a clear error with the install hint."""
+    if importlib.util.find_spec("mujoco") is None:
+        raise SolverUnavailableError(f"MJCF scenes need the mujoco package: {INSTALL_HINT}")
+    import mujoco
+
+    return mujoco
+
+
+def available() -> bool:
+    return importlib.util.find_spec("mujoco") is not None
+
+
+def full_mass_matrix(mujoco: Any, model: Any, data: Any) -> FloatArray:
+    """Dense ``M(q)`` (``nv x nv``) after ``mj_fwdPosition``."""
+    M = np.zeros((model.nv, model.nv))
+    if hasattr(data, "qM"):  # mujoco < 4
+        mujoco.mj_fullM(model, M, data.qM)
+    else:
+        mujoco.mj_fullM(model, data, M)
+    return M
+
+
+def constraint_jacobian(model: Any, data: Any) -> FloatArray:
+    """Dense ``efc_J`` (``nefc x nv``), whatever the storage."""
+    nefc, nv = int(data.nefc), int(model.nv)
+    flat = np.asarray(data.efc_J)
+    if flat.size == nefc * nv and not _is_sparse(model, data):
+        return flat.reshape(nefc, nv).copy()
+    J = np.zeros((nefc, nv))
+    rownnz, rowadr, colind = data.efc_J_rownnz, data.efc_J_rowadr, data.efc_J_colind
+    for row in range(nefc):
+        start, count = int(rowadr[row]), int(rownnz[row])
+        J[row, colind[start : start + count]] = flat[start : start + count]
+    return J
+
+
+def _is_sparse(model: Any, data: Any) -> bool:
+    import mujoco
+
+    jacobian = int(model.opt.jacobian)
+    if jacobian == int(mujoco.mjtJacobian.mjJAC_SPARSE):
+        return True
+    if jacobian == int(mujoco.mjtJacobian.mjJAC_DENSE):
+        return False
+    return int(model.nv) >= 60  # mjJAC_AUTO: MuJoCo goes sparse from nv = 60
+
+
+def contact_frame(contact: Any) -> FloatArray:
+    """(3, 3) rows ``[normal, t1, t2]`` (world frame; normal from geom1 to geom2)."""
+    return np.asarray(contact.frame, dtype=np.float64).reshape(3, 3)
+
+
+def enable_energy(mujoco: Any, model: Any) -> None:
+    model.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_ENERGY)

@@ -1,0 +1,171 @@
+"""The ``mjcf`` system: a MuJoCo model (MJCF file) as a contactopt system.
+
+At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, through
+``mj_fwdPosition``/``mj_fwdVelocity``/``mj_fwdActuation``:
+
+* ``M``: the full mass matrix (``mj_fullM``);
+* ``tau = -qfrc_bias + qfrc_passive + qfrc_actuator + qfrc_applied``: every non-contact
+  generalized force (Coriolis, gravity, springs, dampers, actuators, applied);
+* the contacts of its collision detection: per contact the frame rows ``[n, t1, t2]``
+  (``contact.frame``, normal from geom1 to geom2), the Jacobian
+  ``frame (J_p(body2, p) - J_p(body1, p))`` at the contact point ``p`` (``mj_jac``), the
+  separation ``phi = contact.dist`` and ``mu = contact.friction[0]`` (sliding friction; MuJoCo's
+  torsional and rolling friction are not modelled; ``condim = 1`` gives ``mu = 0``);
+
+and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
+joints). Friction comes from the geoms, so a scene's ``[contact]`` table is rejected.
+
+**Detection margin.** MuJoCo reports a contact only once ``dist < margin`` (0 by default),
+so a body resting exactly on another (``dist = 0``) or arriving within a step has no contact
+yet. ``detection_margin`` (default 0.01 m) raises every geom's ``margin`` and ``gap`` by the
+same amount: MuJoCo then *detects* contacts up to that distance but, since its activation
+distance ``margin - gap`` is unchanged, its own solver (the ``mujoco`` reference stepper)
+behaves exactly as before, while the contactopt formulations receive the near contacts
+(MuJoCo's ``exclude = 1``, "in the gap") as candidates with ``phi > 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.mujoco import compat
+from contactopt.systems.base import ParameterError, System
+
+FloatArray = NDArray[np.float64]
+
+
+class MjcfSystem(System):
+    type_name: ClassVar[str] = "mjcf"
+    description: ClassVar[str] = "a MuJoCo model (file = MJCF): M, forces, contacts and integration from MuJoCo"
+    config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin"})
+    contact_dim = 3
+
+    def __init__(self, path: str | Path, detection_margin: float = 0.01) -> None:
+        super().__init__({}, {})
+        self.mujoco = compat.load()
+        self.path = Path(path)
+        try:
+            self.model = self.mujoco.MjModel.from_xml_path(str(self.path))
+        except ValueError as exc:  # MuJoCo's parse errors name the file and the line
+            raise ParameterError("system.file", f"system.file: cannot load {self.path}: {exc}") from exc
+        compat.enable_energy(self.mujoco, self.model)
+        self.detection_margin = float(detection_margin)
+        self.model.geom_margin[:] += self.detection_margin  # detect earlier ...
+        self.model.geom_gap[:] += self.detection_margin  # ... without activating MuJoCo's constraints
+        self.data = self.mujoco.MjData(self.model)
+        self.nq, self.nv = int(self.model.nq), int(self.model.nv)
+        self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
+        self.q_names, self.v_names = self._coordinate_names()
+        self._at: tuple[bytes, bytes] | None = None
+        self._jacp = np.zeros((3, self.nv))
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
+        if contact:
+            raise ParameterError("contact", "contact: an MJCF scene takes friction from its geoms; "
+                                 "remove the [contact] table")
+        if "file" not in table or not isinstance(table["file"], str | Path):
+            raise ParameterError("system.file", "system.file: missing (the MJCF file, relative to the scene)")
+        path = Path(table["file"])
+        if not path.exists():
+            raise ParameterError("system.file", f"system.file: no such MJCF file {path}")
+        margin = table.get("detection_margin", 0.01)
+        if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0:
+            raise ParameterError("system.detection_margin",
+                                 f"system.detection_margin: must be a number >= 0, got {margin!r}")
+        return cls(path, float(margin))
+
+    # --- MuJoCo evaluation (cached per state) ---------------------------------------------
+    def _evaluate(self, q: ArrayLike, v: ArrayLike) -> Any:
+        qv, vv = as_vector(q, "q", self.nq), as_vector(v, "v", self.nv)
+        key = (qv.tobytes(), vv.tobytes())
+        if key != self._at:
+            data = self.data
+            data.qpos[:] = qv
+            data.qvel[:] = vv
+            self.mujoco.mj_fwdPosition(self.model, data)
+            self.mujoco.mj_fwdVelocity(self.model, data)
+            self.mujoco.mj_fwdActuation(self.model, data)
+            self._at = key
+        return self.data
+
+    def _evaluate_position(self, q: ArrayLike) -> Any:
+        if self._at is not None and self._at[0] == as_vector(q, "q", self.nq).tobytes():
+            return self.data
+        return self._evaluate(q, np.zeros(self.nv))
+
+    def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
+        data = self._evaluate(q, v)
+        tau = -data.qfrc_bias + data.qfrc_passive + data.qfrc_actuator + data.qfrc_applied
+        if u is not None:
+            tau = tau + as_vector(u, "u", self.nv)
+        return Dynamics(M=compat.full_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau))
+
+    def contacts(self, q: ArrayLike) -> Contacts:
+        data = self._evaluate_position(q)
+        rows, phi, mu = [], [], []
+        for contact in data.contact[: data.ncon]:
+            if contact.exclude > 1:  # 2: fused bodies, 3: no degrees of freedom (1 = in the gap: kept)
+                continue
+            frame = compat.contact_frame(contact)
+            J = np.zeros((3, self.nv))
+            for body, sign in ((self.model.geom_bodyid[contact.geom2], 1.0),
+                               (self.model.geom_bodyid[contact.geom1], -1.0)):
+                self.mujoco.mj_jac(self.model, data, self._jacp, None, contact.pos, body)
+                J += sign * self._jacp
+            rows.append(frame @ J)
+            phi.append(float(contact.dist))
+            mu.append(float(contact.friction[0]) if contact.dim > 1 else 0.0)
+        count = len(phi)
+        return Contacts(phi=np.array(phi), J=np.vstack(rows) if rows else np.zeros((0, self.nv)),
+                        mu=np.array(mu), restitution=np.zeros(count), dim=3)
+
+    def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
+        q_next = np.array(as_vector(q, "q", self.nq))
+        self.mujoco.mj_integratePos(self.model, q_next, as_vector(v_next, "v", self.nv), dt)
+        return q_next
+
+    def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
+        data = self._evaluate(q, v)
+        self.mujoco.mj_energyPos(self.model, data)
+        self.mujoco.mj_energyVel(self.model, data)
+        return float(data.energy[1]), float(data.energy[0])
+
+    def default_state(self) -> tuple[FloatArray, FloatArray]:
+        if self.model.nkey:
+            return np.array(self.model.key_qpos[0]), np.array(self.model.key_qvel[0])
+        return np.array(self.model.qpos0), np.zeros(self.nv)
+
+    def describe(self) -> str:
+        return (f"mjcf({self.path.name}: nq={self.nq}, nv={self.nv}, bodies={self.model.nbody}, "
+                f"detection margin {self.detection_margin:g} m)")
+
+    def __getstate__(self) -> dict[str, Any]:  # picklable for process pools and Dask
+        return {"path": str(self.path), "detection_margin": self.detection_margin}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], state["detection_margin"])  # type: ignore[misc]
+
+    def _coordinate_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        mujoco = self.mujoco
+        q_names: list[str] = []
+        v_names: list[str] = []
+        for j in range(self.model.njnt):
+            name = self.model.joint(j).name or f"joint{j}"
+            kind = int(self.model.jnt_type[j])
+            if kind == int(mujoco.mjtJoint.mjJNT_FREE):
+                q_names += [f"{name}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+                v_names += [f"{name}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
+            elif kind == int(mujoco.mjtJoint.mjJNT_BALL):
+                q_names += [f"{name}.{c}" for c in ("qw", "qx", "qy", "qz")]
+                v_names += [f"{name}.{c}" for c in ("wx", "wy", "wz")]
+            else:
+                q_names.append(name)
+                v_names.append(name)
+        return tuple(q_names), tuple(v_names)
