@@ -8,8 +8,9 @@ with one row per cell: ``formulation``, ``solver``, ``dt``, ``status``
 error text if any and wall time.
 
 A formulation is named with its options as ``"name:key=value:key=value"`` (values in TOML
-syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode`` and ``variational`` take no
-solver: they get one cell per step size, with solver ``-``.
+syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational`` and ``mujoco``
+(MuJoCo's own solver on an MJCF scene: the reference row) take no solver: they get one cell
+per step size, with solver ``-``.
 
 Sweeps are resumable: with an output folder every finished cell is stored under
 ``cells/`` as soon as it completes, and a re-run loads it instead of recomputing it. A cell
@@ -43,7 +44,7 @@ from contactopt.simulate import formulate, simulate
 __all__ = ["Cell", "compare", "default_formulations", "parse_formulation", "plan"]
 
 NO_SOLVER = "-"
-CONTINUOUS = ("ode", "variational")
+CONTINUOUS = ("ode", "variational", "mujoco")  # methods that take no solver
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,7 @@ finiteness), following the conventions of DESIGN.md:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -81,10 +82,13 @@ class Dynamics:
     Attributes:
         M: (nv, nv) symmetric positive definite mass matrix.
         tau: (nv,) all non-contact generalized forces, ``tau_g + B u - C(q, v) v``.
+        inverse: optional fast ``M^{-1} rhs`` supplied by the system (e.g. MuJoCo's sparse
+            factorization); by default a dense Cholesky factorization of ``M``.
     """
 
     M: FloatArray
     tau: FloatArray
+    inverse: Callable[[FloatArray], FloatArray] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         tau = as_vector(self.tau, "Dynamics.tau")
@@ -109,7 +113,10 @@ class Dynamics:
 
     def solve_M(self, rhs: ArrayLike) -> FloatArray:
         """``M^{-1} rhs`` for a vector or a matrix of columns."""
-        return scipy.linalg.cho_solve(self.cholesky, np.asarray(rhs, dtype=np.float64))
+        values = np.asarray(rhs, dtype=np.float64)
+        if self.inverse is not None:
+            return self.inverse(values)
+        return scipy.linalg.cho_solve(self.cholesky, values)
 
 
 @dataclass(frozen=True)

@@ -52,21 +52,24 @@ from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution
 
 
 def friction_cone_rows(active: ActiveContacts) -> tuple[sp.csc_matrix, tuple[Cone, ...]]:
-    """``A`` and cones with ``-A lambda in K`` iff every contact's lambda is in its friction cone."""
-    dim = active.dim
-    blocks: list[sp.csc_matrix] = []
+    """``A`` and cones with ``-A lambda in K`` iff every contact's lambda is in its friction cone.
+
+    ``A = -diag(scale)`` with ``scale = (mu, 1, 1)`` per contact (``[mu lambda_n, lambda_t]``
+    in SOC); a contact with ``mu = 0`` gets ``lambda_n >= 0`` and ``lambda_t = 0`` instead.
+    """
+    dim, count = active.dim, active.count
+    scale = np.ones((count, dim))
     cones: list[Cone] = []
-    for mu in active.mu:
+    for c, mu in enumerate(active.mu):
         if dim == 1:
-            blocks.append(sp.csc_matrix(-np.eye(1)))
             cones.append(Nonneg(1))
         elif mu > 0:
-            blocks.append(sp.csc_matrix(-np.diag([mu, *([1.0] * (dim - 1))])))
+            scale[c, 0] = mu
             cones.append(SOC(dim))
         else:
-            blocks.append(sp.csc_matrix(-np.eye(dim)))
             cones += [Nonneg(1), Zero(dim - 1)]
-    A = sp.csc_matrix(sp.block_diag(blocks, format="csc")) if blocks else sp.csc_matrix((0, 0))
+    rows = count * dim
+    A = sp.csc_matrix((-scale.reshape(-1), (np.arange(rows), np.arange(rows))), shape=(rows, rows))
     return A, tuple(cones)
 
 

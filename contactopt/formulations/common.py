@@ -168,7 +168,7 @@ def dual_program(problem: StepProblem, rows: FloatArray, c: FloatArray, A: Any, 
     H = problem.bilateral.H
     nh, n = H.shape[0], rows.shape[0]
     K = np.vstack([rows, H])
-    W = K @ dynamics.solve_M(K.T)
+    W = delassus(dynamics, K)
     if regularization is not None:
         W[:n, :n] += np.diag(regularization)
     if bilateral_regularization is not None:
@@ -180,6 +180,17 @@ def dual_program(problem: StepProblem, rows: FloatArray, c: FloatArray, A: Any, 
         b=np.zeros(A_contacts.shape[0]), cones=cones,
         variables=(*variables, *((Block("bilateral", n, n + nh),) if nh else ())),
         constraints=constraints, metadata={**metadata, "bilateral": nh})
+
+
+def delassus(dynamics: Dynamics, rows: FloatArray) -> FloatArray:
+    """``rows M^{-1} rows^T``. Contact rows touch few degrees of freedom, so for large problems
+    the outer product goes through the sparse rows (O(nnz(rows) x n) instead of O(n^2 nv))."""
+    solved = dynamics.solve_M(rows.T)
+    if rows.shape[0] * rows.shape[1] > 20_000:
+        sparse_rows = sp.csr_matrix(rows)
+        if sparse_rows.nnz < 0.25 * rows.size:
+            return np.asarray(sparse_rows @ solved)
+    return rows @ solved
 
 
 def dual_velocity(problem: StepProblem, program: ConicProgram, x: FloatArray, rows: FloatArray,

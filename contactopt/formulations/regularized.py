@@ -43,7 +43,7 @@ relaxed cart-and-wall program exactly (tested). MuJoCo's own implicit damping ad
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,6 +57,7 @@ from contactopt.formulations.common import (
     ActiveContacts,
     active_contacts,
     check_margin,
+    delassus,
     dual_program,
     dual_velocity,
     require_finite_mu,
@@ -233,17 +234,19 @@ def _numbers(value: Any, count: int, key: str, formulation: str) -> tuple[float,
 
 def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArray, dt: float, J: FloatArray,
                        R: FloatArray, a_ref: FloatArray, cones: tuple[Cone, ...],
-                       cone_rows: sp.csc_matrix | None = None) -> ConicProgram:
+                       cone_rows: sp.csc_matrix | None = None,
+                       inverse: Callable[[FloatArray], FloatArray] | None = None) -> ConicProgram:
     """The regularized dual fed given constraint data (e.g. MuJoCo's own for a step).
 
     MuJoCo's constraint solve (Todorov 2014) is, in forces ``f``,
     ``min 1/2 f^T (J M^{-1} J^T + R) f + f^T (J a0 - a_ref)  s.t.  f in K``; with impulses
     ``lambda = h f`` (objective scaled by ``h^2``) it is the program :class:`Regularized` builds:
     ``P = J M^{-1} J^T + diag(R)``, ``c = h (J a0 - a_ref) = J v^- - v*``. ``cones`` and
-    ``cone_rows`` (``A``, default ``-I``) say how ``K`` is written (``A x + s = 0, s in cones``).
+    ``cone_rows`` (``A``, default ``-I``) say how ``K`` is written (``A x + s = 0, s in cones``);
+    ``inverse`` is an optional fast ``M^{-1}`` (e.g. MuJoCo's sparse factorization).
     """
     rows = J.shape[0]
-    W = J @ np.linalg.solve(M, J.T) if rows else np.zeros((0, 0))
+    W = delassus(Dynamics(M, np.zeros(M.shape[0]), inverse=inverse), J) if rows else np.zeros((0, 0))
     P = W + np.diag(R)
     A = -sp.identity(rows, format="csc") if cone_rows is None else sp.csc_matrix(cone_rows)
     return ConicProgram(P=sp.csc_matrix(0.5 * (P + P.T)), c=dt * (J @ acceleration_free - a_ref),

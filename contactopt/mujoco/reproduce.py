@@ -53,32 +53,39 @@ def program_from_mujoco(model: Any, data: Any) -> ConicProgram:
     J = compat.constraint_jacobian(model, data)
     M = compat.full_mass_matrix(mujoco, model, data)
     kinds = mujoco.mjtConstraint
-    blocks: list[sp.csc_matrix] = []
+    scale = np.ones(nefc)  # A = -diag(scale) on the rows that carry a cone
+    in_cone = np.ones(nefc, dtype=bool)
     cones: list[Cone] = []
     row = 0
     while row < nefc:
         kind = int(data.efc_type[row])
         if kind == int(kinds.mjCNSTR_EQUALITY):
-            row += 1  # free multiplier: no cone row
-            blocks.append(sp.csc_matrix((0, 1)))
+            in_cone[row] = False  # free multiplier: no cone row
+            row += 1
             continue
         if kind == int(kinds.mjCNSTR_CONTACT_ELLIPTIC):
             contact = data.contact[int(data.efc_id[row])]
             dim = int(contact.dim)
-            mu = float(contact.friction[0])
-            blocks.append(sp.csc_matrix(-np.diag([mu, *([1.0] * (dim - 1))])))
+            scale[row] = float(contact.friction[0])  # [mu f_n, f_t] in SOC
             cones.append(SOC(dim))
             row += dim
             continue
         if kind in (int(kinds.mjCNSTR_FRICTION_DOF), int(kinds.mjCNSTR_FRICTION_TENDON)):
             raise ContactoptError("MuJoCo frictionloss rows (box-constrained) are not reproduced")
-        blocks.append(sp.csc_matrix(-np.eye(1)))  # limits, pyramidal edges, frictionless contacts
-        cones.append(Nonneg(1))
+        cones.append(Nonneg(1))  # limits, pyramidal edges, frictionless contacts
         row += 1
-    A = sp.csc_matrix(sp.block_diag(blocks, format="csc")) if blocks else sp.csc_matrix((0, 0))
+    columns = np.flatnonzero(in_cone)
+    A = sp.csc_matrix((-scale[columns], (np.arange(columns.size), columns)), shape=(columns.size, nefc))
     merged = _merge_nonneg(cones)
+
+    def inverse(rhs: FloatArray) -> FloatArray:  # MuJoCo's sparse factorization of this state's M
+        rows = np.ascontiguousarray(rhs.reshape(model.nv, -1).T)
+        out = np.zeros_like(rows)
+        mujoco.mj_solveM(model, data, out, rows)
+        return out.T.reshape(rhs.shape)
+
     return constraint_program(M, np.array(data.qvel), np.array(data.qacc_smooth), float(model.opt.timestep), J,
-                              np.array(data.efc_R), np.array(data.efc_aref), merged, A)
+                              np.array(data.efc_R), np.array(data.efc_aref), merged, A, inverse=inverse)
 
 
 def _merge_nonneg(cones: list[Cone]) -> tuple[Cone, ...]:

@@ -105,7 +105,23 @@ class MjcfSystem(System):
         tau = -data.qfrc_bias + data.qfrc_passive + data.qfrc_actuator + data.qfrc_applied
         if u is not None:
             tau = tau + as_vector(u, "u", self.nv)
-        return Dynamics(M=compat.full_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau))
+        return Dynamics(M=compat.full_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau),
+                        inverse=self._inverse_at(q, v))
+
+    def _inverse_at(self, q: ArrayLike, v: ArrayLike) -> Any:
+        """``M(q)^{-1} rhs`` by MuJoCo's sparse factorization (``mj_solveM``, O(nnz) per
+        right-hand side instead of a dense Cholesky); re-evaluates if the system moved on."""
+        key = self._at
+
+        def solve(rhs: FloatArray) -> FloatArray:
+            if self._at != key:
+                self._evaluate(q, v)
+            rows = np.ascontiguousarray(rhs.reshape(self.nv, -1).T)
+            out = np.zeros_like(rows)
+            self.mujoco.mj_solveM(self.model, self.data, out, rows)
+            return out.T.reshape(rhs.shape)
+
+        return solve
 
     def contacts(self, q: ArrayLike) -> Contacts:
         data = self._evaluate_position(q)

@@ -1,0 +1,119 @@
+"""MuJoCo's own solver as a method (``formulation="mujoco"``): the reference row of ``compare``.
+
+Each step sets ``qpos``/``qvel`` and calls ``mj_step`` on the system's model (same model, same
+collision detection, so the recorded contacts are the system's candidates; the detection
+margin does not change MuJoCo's own solve, see :mod:`contactopt.mujoco.system`). The record
+holds MuJoCo's contact impulses (``mj_contactForce`` times ``h``, normal first, zero for
+contacts MuJoCo did not activate), the solver's iteration count, and residuals that
+contactopt computes for MuJoCo's answer on the same constraint problem
+(:func:`contactopt.mujoco.reproduce.program_from_mujoco`), so MuJoCo is judged like any other
+solver. Options set MuJoCo's own: ``cone`` ("pyramidal" | "elliptic"), ``solver`` ("Newton" |
+"CG" | "PGS"), ``iterations``, ``tolerance`` (None keeps the model's).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse.linalg as spla
+
+from contactopt.errors import OptionError
+from contactopt.model import State
+from contactopt.programs import Residuals, Status, conic_residuals
+from contactopt.records import StepRecord
+from contactopt.systems.base import System
+
+
+class MujocoStepper:
+    name: ClassVar[str] = "mujoco"
+    description: ClassVar[str] = "MuJoCo's own mj_step on the same MJCF model (reference; mjcf systems only)"
+    defaults: ClassVar[Mapping[str, Any]] = {"cone": None, "solver": None, "iterations": None, "tolerance": None,
+                                             "residuals": True}
+
+    def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
+                 solver_options: Mapping[str, Any] | None = None) -> None:
+        from contactopt.mujoco.system import MjcfSystem
+
+        if not isinstance(system, MjcfSystem):
+            raise OptionError(f"formulation 'mujoco' needs an mjcf system, not {system.type_name!r}")
+        given = dict(options or {})
+        unknown = sorted(set(given) - set(self.defaults))
+        if unknown:
+            raise OptionError(f"formulation 'mujoco': unknown option(s) {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join(self.defaults)}")
+        self.options = {**self.defaults, **given}
+        self.system = system
+        self.mujoco = system.mujoco
+        self.model = system.model
+        self.data = self.mujoco.MjData(self.model)
+        self.dt = float(dt)
+        self._configure()
+
+    def _configure(self) -> None:
+        mujoco, opt, options = self.mujoco, self.model.opt, self.options
+        opt.timestep = self.dt
+        cones = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
+        solvers = {"newton": mujoco.mjtSolver.mjSOL_NEWTON, "cg": mujoco.mjtSolver.mjSOL_CG,
+                   "pgs": mujoco.mjtSolver.mjSOL_PGS}
+        if options["cone"] is not None:
+            if str(options["cone"]).lower() not in cones:
+                raise OptionError(f"formulation 'mujoco': cone must be 'pyramidal' or 'elliptic', "
+                                  f"got {options['cone']!r}")
+            opt.cone = cones[str(options["cone"]).lower()]
+        if options["solver"] is not None:
+            if str(options["solver"]).lower() not in solvers:
+                raise OptionError(f"formulation 'mujoco': solver must be Newton, CG or PGS, got {options['solver']!r}")
+            opt.solver = solvers[str(options["solver"]).lower()]
+        if options["iterations"] is not None:
+            opt.iterations = int(options["iterations"])
+        if options["tolerance"] is not None:
+            opt.tolerance = float(options["tolerance"])
+
+    def step(self, state: State) -> tuple[State | None, StepRecord]:
+        mujoco, model, data = self.mujoco, self.model, self.data
+        data.qpos[:] = state.q
+        data.qvel[:] = state.v
+        data.time = state.t
+        start = time.perf_counter()
+        mujoco.mj_step(model, data)
+        elapsed = time.perf_counter() - start
+        phi, impulses = [], []
+        force = np.zeros(6)
+        for index, contact in enumerate(data.contact[: data.ncon]):
+            if contact.exclude > 1:
+                continue
+            phi.append(float(contact.dist))
+            if contact.efc_address >= 0:
+                mujoco.mj_contactForce(model, data, index, force)
+                impulses.append(force[:3] * self.dt)
+            else:
+                impulses.append(np.zeros(3))
+        residuals = self._residuals() if self.options["residuals"] else Residuals.undefined()
+        finite = bool(np.all(np.isfinite(data.qpos)) and np.all(np.isfinite(data.qvel)))
+        record = StepRecord(
+            t=state.t, impulses=np.array(impulses).reshape(-1, 3), phi=np.array(phi), build_time=0.0,
+            setup_time=0.0, solve_time=elapsed, iterations=int(data.solver_niter[0]), residuals=residuals,
+            status=Status.OPTIMAL if finite else Status.NUMERICAL_ERROR, solver="mujoco",
+            message=f"mj_step, {int(data.nefc)} constraint rows")
+        if not finite:
+            return None, record
+        return State(np.array(data.qpos), np.array(data.qvel), state.t + self.dt), record
+
+    def _residuals(self) -> Residuals:
+        """contactopt's residuals of MuJoCo's forces on the problem MuJoCo solved this step."""
+        from contactopt.mujoco.reproduce import program_from_mujoco
+
+        if int(self.data.nefc) == 0:
+            return Residuals(0.0, 0.0, 0.0, 0.0)
+        program = program_from_mujoco(self.model, self.data)
+        x = self.dt * np.array(self.data.efc_force)
+        gradient = program.P @ x + program.c
+        A_T = program.A.T.tocsc()
+        if A_T.shape[0] == A_T.shape[1]:  # one cone row per force row (no equality rows): block diagonal
+            y = spla.spsolve(A_T, -gradient)
+        else:
+            y = spla.lsqr(A_T, -gradient, atol=1e-14, btol=1e-14)[0]
+        return conic_residuals(program, x, np.atleast_1d(y))
