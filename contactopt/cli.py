@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from contactopt import formulations, solvers, systems
+from contactopt import solvers, systems
 from contactopt.errors import ContactoptError, OptionError, SimulationError
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
@@ -62,11 +62,13 @@ def _cmd_list(args: argparse.Namespace) -> int:
             except ContactoptError as exc:
                 print(f"  {path.stem:24s} (invalid: {exc})")
     if what in ("formulations", "all"):
-        print("formulations:")
-        for name in formulations.names():
-            form = formulations.get(name)
-            opts = ", ".join(f"{k}={v!r}" for k, v in form.defaults.items()) or "no options"
-            print(f"  {name:12s} {form.description} [{opts}]")
+        from contactopt import integrators
+
+        print("formulations and methods:")
+        for name in integrators.names():
+            description, defaults = integrators.describe(name)
+            opts = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "no options"
+            print(f"  {name:12s} {description} [{opts}]")
     if what in ("solvers", "all"):
         print("solvers:")
         installed = set(solvers.available())
@@ -314,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_step_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--formulation", "-f", help=f"one of {', '.join(formulations.names())}")
+    parser.add_argument("--formulation", "-f", help="a formulation or method (see 'contactopt list formulations')")
     parser.add_argument("--solver", "-s", help=f"one of {', '.join(solvers.names())} (cvxpy:NAME)")
     parser.add_argument("--dt", type=float, help="time step [s] (default: the scene's)")
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",

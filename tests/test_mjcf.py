@@ -113,3 +113,20 @@ def test_initial_state_in_toml_overrides_the_model() -> None:
     np.testing.assert_allclose(scene.v0, [1, 0, 0, 0, 0, 0])
     direct = co.load_scene(MJCF / "box_plane.xml")
     np.testing.assert_allclose(direct.v0, 0.0)
+
+
+@pytest.mark.parametrize("executor", ["serial", "process"])
+def test_compare_includes_mujoco_as_a_row_with_the_same_metrics(executor: str) -> None:
+    import dataclasses
+
+    from contactopt.compare import compare
+
+    scene = dataclasses.replace(co.load_scene(ROOT / "problems" / "box_slide_mjcf.toml"), duration=0.05)
+    table = compare(scene, ["ccp", "mujoco"], ["clarabel"], executor=executor, workers=2)
+    assert list(zip(table["formulation"], table["solver"], strict=True)) == [("ccp", "clarabel"), ("mujoco", "-")]
+    assert set(table["status"]) == {"completed"}
+    mujoco_row = table.set_index("formulation").loc["mujoco"]
+    for metric in ("max_penetration", "max_cone_violation", "max_ncp_desaxce", "time_per_step"):
+        assert np.isfinite(mujoco_row[metric]), metric
+    # contactopt's residuals of MuJoCo's own answer (its Newton solver at default tolerance)
+    assert mujoco_row["max_ncp_desaxce"] < 1.0 and mujoco_row["steps"] == 50
