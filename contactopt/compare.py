@@ -8,9 +8,9 @@ with one row per cell: ``formulation``, ``solver``, ``dt``, ``status``
 error text if any and wall time.
 
 A formulation is named with its options as ``"name:key=value:key=value"`` (values in TOML
-syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational`` and ``mujoco``
-(MuJoCo's own solver on an MJCF scene: the reference row) take no solver: they get one cell
-per step size, with solver ``-``.
+syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational``,
+``compliant``, ``hybrid`` and ``mujoco`` (MuJoCo's own solver on an MJCF scene: the reference
+row) get one cell per step size, with solver ``-``.
 
 Sweeps are resumable: with an output folder every finished cell is stored under
 ``cells/`` as soon as it completes, and a re-run loads it instead of recomputing it. A cell
@@ -44,7 +44,9 @@ from contactopt.simulate import formulate, simulate
 __all__ = ["Cell", "compare", "default_formulations", "parse_formulation", "plan"]
 
 NO_SOLVER = "-"
-CONTINUOUS = ("ode", "variational", "mujoco")  # methods that take no solver
+# Methods that get one cell per step size (no solver grid): the continuous-time baselines,
+# the variational integrator and MuJoCo (hybrid solves its impact programs with the scene's solver).
+CONTINUOUS = ("ode", "variational", "compliant", "hybrid", "mujoco")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +81,10 @@ def parse_formulation(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def default_formulations() -> list[str]:
-    """The time-stepping formulations (the continuous methods are opt-in)."""
-    return [name for name in integrators.names() if name not in CONTINUOUS]
+    """The time-stepping formulations (the other methods are opt-in)."""
+    from contactopt import formulations
+
+    return formulations.names()
 
 
 def plan(scene: Scene, formulations: Sequence[str] | None = None, solvers_: Sequence[str] | None = None,
