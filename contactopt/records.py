@@ -17,7 +17,37 @@ from contactopt.programs import Residuals, Status
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["StepRecord", "Trajectory"]
+__all__ = ["Impact", "StepRecord", "Trajectory"]
+
+
+@dataclass(frozen=True)
+class Impact:
+    """One impulsive collision inside a step (event-driven hybrid simulation; reference 000,
+    "Impulsive Collisions").
+
+    Attributes:
+        t: time of the collision (the guard ``phi = 0`` located by the integrator).
+        contacts: (k,) indices of the contacts that took part in the impact.
+        v_pre, v_post: (nv,) generalized velocity just before and just after the impact.
+        impulses: (k, dim) impact impulses [N·s] of those contacts, normal first.
+    """
+
+    t: float
+    contacts: NDArray[np.int64]
+    v_pre: FloatArray
+    v_post: FloatArray
+    impulses: FloatArray
+
+    def __post_init__(self) -> None:
+        contacts = np.asarray(self.contacts, dtype=np.int64).reshape(-1)
+        impulses = np.asarray(self.impulses, dtype=np.float64)
+        if impulses.ndim != 2 or impulses.shape[0] != contacts.shape[0]:
+            impulses = impulses.reshape(contacts.shape[0], -1) if contacts.size else np.zeros((0, 1))
+        object.__setattr__(self, "t", float(self.t))
+        object.__setattr__(self, "contacts", contacts)
+        object.__setattr__(self, "v_pre", np.asarray(self.v_pre, dtype=np.float64).reshape(-1))
+        object.__setattr__(self, "v_post", np.asarray(self.v_post, dtype=np.float64).reshape(-1))
+        object.__setattr__(self, "impulses", impulses)
 
 
 @dataclass(frozen=True)
@@ -37,6 +67,10 @@ class StepRecord:
         bilateral: (nh,) impulses of the bilateral constraints over the step [N·s].
         constraint_error: max |h(q)| (position rows) and |H v - b| (velocity rows) at the
             start of the step.
+        impacts: the impulsive collisions inside the step, in time order (event-driven
+            ``hybrid`` only; empty otherwise). Their impulses are included in ``impulses``.
+        substeps: internal steps an adaptive or sub-stepping integrator took over the step
+            (continuous-time methods; 0 where not applicable).
     """
 
     t: float
@@ -53,6 +87,8 @@ class StepRecord:
     message: str = ""
     bilateral: FloatArray = field(default_factory=lambda: np.zeros(0))
     constraint_error: float = 0.0
+    impacts: tuple[Impact, ...] = ()
+    substeps: int = 0
 
 
 @dataclass
@@ -98,6 +134,10 @@ class Trajectory:
     def constraint_errors(self) -> FloatArray:
         """(N,) constraint violation at the start of each step (see StepRecord)."""
         return np.array([record.constraint_error for record in self.steps])
+
+    def all_impacts(self) -> list[Impact]:
+        """Every recorded impulsive collision of the run, in time order."""
+        return [impact for record in self.steps for impact in record.impacts]
 
     def status_counts(self) -> dict[str, int]:
         return dict(Counter(str(record.status) for record in self.steps))
@@ -151,6 +191,8 @@ class Trajectory:
             "bilateral_counts": np.array([r.bilateral.shape[0] for r in steps], dtype=np.int64),
             "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
             "constraint_error": np.array([r.constraint_error for r in steps]),
+            "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
+            **_impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=_json_default)),
         }
         np.savez_compressed(path, **arrays)
@@ -167,6 +209,9 @@ class Trajectory:
                 dim = int(header["impulse_dim"])
                 offsets = np.concatenate([[0], np.cumsum(a["contact_counts"])])
                 b_offsets = np.concatenate([[0], np.cumsum(a["bilateral_counts"])])
+                n_steps = a["step_t"].shape[0]
+                impacts = _read_impacts(a, n_steps)
+                substeps = a["substeps"] if "substeps" in a.files else np.zeros(n_steps, dtype=np.int64)
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -179,11 +224,50 @@ class Trajectory:
                         residuals=Residuals(*map(float, a["residuals"][i])),
                         solver=str(a["solver"][i]), conversion=str(a["conversion"][i]) or None,
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
-                        constraint_error=float(a["constraint_error"][i])))
+                        constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
+                        substeps=int(substeps[i])))
                 return cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                            message=header["message"])
         except (OSError, KeyError, ValueError) as exc:
             raise ContactoptError(f"{path}: cannot read trajectory: {exc}") from exc
+
+
+def _impact_arrays(steps: list[StepRecord], nv: int) -> dict[str, Any]:
+    """The impacts of every step as flat arrays (``impact_*``), counts per step and per impact."""
+    impacts = [impact for record in steps for impact in record.impacts]
+    dims = {impact.impulses.shape[1] for impact in impacts if impact.impulses.size}
+    dim = dims.pop() if len(dims) == 1 else 1
+    return {
+        "impact_counts": np.array([len(r.impacts) for r in steps], dtype=np.int64),
+        "impact_t": np.array([i.t for i in impacts], dtype=np.float64),
+        "impact_v_pre": np.array([i.v_pre for i in impacts], dtype=np.float64).reshape(len(impacts), nv),
+        "impact_v_post": np.array([i.v_post for i in impacts], dtype=np.float64).reshape(len(impacts), nv),
+        "impact_contact_counts": np.array([i.contacts.shape[0] for i in impacts], dtype=np.int64),
+        "impact_contacts": (np.concatenate([i.contacts for i in impacts]) if impacts
+                            else np.zeros(0, dtype=np.int64)),
+        "impact_impulses": (np.concatenate([i.impulses.reshape(-1, dim) for i in impacts]) if impacts
+                            else np.zeros((0, dim))),
+    }
+
+
+def _read_impacts(a: Any, n_steps: int) -> list[tuple[Impact, ...]]:
+    """The per-step impacts written by :func:`_impact_arrays`; none for files without them."""
+    if "impact_counts" not in a.files:
+        return [() for _ in range(n_steps)]
+    counts = a["impact_counts"]
+    per_impact = np.concatenate([[0], np.cumsum(a["impact_contact_counts"])])
+    out: list[tuple[Impact, ...]] = []
+    k = 0
+    for i in range(n_steps):
+        items = []
+        for _ in range(int(counts[i])):
+            lo, hi = int(per_impact[k]), int(per_impact[k + 1])
+            items.append(Impact(t=float(a["impact_t"][k]), contacts=a["impact_contacts"][lo:hi],
+                                v_pre=a["impact_v_pre"][k], v_post=a["impact_v_post"][k],
+                                impulses=a["impact_impulses"][lo:hi]))
+            k += 1
+        out.append(tuple(items))
+    return out
 
 
 def _json_default(value: Any) -> Any:

@@ -87,7 +87,7 @@ def test_every_formulation_runs_the_articulated_robot(formulation: str, solver: 
 def test_mjcf_scene_errors_name_the_key(tmp_path: Path) -> None:
     scene = tmp_path / "bad.toml"
     scene.write_text('[scene]\ndt = 1e-3\nduration = 0.1\n[system]\ntype = "mjcf"\nfile = "missing.xml"\n')
-    with pytest.raises(co.SceneError, match="system.file"):
+    with pytest.raises(co.SceneError, match=r"system\.file"):
         co.load_scene(scene)
     scene.write_text(f'[scene]\ndt = 1e-3\nduration = 0.1\n[system]\ntype = "mjcf"\nfile = "{MJCF / "box_plane.xml"}"\n'
                      '[contact]\nmu = 0.3\n')

@@ -197,7 +197,7 @@ def test_interrupted_run_writes_the_steps_it_finished(tmp_path: Path) -> None:
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     clock.sleep(4.0)  # imports, then a few hundred steps
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=120)
+    _, stderr = process.communicate(timeout=120)
     assert process.returncode == 3, stderr
     assert "interrupted by the user" in stderr
     traj = co.Trajectory.load(out / "trajectory.npz")

@@ -3,7 +3,12 @@ record)`` (Brax-style), so ``simulate`` and the comparison tooling never branch 
 
 * the time-stepping formulations (one program per step; :mod:`contactopt.formulations`),
 * ``ode``: continuous-time constrained dynamics (:mod:`contactopt.integrators.ode`),
-* ``variational``: the variational integrator (:mod:`contactopt.integrators.variational`).
+* ``variational``: the variational integrator (:mod:`contactopt.integrators.variational`),
+* ``compliant``: compliant contact, spring-damper forces and regularized friction integrated
+  with error control (:mod:`contactopt.integrators.compliant`),
+* ``hybrid``: event-driven rigid contact, impacts, bilateral active contacts and stick/slide
+  guards (:mod:`contactopt.integrators.hybrid`; impact laws in
+  :mod:`contactopt.integrators.impacts`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from typing import Any, Protocol
 
 from contactopt import formulations
 from contactopt.errors import UnknownNameError
+from contactopt.integrators.compliant import CompliantContact
 from contactopt.integrators.drift import Drift, project
+from contactopt.integrators.hybrid import HybridSimulation
 from contactopt.integrators.ode import ConstrainedODE
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.integrators.variational import VariationalIntegrator
@@ -21,10 +28,21 @@ from contactopt.model import State
 from contactopt.records import StepRecord
 from contactopt.systems.base import System
 
-__all__ = ["ConstrainedODE", "Drift", "Stepper", "TimeStepping", "VariationalIntegrator",
-           "build_step_problem", "describe", "make_stepper", "names", "project"]
+__all__ = ["CompliantContact", "ConstrainedODE", "Drift", "HybridSimulation", "Stepper", "TimeStepping",
+           "VariationalIntegrator", "build_step_problem", "describe", "make_stepper", "names", "project"]
 
-_CONTINUOUS: dict[str, Any] = {"ode": ConstrainedODE, "variational": VariationalIntegrator}
+def _mujoco_stepper(*args: Any) -> Any:  # imported lazily: mujoco is an optional extra
+    from contactopt.mujoco.stepper import MujocoStepper
+
+    return MujocoStepper(*args)
+
+
+_mujoco_stepper.description = "MuJoCo's own mj_step on the same MJCF model (reference; mjcf systems only)"  # type: ignore[attr-defined]
+_mujoco_stepper.defaults = {"cone": None, "solver": None, "iterations": None, "tolerance": None,  # type: ignore[attr-defined]
+                            "residuals": True}
+
+_CONTINUOUS: dict[str, Any] = {"ode": ConstrainedODE, "variational": VariationalIntegrator,
+                               "compliant": CompliantContact, "hybrid": HybridSimulation, "mujoco": _mujoco_stepper}
 
 
 class Stepper(Protocol):
@@ -36,7 +54,8 @@ class Stepper(Protocol):
 
 
 def names() -> list[str]:
-    """Every method ``simulate`` takes: the time-stepping formulations, then ode, variational."""
+    """Every method ``simulate`` takes: the time-stepping formulations, then ode, variational,
+    compliant, hybrid."""
     return [*formulations.names(), *_CONTINUOUS]
 
 

@@ -152,6 +152,16 @@ class System(ABC):
         """Semi-implicit Euler position update ``q + h v_next`` (``N(q) = I``)."""
         return np.asarray(q, dtype=np.float64) + dt * np.asarray(v_next, dtype=np.float64)
 
+    def qdot(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
+        """``qdot = N(q) v`` for continuous-time integration: ``v`` itself when ``nq == nv``.
+
+        Systems whose configuration is not a vector space (unit quaternions) override this;
+        the others raise :class:`NotImplementedError` when ``nq != nv``.
+        """
+        if self.nq != self.nv:
+            raise NotImplementedError(f"{self.type_name}: qdot = N(q) v is not available (nq != nv)")
+        return np.array(v, dtype=np.float64)
+
     def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
         """(kinetic, potential) energy."""
         M = self.dynamics(q, v).M

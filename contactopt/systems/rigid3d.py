@@ -263,6 +263,18 @@ class Rigid3D(System):
             out[i, 3:] = quat_normalize(rotated, "q")
         return out.reshape(-1)
 
+    def qdot(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
+        """``qdot = N(q) v`` per body: ``xdot = v`` and ``quat_dot = 1/2 [0, w] * quat``
+        (world-frame ``w`` on the left, the derivative of :meth:`integrate`'s
+        ``exp(h w / 2) * quat`` at ``h = 0``). Used by the continuous-time integrators."""
+        qq = as_vector(q, "q", self.nq).reshape(-1, 7)
+        vv = as_vector(v, "v", self.nv).reshape(-1, 6)
+        out = np.empty_like(qq)
+        out[:, :3] = vv[:, :3]
+        for i in range(len(self.bodies)):
+            out[i, 3:] = 0.5 * quat_multiply(np.concatenate(([0.0], vv[i, 3:])), qq[i, 3:])
+        return out.reshape(-1)
+
     # ------------------------------------------------------------------ contacts
 
     def contact_names(self) -> list[str]:
