@@ -39,7 +39,6 @@ from contactopt.formulations.common import (
     ActiveContacts,
     active_contacts,
     check_directions,
-    check_margin,
     dual_program,
     dual_velocity,
     polyhedral_frame_impulses,
@@ -67,13 +66,6 @@ class Anitescu(Formulation):
     description: ClassVar[str] = "Anitescu convex QP, polyhedral cone (primal in v' or dual in edge impulses)"
     defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "k": None, "epsilon": float("inf")}
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
-
-    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        merged = super().resolve_options(options)
-        if merged["k"] is not None:
-            check_directions(merged["k"], 3, self.name)
-        check_margin(merged, self.name)
-        return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts

@@ -63,6 +63,13 @@ class Formulation(ABC):
             if merged[key] not in allowed:
                 raise OptionError(f"formulation {self.name!r}: option {key!r} must be one of "
                                   f"{', '.join(map(repr, allowed))}, got {merged[key]!r}")
+        # Options shared by the contact formulations, checked once here.
+        from contactopt.formulations.common import check_directions, check_margin
+
+        if merged.get("k") is not None:
+            check_directions(merged["k"], 3, self.name)
+        if "epsilon" in merged:
+            check_margin(merged, self.name)
         return merged
 
     @abstractmethod

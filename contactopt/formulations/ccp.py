@@ -38,7 +38,6 @@ from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     ActiveContacts,
     active_contacts,
-    check_margin,
     dual_program,
     dual_velocity,
     prepend_equalities,
@@ -78,11 +77,6 @@ class ConeComplementarity(Formulation):
     description: ClassVar[str] = "Anitescu relaxation with the exact friction cone, SOCP (primal or dual)"
     defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "epsilon": float("inf")}
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
-
-    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        merged = super().resolve_options(options)
-        check_margin(merged, self.name)
-        return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts

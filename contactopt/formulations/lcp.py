@@ -42,7 +42,6 @@ from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
     check_directions,
-    check_margin,
     polyhedral_frame_impulses,
     require_finite_mu,
     scatter_impulses,
@@ -57,13 +56,6 @@ class StewartTrinkleLCP(Formulation):
     name: ClassVar[str] = "lcp"
     description: ClassVar[str] = "Stewart-Trinkle LCP, polyhedral cone with k directions + max dissipation"
     defaults: ClassVar[Mapping[str, Any]] = {"k": None, "epsilon": float("inf")}
-
-    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
-        merged = super().resolve_options(options)
-        if merged["k"] is not None:
-            check_directions(merged["k"], 3, self.name)
-        check_margin(merged, self.name)
-        return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts

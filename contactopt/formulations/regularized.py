@@ -56,7 +56,6 @@ from contactopt.formulations.ccp import friction_cone_rows
 from contactopt.formulations.common import (
     ActiveContacts,
     active_contacts,
-    check_margin,
     delassus,
     dual_program,
     dual_velocity,
@@ -110,7 +109,6 @@ class Regularized(Formulation):
 
     def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         merged = super().resolve_options(options)
-        check_margin(merged, self.name)
         solref = None if merged["solref"] is None else _numbers(merged["solref"], 2, "solref", self.name)
         signs_agree = solref is None or (solref[0] > 0 and solref[1] > 0) or (solref[0] < 0 and solref[1] < 0)
         if not signs_agree:

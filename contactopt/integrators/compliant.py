@@ -14,12 +14,14 @@ rate ``xdot = -n v`` and the tangential velocity ``v_t = t v`` (1 or 2 component
     ``f_n = max(0, k x^p (1 + alpha xdot))``, ``p = exponent`` (1.5 for Hertzian spheres).
 
   ``damping`` is ``c`` [N·s/m] for the linear model and ``alpha`` [s/m] for Hunt-Crossley.
-  Left unset it follows the scene's restitution ``e``: linear, the damping ratio of a
-  spring-damper whose free rebound has restitution ``e``, ``zeta = -ln e / sqrt(pi^2 + ln^2 e)``
-  (``zeta = 1``, critical, for ``e = 0``), ``c = 2 zeta sqrt(k m_n)`` with the contact's
-  effective normal mass ``m_n = 1 / (n M^{-1} n^T)``; Hunt-Crossley, their relation
-  ``e = 1 - 2/3 alpha v_in`` at a reference impact speed ``v_in = 1 m/s``:
-  ``alpha = 3 (1 - e) / 2``. (The rebound is not exactly ``e``: the force is cut at zero.)
+  Left unset it follows the scene's restitution ``e``: linear, ``c = 2 zeta sqrt(k m_n)`` with
+  the contact's effective normal mass ``m_n = 1 / (n M^{-1} n^T)`` and the damping ratio
+  ``zeta`` whose spring-damper, force cut at zero, rebounds with exactly ``e``
+  (:func:`clipped_restitution`; the uncut formula ``zeta = -ln e / sqrt(pi^2 + ln^2 e)`` would
+  give ``e = 0.135`` instead of 0 at critical damping); ``e = 0`` is taken as ``e = 0.01``
+  (``zeta = 4.9``: a spring-damper cannot be perfectly plastic). Hunt-Crossley: their relation
+  ``e = 1 - 2/3 alpha v_in`` at a reference impact speed ``v_in = 1 m/s``,
+  ``alpha = 3 (1 - e) / 2`` (the rebound depends on the impact speed).
 * friction (``friction``): Coulomb's law with a static and a dynamic coefficient,
   ``|f_t| = mu_static f_n`` to start sliding and ``mu_dynamic f_n`` while sliding, is not a
   function of the state, so it is approximated by a continuous coefficient ``mu(s)`` of the
@@ -51,6 +53,7 @@ not finite, or a speed exceeds ``max_speed`` (a blow-up).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -59,6 +62,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, OdeSolver, Radau
+from scipy.optimize import brentq
 
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.integrators.drift import Drift
@@ -87,13 +91,46 @@ class BlowUp(ContactoptError):
     """The state left the range a physical simulation can reach (non-finite or too fast)."""
 
 
+#: The smallest restitution a clipped spring-damper is tuned to: it cannot be perfectly plastic
+#: (``e -> 0`` needs ``zeta -> inf``); ``e = 0`` gives ``zeta = 4.9``.
+RESTITUTION_FLOOR = 0.01
+
+
+def clipped_restitution(zeta: float) -> float:
+    """Restitution of the linear spring-damper whose force is cut at zero, as a function of the
+    damping ratio ``zeta`` (contact ends when ``k x + c xdot = 0``, i.e. ``xddot = 0``, not when
+    ``x = 0``; cf. Schwager & Poeschel, Granular Matter 9, 2007). In units ``omega = v_in = 1``,
+    ``x(t)`` is the free response from ``x = 0``, ``xdot = 1``; ``e = -xdot(t_r)`` at the release
+    time ``t_r``: underdamped ``t_r = atan2(2 zeta w, 2 zeta^2 - 1) / w`` (``w = sqrt(1 - zeta^2)``),
+    critical ``t_r = 2`` (``e = exp(-2)``), overdamped ``t_r = 2 ln(r2 / r1) / (r1 - r2)`` with the
+    roots ``r1,2 = -zeta +- sqrt(zeta^2 - 1)``."""
+    if zeta <= 0.0:
+        return 1.0
+    if zeta < 1.0:
+        w = math.sqrt(1.0 - zeta * zeta)
+        t = math.atan2(2.0 * zeta * w, 2.0 * zeta * zeta - 1.0) / w
+        return -math.exp(-zeta * t) * (math.cos(w * t) - zeta / w * math.sin(w * t))
+    if zeta == 1.0:
+        return math.exp(-2.0)
+    s = math.sqrt(zeta * zeta - 1.0)
+    r1, r2 = -zeta + s, -zeta - s
+    t = 2.0 * math.log(r2 / r1) / (r1 - r2)
+    return -(r1 * math.exp(r1 * t) - r2 * math.exp(r2 * t)) / (r1 - r2)
+
+
+@functools.lru_cache(maxsize=64)
+def _zeta_for(e: float) -> float:
+    if e >= 1.0:
+        return 0.0
+    target = max(e, RESTITUTION_FLOOR)
+    return float(brentq(lambda z: clipped_restitution(z) - target, 0.0, 1e3, xtol=1e-14, rtol=1e-12))
+
+
 def restitution_damping_ratio(e: FloatArray) -> FloatArray:
-    """Damping ratio ``zeta`` of a linear spring-damper whose free rebound has restitution
-    ``e`` (``e = exp(-zeta pi / sqrt(1 - zeta^2))``): ``-ln e / sqrt(pi^2 + ln^2 e)``; 1 for
-    ``e = 0``."""
-    e = np.clip(np.asarray(e, dtype=np.float64), 0.0, 1.0)
-    log_e = np.log(np.where(e > 0, e, 1.0))
-    return np.where(e > 0, -log_e / np.sqrt(np.pi**2 + log_e**2), 1.0)
+    """Per contact the damping ratio ``zeta`` whose clipped spring-damper (:func:`clipped_restitution`)
+    rebounds with restitution ``e`` (at least :data:`RESTITUTION_FLOOR`); 0 for ``e = 1``."""
+    values = np.clip(np.asarray(e, dtype=np.float64), 0.0, 1.0)
+    return np.array([_zeta_for(float(x)) for x in values.reshape(-1)]).reshape(values.shape)
 
 
 def normal_force(model: str, x: FloatArray, xdot: FloatArray, k: float, damping: FloatArray,
@@ -306,7 +343,9 @@ class CompliantContact:
         nq, nv = system.nq, system.nv
         contacts = system.contacts(state.q)
         record: dict[str, Any] = dict(t=state.t, phi=contacts.phi.copy(), build_time=0.0, setup_time=0.0,
-                                      solver=self.method, residuals=_NO_RESIDUALS)
+                                      solver=self.method, residuals=_NO_RESIDUALS,
+                                      constraint_error=system.constraints(state.q, state.v, state.t).violation(
+                                          state.v))
         start = time.perf_counter()
         t_end = state.t + self.dt
         try:

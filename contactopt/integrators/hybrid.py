@@ -23,7 +23,12 @@ together": an inactive contact's ``phi`` (collision); an active contact's ``lamb
 (release: the normal force reaches 0, and it would pull next, so ``phidot`` becomes positive);
 a sticking contact's ``mu lambda_n - |lambda_t|`` (sticking -> sliding); a sliding contact's
 ``s (t v)`` (its slip speed crosses 0: sliding -> sticking if the sticking force lies in the
-cone, otherwise it slides the other way).
+cone, otherwise it slides the other way). Each guard fires a small threshold past zero, so that
+one sitting exactly at zero (a contact resting at the tolerance, an unloaded contact, a balanced
+slider) does not fire over and over: collision at ``phi = -contact_tolerance`` (1e-9 m), release
+at ``lambda_n = -f_tol``, slip at ``|lambda_t| = mu lambda_n + f_tol`` with
+``f_tol = 1e-9 max(1, |tau|_inf)`` [N], stop at ``s (t v) = -1e-12 m/s``; and no guard fires at
+the very start of a segment (the one that just triggered would be found again there).
 
 At an event, and at the start of a run, the modes are settled:
 
