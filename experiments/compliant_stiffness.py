@@ -2,8 +2,9 @@
 make stiff differential equations).
 
 The bouncing ball (``problems/bouncing_ball.toml``, 1 kg, dropped from 1 m) made plastic
-(``e = 0``: the default damping is then critical) lands at 4.4 m/s and rests on a linear spring
-of stiffness ``k``. For each ``k`` and each integrator we record
+(``e = 0``: the default damping ratio is then 4.8, tuned so that the clipped spring-damper
+rebounds with ``e = 0.01``) lands at 4.4 m/s and rests on a linear spring of stiffness
+``k``. For each ``k`` and each integrator we record
 
 * the steady-state penetration at the end against ``m g / k``;
 * the cost: right-hand-side evaluations and internal steps of the integrator, wall time;
@@ -21,7 +22,9 @@ floating-point numbers when ``atol`` is tightened below the penetration.
 
 Writes ``experiments/out/compliant_stiffness/{compliant_stiffness.png, summary.json, summary.csv}``.
 
-    python experiments/compliant_stiffness.py [--duration 1.5] [--explicit-max 1e9]
+    python experiments/compliant_stiffness.py [--duration 1.5] [--explicit-max 1e8]
+
+(RK45 and DOP853 at 1e9 N/m: about 6e5 evaluations and two minutes each.)
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def run(scene: co.Scene, k: float, method: str, duration: float) -> dict[str, An
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=1.5)
-    parser.add_argument("--explicit-max", type=float, default=1e9,
+    parser.add_argument("--explicit-max", type=float, default=1e8,
                         help="largest k for RK45 and DOP853 (their cost grows like sqrt(k))")
     args = parser.parse_args()
     scene = copy.deepcopy(load("bouncing_ball"))
@@ -98,7 +101,8 @@ def main() -> int:
         mine = [row for row in rows if row["method"] == method]
         good = [row for row in mine if row["completed"]]
         failed = [row for row in mine if not row["completed"]]
-        line, = axes[0].loglog([row["k"] for row in good], [row["final_penetration"] for row in good], "o-",
+        resting = [row for row in good if 0.5 < row["final_over_mg_k"] < 2.0]  # not thrown into the air
+        line, = axes[0].loglog([row["k"] for row in resting], [row["final_penetration"] for row in resting], "o-",
                                label=method, alpha=0.8)
         axes[1].loglog([row["k"] for row in good], [max(row["evaluations"], 1) for row in good], "o-",
                        color=line.get_color(), label=method)
@@ -110,7 +114,7 @@ def main() -> int:
             axes[2].loglog([row["k"] for row in failed],
                            [max(row["max_height_after_landing"], 1e-9) for row in failed], "x",
                            color=line.get_color(), ms=12, mew=3)
-    axes[0].set_title("steady-state penetration")
+    axes[0].set_title("steady-state penetration (runs that came to rest)")
     axes[0].set_ylabel("penetration at the end [m]")
     axes[1].set_title("cost (x: the run stopped on a failed step)")
     axes[1].set_ylabel("right-hand-side evaluations")
