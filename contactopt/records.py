@@ -39,6 +39,7 @@ class Impact:
     impulses: FloatArray
 
     def __post_init__(self) -> None:
+        """Arrays as float/int arrays; ``impulses`` reshaped to ``(k, dim)``."""
         contacts = np.asarray(self.contacts, dtype=np.int64).reshape(-1)
         impulses = np.asarray(self.impulses, dtype=np.float64)
         if impulses.ndim != 2 or impulses.shape[0] != contacts.shape[0]:

@@ -120,6 +120,7 @@ def clipped_restitution(zeta: float) -> float:
 
 @functools.lru_cache(maxsize=64)
 def _zeta_for(e: float) -> float:
+    """The damping ratio of :func:`clipped_restitution` for ``e`` (cached: one root per value)."""
     if e >= 1.0:
         return 0.0
     target = max(e, RESTITUTION_FLOOR)
@@ -165,6 +166,7 @@ class CompliantContact:
 
     def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
+        """Validate ``options`` (module docstring; unknown keys rejected); ``solver`` is unused."""
         owner = self.name
         self.system = system
         self.dt = float(dt)
@@ -301,6 +303,7 @@ class CompliantContact:
         self._ode = _SOLVERS[self.method](self._rhs, state.t, y0, np.inf, **kwargs)
 
     def _matches(self, state: State) -> bool:
+        """Whether ``state`` is the one the last step returned (the integrator then continues)."""
         if self._last is None:
             return False
         t, q, v = self._last
@@ -339,6 +342,7 @@ class CompliantContact:
         return np.asarray(y, dtype=np.float64), int(ode.nfev - nfev0), steps
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
+        """Integrate over ``[t, t + dt]``; impulses are ``int f dt``, a failure is a failed record."""
         system = self.system
         nq, nv = system.nq, system.nv
         contacts = system.contacts(state.q)

@@ -107,9 +107,11 @@ class _Modes:
     direction: FloatArray
 
     def copy(self) -> _Modes:
+        """An independent copy."""
         return _Modes(self.mode.copy(), self.direction.copy())
 
     def label(self) -> str:
+        """``"stick,inactive,..."`` for messages."""
         return ",".join(MODE_NAMES[int(m)] for m in self.mode)
 
 
@@ -140,6 +142,7 @@ class _Event:
     direction: float = -1.0
 
     def __call__(self, t: float, y: FloatArray) -> float:
+        """The guard's value (``+1`` at the segment start)."""
         return 1.0 if t == self.start else self.function(t, y)
 
 
@@ -165,6 +168,8 @@ class HybridSimulation:
 
     def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
+        """Validate ``options`` and the system (planar or normal-only contacts, ``qdot = v``);
+        ``solver_options`` go to the impact program's solver."""
         owner = self.name
         self.options = merge_options(owner, self.defaults, options)
         opts = self.options
@@ -309,6 +314,7 @@ class HybridSimulation:
 
     # --- mode resolution ----------------------------------------------------------------------
     def _force_tolerance(self, q: FloatArray, v: FloatArray) -> float:
+        """``f_tol = 1e-9 max(1, |tau|_inf)`` [N]: the zero of a contact force."""
         tau = self.system.dynamics(q, v).tau
         return 1e-9 * max(1.0, float(np.abs(tau).max(initial=0.0)))
 
@@ -421,12 +427,14 @@ class HybridSimulation:
 
     # --- the step -------------------------------------------------------------------------------
     def _matches(self, state: State) -> bool:
+        """Whether ``state`` is the one the last step returned (its modes are then reused)."""
         if self._last is None or self._modes is None:
             return False
         t, q, v = self._last
         return t == state.t and np.array_equal(q, state.q) and np.array_equal(v, state.v)
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
+        """Integrate over ``[t, t + dt]`` from event to event; impulses include the impacts'."""
         system = self.system
         nq, nv = system.nq, system.nv
         contacts = system.contacts(state.q)
@@ -521,6 +529,7 @@ class HybridSimulation:
                 log.transitions[-1] = f"t={t:.9g} c{i}: slide reverses"
 
     def _rhs(self, modes: _Modes) -> Callable[[float, FloatArray], FloatArray]:
+        """``y' = [v, vdot, f]`` in ``modes`` (``y = [q, v, int f dt]``)."""
         nq, nv = self.system.nq, self.system.nv
 
         def rhs(t: float, y: FloatArray) -> FloatArray:

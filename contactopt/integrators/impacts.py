@@ -97,6 +97,7 @@ _NO_RESIDUALS = Residuals(np.nan, np.nan, np.nan, np.nan)
 
 
 def _rows(J: ArrayLike, dim: int) -> tuple[FloatArray, int]:
+    """``J`` as a 2-D array and its number of contacts."""
     rows = np.atleast_2d(np.asarray(J, dtype=np.float64))
     if rows.shape[0] % dim:
         raise ContactoptError(f"impact: {rows.shape[0]} Jacobian rows are not a multiple of dim = {dim}")
@@ -112,6 +113,7 @@ def _project(M: FloatArray, rows: FloatArray, v: FloatArray, target: FloatArray)
 
 
 def _bilateral(H: ArrayLike | None, b: ArrayLike | None, nv: int) -> tuple[FloatArray, FloatArray]:
+    """The bilateral rows and targets (none if ``H`` is None)."""
     rows = np.zeros((0, nv)) if H is None else np.atleast_2d(np.asarray(H, dtype=np.float64)).reshape(-1, nv)
     target = np.zeros(rows.shape[0]) if b is None else np.asarray(b, dtype=np.float64).reshape(-1)
     return rows, target
