@@ -8,7 +8,10 @@ Public API (DESIGN.md)::
     sol = co.solve(prog, solver="osqp")
 """
 
+from typing import Any
+
 from contactopt import formulations, programs, solvers, systems
+from contactopt._version import __version__
 from contactopt.errors import (
     ContactoptError,
     OptionError,
@@ -39,13 +42,25 @@ from contactopt.scenes import Scene, load_scene
 from contactopt.simulate import formulate, simulate
 from contactopt.solvers import solve
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> Any:
+    # The analysis tools import pandas and matplotlib; load them when first used.
+    if name == "compare":
+        from contactopt.analysis.compare import compare
+
+        return compare
+    if name == "analysis":
+        import contactopt.analysis
+
+        return contactopt.analysis
+    raise AttributeError(f"module 'contactopt' has no attribute {name!r}")
+
 
 __all__ = [
     "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "Dynamics",
     "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "SimulationError", "Solution",
     "SolverUnavailableError", "State", "Status", "StepProblem", "StepRecord", "Trajectory",
-    "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "formulate",
+    "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "compare", "formulate",
     "formulations", "lcp_to_qp", "load_program", "load_scene", "programs", "qp_to_lcp",
     "save_program", "simulate", "solve", "solvers", "systems",
 ]

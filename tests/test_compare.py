@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import contactopt as co
-from contactopt.compare import compare, plan
+from contactopt.analysis.compare import compare, plan
 
 # Columns that depend on the machine's timing, not on the physics or the solver's answer.
 TIMING = {"wall_time", "build_time_total", "solve_time_total", "time_per_step", "cached", "traceback"}

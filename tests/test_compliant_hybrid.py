@@ -17,7 +17,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import contactopt as co
-from contactopt import compare, integrators, metrics
+from contactopt import integrators
+from contactopt.analysis import compare, metrics
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.integrators.compliant import clipped_restitution, restitution_damping_ratio
 from contactopt.integrators.impacts import (

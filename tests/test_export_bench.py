@@ -22,18 +22,19 @@ import scipy.sparse as sp
 
 import contactopt as co
 from contactopt import solvers
-from contactopt.bench import (
+from contactopt.analysis.bench import (
     PROFILES,
     Profile,
-    add_bench_parser,
     performance_profile,
     performance_ratios,
     run_benchmark,
     shifted_geometric_mean,
     summarize,
 )
-from contactopt.cli import _Parser
-from contactopt.export import add_export_parser, export_run, extract_fclib_step, qpbenchmark_class_name
+from contactopt.analysis.export import export_run, extract_fclib_step, qpbenchmark_class_name
+from contactopt.cli.bench import add_bench_parser
+from contactopt.cli.common import _Parser
+from contactopt.cli.export import add_export_parser
 
 qpsolvers = pytest.importorskip("qpsolvers")
 pytestmark = pytest.mark.filterwarnings("ignore:formulation 'gauss' is frictionless")

@@ -11,7 +11,7 @@ import pytest
 from numpy.typing import ArrayLike
 
 import contactopt as co
-from contactopt import metrics
+from contactopt.analysis import metrics
 from contactopt.model import Contacts, Dynamics
 from contactopt.programs import Residuals, Status
 from contactopt.records import StepRecord, Trajectory

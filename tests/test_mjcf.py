@@ -119,7 +119,7 @@ def test_initial_state_in_toml_overrides_the_model() -> None:
 def test_compare_includes_mujoco_as_a_row_with_the_same_metrics(executor: str) -> None:
     import dataclasses
 
-    from contactopt.compare import compare
+    from contactopt.analysis.compare import compare
 
     scene = dataclasses.replace(co.load_scene(ROOT / "problems" / "box_slide_mjcf.toml"), duration=0.05)
     table = compare(scene, ["ccp", "mujoco"], ["clarabel"], executor=executor, workers=2)

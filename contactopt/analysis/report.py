@@ -1,4 +1,4 @@
-"""Figures and a Markdown report for a comparison table (:func:`contactopt.compare.compare`)."""
+"""Figures and a Markdown report for a comparison table (:func:`contactopt.analysis.compare.compare`)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def write_report(title: str, table: pd.DataFrame, traces: pd.DataFrame, folder: 
     lines = [f"# {title}", "", markdown_table(table, columns), ""]
     lines += [f"- {note}" for note in notes]
     lines += ["", *(f"![{p.stem}]({p.name})\n" for p in figures)]
-    lines += ["Metric definitions: `contactopt.metrics` (docstrings). Full table: `table.csv`, "
+    lines += ["Metric definitions: `contactopt.analysis.metrics` (docstrings). Full table: `table.csv`, "
               "`table.parquet`; per-step traces: `traces.parquet`."]
     report = folder / "report.md"
     report.write_text("\n".join(lines) + "\n")

@@ -64,17 +64,15 @@ under ``folder``:
     its ``optimal_cost`` is the objective of a reference solve (``clarabel`` by default; None
     where that solve fails), which qpbenchmark needs to count a solve as a success. SOCPs and
     LCPs are skipped with a warning. Tolerances per settings are those of
-    :data:`contactopt.bench.PROFILES` (``default``, ``high_accuracy``, ``mid_accuracy``,
+    :data:`contactopt.analysis.bench.PROFILES` (``default``, ``high_accuracy``, ``mid_accuracy``,
     ``low_accuracy``: the names qpbenchmark's ``TestSet`` defines solver settings for).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
-import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,8 +94,8 @@ from contactopt.scenes import Scene
 from contactopt.simulate import formulate
 from contactopt.solvers.qpsolvers_ import to_qpsolvers_arrays
 
-__all__ = ["FORMATS", "FclibLocal", "add_export_parser", "export_run", "extract_fclib_step",
-           "fclib_local_problem", "qpbenchmark_class_name", "run_export"]
+__all__ = ["FORMATS", "FclibLocal", "export_run", "extract_fclib_step",
+           "fclib_local_problem", "qpbenchmark_class_name"]
 
 FloatArray = NDArray[np.float64]
 FORMATS = ("npz", "fclib", "qpbenchmark")
@@ -326,7 +324,7 @@ def _module_name(scene_name: str) -> str:
 
 
 _MODULE_TEMPLATE = '''"""qpbenchmark test set: the step QPs of contactopt scene {scene!r}, written by
-contactopt.export (formulation {formulation!r}).
+contactopt.analysis.export (formulation {formulation!r}).
 
 Each problem is one time step's QP  min 1/2 x'Px + q'x  s.t.  G x <= h,  A x = b  (contactopt's
 Nonneg rows -> G, h; Zero rows -> A, b). The data are loaded from {data!r} next to this file.
@@ -391,7 +389,7 @@ class {cls}(TestSet):
 def write_qpbenchmark(programs: Sequence[tuple[int, float, Program]], folder: Path, scene_name: str,
                       formulation: str, reference_solver: str | None = "clarabel") -> Path | None:
     """The test-set module and its data (module docstring); None (with a warning) if no QP."""
-    from contactopt.bench import PROFILES
+    from contactopt.analysis.bench import PROFILES
     from contactopt.solvers import solve
 
     qps = [(i, t, p) for i, t, p in programs if isinstance(p, ConicProgram) and p.kind == "qp"]
@@ -501,74 +499,3 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
         if result is not None:
             written[fmt] = result
     return written
-
-
-# --- command line ---------------------------------------------------------------------------
-
-
-def _parse_options(items: Sequence[str] | None) -> dict[str, Any]:
-    from contactopt.cli import _options
-
-    return _options(items)
-
-
-def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``contactopt export SCENE --format ... --out DIR`` to ``subparsers``."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "export", help="simulate a scene and export every step's program (npz, FCLIB, qpbenchmark)",
-        description="Simulate SCENE, then write every step's program: contactopt .npz files "
-        "(OUT/npz/step_NNNNNN.npz), FCLIB local problems in one HDF5 file (OUT/fclib/SCENE.hdf5) "
-        "and a qpbenchmark test set (OUT/qpbenchmark/contactopt_SCENE.py + .npz).")
-    parser.add_argument("scene", help="scene file or bundled problem name (see 'contactopt list problems')")
-    parser.add_argument("--format", action="append", metavar="FORMAT",
-                        help=f"export format, repeatable or comma separated: {', '.join(FORMATS)} "
-                        "(default: all)")
-    parser.add_argument("--out", help="output folder (default: exports/SCENE-FORMULATION)")
-    parser.add_argument("--formulation", "-f", help="formulation to simulate (default: the scene's)")
-    parser.add_argument("--solver", "-s", help="solver to simulate with (default: the scene's)")
-    parser.add_argument("--dt", type=float, help="time step [s] (default: the scene's)")
-    parser.add_argument("--duration", type=float, help="simulated time [s] (default: the scene's)")
-    parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
-                        help="formulation option, repeatable (e.g. form=dual)")
-    parser.add_argument("--program-formulation", metavar="F",
-                        help="re-form the exported programs with this formulation (default: the "
-                        "simulated one), e.g. simulate with ccp and export anitescu QPs")
-    parser.add_argument("--program-option", action="append", metavar="KEY=VALUE",
-                        help="option of --program-formulation, repeatable (e.g. form=dual)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.set_defaults(func=run_export)
-    return parser
-
-
-def run_export(args: argparse.Namespace) -> int:
-    """Handler of ``contactopt export``: simulate, export, print what was written."""
-    from contactopt.scenes import load_scene
-    from contactopt.simulate import simulate
-
-    scene = load_scene(args.scene)
-    formats = parse_formats(args.format or list(FORMATS))
-    options = _parse_options(args.option)
-    formulation = args.formulation or scene.formulation
-    out = Path(args.out) if args.out else Path("exports") / f"{scene.name}-{formulation}"
-    with warnings.catch_warnings():
-        warnings.simplefilter("once")
-        traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,
-                        duration=args.duration, options=options, progress=not args.no_progress)
-    program_options = _parse_options(args.program_option) if args.program_option else None
-    if program_options is not None and not args.program_formulation:
-        program_options = {**dict(traj.info.get("options") or {}), **program_options}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        written = export_run(scene, traj, out, formats, formulation=args.program_formulation,
-                             options=program_options)
-    for warning in caught:
-        print(f"contactopt: warning: {warning.message}", file=sys.stderr)
-    if not traj.completed:
-        print(f"contactopt: the run stopped early ({traj.message}); exported its "
-              f"{len(traj.steps)} started steps", file=sys.stderr)
-    if not written:
-        raise ContactoptError(f"nothing exported: none of the formats {', '.join(formats)} applies "
-                              f"to {scene.name!r}")
-    for fmt, path in written.items():
-        print(f"wrote {fmt}: {path}")
-    return 0

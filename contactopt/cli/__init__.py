@@ -11,15 +11,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 from contactopt import solvers, systems
+from contactopt.cli.common import _options, _Parser
 from contactopt.errors import ContactoptError, OptionError, SimulationError
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
@@ -28,26 +28,6 @@ from contactopt.simulate import formulate, simulate
 
 EXIT_ERROR = 1
 EXIT_STOPPED = 3
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"contactopt: error: {message} (see '{self.prog} --help')\n")
-
-
-def _parse_option(text: str) -> tuple[str, Any]:
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise OptionError(f"option {text!r}: expected KEY=VALUE")
-    try:  # TOML syntax for the value: 4, 1e-3, true, "dual", [1, 2]
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
-    return key.strip(), value
-
-
-def _options(items: Sequence[str] | None) -> dict[str, Any]:
-    return dict(_parse_option(item) for item in items or [])
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
@@ -155,7 +135,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
          "info": traj.info, "message": traj.message}, indent=2, default=str))
     written = [traj_path, out / "summary.json"]
     if not args.no_plot:
-        from contactopt.plotting import plot_trajectory
+        from contactopt.analysis.plotting import plot_trajectory
 
         written.append(plot_trajectory(traj, out / "trajectory.png"))
     if args.save_programs:
@@ -207,8 +187,8 @@ def _cmd_program(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from contactopt.compare import compare, summary_columns
-    from contactopt.report import write_report
+    from contactopt.analysis.compare import compare, summary_columns
+    from contactopt.analysis.report import write_report
 
     scene = load_scene(args.scene)
     formulations = _split(args.formulations)
@@ -298,8 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p_cmp.set_defaults(func=_cmd_compare)
 
-    from contactopt.bench import add_bench_parser
-    from contactopt.export import add_export_parser
+    from contactopt.cli.bench import add_bench_parser
+    from contactopt.cli.export import add_export_parser
 
     add_export_parser(sub)
     add_bench_parser(sub)

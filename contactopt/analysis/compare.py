@@ -4,7 +4,7 @@
 formulation with every solver that can take its program, at every step size), runs them
 serially, on a local process pool or on Dask, and returns a tidy :class:`pandas.DataFrame`
 with one row per cell: ``formulation``, ``solver``, ``dt``, ``status``
-(``completed`` | ``stopped`` | ``error``), the run's metrics (:mod:`contactopt.metrics`), the
+(``completed`` | ``stopped`` | ``error``), the run's metrics (:mod:`contactopt.analysis.metrics`), the
 error text if any and wall time.
 
 A formulation is named with its options as ``"name:key=value:key=value"`` (values in TOML
@@ -36,7 +36,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contactopt import __version__, integrators, metrics, solvers
+from contactopt import integrators, solvers
+from contactopt._version import __version__
+from contactopt.analysis import metrics
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.scenes import Scene
 from contactopt.simulate import formulate, simulate

@@ -1,0 +1,71 @@
+"""``contactopt bench``: benchmark solvers on exported programs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from contactopt.analysis.bench import PROFILES, _profile, performance_profile, run_benchmark, summarize
+
+# --- command line ------------------------------------------------------------------------
+
+
+def _split(values: Sequence[str] | None, default: str) -> list[str]:
+    items = values or [default]
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
+def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``contactopt bench PROGRAMS... --solvers S1,S2 --profiles P1,P2 --out DIR``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "bench", help="benchmark solvers on exported programs",
+        description="Solve exported programs (.npz files, or folders of them, e.g. the npz folder "
+        "written by 'contactopt export') with each solver at each tolerance profile; print the "
+        "summary (success rate, shifted geometric means of time and residuals, shift 10) and write "
+        "results.csv, summary.csv and performance_profile.png to --out. Profiles: "
+        + "; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()) + ".")
+    parser.add_argument("programs", nargs="+", help="program files (.npz) or folders of them")
+    parser.add_argument("--solvers", action="append", metavar="S1,S2",
+                        help="solvers, comma separated or repeated (default: clarabel,osqp); e.g. "
+                        "qpsolvers:proxqp")
+    parser.add_argument("--profiles", action="append", metavar="P1,P2",
+                        help=f"tolerance profiles (default: default); known: {', '.join(PROFILES)}")
+    parser.add_argument("--out", default="bench", help="output folder (default: bench)")
+    parser.add_argument("--no-plot", action="store_true", help="skip the performance profile plot")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.set_defaults(func=run_bench)
+    return parser
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Handler of ``contactopt bench``."""
+    import pandas as pd
+
+    solvers = _split(args.solvers, "clarabel,osqp")
+    profiles = _split(args.profiles, "default")
+    for name in profiles:
+        _profile(name)
+    out = Path(args.out)
+    start = time.perf_counter()
+    df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress)
+    summary = summarize(df)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "results.csv", out / "summary.csv"]
+    df.to_csv(written[0], index=False)
+    summary.to_csv(written[1], index=False)
+    if not args.no_plot:
+        written.append(performance_profile(df, out / "performance_profile.png"))
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    errors = df[df["error"] != ""]
+    if len(errors):
+        print(f"contactopt: {len(errors)} solve(s) failed or were refused; see the error column of "
+              f"{written[0]}", file=sys.stderr)
+    print(f"{len(df)} solves in {time.perf_counter() - start:.1f} s")
+    for path in written:
+        print(f"wrote {path}")
+    return 0

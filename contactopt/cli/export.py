@@ -1,0 +1,77 @@
+"""``contactopt export``: simulate a scene and write every step's program."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from contactopt.analysis.export import FORMATS, export_run, parse_formats
+from contactopt.cli.common import _options
+from contactopt.errors import ContactoptError
+
+# --- command line ---------------------------------------------------------------------------
+
+
+def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``contactopt export SCENE --format ... --out DIR`` to ``subparsers``."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "export", help="simulate a scene and export every step's program (npz, FCLIB, qpbenchmark)",
+        description="Simulate SCENE, then write every step's program: contactopt .npz files "
+        "(OUT/npz/step_NNNNNN.npz), FCLIB local problems in one HDF5 file (OUT/fclib/SCENE.hdf5) "
+        "and a qpbenchmark test set (OUT/qpbenchmark/contactopt_SCENE.py + .npz).")
+    parser.add_argument("scene", help="scene file or bundled problem name (see 'contactopt list problems')")
+    parser.add_argument("--format", action="append", metavar="FORMAT",
+                        help=f"export format, repeatable or comma separated: {', '.join(FORMATS)} "
+                        "(default: all)")
+    parser.add_argument("--out", help="output folder (default: exports/SCENE-FORMULATION)")
+    parser.add_argument("--formulation", "-f", help="formulation to simulate (default: the scene's)")
+    parser.add_argument("--solver", "-s", help="solver to simulate with (default: the scene's)")
+    parser.add_argument("--dt", type=float, help="time step [s] (default: the scene's)")
+    parser.add_argument("--duration", type=float, help="simulated time [s] (default: the scene's)")
+    parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
+                        help="formulation option, repeatable (e.g. form=dual)")
+    parser.add_argument("--program-formulation", metavar="F",
+                        help="re-form the exported programs with this formulation (default: the "
+                        "simulated one), e.g. simulate with ccp and export anitescu QPs")
+    parser.add_argument("--program-option", action="append", metavar="KEY=VALUE",
+                        help="option of --program-formulation, repeatable (e.g. form=dual)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.set_defaults(func=run_export)
+    return parser
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Handler of ``contactopt export``: simulate, export, print what was written."""
+    from contactopt.scenes import load_scene
+    from contactopt.simulate import simulate
+
+    scene = load_scene(args.scene)
+    formats = parse_formats(args.format or list(FORMATS))
+    options = _options(args.option)
+    formulation = args.formulation or scene.formulation
+    out = Path(args.out) if args.out else Path("exports") / f"{scene.name}-{formulation}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("once")
+        traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,
+                        duration=args.duration, options=options, progress=not args.no_progress)
+    program_options = _options(args.program_option) if args.program_option else None
+    if program_options is not None and not args.program_formulation:
+        program_options = {**dict(traj.info.get("options") or {}), **program_options}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        written = export_run(scene, traj, out, formats, formulation=args.program_formulation,
+                             options=program_options)
+    for warning in caught:
+        print(f"contactopt: warning: {warning.message}", file=sys.stderr)
+    if not traj.completed:
+        print(f"contactopt: the run stopped early ({traj.message}); exported its "
+              f"{len(traj.steps)} started steps", file=sys.stderr)
+    if not written:
+        raise ContactoptError(f"nothing exported: none of the formats {', '.join(formats)} applies "
+                              f"to {scene.name!r}")
+    for fmt, path in written.items():
+        print(f"wrote {fmt}: {path}")
+    return 0
