@@ -83,9 +83,7 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
         row += cone.dim
         if cone.kind == "zero":
             free += rows
-        elif cone.kind == "nonneg":
-            nonneg += rows
-        elif cone.dim == 1:  # SOC(1) is {s >= 0}
+        elif cone.kind == "nonneg" or cone.dim == 1:
             nonneg += rows
         else:
             tangent = np.array(rows[1:])

@@ -47,8 +47,8 @@ import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.errors import ShapeError
-from contactopt.programs.conic import Block, Cone, ConicProgram
 from contactopt.programs.cone_projection import ConeLayout, cone_layout, project
+from contactopt.programs.conic import Block, Cone, ConicProgram
 
 FloatArray = NDArray[np.float64]
 
