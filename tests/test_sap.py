@@ -135,7 +135,7 @@ def test_conic_form_round_trip_and_refusals() -> None:
     assert np.allclose(co.solve(plain, "newton").x, co.solve(program, "newton").x, atol=1e-12)
     dual = co.formulate(scene.system, scene.q0, scene.v0, scene.dt, "regularized")
     assert "v_next" in str(why_not_primal(dual))
-    with pytest.raises(co.errors.UnsupportedProgramError, match="newton.*sap"):
+    with pytest.raises(co.errors.UnsupportedProgramError, match=r"newton.*sap"):
         co.solve(dual, "newton")
     with pytest.raises(ShapeError, match="positive"):
         dataclasses.replace(original, R=-original.R)

@@ -90,7 +90,7 @@ def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J:
         R=np.concatenate([bilateral_R, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat]),
         scale=np.concatenate([np.ones(nh), scale]), cones=((Zero(nh),) if nh else ()) + cones,
         constraints=((Block("bilateral", 0, nh),) if nh else ()) + (Block("contacts", nh, nh + m),),
-        metadata={**metadata, "bilateral": nh})
+        metadata={**metadata, "bilateral": nh}, v_guess=problem.state.v)
     return primal.to_conic()
 
 

@@ -131,28 +131,31 @@ def project(layout: ConeLayout, y: FloatArray, R: FloatArray,
 
 def _project_soc(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
                  hessian: bool) -> tuple[FloatArray, FloatArray]:
-    """The three regimes of the module docstring for (nb, d) blocks ``Y`` (masks instead of
-    fancy indexing: these blocks are small and many)."""
+    """The three regimes of the module docstring for (nb, d) blocks ``Y``. The no-contact
+    test ``mu R_t y_r <= -R_n y_n`` is the sign of the sliding formula's numerator."""
     yn, yt = Y[:, 0], Y[:, 1:]
     Rn, Rt = Rb[:, 0], Rb[:, 1]
     yr = np.sqrt(np.einsum("bi,bi->b", yt, yt))
     stick = yr <= mu * yn
-    polar = ~stick & (mu * Rt * yr <= -Rn * yn)
-    slide = ~(stick | polar)
     denominator = Rn + mu * mu * Rt
-    gn = np.where(stick, yn, np.where(polar, 0.0, (Rn * yn + mu * Rt * yr) / denominator))
+    sliding_n = (Rn * yn + mu * Rt * yr) / denominator
+    slide = (sliding_n > 0.0) & ~stick
+    gamma = np.empty_like(Y)
+    gamma[:, 0] = np.where(stick, yn, np.where(slide, sliding_n, 0.0))
     safe_r = np.where(slide, yr, 1.0)
-    ratio = np.where(stick, 1.0, np.where(polar, 0.0, mu * gn / safe_r))
-    gamma = np.concatenate([gn[:, None], ratio[:, None] * yt], axis=1)
+    gamma[:, 1:] = np.where(stick, 1.0, np.where(slide, mu * sliding_n / safe_r, 0.0))[:, None] * yt
     if not hessian:
         return gamma, np.zeros((0, 0, 0))
     nb, d = Y.shape
-    t = yt / safe_r[:, None]
-    u = np.concatenate([np.ones((nb, 1)), mu[:, None] * t], axis=1)
-    G = u[:, :, None] * u[:, None, :] / denominator[:, None, None]
-    curvature = mu * gn / (Rt * safe_r)
-    G[:, 1:, 1:] += curvature[:, None, None] * (np.eye(d - 1)[None] - t[:, :, None] * t[:, None, :])
-    G *= slide[:, None, None]
-    diagonal = np.arange(d)
-    G[:, diagonal, diagonal] += stick[:, None] / Rb
+    G = np.zeros((nb, d, d))
+    G.reshape(nb, d * d)[:, :: d + 1] = stick[:, None] / Rb
+    index = np.flatnonzero(slide)
+    if index.size:
+        t = yt[index] / yr[index, None]
+        m = mu[index]
+        u = np.concatenate([np.ones((index.size, 1)), m[:, None] * t], axis=1)
+        Gs = u[:, :, None] * u[:, None, :] / denominator[index, None, None]
+        curvature = m * sliding_n[index] / (Rt[index] * yr[index])
+        Gs[:, 1:, 1:] += curvature[:, None, None] * (np.eye(d - 1)[None] - t[:, :, None] * t[:, None, :])
+        G[index] = Gs
     return gamma, G

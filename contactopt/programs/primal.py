@@ -71,6 +71,9 @@ class PrimalProgram:
         cones: ``K`` of the conic form, in row order (fixes ``F``, see module docstring).
         constraints: named blocks of the rows (carried to the conic form).
         metadata: carried to the conic form.
+        v_guess: optional (nv,) starting point for a primal solver without a warm start: the
+            velocity at the start of the step, i.e. the previous step's answer (SAP's and
+            Drake's initial guess); ``v*`` when None.
     """
 
     A: sp.csc_matrix
@@ -82,6 +85,7 @@ class PrimalProgram:
     cones: tuple[Cone, ...]
     constraints: tuple[Block, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    v_guess: FloatArray | None = None
 
     def __post_init__(self) -> None:
         A = sp.csc_matrix(self.A, dtype=np.float64)
@@ -102,15 +106,20 @@ class PrimalProgram:
         for name, values in (("A", A.data), ("v_star", v_star), ("J", J.data), *arrays.items()):
             if not np.all(np.isfinite(values)):
                 raise ShapeError(f"PrimalProgram.{name}: contains NaN or infinite entries")
+        if self.v_guess is not None:
+            guess = np.array(self.v_guess, dtype=np.float64).reshape(-1)
+            if guess.shape != (nv,) or not np.all(np.isfinite(guess)):
+                raise ShapeError(f"PrimalProgram.v_guess: expected {nv} finite entries")
+            object.__setattr__(self, "v_guess", guess)
         for name in ("R", "scale"):
             if m and arrays[name].min() <= 0:
                 raise ShapeError(f"PrimalProgram.{name}: must be positive, smallest is {arrays[name].min():g}")
         if sum(cone.dim for cone in self.cones) != m:
             raise ShapeError(f"PrimalProgram.cones: dims sum to {sum(k.dim for k in self.cones)}, J has {m} rows")
-        for name, value in (("A", A), ("v_star", v_star), ("J", J), ("cones", tuple(self.cones)),
-                            ("constraints", tuple(self.constraints)), ("metadata", dict(self.metadata)),
-                            *arrays.items()):
-            object.__setattr__(self, name, value)
+        for name, item in (("A", A), ("v_star", v_star), ("J", J), ("cones", tuple(self.cones)),
+                           ("constraints", tuple(self.constraints)), ("metadata", dict(self.metadata)),
+                           *arrays.items()):
+            object.__setattr__(self, name, item)
 
     @property
     def nv(self) -> int:
@@ -163,7 +172,7 @@ class PrimalProgram:
         rows = sp.diags(self.scale)
         A_conic = -sp.hstack([rows @ self.J, sp.diags(self.scale * self.R)], format="csc")
         return PrimalConicProgram(
-            P=sp.block_diag([self.A, sp.diags(self.R)], format="csc"),
+            P=sp.csc_matrix(sp.block_diag([self.A, sp.diags(self.R)], format="csc")),
             c=np.concatenate([self.c, np.zeros(m)]), A=A_conic, b=-self.scale * self.v_hat,
             cones=self.cones, variables=(Block(VELOCITY, 0, nv), Block(MULTIPLIER, nv, nv + m)),
             constraints=self.constraints, metadata={**self.metadata, "program": "sap_primal"},

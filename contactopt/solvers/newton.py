@@ -6,7 +6,8 @@ It takes the conic programs of the form (S6) (the ``sap`` formulation, and ``reg
 with ``form = "primal"``; :func:`accepts` says why another program is refused) and solves
 the primal directly::
 
-    v_0 = the warm start (the previous step's v') or v*
+    v_0 = the warm start, else the program's v_guess (the step's initial velocity: the
+          previous step's v', as in SAP), else v*
     repeat:  g = A (v - v*) - J^T gamma(J v)                         (S5)
              stop if ||D g|| <= tol_abs + tol * max(||D A v||, ||D A v*||, ||D J^T gamma||)   (S10)
              dv = -(A + J^T G J)^{-1} g                               (sparse LDL^T, :mod:`.newton_linalg`)
@@ -30,7 +31,7 @@ every other solver's: its slacks are feasible and complementary by construction 
 stationarity residual is ``g``. Iterations are Newton steps.
 
 Options: ``max_iter`` (100), ``tol`` (1e-10, relative, S10), ``tol_abs`` (1e-14),
-``cost_tol`` (1e-15), ``alpha_max`` (1.5), ``ls_tol`` (1e-10), ``ls_max_iter`` (100),
+``cost_tol`` (1e-15), ``alpha_max`` (1.5), ``ls_tol`` (1e-6), ``ls_max_iter`` (100),
 ``warm_start`` (``x`` of length n or ``v`` of length nv).
 """
 
@@ -61,7 +62,7 @@ SPEC = SolverSpec(
 DENSE_PRODUCTS = 40_000  # nv * (nv + m) up to which A and J are multiplied as dense arrays
 
 DEFAULTS: dict[str, Any] = {"max_iter": 100, "tol": 1e-10, "tol_abs": 1e-14, "cost_tol": 1e-15,
-                            "alpha_max": 1.5, "ls_tol": 1e-10, "ls_max_iter": 100, "warm_start": None}
+                            "alpha_max": 1.5, "ls_tol": 1e-6, "ls_max_iter": 100, "warm_start": None}
 
 
 def accepts(program: Program) -> str | None:
@@ -98,7 +99,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
 
 def _initial(primal: PrimalProgram, warm_start: Any) -> FloatArray:
     if warm_start is None:
-        return np.array(primal.v_star)
+        return np.array(primal.v_star if primal.v_guess is None else primal.v_guess)
     start = np.asarray(warm_start, dtype=np.float64).reshape(-1)
     if start.shape[0] not in (primal.nv, primal.nv + primal.m) or not np.all(np.isfinite(start)):
         raise OptionError(f"solver 'newton': warm_start must be {primal.nv} (v) or {primal.nv + primal.m} (x) "
@@ -116,7 +117,8 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: Hessian, v: Fl
     previous = np.inf
     for iteration in range(int(opts["max_iter"]) + 1):
         vc = J @ v
-        gamma, G = project(layout, (v_hat - vc) / R, R)
+        y = (v_hat - vc) / R
+        gamma = project(layout, y, R, hessian=False)[0]  # G only when a step follows
         Av = A @ v
         jc = JT @ gamma
         gradient = Av + c - jc
@@ -131,7 +133,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: Hessian, v: Fl
         if iteration == int(opts["max_iter"]):
             break
         try:
-            hessian.factor(G)
+            hessian.factor(project(layout, y, R)[1])
             step = -hessian.solve(gradient)
         except (ValueError, np.linalg.LinAlgError) as exc:  # qdldl raises ValueError on a zero pivot
             return Status.NUMERICAL_ERROR, v, iteration, f"Hessian factorization failed: {exc}"
@@ -174,9 +176,10 @@ def _line_search(primal: PrimalProgram, layout: ConeLayout, vc: FloatArray, w: F
     tolerance = opts["ls_tol"] * abs(slope)
     alpha_max = float(opts["alpha_max"])
     alpha = 1.0
-    d, d2 = derivative(alpha, True)
+    d = derivative(alpha, False)[0]  # the full step is usually the answer: no curvature yet
     if abs(d) <= tolerance:
         return alpha
+    d2 = derivative(alpha, True)[1]
     if d < 0:
         if alpha_max == 1.0 or derivative(alpha_max, False)[0] <= 0:
             return alpha_max

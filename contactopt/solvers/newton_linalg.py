@@ -54,6 +54,7 @@ class Pattern:
     # per group: (J.data gather, local J flat index, k, H index of each local (p, q) entry)
     solver: Any = None  # the qdldl.Solver once factorized
     dense: bool = False
+    template: Any = None  # a CSC matrix of this pattern whose data is overwritten
 
     @property
     def nnz(self) -> int:
@@ -147,7 +148,11 @@ class Hessian:
             maps.append(h_index)
             values.append((Jl.transpose(0, 2, 1) @ (Gb @ Jl)).reshape(-1))
         data = np.bincount(np.concatenate(maps), weights=np.concatenate(values), minlength=p.nnz + 1)[:p.nnz]
-        return sp.csc_matrix((data, p.indices, p.indptr), shape=(p.nv, p.nv))
+        if p.template is None:  # scipy's constructor checks cost more than the assembly
+            p.template = sp.csc_matrix((data, p.indices, p.indptr), shape=(p.nv, p.nv))
+        else:
+            p.template.data[:] = data
+        return p.template
 
     def factor(self, G: list[FloatArray]) -> None:
         """Numeric factorization of ``H`` (the symbolic analysis is the pattern's)."""
@@ -156,7 +161,7 @@ class Hessian:
         if p.dense:
             self._factor = scipy.linalg.cho_factor(H.toarray(), lower=False, check_finite=False)
             return
-        import qdldl
+        import qdldl  # type: ignore[import-not-found]
 
         if p.solver is None:
             p.solver = qdldl.Solver(H, upper=True)
