@@ -11,14 +11,23 @@ optimum of the same programs (``(f_newton - f_clarabel) / |f_clarabel|`` over ``
 steps of the newton trajectory). Writes ``experiments/out/sap/{summary.json, summary.csv,
 sap.png}``.
 
-    python experiments/sap.py [--pile-steps 10] [--stack-steps 100] [--box-duration 0.3]
+``--drake`` adds Drake's SAP on the box slide (stop distance, per-step time of
+``Simulator.AdvanceTo``), run by ``experiments/sap_drake.py`` under the interpreter of a
+separate environment that has Drake (``--drake-python``, default /work/venv-drake/bin/python;
+Drake is never a dependency of contactopt).
+
+    PYTHONPATH=. python experiments/sap.py [--pile-steps 20] [--stack-steps 100]
+        [--box-duration 0.3] [--drake [--drake-python PATH]]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -91,6 +100,8 @@ def main() -> int:
     parser.add_argument("--pile-steps", type=int, default=10)
     parser.add_argument("--stack-steps", type=int, default=100)
     parser.add_argument("--gap-steps", type=int, default=5)
+    parser.add_argument("--drake", action="store_true", help="compare the box slide with Drake's SAP")
+    parser.add_argument("--drake-python", default="/work/venv-drake/bin/python")
     args = parser.parse_args()
     load = lambda name: co.load_scene(ROOT / "problems" / f"{name}.toml")  # noqa: E731
     box = load("box_slide")
@@ -98,14 +109,35 @@ def main() -> int:
     rows += run_scene(load("sphere_pile_mjcf"), args.pile_steps, load("sphere_pile_mjcf"), args.gap_steps)
     stack = load("box_stack_mjcf")
     rows += run_scene(stack, args.stack_steps, stack, args.gap_steps)
+    drake = drake_box_slide(args.drake_python, box.dt, args.box_duration) if args.drake else None
+    if drake is not None:
+        rows.insert(1, {**{key: float("nan") for key in rows[0]}, "scene": box.name,
+                        "method": f"drake {drake['drake_version']} SAP (AdvanceTo)",
+                        "steps": round(args.box_duration / box.dt), "total_ms": drake["per_step_ms"],
+                        "wall_ms": drake["per_step_ms"], "stop_distance_m": drake["stop_distance_m"],
+                        "status": "completed"})
     print_table(rows)
     expected = box.v0[0] ** 2 / (2 * 0.5 * 9.81)
     folder = OUT / "sap"
-    write_results(folder, rows, {"box_expected_stop_distance_m": expected, "args": vars(args),
+    write_results(folder, rows, {"box_expected_stop_distance_m": expected, "args": vars(args), "drake": drake,
                                  "note": "ratios: contactopt per-step median / mj_step mean, same process"})
     plot(rows, folder)
     print(f"box slide: expected stop distance {expected:.4f} m; wrote {folder}/summary.json, summary.csv, sap.png")
     return 0
+
+
+def drake_box_slide(python: str, dt: float, duration: float) -> dict[str, Any] | None:
+    """Drake's SAP box slide (experiments/sap_drake.py in Drake's environment), or None with
+    the reason printed."""
+    script = Path(__file__).with_name("sap_drake.py")
+    try:
+        done = subprocess.run([python, str(script), "--dt", str(dt), "--duration", str(duration)],
+                              capture_output=True, text=True, timeout=600, check=True)
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        print(f"--drake: no Drake comparison ({type(exc).__name__}: {str(exc)[:200]})")
+        return None
+    return result
 
 
 def plot(rows: list[dict[str, Any]], folder: Any) -> None:

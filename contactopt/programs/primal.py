@@ -136,8 +136,9 @@ class PrimalProgram:
 
     @cached_property
     def layout(self) -> ConeLayout | str:
-        """The rows grouped for the analytic projection, or why it does not apply (a friction
-        cone with unequal tangential ``R``: the conic form is still fine for other solvers)."""
+        """The rows grouped for the projection, or why it does not apply (an SOC block with
+        unequal tangential ``scale`` is no friction cone; the conic form is still fine for
+        other solvers)."""
         return cone_layout(self.cones, self.scale, self.R)
 
     @property
@@ -214,7 +215,7 @@ def _velocity_size(program: ConicProgram) -> int:
 
 
 def why_not_primal(program: ConicProgram) -> str | None:
-    """Why ``program`` is not of the form (S6) with blocks the analytic projection covers, or None."""
+    """Why ``program`` is not of the form (S6) with friction-cone blocks, or None."""
     if isinstance(program, PrimalConicProgram) and program.primal is not None:
         layout = program.primal.layout
         return layout if isinstance(layout, str) else None
