@@ -139,6 +139,10 @@ def test_conic_form_round_trip_and_refusals() -> None:
         co.solve(dual, "newton")
     with pytest.raises(ShapeError, match="positive"):
         dataclasses.replace(original, R=-original.R)
+    # No conversion produces the form (S6): an LCP is not routed to newton.
+    assert not co.solvers.can_take(co.LCP(np.eye(2), -np.ones(2)), "newton")
+    with pytest.raises(co.errors.OptionError, match="stiffness"):
+        co.formulate(scene.system, scene.q0, scene.v0, scene.dt, "sap", options={"stiffness": -1.0})
 
 
 # --- sap/newton == sap/clarabel -----------------------------------------------------------

@@ -99,6 +99,8 @@ def _route(program: Program, base: str, native: frozenset[str]) -> Any:
     """None for native, a reduction object, or False if no route exists."""
     if program.kind in native and _refusal(program, base) is None:
         return None
+    if not _BACKENDS[base].conversions:
+        return False
     for source, target, reduction in _CONVERSIONS:
         if program.kind == source and target in native and reduction.accepts(program) is None:
             return reduction
