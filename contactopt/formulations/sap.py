@@ -79,6 +79,17 @@ def contact_rows(mu: FloatArray, dim: int) -> tuple[FloatArray, FloatArray, tupl
     return np.flatnonzero(keep.reshape(-1)), scale, cones
 
 
+def merge_nonneg(cones: tuple[Cone, ...]) -> tuple[Cone, ...]:
+    """Consecutive ``Nonneg`` cones as one (the same set; per-cone loops stay short)."""
+    merged: list[Cone] = []
+    for cone in cones:
+        if cone.kind == "nonneg" and merged and merged[-1].kind == "nonneg":
+            merged[-1] = Nonneg(merged[-1].dim + cone.dim)
+        else:
+            merged.append(cone)
+    return tuple(merged)
+
+
 def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J: FloatArray,
                 R: FloatArray, v_hat: FloatArray, scale: FloatArray, cones: tuple[Cone, ...],
                 bilateral_R: FloatArray, metadata: Mapping[str, Any]) -> PrimalConicProgram:
@@ -88,7 +99,7 @@ def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J:
     primal = PrimalProgram(
         A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, J])),
         R=np.concatenate([bilateral_R, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat]),
-        scale=np.concatenate([np.ones(nh), scale]), cones=((Zero(nh),) if nh else ()) + cones,
+        scale=np.concatenate([np.ones(nh), scale]), cones=((Zero(nh),) if nh else ()) + merge_nonneg(cones),
         constraints=((Block("bilateral", 0, nh),) if nh else ()) + (Block("contacts", nh, nh + m),),
         metadata={**metadata, "bilateral": nh}, v_guess=problem.state.v)
     return primal.to_conic()

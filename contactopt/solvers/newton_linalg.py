@@ -39,6 +39,7 @@ IntArray = NDArray[np.int_]
 
 DENSE_MIN_SIZE, DENSE_FILL = 48, 0.25
 _CACHE_SIZE = 4
+_TABLE_MAX = 4_000_000  # index tables up to this many entries (32 MB) replace sorting
 
 
 @dataclass
@@ -94,7 +95,7 @@ def _analyse(A: sp.csc_matrix, J: sp.csr_matrix, layout: ConeLayout) -> Pattern:
         flat_row = np.repeat(np.arange(nb * d), counts)  # b * d + i
         block = flat_row // d
         cols = J.indices[positions]
-        unique, inverse = np.unique(block * nv + cols, return_inverse=True)
+        unique, inverse = _unique(block * nv + cols, nb * nv)
         unique_block = unique // nv
         per_block = np.bincount(unique_block, minlength=nb)
         k = int(per_block.max(initial=0))
@@ -109,13 +110,19 @@ def _analyse(A: sp.csc_matrix, J: sp.csr_matrix, layout: ConeLayout) -> Pattern:
         pair_keys = np.where(upper, q_cols * nv + p_cols, -1).reshape(-1)
         keys.append(pair_keys[pair_keys >= 0])
         local.append((positions, target, k, pair_keys))
-    unique_keys = np.unique(np.concatenate(keys))
+    all_keys = np.concatenate(keys)
+    unique_keys = _unique(all_keys, nv * nv)[0]
     columns = unique_keys // nv
     indptr = np.concatenate([[0], np.cumsum(np.bincount(columns, minlength=nv))])
     nnz = unique_keys.shape[0]
+    table = None
+    if nv * nv <= _TABLE_MAX:  # a direct index table beats a binary search
+        table = np.empty(nv * nv, dtype=np.int64)
+        table[unique_keys] = np.arange(nnz)
 
     def locate(query: IntArray) -> IntArray:
-        where = np.searchsorted(unique_keys, np.maximum(query, 0))
+        safe = np.maximum(query, 0)
+        where = table[safe] if table is not None else np.searchsorted(unique_keys, safe)
         return np.where(query >= 0, where, nnz)  # nnz: a discarded slot for padding
 
     pattern = Pattern(nv=nv, indptr=indptr, indices=unique_keys % nv,
@@ -123,6 +130,20 @@ def _analyse(A: sp.csc_matrix, J: sp.csr_matrix, layout: ConeLayout) -> Pattern:
     pattern.groups = [(positions, target, k, locate(pair_keys)) for positions, target, k, pair_keys in local]
     pattern.dense = nv > DENSE_MIN_SIZE and nnz > DENSE_FILL * nv * (nv + 1) / 2
     return pattern
+
+
+def _unique(keys: IntArray, bound: int) -> tuple[IntArray, IntArray]:
+    """``numpy.unique(keys, return_inverse=True)`` for keys in ``[0, bound)``; by marking a
+    table when ``bound`` is moderate (linear time instead of a sort)."""
+    if bound > _TABLE_MAX:
+        unique, inverse = np.unique(keys, return_inverse=True)
+        return unique, inverse.reshape(-1)
+    mark = np.zeros(bound, dtype=bool)
+    mark[keys] = True
+    unique = np.flatnonzero(mark)
+    position = np.empty(bound, dtype=np.int64)
+    position[unique] = np.arange(unique.shape[0])
+    return unique, position[keys]
 
 
 class Hessian:
@@ -137,17 +158,27 @@ class Hessian:
             nb, d = group.rows.shape
             values = np.zeros(nb * d * k)
             values[target] = J.data[positions]
-            self.blocks.append(values.reshape(nb, d, k))
+            local = values.reshape(nb, d, k)
+            # Scalar rows: J_b^T g_b J_b = g_b (outer product), formed once per step.
+            self.blocks.append(local[:, 0, :, None] * local[:, 0, None, :] if d == 1 else local)
         self._factor: Any = None
+        self._map = np.concatenate([self.pattern.a_map, *(group[3] for group in self.pattern.groups)])
+        self._values = np.empty(self._map.shape[0])
+        self._values[:self.a_values.shape[0]] = self.a_values
 
     def matrix(self, G: list[FloatArray]) -> sp.csc_matrix:
         """The upper triangle of ``A + J^T G J`` in the fixed pattern."""
         p = self.pattern
-        maps, values = [p.a_map], [self.a_values]
-        for (_, _, _, h_index), Jl, Gb in zip(p.groups, self.blocks, G, strict=True):
-            maps.append(h_index)
-            values.append((Jl.transpose(0, 2, 1) @ (Gb @ Jl)).reshape(-1))
-        data = np.bincount(np.concatenate(maps), weights=np.concatenate(values), minlength=p.nnz + 1)[:p.nnz]
+        start = self.a_values.shape[0]
+        for Jl, Gb in zip(self.blocks, G, strict=True):
+            out = self._values[start:start + Jl.shape[0] * Jl.shape[2] * Jl.shape[2]].reshape(
+                Jl.shape[0], Jl.shape[2], Jl.shape[2])
+            if Gb.shape[1] == 1:
+                np.multiply(Gb[:, 0, 0, None, None], Jl, out=out)
+            else:
+                np.matmul(Jl.transpose(0, 2, 1), Gb @ Jl, out=out)
+            start += out.size
+        data = np.bincount(self._map, weights=self._values, minlength=p.nnz + 1)[:p.nnz]
         if p.template is None:  # scipy's constructor checks cost more than the assembly
             p.template = sp.csc_matrix((data, p.indices, p.indptr), shape=(p.nv, p.nv))
         else:
