@@ -141,20 +141,32 @@ def drake_box_slide(python: str, dt: float, duration: float) -> dict[str, Any] |
 
 
 def plot(rows: list[dict[str, Any]], folder: Any) -> None:
+    """Per scene (columns): time per step, iterations and largest penetration (rows); the box
+    slide's panel titles carry the stop distances."""
     scenes = list(dict.fromkeys(r["scene"] for r in rows))
-    fig, axes = plt.subplots(1, len(scenes), figsize=(5 * len(scenes), 4.5), constrained_layout=True)
-    for ax, scene in zip(np.atleast_1d(axes), scenes, strict=True):
+    fig, axes = plt.subplots(3, len(scenes), figsize=(5 * len(scenes), 11), constrained_layout=True, squeeze=False)
+    for column, scene in enumerate(scenes):
         mine = [r for r in rows if r["scene"] == scene]
-        labels = [r["method"] for r in mine]
         x = np.arange(len(mine))
-        ax.bar(x - 0.2, [r["solver_ms"] for r in mine], 0.4, label="solver (setup + solve)")
-        ax.bar(x + 0.2, [r["total_ms"] for r in mine], 0.4, label="build + solver")
-        ax.set_yscale("log")
-        ax.set_xticks(x, labels, rotation=35, ha="right", fontsize="small")
-        ax.set_ylabel("median time per step [ms]")
-        ax.set_title(scene)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-    np.atleast_1d(axes)[0].legend(fontsize="small")
+        time_ax, iteration_ax, penetration_ax = axes[:, column]
+        time_ax.bar(x - 0.2, [r["solver_ms"] for r in mine], 0.4, label="solver (setup + solve)")
+        time_ax.bar(x + 0.2, [r["total_ms"] for r in mine], 0.4, label="build + solver")
+        time_ax.set_yscale("log")
+        time_ax.set_ylabel("median time per step [ms]")
+        title = scene
+        if scene == "box_slide":
+            stops = [f"{r['method'].split(' ')[0]} {r['stop_distance_m']:.4f}" for r in mine]
+            lines = [", ".join(stops[i:i + 3]) for i in range(0, len(stops), 3)]
+            title += "\nstop distance [m]: " + "\n".join(lines)
+        time_ax.set_title(title, fontsize="small")
+        iteration_ax.bar(x, [r["iterations"] for r in mine])
+        iteration_ax.set_ylabel("iterations per step (mean)")
+        penetration_ax.bar(x, [r["max_penetration_mm"] for r in mine])
+        penetration_ax.set_ylabel("largest penetration [mm]")
+        for ax in (time_ax, iteration_ax, penetration_ax):
+            ax.set_xticks(x, [r["method"] for r in mine], rotation=35, ha="right", fontsize="small")
+            ax.grid(True, axis="y", which="both", alpha=0.3)
+    axes[0, 0].legend(fontsize="small")
     fig.savefig(folder / "sap.png", dpi=110)
 
 
