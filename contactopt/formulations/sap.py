@@ -30,9 +30,11 @@ Defaults as in the paper and Drake: ``beta = 1``, ``sigma = 1e-3``; ``stiffness 
 scenes without compliance data behave like rigid contact. Contacts enter when
 ``phi <= epsilon``; the default ``inf`` keeps every candidate: with ``tau_d = 0`` (S8) gives a
 separated contact no impulse unless it closes within the step. Like the cone
-complementarity relaxation it regularizes (``ccp``), a sliding contact in the near-rigid
-regime hovers at a gap of about ``h mu |v_t|`` (``gamma_n`` grows by ``mu |v_t| / R_n``);
-with ``epsilon = 0`` that contact would leave the program and the body take off. With
+complementarity relaxation it regularizes (``ccp``, its ``R -> 0`` limit), a sliding contact
+in the near-rigid regime gets a normal velocity of up to ``mu |v_t|`` (``gamma_n`` grows by
+``mu |v_t| / R_n`` in the sliding regime): the box launched at 1 m/s hops 8 mm on its first
+step exactly as under ``ccp`` (same stop distance, 0.1014 m), then hovers at a gap of about
+``h mu |v_t|``; with ``epsilon = 0`` the hovering contact would leave the program. With
 ``tau_d > 0`` (S8) acts ``tau_d`` early on separated contacts: use ``epsilon = 0`` there,
 as Drake's point contact reports only overlapping pairs.
 Bilateral rows ``H v' = r`` enter as SAP's holonomic constraints: free impulses (no cone),
