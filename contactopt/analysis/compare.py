@@ -83,10 +83,12 @@ def parse_formulation(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def default_formulations() -> list[str]:
-    """The time-stepping formulations (the other methods are opt-in)."""
+    """The time-stepping formulations (the other methods are opt-in, and so is a formulation
+    that sets ``default_comparison = False``, e.g. ``sap``)."""
     from contactopt import formulations
 
-    return formulations.names()
+    return [name for name in formulations.names()
+            if getattr(formulations.get(name), "default_comparison", True)]
 
 
 def plan(scene: Scene, formulations: Sequence[str] | None = None, solvers_: Sequence[str] | None = None,

@@ -9,12 +9,14 @@ from contactopt.formulations.ccp import ConeComplementarity
 from contactopt.formulations.gauss import FrictionIgnoredWarning, Gauss
 from contactopt.formulations.lcp import StewartTrinkleLCP
 from contactopt.formulations.regularized import Regularized
+from contactopt.formulations.sap import SAP
 
 __all__ = ["Formulation", "FrictionIgnoredWarning", "StepResult", "get", "names"]
 
 _REGISTRY: dict[str, Formulation] = {
     f.name: f for f in (Gauss(), StewartTrinkleLCP(), Anitescu(), ConeComplementarity(), Regularized())
 }
+_REGISTRY[SAP.name] = SAP()
 
 
 def names() -> list[str]:

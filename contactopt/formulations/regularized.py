@@ -35,6 +35,10 @@ instead of stopping; a sliding box then stops ~15 % late (``experiments/box_slid
 relaxed cart-and-wall program exactly (tested). MuJoCo's own implicit damping adds
 ``h * damping`` to M; the reference's ``b`` is that product.
 
+**Forms.** ``form = "dual"`` (default) is the program above; ``form = "primal"`` is its
+Lagrangian dual, SAP's unconstrained primal over ``v'``
+(:mod:`contactopt.formulations.regularized_primal`), which the ``newton`` solver takes.
+
 **Limit.** With ``solref = (2 h, 0.5)`` and ``d -> 1``, ``v* -> -phi / h`` on normal rows and
 ``R -> 0``: the program tends to the hard dual (``gauss``/``ccp`` dual). Contacts enter when
 ``phi <= epsilon`` (MuJoCo's margin; default 0: only touching or penetrating contacts).
@@ -102,10 +106,10 @@ class Regularized(Formulation):
     description: ClassVar[str] = "MuJoCo-style regularized dual (Todorov 2014), elliptic or pyramidal cone"
     defaults: ClassVar[Mapping[str, Any]] = {
         "cone": "pyramidal", "solref": None, "solimp": (0.9, 0.95, 0.001, 0.5, 2.0),
-        "impratio": 1.0, "b": 0.0, "epsilon": 0.0, "refsafe": True,
+        "impratio": 1.0, "b": 0.0, "epsilon": 0.0, "refsafe": True, "form": "dual",
     }
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"cone": ("pyramidal", "elliptic"),
-                                                        "refsafe": (True, False)}
+                                                        "refsafe": (True, False), "form": ("dual", "primal")}
 
     def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         merged = super().resolve_options(options)
@@ -129,6 +133,10 @@ class Regularized(Formulation):
         return merged
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        if options["form"] == "primal":  # SAP-shaped primal: contactopt.formulations.regularized_primal
+            from contactopt.formulations import regularized_primal
+
+            return regularized_primal.build(problem, options, self.name)
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
@@ -173,6 +181,10 @@ class Regularized(Formulation):
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
+        if program.metadata.get("form") == "primal":
+            from contactopt.formulations import regularized_primal
+
+            return regularized_primal.recover(problem, program, solution)
         contacts = problem.contacts
         active = select_contacts(contacts, program.metadata["contacts"])
         damped, v_minus = _damped(problem, program.metadata["b"])

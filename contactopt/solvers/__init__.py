@@ -20,6 +20,7 @@ from contactopt.errors import SolverUnavailableError, UnknownNameError, Unsuppor
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
 from contactopt.programs.residuals import cone_violation
 from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
+from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
 
 __all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "kinds", "names", "solve", "spec"]
@@ -28,6 +29,7 @@ __all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "kinds",
 _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
+_BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
 # The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P.
@@ -97,6 +99,8 @@ def _route(program: Program, base: str, native: frozenset[str]) -> Any:
     """None for native, a reduction object, or False if no route exists."""
     if program.kind in native and _refusal(program, base) is None:
         return None
+    if not _BACKENDS[base].conversions:
+        return False
     for source, target, reduction in _CONVERSIONS:
         if program.kind == source and target in native and reduction.accepts(program) is None:
             return reduction

@@ -41,6 +41,8 @@ class SolverSpec:
         variants: whether ``name:VARIANT`` selects an inner solver (cvxpy:SCS).
         warm_start: the option through which the backend takes an initial iterate (the
             time-stepping driver passes the previous step's solution there), or None.
+        conversions: whether programs of another kind are routed to it through a conversion
+            (False for a backend whose ``accepts`` needs a structure no conversion produces).
     """
 
     name: str
@@ -51,6 +53,7 @@ class SolverSpec:
     description: str
     variants: bool = False
     warm_start: str | None = None
+    conversions: bool = True
 
     def is_available(self) -> bool:
         return self.requires is None or importlib.util.find_spec(self.requires) is not None

@@ -1,0 +1,102 @@
+"""The primal of the ``regularized`` (MuJoCo-style) formulation: its ``form = "primal"``.
+
+The regularized dual of :mod:`contactopt.formulations.regularized`::
+
+    minimize_{lambda in FC}  1/2 lambda^T (J M~^{-1} J^T + R) lambda + lambda^T (J v^- - v*_ref)
+
+is the Lagrangian dual of SAP's unconstrained primal (S1) of
+:mod:`contactopt.programs.primal` with ``A = M~`` (the damped inertia), ``v* = v^-``,
+``v_hat = v*_ref`` (MuJoCo's reference velocity) and the same ``J``, ``R`` and cone
+(elliptic: the friction cone; pyramidal: edge impulses ``>= 0``); bilateral rows are free
+with their own regularization and ``v_hat = r``. MuJoCo's own constraint solver is a Newton
+method on this primal (Todorov 2014). Both programs have the same ``v'`` and impulses:
+``lambda = gamma``. This module builds the conic form (S6) of that primal from the same
+quantities the dual uses (impedance, reference gains, ``R``), so that the ``newton`` solver
+takes the regularized step too; the equality of the two forms' answers is tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from contactopt.formulations.base import StepResult
+from contactopt.formulations.common import active_contacts, require_finite_mu, scatter_impulses, select_contacts
+from contactopt.formulations.regularized import impedance, pyramid_edges, reference_gains
+from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
+from contactopt.model import Dynamics, StepProblem
+from contactopt.programs import ConicProgram, Nonneg, Solution
+from contactopt.programs.primal import PrimalConicProgram
+
+FloatArray = np.ndarray
+
+
+def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regularized") -> PrimalConicProgram:
+    """The conic form of the regularized step's primal (same data as the dual)."""
+    contacts = problem.contacts
+    active = active_contacts(contacts, options["epsilon"])
+    require_finite_mu(active, name)
+    h, v = problem.dt, problem.state.v
+    damped, v_minus = damped_dynamics(problem, options["b"])
+    d = impedance(active.phi, options["solimp"])
+    solref = options["solref"] if options["solref"] is not None else (2.0 * h, 1.0)
+    b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
+    if options["cone"] == "elliptic":
+        J, per = active.J, contacts.dim
+        position = np.zeros((active.count, per))
+        position[:, 0] = active.phi
+        friction_row = np.tile(np.arange(per) > 0, active.count)
+        rows, scale, cones = contact_rows(active.mu, per)
+    else:
+        J, per = pyramid_edges(active)
+        position = np.repeat(active.phi, per).reshape(active.count, per)
+        friction_row = np.zeros(J.shape[0], dtype=bool)
+        rows = np.arange(J.shape[0])
+        scale, cones = np.ones(J.shape[0]), tuple(Nonneg(1) for _ in range(J.shape[0]))
+    row_impedance = np.repeat(d, per)
+    R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
+    R = np.where(friction_row, R / options["impratio"], R)
+    a_ref = -b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1)
+    v_ref = J @ v + h * a_ref
+    H = problem.bilateral.H
+    d_eq = impedance(problem.bilateral.position_error, options["solimp"])
+    R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, H)
+    metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
+                "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
+                "impedance": d.tolist(), "b": options["b"]}
+    return primal_step(problem, damped, v_minus, J[rows], R[rows], v_ref[rows], scale, cones, R_eq, metadata)
+
+
+def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
+    """``v'`` and the frame impulses (pyramid edges ``(n + mu t_j, n - mu t_j)`` summed)."""
+    contacts = problem.contacts
+    active = select_contacts(contacts, program.metadata["contacts"])
+    if program.metadata["cone"] == "elliptic":
+        return recover_primal(problem, program, solution, active.index, contact_rows(active.mu, contacts.dim)[0])
+    nh = program.metadata.get("bilateral", 0)
+    sigma = program.variable(solution.x, "sigma")
+    per = program.metadata["per"]
+    beta = sigma[nh:].reshape(active.count, per)
+    frame = np.zeros((active.count, contacts.dim))
+    frame[:, 0] = beta.sum(axis=1)
+    if contacts.dim > 1:
+        frame[:, 1:] = active.mu[:, None] * (beta[:, 0::2] - beta[:, 1::2])
+    return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
+                      impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]))
+
+
+def delassus_diagonal(dynamics: Dynamics, rows: FloatArray) -> FloatArray:
+    """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
+    if rows.shape[0] == 0:
+        return np.zeros(0)
+    return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
+
+
+def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
+    """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia)."""
+    dynamics = problem.dynamics
+    if b:
+        dynamics = Dynamics(dynamics.M + b * np.eye(problem.nv), dynamics.tau - b * problem.state.v)
+    return dynamics, problem.state.v + problem.dt * dynamics.solve_M(dynamics.tau)

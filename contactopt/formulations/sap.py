@@ -1,0 +1,188 @@
+"""SAP: the unconstrained convex formulation of compliant contact (Castro, Permenter & Han,
+"An Unconstrained Convex Formulation of Compliant Contact", IEEE T-RO 2022, arXiv
+2110.10107), the contact model of Drake's SAP solver and the next step of the Todorov /
+MuJoCo line of work that reference 000 presents ("Todorov's regularization").
+
+One step is the primal (S1) of :mod:`contactopt.programs.primal` with ``A = M``,
+``v* = v_free`` and, per active contact ``i`` (frame rows ``[n, t1, t2]``, ``phi_i`` the
+separation, negative in penetration), the regularization and bias (labels ours)::
+
+    (S7)  R_n = max(beta^2 / (4 pi^2) w_i,  1 / (h k (h + tau_d))),     R_t = sigma w_i,
+    (S8)  v_hat_n = -phi_i / (h + tau_d),                                 v_hat_t = 0,
+    (S9)  w_i = ||W_ii||_F / dim,   W_ii = J_i M^{-1} J_i^T   (the paper's RMS norm of the
+                                                                 Delassus diagonal block)
+
+* ``k`` (``stiffness``, N/m) and ``tau_d`` (``dissipation_time_scale``, s) give the compliant
+  normal impulse ``gamma_n = h (-k phi - tau_d k v_n)_+`` with ``phi = phi_i + h v_n`` the
+  next separation (Kelvin-Voigt with dissipation ``d = tau_d k``): indeed with (S7)-(S8)
+  ``y_n = -(v_n - v_hat_n) / R_n = -h k (phi_i + (h + tau_d) v_n)``.
+* ``beta`` (near-rigid parameter): a contact stiffer than the step resolves (period
+  ``2 pi sqrt(m / k)`` below ``beta h``) is clamped to the near-rigid value
+  ``beta^2 / (4 pi^2) w_i``; ``k = inf`` is that rigid limit.
+* ``sigma``: friction regularization; in stiction ``gamma_t = -v_t / R_t``, a residual slip
+  of order ``sigma h g`` (about 1e-5 m/s at h = 1 ms).
+* Friction: Coulomb's cone, ``||gamma_t|| <= mu gamma_n``, with the analytic projection of
+  :mod:`contactopt.programs.cone_projection`; ``mu = 0`` (or ``dim = 1``) keeps only the
+  normal row with ``gamma_n >= 0``.
+
+Defaults as in the paper and Drake: ``beta = 1``, ``sigma = 1e-3``; ``stiffness = inf`` and
+``dissipation_time_scale = 0`` (the near-rigid regime, SAP's rigid approximation), so that
+scenes without compliance data behave like rigid contact. Contacts enter when
+``phi <= epsilon``; the default ``inf`` keeps every candidate: with ``tau_d = 0`` (S8) gives a
+separated contact no impulse unless it closes within the step. Like the cone
+complementarity relaxation it regularizes (``ccp``, its ``R -> 0`` limit), a sliding contact
+in the near-rigid regime gets a normal velocity of up to ``mu |v_t|`` (``gamma_n`` grows by
+``mu |v_t| / R_n`` in the sliding regime): the box launched at 1 m/s hops 8 mm on its first
+step exactly as under ``ccp`` (same stop distance, 0.1014 m), then hovers at a gap of about
+``h mu |v_t|``; with ``epsilon = 0`` the hovering contact would leave the program. With
+``tau_d > 0`` (S8) acts ``tau_d`` early on separated contacts: use ``epsilon = 0`` there,
+as Drake's point contact reports only overlapping pairs.
+Bilateral rows ``H v' = r`` enter as SAP's holonomic constraints: free impulses (no cone),
+near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``.
+
+The program is the conic form (S6) (a :class:`~contactopt.programs.primal.PrimalConicProgram`):
+clarabel, cvxpy and the others solve it as an SOCP, ``newton`` solves (S1) directly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from contactopt.errors import ContactoptError, OptionError
+from contactopt.formulations.base import Formulation, Program, StepResult
+from contactopt.formulations.common import (
+    active_contacts,
+    require_finite_mu,
+    scatter_impulses,
+    select_contacts,
+)
+from contactopt.model import Dynamics, StepProblem
+from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
+from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
+
+FloatArray = np.ndarray
+
+
+def contact_rows(mu: FloatArray, dim: int) -> tuple[FloatArray, FloatArray, tuple[Cone, ...]]:
+    """Which frame rows enter, their conic scale ``D`` and cones: a friction cone
+    ``SOC(dim)`` with ``D = (1, mu, .., mu)`` per contact with ``mu > 0`` and ``dim > 1``,
+    else the normal row alone (``Nonneg``)."""
+    keep = np.zeros((mu.shape[0], dim), dtype=bool)
+    keep[:, 0] = True
+    cone = (mu > 0) & (dim > 1)
+    keep[cone, 1:] = True
+    scale = np.where(np.arange(dim) > 0, mu[:, None], 1.0)[keep]
+    cones = tuple(SOC(dim) if has_cone else Nonneg(1) for has_cone in cone)
+    return np.flatnonzero(keep.reshape(-1)), scale, cones
+
+
+def merge_nonneg(cones: tuple[Cone, ...]) -> tuple[Cone, ...]:
+    """Consecutive ``Nonneg`` cones as one (the same set; per-cone loops stay short)."""
+    merged: list[Cone] = []
+    for cone in cones:
+        if cone.kind == "nonneg" and merged and merged[-1].kind == "nonneg":
+            merged[-1] = Nonneg(merged[-1].dim + cone.dim)
+        else:
+            merged.append(cone)
+    return tuple(merged)
+
+
+def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J: FloatArray,
+                R: FloatArray, v_hat: FloatArray, scale: FloatArray, cones: tuple[Cone, ...],
+                bilateral_R: FloatArray, metadata: Mapping[str, Any]) -> PrimalConicProgram:
+    """The conic form (S6) of a step: bilateral rows (free, ``v_hat = r``) then contact rows."""
+    H = problem.bilateral.H
+    nh, m = H.shape[0], J.shape[0]
+    primal = PrimalProgram(
+        A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, J])),
+        R=np.concatenate([bilateral_R, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat]),
+        scale=np.concatenate([np.ones(nh), scale]), cones=((Zero(nh),) if nh else ()) + merge_nonneg(cones),
+        constraints=((Block("bilateral", 0, nh),) if nh else ()) + (Block("contacts", nh, nh + m),),
+        metadata={**metadata, "bilateral": nh}, v_guess=problem.state.v)
+    return primal.to_conic()
+
+
+def delassus_blocks(dynamics: Dynamics, J: FloatArray, dim: int) -> FloatArray:
+    """(n, dim, dim) diagonal blocks ``J_i M^{-1} J_i^T`` of the Delassus operator."""
+    n = J.shape[0] // dim if dim else 0
+    if n == 0:
+        return np.zeros((0, dim, dim))
+    solved = dynamics.solve_M(J.T).T.reshape(n, dim, -1)
+    return np.einsum("civ,cjv->cij", J.reshape(n, dim, -1), solved)
+
+
+class SAP(Formulation):
+    name: ClassVar[str] = "sap"
+    description: ClassVar[str] = "SAP unconstrained convex compliant contact (Castro et al. 2022; Drake)"
+    #: Opt-in for ``compare`` (``--formulations sap``): its SOCP cells (cvxpy's alone ~12 s on
+    #: the box slide) would push the default comparison past its one-minute budget.
+    default_comparison: ClassVar[bool] = False
+    defaults: ClassVar[Mapping[str, Any]] = {"stiffness": math.inf, "dissipation_time_scale": 0.0,
+                                             "beta": 1.0, "sigma": 1e-3, "epsilon": math.inf}
+
+    def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        merged = super().resolve_options(options)
+        for key, low, strict in (("stiffness", 0.0, True), ("dissipation_time_scale", 0.0, False),
+                                 ("beta", 0.0, True), ("sigma", 0.0, True)):
+            value = merged[key]
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if (not number or math.isnan(value) or (value <= low if strict else value < low)
+                    or (key != "stiffness" and math.isinf(value))):
+                raise OptionError(f"formulation {self.name!r}: {key} must be a number "
+                                  f"{'> 0' if strict else '>= 0'}{' (inf allowed)' if key == 'stiffness' else ''}, "
+                                  f"got {value!r}")
+            merged[key] = float(value)
+        return merged
+
+    def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        contacts = problem.contacts
+        active = active_contacts(contacts, options["epsilon"])
+        require_finite_mu(active, self.name)
+        h, dim = problem.dt, contacts.dim
+        k, tau_d = options["stiffness"], options["dissipation_time_scale"]
+        near_rigid = options["beta"] ** 2 / (4.0 * math.pi**2)
+        W = delassus_blocks(problem.dynamics, active.J, dim)
+        w = np.sqrt(np.einsum("cij,cij->c", W, W)) / dim  # (S9)
+        if active.count and w.min() <= 0:
+            bad = int(active.index[np.argmin(w)])
+            raise ContactoptError(f"formulation {self.name!r}: contact {bad} has a zero Jacobian block "
+                                  "(it moves no degree of freedom)")
+        compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
+        R_frame = np.empty((active.count, dim))
+        R_frame[:, 0] = np.maximum(near_rigid * w, compliant)  # (S7)
+        R_frame[:, 1:] = options["sigma"] * w[:, None]
+        v_hat = np.zeros((active.count, dim))
+        v_hat[:, 0] = -active.phi / (h + tau_d)  # (S8)
+        rows, scale, cones = contact_rows(active.mu, dim)
+        H = problem.bilateral.H
+        w_h = np.einsum("ij,ji->i", H, problem.dynamics.solve_M(H.T)) if H.shape[0] else np.zeros(0)
+        metadata = {"formulation": self.name, "dt": h, "t": problem.state.t, "contacts": active.index.tolist(),
+                    "nv": problem.nv, "stiffness": k, "dissipation_time_scale": tau_d,
+                    "beta": options["beta"], "sigma": options["sigma"]}
+        return primal_step(problem, problem.dynamics, problem.v_free, active.J[rows], R_frame.reshape(-1)[rows],
+                           v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h, metadata)
+
+    def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
+        assert isinstance(program, ConicProgram)
+        active = select_contacts(problem.contacts, program.metadata["contacts"])
+        return recover_primal(problem, program, solution, active.index,
+                              contact_rows(active.mu, problem.contacts.dim)[0])
+
+
+def recover_primal(problem: StepProblem, program: ConicProgram, solution: Solution, index: Any,
+                   frame_rows: FloatArray) -> StepResult:
+    """``v'`` and the impulses of a solution of (S6): ``x = [v', sigma]``, ``sigma = gamma``
+    at the optimum; ``frame_rows`` places the contact rows in the (na, dim) frame array."""
+    contacts = problem.contacts
+    active = select_contacts(contacts, index)
+    nh = program.metadata.get("bilateral", 0)
+    sigma = program.variable(solution.x, "sigma")
+    frame = np.zeros(active.count * contacts.dim)
+    frame[np.asarray(frame_rows, dtype=np.int_)] = sigma[nh:]
+    return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
+                      impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]))

@@ -1,0 +1,238 @@
+"""SAP's analytic projection onto the friction cone in the norm of the regularization ``R``,
+and its derivative (Castro, Permenter & Han, "An Unconstrained Convex Formulation of
+Compliant Contact", IEEE T-RO 2022, arXiv 2110.10107: the analytical inverse dynamics and
+the projection onto the friction cone; equation labels (S..) are ours, shared with
+:mod:`contactopt.programs.primal`).
+
+For one constraint block with diagonal ``R > 0`` and constraint set ``F`` the impulse is the
+projection in the ``R``-norm::
+
+    (S3)  gamma(y) = argmin_{g in F} 1/2 ||g - y||_R^2,        y = -R^{-1} (v_c - v_hat),
+
+and (S4) the regularizer cost is ``l_R = 1/2 gamma^T R gamma`` with ``d l_R / d v_c = -gamma``
+and Hessian ``G = -d gamma / d v_c = (d gamma / d y) R^{-1}`` (symmetric, positive
+semidefinite). The blocks are
+
+* ``free`` rows (``F = R``; a bilateral constraint): ``gamma = y``, ``G = 1 / R``;
+* ``nonneg`` rows (``F = R_+``): ``gamma = max(y, 0)``, ``G = 1 / R`` where ``y > 0`` else 0;
+* ``soc`` blocks ``[n, t]`` with ``F = {||g_t|| <= mu g_n}`` and ``R = diag(R_n, R_t, ..., R_t)``
+  (one tangential value, as in SAP, which makes the projection analytic). With
+  ``y_r = ||y_t||`` and ``t = y_t / y_r`` there are three regimes:
+
+  1. stiction, ``y_r <= mu y_n`` (``y`` in ``F``): ``gamma = y``, ``G = R^{-1}``;
+  2. no contact, ``mu R_t y_r <= -R_n y_n`` (``y`` in the polar cone of ``F`` in the
+     ``R`` inner product): ``gamma = 0``, ``G = 0``;
+  3. sliding (otherwise): the nearest point of the boundary ray ``g_n (1, mu t)``::
+
+         gamma_n = (R_n y_n + mu R_t y_r) / (R_n + mu^2 R_t),   gamma_t = mu gamma_n t,
+         G = u u^T / (R_n + mu^2 R_t) + mu gamma_n / (R_t y_r) [0, 0; 0, I - t t^T],
+         u = (1, mu t).
+
+``gamma`` is continuous across the regimes and ``G`` is its (Clarke) derivative, so the
+total cost is convex and piecewise twice differentiable.
+
+* ``soc_general`` blocks: a friction cone whose tangential ``R`` entries differ (MuJoCo's
+  elliptic regularization ``diag(W) / impratio`` per row, used by ``regularized`` with
+  ``form = "primal"``) is not analytic in SAP's sense: the sliding regime solves a scalar
+  equation for the cone's multiplier (:func:`_project_soc_general`, ours).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.programs.conic import Cone
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int_]
+
+__all__ = ["ConeLayout", "Group", "cone_layout", "project"]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Blocks of one kind and size: ``rows`` (nb, d) row indices; ``mu`` (nb,) for ``soc``."""
+
+    kind: str  # "free", "nonneg" or "soc"
+    rows: IntArray
+    mu: FloatArray
+
+    @property
+    def dim(self) -> int:
+        return int(self.rows.shape[1])
+
+
+@dataclass(frozen=True)
+class ConeLayout:
+    """The constraint rows grouped for vectorized projection (scalar rows as 1x1 blocks)."""
+
+    groups: tuple[Group, ...]
+    m: int
+
+
+def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
+                rtol: float = 1e-9) -> ConeLayout | str:
+    """Group the rows of ``cones`` (the conic form's ``K``, see :mod:`contactopt.programs.primal`);
+    an SOC block's friction coefficient is ``mu = scale_t / scale_n``; blocks with unequal
+    tangential ``R`` go to ``soc_general``. Returns a reason string when a block is no friction
+    cone (unequal tangential ``scale``)."""
+    free: list[int] = []
+    nonneg: list[int] = []
+    soc: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
+    row = 0
+    for cone in cones:
+        rows = list(range(row, row + cone.dim))
+        row += cone.dim
+        if cone.kind == "zero":
+            free += rows
+        elif cone.kind == "nonneg" or cone.dim == 1:
+            nonneg += rows
+        else:
+            tangent = np.array(rows[1:])
+            if np.ptp(scale[tangent]) > rtol * np.abs(scale[tangent]).max():
+                return (f"SOC block at row {rows[0]}: unequal tangential row scale "
+                        f"{scale[tangent].tolist()} (not a friction cone {{||g_t|| <= mu g_n}})")
+            isotropic = np.ptp(R[tangent]) <= rtol * np.abs(R[tangent]).max()
+            starts, mus = soc.setdefault(("soc" if isotropic else "soc_general", cone.dim), ([], []))
+            starts.append(rows[0])
+            mus.append(float(scale[rows[1]] / scale[rows[0]]))
+    groups: list[Group] = []
+    for kind, rows_list in (("free", free), ("nonneg", nonneg)):
+        if rows_list:
+            groups.append(Group(kind, np.array(rows_list, dtype=np.int_)[:, None], np.zeros(0)))
+    for (kind, dim), (starts, mus) in sorted(soc.items()):
+        rows_array = np.array(starts, dtype=np.int_)[:, None] + np.arange(dim)
+        groups.append(Group(kind, rows_array, np.array(mus)))
+    return ConeLayout(tuple(groups), row)
+
+
+def project(layout: ConeLayout, y: FloatArray, R: FloatArray,
+            hessian: bool = True) -> tuple[FloatArray, list[FloatArray]]:
+    """``(gamma, G)``: the projection of ``y`` and, per group of ``layout``, the blocks of
+    ``G = (d gamma / d y) R^{-1}`` as an (nb, d, d) array (empty list if not ``hessian``)."""
+    gamma = np.empty(layout.m)
+    blocks: list[FloatArray] = []
+    for group in layout.groups:
+        if group.kind not in ("soc", "soc_general"):
+            rows = group.rows[:, 0]
+            values = y[rows] if group.kind == "free" else np.maximum(y[rows], 0.0)
+            gamma[rows] = values
+            if hessian:
+                inverse = 1.0 / R[rows]
+                if group.kind == "nonneg":
+                    inverse = np.where(y[rows] > 0.0, inverse, 0.0)
+                blocks.append(inverse[:, None, None])
+            continue
+        solve = _project_soc if group.kind == "soc" else _project_soc_general
+        g, G = solve(y[group.rows], R[group.rows], group.mu, hessian)
+        gamma[group.rows] = g
+        if hessian:
+            blocks.append(G)
+    return gamma, blocks
+
+
+def _project_soc(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
+                 hessian: bool) -> tuple[FloatArray, FloatArray]:
+    """The three regimes of the module docstring for (nb, d) blocks ``Y``. The no-contact
+    test ``mu R_t y_r <= -R_n y_n`` is the sign of the sliding formula's numerator."""
+    yn, yt = Y[:, 0], Y[:, 1:]
+    Rn, Rt = Rb[:, 0], Rb[:, 1]
+    yr = np.sqrt(np.einsum("bi,bi->b", yt, yt))
+    stick = yr <= mu * yn
+    denominator = Rn + mu * mu * Rt
+    sliding_n = (Rn * yn + mu * Rt * yr) / denominator
+    slide = (sliding_n > 0.0) & ~stick
+    gamma = np.empty_like(Y)
+    gamma[:, 0] = np.where(stick, yn, np.where(slide, sliding_n, 0.0))
+    safe_r = np.where(slide, yr, 1.0)
+    gamma[:, 1:] = np.where(stick, 1.0, np.where(slide, mu * sliding_n / safe_r, 0.0))[:, None] * yt
+    if not hessian:
+        return gamma, np.zeros((0, 0, 0))
+    nb, d = Y.shape
+    G = np.zeros((nb, d, d))
+    G.reshape(nb, d * d)[:, :: d + 1] = stick[:, None] / Rb
+    index = np.flatnonzero(slide)
+    if index.size:
+        t = yt[index] / yr[index, None]
+        m = mu[index]
+        u = np.concatenate([np.ones((index.size, 1)), m[:, None] * t], axis=1)
+        Gs = u[:, :, None] * u[:, None, :] / denominator[index, None, None]
+        curvature = m * sliding_n[index] / (Rt[index] * yr[index])
+        Gs[:, 1:, 1:] += curvature[:, None, None] * (np.eye(d - 1)[None] - t[:, :, None] * t[:, None, :])
+        G[index] = Gs
+    return gamma, G
+
+
+def _project_soc_general(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
+                         hessian: bool) -> tuple[FloatArray, FloatArray]:
+    """Friction-cone blocks with unequal tangential ``R = diag(R_n, r_1, .., r_k)`` (MuJoCo's
+    regularization of an elliptic cone). Stiction and no contact are as in the isotropic
+    case (no contact: ``mu ||r o y_t|| <= -R_n y_n``). Otherwise the KKT conditions with a
+    multiplier ``lambda > 0`` of ``||g_t||^2 <= mu^2 g_n^2`` give::
+
+        gamma_n = R_n y_n / (R_n - lambda mu^2),    gamma_ti = r_i y_ti / (r_i + lambda),
+
+    and ``lambda`` solves ``g(lambda) = ||gamma_t|| / gamma_n = mu``. With ``lambda_0 =
+    R_n / mu^2``, ``g`` decreases on ``(0, lambda_0)`` when ``y_n > 0`` and increases on
+    ``(lambda_0, inf)`` when ``y_n < 0``; in ``tau = lambda / lambda_0`` (resp. ``lambda_0 /
+    lambda``) both are a decreasing function on (0, 1), solved by bisection to rounding.
+    The derivative follows from implicit differentiation of ``q = ||gamma_t||^2 - mu^2
+    gamma_n^2 = 0``: with ``a = (R_n / (R_n - lambda mu^2), r_i / (r_i + lambda))``,
+    ``u = d gamma / d lambda = (gamma_n mu^2 a_n / R_n, -gamma_ti a_i / r_i)`` and
+    ``kappa = dq / d lambda = 2 u . (-gamma_t, mu^2 gamma_n)`` (signs per component),
+    ``G = diag(a / R) + 2 u u^T / kappa``."""
+    nb, d = Y.shape
+    yn, yt = Y[:, 0], Y[:, 1:]
+    Rn, Rt = Rb[:, 0], Rb[:, 1:]
+    yr = np.sqrt(np.einsum("bi,bi->b", yt, yt))
+    stick = yr <= mu * yn
+    polar = ~stick & (mu * np.sqrt(np.einsum("bi,bi->b", Rt * yt, Rt * yt)) <= -Rn * yn)
+    boundary = ~(stick | polar)
+    lam0 = Rn / (mu * mu)
+    below = yn > 0  # root in (0, lambda_0); else in (lambda_0, inf)
+
+    def multiplier(tau: FloatArray) -> FloatArray:
+        return np.where(below, tau * lam0, lam0 / np.maximum(tau, 1e-300))
+
+    def parts(lam: FloatArray) -> tuple[FloatArray, FloatArray]:
+        gn = Rn * yn / (Rn - lam * mu * mu)
+        gt = Rt * yt / (Rt + lam[:, None])
+        return gn, gt
+
+    low, high = np.zeros(nb), np.ones(nb)
+    for _ in range(64):  # bisection: the bracket halves to below rounding of tau in (0, 1)
+        mid = 0.5 * (low + high)
+        gn, gt = parts(multiplier(mid))
+        ratio = np.sqrt(np.einsum("bi,bi->b", gt, gt)) / np.where(gn != 0, np.abs(gn), 1e-300)
+        above = ratio > mu  # g decreasing in tau: the root lies above mid
+        low = np.where(above, mid, low)
+        high = np.where(above, high, mid)
+    lam = multiplier(0.5 * (low + high))
+    at_pole = boundary & (yn == 0)  # y_n = 0: lambda = lambda_0, gamma_n from the cone
+    lam = np.where(at_pole, lam0, lam)
+    gn, gt = parts(np.where(at_pole, lam0 * 0.5, lam))
+    gt = np.where(at_pole[:, None], Rt * yt / (Rt + lam0[:, None]), gt)
+    gn = np.where(at_pole, np.sqrt(np.einsum("bi,bi->b", gt, gt)) / mu, gn)
+    gamma = np.where(stick[:, None], Y, 0.0)
+    gamma[boundary, 0] = gn[boundary]
+    gamma[boundary, 1:] = gt[boundary]
+    if not hessian:
+        return gamma, np.zeros((0, 0, 0))
+    G = np.zeros((nb, d, d))
+    G.reshape(nb, d * d)[:, :: d + 1] = stick[:, None] / Rb
+    index = np.flatnonzero(boundary & ~at_pole)
+    if index.size:
+        lb, m = lam[index], mu[index]
+        a = np.concatenate([(Rn[index] / (Rn[index] - lb * m * m))[:, None], Rt[index] / (Rt[index] + lb[:, None])],
+                           axis=1)
+        g = gamma[index]
+        u = np.concatenate([(g[:, 0] * m * m * a[:, 0] / Rn[index])[:, None], -g[:, 1:] * a[:, 1:] / Rt[index]],
+                           axis=1)
+        kappa = 2.0 * (np.einsum("bi,bi->b", g[:, 1:], u[:, 1:]) - m * m * g[:, 0] * u[:, 0])
+        Gb = 2.0 * u[:, :, None] * u[:, None, :] / kappa[:, None, None]
+        Gb.reshape(index.size, d * d)[:, :: d + 1] += a / Rb[index]
+        G[index] = Gb
+    return gamma, G
