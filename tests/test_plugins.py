@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -186,3 +187,16 @@ def test_broken_and_duplicate_entry_points_warn(monkeypatch: pytest.MonkeyPatch)
     assert "'missing' = 'contactopt_no_such_module:X'" in messages[0] and "ModuleNotFoundError" in messages[0]
     assert "'twice'" in messages[1] and "'lcp' is already registered (built in)" in messages[1]
     assert "'wrong'" in messages[2] and "expected a Formulation" in messages[2]
+
+
+def test_the_worked_example_of_docs_extending_md_runs(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "extending.md").read_text()
+    python = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    toml = re.findall(r"```toml\n(.*?)```", text, flags=re.S)
+    (tmp_path / "spring_cart.toml").write_text(toml[0])
+    # Closed form at rest: x = 0 and the contact force balances the spring, k |a| = 5 N.
+    checks = "assert abs(traj.q[-1, 0]) < 1e-12\nassert abs(traj.steps[-1].impulses[0, 0] / scene.dt - 5.0) < 1e-9\n"
+    (tmp_path / "example.py").write_text("\n".join([*python[:2], checks]))
+    done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert done.returncode == 0, done.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -157,8 +158,8 @@ def _as_spec(obj: object) -> tuple[str, SolverSpec]:
     if not found.kinds or unknown:
         raise RegistrationError(f"solver {name!r}: kinds must be a non-empty subset of "
                                 f"{sorted(_KINDS)}, got {sorted(found.kinds)}")
-    try:
-        backend_found = importlib.util.find_spec(found.module) is not None
+    try:  # a module already imported (a script's __main__ has no spec) counts as found
+        backend_found = found.module in sys.modules or importlib.util.find_spec(found.module) is not None
     except (ImportError, ValueError):
         backend_found = False
     if not backend_found:
