@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from contactopt.analysis.bench import PROFILES, _profile, performance_profile, run_benchmark, summarize
+from contactopt.analysis.bench import PROFILES, get_profile, performance_profile, run_benchmark, summarize
 
 # --- command line ------------------------------------------------------------------------
 
@@ -48,7 +48,7 @@ def run_bench(args: argparse.Namespace) -> int:
     solvers = _split(args.solvers, "clarabel,osqp")
     profiles = _split(args.profiles, "default")
     for name in profiles:
-        _profile(name)
+        get_profile(name)
     out = Path(args.out)
     start = time.perf_counter()
     df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress)
