@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from contactopt.analysis.bench import PROFILES, get_profile, performance_profile, run_benchmark, summarize
+from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
 
@@ -60,7 +61,7 @@ def run_bench(args: argparse.Namespace) -> int:
     if not args.no_plot:
         written.append(performance_profile(df, out / "performance_profile.png"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(format_table(summary))
     errors = df[df["error"] != ""]
     if len(errors):
         print(f"contactopt: {len(errors)} solve(s) failed or were refused; see the error column of "
