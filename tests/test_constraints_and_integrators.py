@@ -130,12 +130,14 @@ def test_prescribed_joint_motion_is_tracked() -> None:
     np.testing.assert_allclose(variational.q[:, 0], expected(variational.t), atol=1e-3)
 
 
-def test_variational_energy_is_bounded_where_explicit_euler_drifts() -> None:
-    """Double pendulum, 10^4 steps of h = 5 ms. The variational integrator is symplectic:
+# 2,000 steps already show both behaviours at the same thresholds (error ~7e-6, window drift
+# ~8e-7, Euler +1.4 J); the 10^4-step run is the long-horizon check.
+@pytest.mark.parametrize("steps", [2_000, pytest.param(10_000, marks=pytest.mark.slow)])
+def test_variational_energy_is_bounded_where_explicit_euler_drifts(steps: int) -> None:
+    """Double pendulum, ``steps`` steps of h = 5 ms. The variational integrator is symplectic:
     its energy error oscillates (window means stay at the error level, no trend). Explicit
     Euler pumps energy in monotonically."""
     scene = dataclasses.replace(co.load_scene("double_pendulum"), q0=[0.5, 0.0])
-    steps = 10_000
 
     def energy_error(traj: co.Trajectory) -> np.ndarray:
         energy = np.array([sum(scene.system.energy(q, v)) for q, v in zip(traj.q, traj.v, strict=True)])
