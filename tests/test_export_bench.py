@@ -305,7 +305,6 @@ def test_shifted_geometric_mean_by_hand() -> None:
     assert shifted_geometric_mean([3.0], shift=1.0) == pytest.approx(3.0)
 
 
-
 def _tiny_table() -> pd.DataFrame:
     """Two programs; solver A solves both (0.5 s, 1 s); B solves one (2 s) and fails one."""
     rows = []
