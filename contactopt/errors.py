@@ -48,3 +48,7 @@ class SimulationError(ContactoptError, RuntimeError):
 
 class OptionError(ContactoptError, ValueError):
     """An unknown or invalid option was passed to a formulation or solver."""
+
+
+class RegistrationError(ContactoptError, ValueError):
+    """A formulation, solver or system cannot be registered (wrong type, bad or taken name)."""

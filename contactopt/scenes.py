@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from contactopt import integrators, solvers, systems
 from contactopt.errors import ContactoptError, SceneError
+from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError, System
 
 FloatArray = NDArray[np.float64]
@@ -150,71 +151,28 @@ def _mjcf_scene(path: Path) -> Scene:
                  description=f"MJCF model {path.name}", source=path)
 
 
-def _table(data: Mapping[str, Any], key: str, path: Path, required: bool) -> dict[str, Any]:
-    if key not in data:
-        if required:
-            raise SceneError(f"{path}: missing table [{key}]")
-        return {}
-    value = data[key]
-    if not isinstance(value, dict):
-        raise SceneError(f"{path}: {key}: expected a table, got {type(value).__name__}")
-    return value
-
-
-def _reject_unknown(table: Mapping[str, Any], known: set[str], prefix: str, path: Path) -> None:
-    for key in table:
-        if key not in known:
-            label = f"{prefix}.{key}" if prefix else key
-            raise SceneError(f"{path}: unknown key {label!r} (known: {', '.join(sorted(known))})")
-
-
-def _number(table: Mapping[str, Any], key: str, prefix: str, path: Path, *, positive: bool,
-            default: float | None = None) -> float:
-    if key not in table:
+def _initial(initial: Mapping[str, Any], key: str, system: System, default: FloatArray | None) -> FloatArray:
+    """``initial.q`` / ``initial.v``: ``nq`` / ``nv`` numbers (``default`` if absent)."""
+    names = system.q_names if key == "q" else system.v_names
+    if key not in initial:
         if default is None:
-            raise SceneError(f"{path}: missing key '{prefix}.{key}'")
+            raise ParameterError(f"initial.{key}", f"missing key 'initial.{key}' ({len(names)} numbers: "
+                                 f"{', '.join(names)})")
         return default
-    value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise SceneError(f"{path}: {prefix}.{key}: expected a finite number, got {value!r}")
-    if (positive and value <= 0) or value < 0:
-        bound = "> 0" if positive else ">= 0"
-        raise SceneError(f"{path}: {prefix}.{key}: must be {bound}, got {value}")
-    return float(value)
+    return validate.vector(initial[key], f"initial.{key}", len(names), f" for the {system.type_name} system")
 
 
-def _string(table: Mapping[str, Any], key: str, prefix: str, path: Path, default: str) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str):
-        raise SceneError(f"{path}: {prefix}.{key}: expected a string, got {value!r}")
-    return value
-
-
-def _vector(table: Mapping[str, Any], key: str, length: int, path: Path, system: System,
-            default: FloatArray | None = None) -> FloatArray:
-    if key not in table:
-        if default is None:
-            raise SceneError(f"{path}: missing key 'initial.{key}' ({length} numbers: "
-                             f"{', '.join(system.q_names if key == 'q' else system.v_names)})")
-        return default
-    value = table[key]
-    if not isinstance(value, list) or not all(
-            isinstance(x, int | float) and not isinstance(x, bool) for x in value):
-        raise SceneError(f"{path}: initial.{key}: expected a list of numbers, got {value!r}")
-    if len(value) != length:
-        raise SceneError(f"{path}: initial.{key}: expected {length} values for the "
-                         f"{system.type_name} system, got {len(value)}")
-    arr = np.array(value, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise SceneError(f"{path}: initial.{key}: contains NaN or infinite values")
-    return arr
+def _scene_number(meta: Mapping[str, Any], key: str, *, positive: bool) -> float:
+    if key not in meta:
+        raise ParameterError(f"scene.{key}", f"missing key 'scene.{key}'")
+    return validate.number(meta[key], f"scene.{key}", positive=positive, nonnegative=True)
 
 
 def _parse(data: Mapping[str, Any], path: Path) -> Scene:
-    _reject_unknown(data, _TABLES, "", path)
-    meta = _table(data, "scene", path, required=True)
-    _reject_unknown(meta, _SCENE_KEYS, "scene", path)
-    system_table = _table(data, "system", path, required=True)
+    validate.reject_unknown(data, _TABLES)
+    meta = validate.table(data, "scene", required=True)
+    validate.reject_unknown(meta, _SCENE_KEYS, "scene")
+    system_table = validate.table(data, "system", required=True)
     if "type" not in system_table:
         raise SceneError(f"{path}: missing key 'system.type' (known types: {', '.join(systems.names())})")
     type_name = system_table["type"]
@@ -222,22 +180,21 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         raise SceneError(f"{path}: system.type: unknown system type {type_name!r} "
                          f"(known types: {', '.join(systems.names())})")
     system_cls = systems.get(type_name)
-    _reject_unknown(system_table, {"type", *system_cls.config_keys}, "system", path)
+    validate.reject_unknown(system_table, {"type", *system_cls.config_keys}, "system")
     config = {key: value for key, value in system_table.items() if key != "type"}
     if isinstance(config.get("file"), str):  # files named by a scene are relative to it
         config["file"] = str((path.parent / config["file"]).resolve())
-    contact = _table(data, "contact", path, required=False)
+    contact = validate.table(data, "contact")
     system = system_cls.from_config(config, contact)
 
     implied = system.default_state()
-    initial = _table(data, "initial", path, required=implied is None)
-    _reject_unknown(initial, _INITIAL_KEYS, "initial", path)
-    q0 = _vector(initial, "q", system.nq, path, system, default=None if implied is None else implied[0])
-    v0 = _vector(initial, "v", system.nv, path, system,
-                 default=np.zeros(system.nv) if implied is None else implied[1])
+    initial = validate.table(data, "initial", required=implied is None)
+    validate.reject_unknown(initial, _INITIAL_KEYS, "initial")
+    q0 = _initial(initial, "q", system, None if implied is None else implied[0])
+    v0 = _initial(initial, "v", system, np.zeros(system.nv) if implied is None else implied[1])
 
-    formulation = _string(meta, "formulation", "scene", path, "gauss")
-    solver = _string(meta, "solver", "scene", path, "clarabel")
+    formulation = validate.string(meta.get("formulation", "gauss"), "scene.formulation")
+    solver = validate.string(meta.get("solver", "clarabel"), "scene.solver")
     if formulation.strip().lower() not in integrators.names():
         raise SceneError(f"{path}: scene.formulation: unknown formulation {formulation!r}; "
                          f"known formulations: {', '.join(integrators.names())}")
@@ -245,7 +202,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         solvers.parse_name(solver)
     except ContactoptError as exc:
         raise SceneError(f"{path}: scene.solver: {exc}") from exc
-    options = _table(data, "options", path, required=False)
+    options = validate.table(data, "options")
     try:  # the method validates its own options (and solver name where it needs one)
         integrators.make_stepper(system, formulation, solver if solver else "clarabel", 1.0, options)
     except ContactoptError as exc:
@@ -253,10 +210,10 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
 
     return Scene(
         system=system, q0=q0, v0=v0,
-        dt=_number(meta, "dt", "scene", path, positive=True),
-        duration=_number(meta, "duration", "scene", path, positive=False),
+        dt=_scene_number(meta, "dt", positive=True),
+        duration=_scene_number(meta, "duration", positive=False),
         formulation=formulation, solver=solver, options=options,
-        solver_options=_table(data, "solver_options", path, required=False),
-        name=_string(meta, "name", "scene", path, path.stem),
-        description=_string(meta, "description", "scene", path, ""), source=path,
+        solver_options=validate.table(data, "solver_options"),
+        name=validate.string(meta.get("name", path.stem), "scene.name"),
+        description=validate.string(meta.get("description", ""), "scene.description"), source=path,
     )

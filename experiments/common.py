@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 from tqdm import tqdm
 
 import contactopt as co
+from contactopt.tables import format_table
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "out"
@@ -47,15 +48,9 @@ def run_cases(scene: co.Scene, cases: Sequence[Case], **simulate_args: Any) -> d
 
 
 def print_table(rows: Sequence[Mapping[str, Any]]) -> None:
-    if not rows:
-        return
-    keys = list(rows[0])
-    text = [[f"{r[k]:.4g}" if isinstance(r[k], float) else str(r[k]) for k in keys] for r in rows]
-    widths = [max(len(k), *(len(t[i]) for t in text)) for i, k in enumerate(keys)]
-    print("  ".join(k.ljust(w) for k, w in zip(keys, widths, strict=True)))
-    print("  ".join("-" * w for w in widths))
-    for t in text:
-        print("  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)))
+    """Print ``rows`` with contactopt's table printer (:func:`contactopt.tables.format_table`)."""
+    if rows:
+        print(format_table(rows))
 
 
 def write_results(folder: Path, rows: Sequence[Mapping[str, Any]], extra: Mapping[str, Any]) -> None:

@@ -97,6 +97,33 @@ def test_stopped_run_is_reported_with_its_status() -> None:
     assert row["status"] == "stopped" and row["n_failed"] == 1 and "max_iterations" in row["status_counts"]
 
 
+def test_compare_cli_prints_the_table_and_writes_plots_and_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The main job's outputs on a short box slide (the full default sweep is the slow test
+    below): a row per formulation and capable solver, the printed table, plots and report."""
+    from contactopt.cli import main
+
+    scene_file = tmp_path / "box.toml"
+    scene_file.write_text((Path(__file__).resolve().parent.parent / "problems" / "box_slide.toml").read_text()
+                          .replace("duration = ", "duration = 0.05 #"))
+    formulations, solvers = ["gauss", "lcp", "ccp"], ["clarabel", "lemke"]
+    code = main(["compare", str(scene_file), "--formulations", ",".join(formulations), "--solvers",
+                 ",".join(solvers), "--executor", "serial", "--out", str(tmp_path / "out"), "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "out" / "table.csv")
+    cells, skipped = plan(co.load_scene(scene_file), formulations, solvers)
+    assert sorted(zip(table["formulation"], table["solver"], strict=True)) == sorted(
+        (c.formulation, c.solver) for c in cells)
+    assert skipped and (table["status"] == "completed").all() and np.isfinite(table["max_penetration"]).all()
+    for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
+        assert (tmp_path / "out" / name).exists(), name
+    assert "max_penetration" in printed and "lemke" in printed and "skipped" in printed
+    report = (tmp_path / "out" / "report.md").read_text().splitlines()
+    assert report[2].split("|")[1].strip() == "formulation" and set(report[3]) <= {"|", "-"}  # a Markdown table
+
+
+@pytest.mark.slow  # the default sweep of every formulation and solver; the test above covers the outputs
 def test_compare_cli_is_the_main_job(tmp_path: Path) -> None:
     """`contactopt compare problems/box_slide.toml` prints the table and writes a row per
     formulation and solver, the plots and the report. (Its speed is measured by

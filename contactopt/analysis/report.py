@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["markdown_table", "plot_metrics", "plot_time_per_step", "plot_trajectories", "write_report"]
+from contactopt.tables import format_table
+
+__all__ = ["plot_metrics", "plot_time_per_step", "plot_trajectories", "write_report"]
 
 METRICS = [("max_penetration", "max penetration [m]"), ("max_cone_violation", "max cone violation [N·s]"),
            ("max_ncp_desaxce", "max NCP residual (De Saxcé)"), ("max_abs_energy_drift", "max |energy drift| [J]"),
@@ -101,18 +103,6 @@ def plot_time_per_step(traces: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def markdown_table(table: pd.DataFrame, columns: Sequence[str]) -> str:
-    def cell(value: object) -> str:
-        if isinstance(value, float):
-            return f"{value:.3g}"
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    head = "| " + " | ".join(columns) + " |"
-    rule = "|" + "|".join("---" for _ in columns) + "|"
-    body = ["| " + " | ".join(cell(row[c]) for c in columns) + " |" for _, row in table.iterrows()]
-    return "\n".join([head, rule, *body])
-
-
 def write_report(title: str, table: pd.DataFrame, traces: pd.DataFrame, folder: Path,
                  columns: Sequence[str], notes: Sequence[str] = ()) -> list[Path]:
     """Figures and ``report.md`` embedding them, in ``folder``."""
@@ -123,7 +113,7 @@ def write_report(title: str, table: pd.DataFrame, traces: pd.DataFrame, folder: 
         figures.append(plot_time_per_step(traces, folder / "time_per_step.png"))
     if len(table):
         figures.append(plot_metrics(table, folder / "metrics.png"))
-    lines = [f"# {title}", "", markdown_table(table, columns), ""]
+    lines = [f"# {title}", "", format_table(table, columns, markdown=True, digits=3), ""]
     lines += [f"- {note}" for note in notes]
     lines += ["", *(f"![{p.stem}]({p.name})\n" for p in figures)]
     lines += ["Metric definitions: `contactopt.analysis.metrics` (docstrings). Full table: `table.csv`, "

@@ -25,6 +25,7 @@ from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, load_scene, problems_dir
 from contactopt.simulate import formulate, simulate
+from contactopt.tables import format_table
 
 EXIT_ERROR = 1
 EXIT_STOPPED = 3
@@ -70,25 +71,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
                                for p in cls.parameters)
             print(f"  {name:12s} {cls.description} [{params}]")
     return 0
-
-
-def _format_table(rows: list[dict[str, Any]]) -> str:
-    keys = list(rows[0])
-    cells = [[_fmt(row[k]) for k in keys] for row in rows]
-    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
-    lines = ["  ".join(k.ljust(w) for k, w in zip(keys, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)) for cell in cells]
-    return "\n".join(lines)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, np.ndarray):  # long states are abbreviated; trajectory.npz has all
-        shown = ", ".join(f"{x:.4g}" for x in value[:4])
-        return f"[{shown}{', ...' if value.size > 4 else ''}]"
-    return str(value)
 
 
 def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
@@ -140,7 +122,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         written.append(plot_trajectory(traj, out / "trajectory.png"))
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))
-    print(_format_table([row]))
+    print(format_table([row]))
     for path in written:
         print(f"wrote {path}")
     if not traj.completed:
@@ -208,7 +190,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         shown["time_per_step"] = shown["time_per_step"] * 1e3
         shown = shown.rename(columns={"time_per_step": "ms/step"})
     print(f"{scene.name}: {len(table)} runs ({int(table['cached'].sum())} loaded from {out / 'cells'})")
-    print(_format_table([{k: _scalar(v) for k, v in row.items()} for row in shown.to_dict("records")]))
+    print(format_table(shown))
     skipped = table.attrs.get("skipped", [])
     notes = [f"skipped (the solver cannot take the program): {', '.join(skipped)}"] if skipped else []
     for note in notes:
@@ -224,10 +206,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _split(text: str | None) -> list[str] | None:
     return [part.strip() for part in text.split(",") if part.strip()] if text else None
-
-
-def _scalar(value: Any) -> Any:
-    return float(value) if isinstance(value, np.floating) else value
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from contactopt.analysis.bench import PROFILES, _profile, performance_profile, run_benchmark, summarize
+from contactopt.analysis.bench import PROFILES, get_profile, performance_profile, run_benchmark, summarize
+from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ def run_bench(args: argparse.Namespace) -> int:
     solvers = _split(args.solvers, "clarabel,osqp")
     profiles = _split(args.profiles, "default")
     for name in profiles:
-        _profile(name)
+        get_profile(name)
     out = Path(args.out)
     start = time.perf_counter()
     df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress)
@@ -60,7 +61,7 @@ def run_bench(args: argparse.Namespace) -> int:
     if not args.no_plot:
         written.append(performance_profile(df, out / "performance_profile.png"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        print(format_table(summary))
     errors = df[df["error"] != ""]
     if len(errors):
         print(f"contactopt: {len(errors)} solve(s) failed or were refused; see the error column of "

@@ -80,3 +80,9 @@ def make_stepper(system: System, formulation: str, solver: str, dt: float,
         known = ", ".join(names())
         raise UnknownNameError(f"unknown formulation {formulation!r}; known formulations: {known}")
     return TimeStepping(system, key, solver, dt, options, solver_options)
+
+
+def continuous_names() -> list[str]:
+    """The methods that are not time-stepping formulations (ode, variational, ...): a
+    registered formulation may not take one of these names."""
+    return list(_CONTINUOUS)

@@ -61,7 +61,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -70,90 +69,34 @@ from scipy.integrate import solve_ivp
 
 from contactopt import solvers
 from contactopt.errors import ContactoptError, OptionError
-from contactopt.integrators.drift import Drift
+from contactopt.integrators.hybrid_modes import (
+    APPROACH_TOLERANCE,
+    INACTIVE,
+    MODE_NAMES,
+    SAME_INSTANT,
+    SLIDE,
+    STICK,
+    STICK_TOLERANCE,
+    Event,
+    ModeDynamics,
+    Modes,
+    StepLog,
+    worst_residuals,
+)
 from contactopt.integrators.impacts import select_impact_set, solve_impact
 from contactopt.integrators.options import choice, integer, merge_options, number
 from contactopt.model import Contacts, State
-from contactopt.programs import Residuals, Status
+from contactopt.programs import Status
 from contactopt.records import Impact, StepRecord
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
 
 __all__ = ["INACTIVE", "METHODS", "SLIDE", "STICK", "HybridSimulation"]
 
-INACTIVE, STICK, SLIDE = 0, 1, 2
-MODE_NAMES = {INACTIVE: "inactive", STICK: "stick", SLIDE: "slide"}
+
 METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
 IMPACT_LAWS = ("auto", "program")
-#: Slip speed [m/s] treated as zero when a contact becomes active (the sticking law and a
-#: converged impact program leave ~1e-12; anything larger slides, and the slide -> stick
-#: guard catches its stop exactly).
-STICK_TOLERANCE = 1e-7
-#: Normal approach speed [m/s] below which a touching contact is at rest, not colliding
-#: (round-off after an event).
-APPROACH_TOLERANCE = 1e-12
-#: Events within this time [s] of each other count as the same instant (chattering guard).
-SAME_INSTANT = 1e-13
-_NO_RESIDUALS = Residuals(math.nan, math.nan, math.nan, math.nan)
-
-
-@dataclass
-class _Modes:
-    """Per contact: mode (INACTIVE, STICK, SLIDE) and sliding direction ``s`` (+1, -1, or 0)."""
-
-    mode: IntArray
-    direction: FloatArray
-
-    def copy(self) -> _Modes:
-        """An independent copy."""
-        return _Modes(self.mode.copy(), self.direction.copy())
-
-    def label(self) -> str:
-        """``"stick,inactive,..."`` for messages."""
-        return ",".join(MODE_NAMES[int(m)] for m in self.mode)
-
-
-@dataclass
-class _Solved:
-    """The constrained dynamics at one state: ``vdot`` and per-contact forces (nc, dim)."""
-
-    vdot: FloatArray
-    forces: FloatArray
-    contacts: Contacts
-
-
-@dataclass
-class _Event:
-    """A guard for :func:`solve_ivp` (it reads ``terminal`` and ``direction``).
-
-    At the segment's start time ``start`` it reports ``+1``: a guard that is exactly zero there
-    (the contact that just bounced off, a slip speed that just became zero) would otherwise be
-    "found" again at the start by the root finder, and the real crossing later in the same
-    solver step would be missed.
-    """
-
-    kind: str
-    contact: int
-    function: Callable[[float, FloatArray], float]
-    start: float
-    terminal: bool = True
-    direction: float = -1.0
-
-    def __call__(self, t: float, y: FloatArray) -> float:
-        """The guard's value (``+1`` at the segment start)."""
-        return 1.0 if t == self.start else self.function(t, y)
-
-
-@dataclass
-class _StepLog:
-    """What happened inside one output interval."""
-
-    impacts: list[Impact] = field(default_factory=list)
-    transitions: list[str] = field(default_factory=list)
-    residuals: list[Residuals] = field(default_factory=list)
-    iterations: int = 0
 
 
 class HybridSimulation:
@@ -200,117 +143,9 @@ class HybridSimulation:
         self.dt = float(dt)
         self.solver = solver
         self.solver_options = dict(solver_options or {})
-        self._modes: _Modes | None = None
+        self._modes: Modes | None = None
         self._last: tuple[float, FloatArray, FloatArray] | None = None
-        self._cache: tuple[bytes, bytes, _Solved] | None = None
-
-    # --- the constrained dynamics ---------------------------------------------------------------
-    def _jdot_v(self, q: FloatArray, v: FloatArray) -> FloatArray:
-        """``Jdot v`` by a central difference of ``J`` along ``qdot = v``."""
-        speed = float(np.abs(v).max(initial=0.0))
-        if speed == 0.0:
-            return np.zeros(self.system.contacts(q).J.shape[0])
-        eps = 1e-6 / max(1.0, speed)
-        plus = self.system.contacts(q + eps * v).J
-        minus = self.system.contacts(q - eps * v).J
-        return np.asarray((plus - minus) @ v / (2.0 * eps), dtype=np.float64)
-
-    def solve(self, t: float, q: FloatArray, v: FloatArray, modes: _Modes) -> _Solved:
-        """Accelerations and contact forces with ``modes`` (module docstring)."""
-        key_q, key_v = q.tobytes(), v.tobytes()
-        if self._cache is not None and self._cache[0] == key_q + key_v and self._cache[1] == modes.mode.tobytes() \
-                + modes.direction.tobytes() + np.float64(t).tobytes():
-            return self._cache[2]
-        system = self.system
-        contacts = system.contacts(q)
-        dynamics = system.dynamics(q, v)
-        bilateral = system.constraints(q, v, t)
-        nc, dim, nv = contacts.count, contacts.dim, system.nv
-        active = np.flatnonzero(modes.mode != INACTIVE)
-        rows: list[FloatArray] = []
-        directions: list[FloatArray] = []
-        targets: list[float] = []
-        slots: list[tuple[int, int]] = []  # (contact, 0 normal | 1 tangent) of each row
-        if active.size:
-            jdv = self._jdot_v(q, v)
-            for i in active:
-                n = contacts.J[i * dim]
-                rows.append(n)
-                targets.append(-jdv[i * dim] - 2.0 * self.alpha * float(n @ v) - self.alpha**2 * contacts.phi[i])
-                mu = float(contacts.mu[i])
-                if modes.mode[i] == SLIDE and dim == 2 and 0.0 < mu < math.inf:
-                    directions.append(n - mu * modes.direction[i] * contacts.J[i * dim + 1])
-                else:
-                    directions.append(n)
-                slots.append((int(i), 0))
-                if modes.mode[i] == STICK and dim == 2:
-                    tangent = contacts.J[i * dim + 1]
-                    rows.append(tangent)
-                    directions.append(tangent)
-                    targets.append(-jdv[i * dim + 1])
-                    slots.append((int(i), 1))
-        n_contact_rows = len(rows)
-        if bilateral.count:
-            rows.extend(bilateral.H)
-            directions.extend(bilateral.H)
-            targets.extend(Drift().acceleration_target(bilateral, v))
-        forces = np.zeros((nc, dim))
-        if rows:
-            G, F = np.array(rows), np.array(directions)
-            m = G.shape[0]
-            kkt = np.block([[dynamics.M, -F.T], [G, np.zeros((m, m))]])
-            solution = np.linalg.lstsq(kkt, np.concatenate([dynamics.tau, targets]), rcond=None)[0]
-            vdot, lam = solution[:nv], solution[nv:]
-            for (index, slot), value in zip(slots, lam[:n_contact_rows], strict=True):
-                forces[index, slot] = value
-            for i in active:
-                mu = float(contacts.mu[i])
-                if modes.mode[i] == SLIDE and dim == 2 and 0.0 < mu < math.inf:
-                    forces[i, 1] = -mu * modes.direction[i] * forces[i, 0]
-        else:
-            vdot = dynamics.solve_M(dynamics.tau)
-        solved = _Solved(vdot=vdot, forces=forces, contacts=contacts)
-        self._cache = (key_q + key_v, modes.mode.tobytes() + modes.direction.tobytes() + np.float64(t).tobytes(),
-                       solved)
-        return solved
-
-    # --- guards -----------------------------------------------------------------------------------
-    def _events(self, t0: float, modes: _Modes, contacts: Contacts, force_tol: float) -> list[_Event]:
-        """The guards of the current modes; each has a small threshold so that a guard sitting
-        at zero (a contact resting at the tolerance, an unloaded contact, a balanced slider) does
-        not fire: collision at ``phi < -contact_tolerance``, release at ``lambda_n < -force_tol``,
-        slip at ``|lambda_t| > mu lambda_n + force_tol``, stop at ``s (t v) < -1e-12 m/s``."""
-        nq = self.system.nq
-        nv = self.system.nv
-        dim = contacts.dim
-        events: list[_Event] = []
-
-        def split(y: FloatArray) -> tuple[FloatArray, FloatArray]:
-            return y[:nq], y[nq:nq + nv]
-
-        for i in range(contacts.count):
-            mu = float(contacts.mu[i])
-            if modes.mode[i] == INACTIVE:
-                def touch(t: float, y: FloatArray, i: int = i) -> float:
-                    return float(self.system.contacts(split(y)[0]).phi[i] + self.contact_tolerance)
-                events.append(_Event("touch", i, touch, t0))
-                continue
-
-            def release(t: float, y: FloatArray, i: int = i) -> float:
-                return float(self.solve(t, *split(y), modes).forces[i, 0] + force_tol)
-            events.append(_Event("release", i, release, t0))
-            if dim == 2 and modes.mode[i] == STICK and mu < math.inf:
-                def slip(t: float, y: FloatArray, i: int = i, mu: float = mu) -> float:
-                    force = self.solve(t, *split(y), modes).forces[i]
-                    return float(mu * force[0] - abs(force[1]) + force_tol)
-                events.append(_Event("slip", i, slip, t0))
-            elif dim == 2 and modes.mode[i] == SLIDE and modes.direction[i] != 0.0:
-                def stop(t: float, y: FloatArray, i: int = i) -> float:
-                    q, v = split(y)
-                    return float(modes.direction[i] * (self.system.contacts(q).J[i * dim + 1] @ v)
-                                 + APPROACH_TOLERANCE)
-                events.append(_Event("stop", i, stop, t0))
-        return events
+        self.dynamics = ModeDynamics(system, self.alpha)
 
     # --- mode resolution ----------------------------------------------------------------------
     def _force_tolerance(self, q: FloatArray, v: FloatArray) -> float:
@@ -318,8 +153,8 @@ class HybridSimulation:
         tau = self.system.dynamics(q, v).tau
         return 1e-9 * max(1.0, float(np.abs(tau).max(initial=0.0)))
 
-    def _settle(self, t: float, q: FloatArray, v: FloatArray, modes: _Modes, exempt: set[int],
-                log: _StepLog) -> FloatArray:
+    def _settle(self, t: float, q: FloatArray, v: FloatArray, modes: Modes, exempt: set[int],
+                log: StepLog) -> FloatArray:
         """Collisions, activation and a consistent active set at ``(t, q, v)`` (module docstring,
         steps 1-3); ``modes`` is updated in place, the post-impact velocity returned."""
         system = self.system
@@ -351,7 +186,7 @@ class HybridSimulation:
         # a consistent active set
         tol = self._force_tolerance(q, v)
         for _ in range(4 * max(1, contacts.count) + 4):
-            forces = self.solve(t, q, v, modes).forces
+            forces = self.dynamics.solve(t, q, v, modes).forces
             active = np.flatnonzero(modes.mode != INACTIVE)
             if active.size == 0:
                 break
@@ -378,7 +213,7 @@ class HybridSimulation:
                 break
         return v
 
-    def _activate(self, i: int, contacts: Contacts, local: FloatArray, modes: _Modes) -> None:
+    def _activate(self, i: int, contacts: Contacts, local: FloatArray, modes: Modes) -> None:
         """Mode of a contact that becomes active with local velocity ``local``."""
         mu = float(contacts.mu[i])
         if contacts.dim == 1 or mu == 0.0:
@@ -389,7 +224,7 @@ class HybridSimulation:
             modes.mode[i], modes.direction[i] = SLIDE, math.copysign(1.0, local[1])
 
     def _collide(self, t: float, q: FloatArray, v: FloatArray, contacts: Contacts, candidates: NDArray[np.bool_],
-                 modes: _Modes, log: _StepLog) -> None:
+                 modes: Modes, log: StepLog) -> None:
         """Apply the impact law to the colliding candidates plus the active contacts (plastic)."""
         dim = contacts.dim
         dynamics = self.system.dynamics(q, v)
@@ -444,7 +279,7 @@ class HybridSimulation:
                                       constraint_error=system.constraints(state.q, state.v, state.t).violation(
                                           state.v))
         start = time.perf_counter()
-        log = _StepLog()
+        log = StepLog()
         t, q, v = state.t, state.q.copy(), state.v.copy()
         t_end = state.t + self.dt
         impulses = np.zeros((nc, dim))
@@ -454,12 +289,12 @@ class HybridSimulation:
                 assert self._modes is not None
                 modes = self._modes.copy()
             else:
-                modes = _Modes(np.full(nc, INACTIVE, dtype=np.int64), np.zeros(nc))
+                modes = Modes(np.full(nc, INACTIVE, dtype=np.int64), np.zeros(nc))
                 v = self._settle(t, q, v, modes, set(), log)
             events_here, last_event_t = 0, -math.inf
             while t < t_end:
                 contacts = system.contacts(q)
-                events = self._events(t, modes, contacts, self._force_tolerance(q, v))
+                events = self.dynamics.guards(t, modes, contacts, self._force_tolerance(q, v), self.contact_tolerance)
                 y0 = np.concatenate([q, v, np.zeros(nc * dim)])
                 method: Any = self.method
                 guards: Any = events or None
@@ -496,18 +331,18 @@ class HybridSimulation:
             self._modes, self._last = None, None
             return None, StepRecord(impulses=np.full((nc, dim), np.nan), status=Status.NUMERICAL_ERROR,
                                     solve_time=time.perf_counter() - start, iterations=log.iterations,
-                                    residuals=_worst(log.residuals), substeps=substeps,
+                                    residuals=worst_residuals(log.residuals), substeps=substeps,
                                     message=f"{type(exc).__name__}: {exc}", impacts=tuple(log.impacts), **record)
         next_state = State(q, v, t_end)
         self._modes, self._last = modes, (t_end, next_state.q, next_state.v)
         message = "; ".join(log.transitions) if log.transitions else f"modes {modes.label()}"
         return next_state, StepRecord(impulses=impulses, status=Status.OPTIMAL,
                                       solve_time=time.perf_counter() - start, iterations=log.iterations,
-                                      residuals=_worst(log.residuals), substeps=substeps, message=message,
+                                      residuals=worst_residuals(log.residuals), substeps=substeps, message=message,
                                       impacts=tuple(log.impacts), **record)
 
-    def _transition(self, event: _Event, t: float, q: FloatArray, v: FloatArray, modes: _Modes, exempt: set[int],
-                    log: _StepLog) -> None:
+    def _transition(self, event: Event, t: float, q: FloatArray, v: FloatArray, modes: Modes, exempt: set[int],
+                    log: StepLog) -> None:
         """The mode change a guard asks for (collisions are left to :meth:`_settle`)."""
         i = event.contact
         if event.kind == "release":
@@ -515,35 +350,26 @@ class HybridSimulation:
             exempt.add(i)
             log.transitions.append(f"t={t:.9g} c{i}: release")
         elif event.kind == "slip":
-            force = self.solve(t, q, v, modes).forces[i]
+            force = self.dynamics.solve(t, q, v, modes).forces[i]
             modes.mode[i], modes.direction[i] = SLIDE, -math.copysign(1.0, force[1])
             log.transitions.append(f"t={t:.9g} c{i}: stick -> slide")
         elif event.kind == "stop":
             previous = modes.direction[i]
             modes.mode[i], modes.direction[i] = STICK, 0.0
             log.transitions.append(f"t={t:.9g} c{i}: slide -> stick")
-            forces = self.solve(t, q, v, modes).forces[i]
+            forces = self.dynamics.solve(t, q, v, modes).forces[i]
             mu = float(self.system.contacts(q).mu[i])
             if abs(forces[1]) > mu * forces[0] + self._force_tolerance(q, v):
                 modes.mode[i], modes.direction[i] = SLIDE, -previous
                 log.transitions[-1] = f"t={t:.9g} c{i}: slide reverses"
 
-    def _rhs(self, modes: _Modes) -> Callable[[float, FloatArray], FloatArray]:
+    def _rhs(self, modes: Modes) -> Callable[[float, FloatArray], FloatArray]:
         """``y' = [v, vdot, f]`` in ``modes`` (``y = [q, v, int f dt]``)."""
         nq, nv = self.system.nq, self.system.nv
 
         def rhs(t: float, y: FloatArray) -> FloatArray:
             q, v = y[:nq], y[nq:nq + nv]
-            solved = self.solve(t, q, v, modes)
+            solved = self.dynamics.solve(t, q, v, modes)
             return np.concatenate([v, solved.vdot, solved.forces.reshape(-1)])
         return rhs
 
-
-def _worst(residuals: list[Residuals]) -> Residuals:
-    """The largest of each residual over the step's impact programs (NaN if none)."""
-    if not residuals:
-        return _NO_RESIDUALS
-    table = np.array([[r.primal, r.dual, r.gap, r.complementarity] for r in residuals])
-    with np.errstate(all="ignore"):
-        worst = [float(np.nanmax(col)) if np.any(np.isfinite(col)) else math.nan for col in table.T]
-    return Residuals(*worst)

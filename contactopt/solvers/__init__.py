@@ -11,12 +11,15 @@ names the solvers that can take the program.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from contactopt.errors import SolverUnavailableError, UnknownNameError, UnsupportedProgramError
+from contactopt import plugins
+from contactopt.errors import RegistrationError, SolverUnavailableError, UnknownNameError, UnsupportedProgramError
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
 from contactopt.programs.residuals import cone_violation
 from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
@@ -143,3 +146,47 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
         return backend.solve(program, variant, merged)
     converted, data = route.apply(program)
     return route.invert(backend.solve(converted, variant, merged), data)
+
+
+_KINDS = frozenset({"qp", "socp", "lcp"})
+
+
+def _as_spec(obj: object) -> tuple[str, SolverSpec]:
+    """A SolverSpec, or a backend module exposing ``SPEC``, checked without importing the
+    backend's third-party package."""
+    found = getattr(obj, "SPEC", obj)
+    if not isinstance(found, SolverSpec):
+        raise RegistrationError(f"expected a SolverSpec (or a module with SPEC), got {obj!r}")
+    name = plugins.check_name(found.name, "solver")
+    unknown = set(found.kinds) - _KINDS
+    if not found.kinds or unknown:
+        raise RegistrationError(f"solver {name!r}: kinds must be a non-empty subset of "
+                                f"{sorted(_KINDS)}, got {sorted(found.kinds)}")
+    try:  # a module already imported (a script's __main__ has no spec) counts as found
+        backend_found = found.module in sys.modules or importlib.util.find_spec(found.module) is not None
+    except (ImportError, ValueError):
+        backend_found = False
+    if not backend_found:
+        raise RegistrationError(f"solver {name!r}: its module {found.module!r} cannot be found")
+    return name, found
+
+
+__all__ += ["register"]
+
+_BACKENDS = plugins.Registry("solver", "contactopt.solvers", _BACKENDS, _as_spec)
+
+
+def register(solver: SolverSpec) -> SolverSpec:
+    """Make a solver available by name to ``solve``, ``simulate``, ``compare`` and the CLI.
+
+    ``solver`` is a :class:`SolverSpec` (or the backend module itself, which exposes
+    ``SPEC``) whose ``module`` defines ``solve(program, variant, options) -> Solution``
+    (see :mod:`contactopt.solvers.base`); the module is imported when the solver is first
+    used. Raises :class:`~contactopt.errors.RegistrationError` if the name is taken or the
+    spec is malformed. Installed packages can instead declare the spec in the entry-point
+    group ``contactopt.solvers`` (see ``docs/extending.md``).
+    """
+    name, found = _as_spec(solver)
+    assert isinstance(_BACKENDS, plugins.Registry)  # made one just above
+    _BACKENDS.add(name, found)
+    return solver

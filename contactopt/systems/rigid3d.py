@@ -56,6 +56,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.systems import validation as validate
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System, resolve_parameters
 from contactopt.systems.geometry import (
     box_inertia,
@@ -183,12 +184,9 @@ class Rigid3D(System):
         """Build from a ``[system]`` table with ``bodies`` (list of tables), optional
         ``gravity`` (3 numbers, default ``[0, 0, -9.81]``), ``ground`` (bool, default true)
         and an empty ``parameters``; raises :class:`ParameterError` naming the key."""
-        params = table.get("parameters", {})
-        if not isinstance(params, Mapping):
-            raise ParameterError("system.parameters", "system.parameters: expected a table")
-        resolve_parameters(cls.parameters, params, "system.parameters")
+        resolve_parameters(cls.parameters, validate.table(table, "parameters", "system"), "system.parameters")
         contact_values = resolve_parameters(CONTACT_PARAMETERS, contact, "contact")
-        gravity = (_vector(table["gravity"], "system.gravity", 3) if "gravity" in table
+        gravity = (validate.vector(table["gravity"], "system.gravity", 3) if "gravity" in table
                    else np.array([0.0, 0.0, -9.81]))
         ground = table.get("ground", True)
         if not isinstance(ground, bool):
@@ -369,32 +367,11 @@ class Rigid3D(System):
 # ---------------------------------------------------------------------- parsing
 
 
-def _number(value: Any, key: str, *, positive: bool = False) -> float:
-    """A finite number (``> 0`` if ``positive``) or :class:`ParameterError` naming ``key``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ParameterError(key, f"{key}: expected a finite number, got {value!r}")
-    if positive and not value > 0:
-        raise ParameterError(key, f"{key}: must be > 0, got {value!r}")
-    return float(value)
-
-
-def _vector(value: Any, key: str, length: int) -> FloatArray:
-    """A list of ``length`` finite numbers or :class:`ParameterError` naming ``key``."""
-    if not isinstance(value, list | tuple):
-        raise ParameterError(key, f"{key}: expected a list of {length} numbers, got {value!r}")
-    if len(value) != length:
-        raise ParameterError(key, f"{key}: expected {length} numbers, got {len(value)}: {list(value)!r}")
-    return np.array([_number(x, key) for x in value])
-
-
 def _parse_body(table: Any, prefix: str, index: int) -> RigidBody:
     """One ``[[system.bodies]]`` table -> :class:`RigidBody`; errors name ``prefix.key``."""
     if not isinstance(table, Mapping):
         raise ParameterError(prefix, f"{prefix}: expected a table, got {table!r}")
-    for key in table:
-        if key not in BODY_KEYS:
-            raise ParameterError(f"{prefix}.{key}", f"{prefix}.{key}: unknown body key; known: "
-                                 f"{', '.join(sorted(BODY_KEYS))}")
+    validate.reject_unknown(table, BODY_KEYS, prefix)
     name = table.get("name", f"body{index}")
     if not isinstance(name, str) or not name:
         raise ParameterError(f"{prefix}.name", f"{prefix}.name: expected a non-empty string, got {name!r}")
@@ -411,7 +388,7 @@ def _parse_body(table: Any, prefix: str, index: int) -> RigidBody:
         if "size" not in table:
             raise ParameterError(f"{prefix}.size", f"{prefix}.size: missing; a box needs its half "
                                  "extents [a, b, c]")
-        size = _vector(table["size"], f"{prefix}.size", 3)
+        size = validate.vector(table["size"], f"{prefix}.size", 3)
         if np.any(size <= 0):
             raise ParameterError(f"{prefix}.size",
                                  f"{prefix}.size: half extents must be > 0, got {list(size)}")
@@ -421,19 +398,19 @@ def _parse_body(table: Any, prefix: str, index: int) -> RigidBody:
             raise ParameterError(f"{prefix}.radius", f"{prefix}.radius: give a sphere exactly one of "
                                  f"radius = r or size = [r] ({which})")
         if "radius" in table:
-            size = np.array([_number(table["radius"], f"{prefix}.radius", positive=True)])
+            size = np.array([validate.number(table["radius"], f"{prefix}.radius", positive=True)])
         else:
-            size = _vector(table["size"], f"{prefix}.size", 1)
+            size = validate.vector(table["size"], f"{prefix}.size", 1)
             if not size[0] > 0:
                 raise ParameterError(f"{prefix}.size", f"{prefix}.size: radius must be > 0, got {size[0]}")
     if "mass" not in table:
         raise ParameterError(f"{prefix}.mass", f"{prefix}.mass: missing (kg, > 0)")
-    mass = _number(table["mass"], f"{prefix}.mass", positive=True)
+    mass = validate.number(table["mass"], f"{prefix}.mass", positive=True)
     if "position" not in table:
         raise ParameterError(f"{prefix}.position", f"{prefix}.position: missing ([x, y, z] of the "
                              "centre of mass)")
-    position = _vector(table["position"], f"{prefix}.position", 3)
-    orientation = (_vector(table["orientation"], f"{prefix}.orientation", 4) if "orientation" in table
+    position = validate.vector(table["position"], f"{prefix}.position", 3)
+    orientation = (validate.vector(table["orientation"], f"{prefix}.orientation", 4) if "orientation" in table
                    else np.array([1.0, 0.0, 0.0, 0.0]))
     norm = float(np.linalg.norm(orientation))
     if norm == 0.0:
@@ -443,9 +420,9 @@ def _parse_body(table: Any, prefix: str, index: int) -> RigidBody:
         raise ParameterError(f"{prefix}.orientation", f"{prefix}.orientation: not a unit quaternion "
                              f"(norm {norm:.6g}); give [w, x, y, z] with norm 1 "
                              f"(within {QUATERNION_NORM_TOLERANCE:g}, then normalized)")
-    velocity = (_vector(table["velocity"], f"{prefix}.velocity", 3) if "velocity" in table
+    velocity = (validate.vector(table["velocity"], f"{prefix}.velocity", 3) if "velocity" in table
                 else np.zeros(3))
-    angular = (_vector(table["angular_velocity"], f"{prefix}.angular_velocity", 3)
+    angular = (validate.vector(table["angular_velocity"], f"{prefix}.angular_velocity", 3)
                if "angular_velocity" in table else np.zeros(3))
     return RigidBody(name=name, shape=shape, size=size, mass=mass, position=position,
                      orientation=orientation / norm, velocity=velocity, angular_velocity=angular)

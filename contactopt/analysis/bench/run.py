@@ -1,0 +1,176 @@
+"""Running the benchmark: every program with every solver at every tolerance profile, one
+row each, success judged on contactopt's own residuals (:mod:`contactopt.analysis.bench`)."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from contactopt.analysis.bench.profiles import Profile, get_profile, solver_options
+from contactopt.errors import ContactoptError, OptionError, SolverUnavailableError, UnsupportedProgramError
+from contactopt.programs import load_program
+from contactopt.solvers import parse_name, spec
+from contactopt.solvers import solve as solve_program
+
+__all__ = ["collect_programs", "run_benchmark"]
+
+
+
+def collect_programs(programs: str | Path | Iterable[str | Path]) -> list[Path]:
+    """Program files from a folder (every ``*.npz`` below it, sorted), a file, or a list of both.
+
+    ``.npz`` files found in folders that are not contactopt programs (a qpbenchmark data file)
+    are left out; a file named explicitly must be a program.
+    """
+    items = [programs] if isinstance(programs, str | Path) else list(programs)
+    found: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            for candidate in sorted(path.rglob("*.npz")):
+                if _is_program(candidate):
+                    found.append(candidate)
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ContactoptError(f"{path}: no such program file or folder")
+    if not found:
+        raise ContactoptError(f"no program files (.npz written by contactopt) in {', '.join(map(str, items))}")
+    return found
+
+
+def _is_program(path: Path) -> bool:
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            return "header" in arrays and '"contactopt-program"' in str(arrays["header"])
+    except (OSError, ValueError):
+        return False
+
+
+def _label(path: Path, roots: list[Path]) -> str:
+    for root in roots:
+        if root.is_dir():
+            try:
+                return path.relative_to(root).as_posix()
+            except ValueError:
+                continue
+    return path.as_posix()
+
+
+def _row(program: str, solver: str, prof: Profile, kind: str) -> dict[str, Any]:
+    nan = float("nan")
+    return {"program": program, "solver": solver, "profile": prof.name, "kind": kind, "status": "error",
+            "success": False, "solve_time": nan, "setup_time": nan, "runtime": nan, "residual": nan,
+            "primal": nan, "dual": nan, "gap": nan, "complementarity": nan, "iterations": 0,
+            "tolerance": prof.tolerance, "time_limit": prof.time_limit, "error": ""}
+
+
+def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence[str],
+                  profiles: Sequence[str | Profile] = ("default",), *, warmup: bool = True,
+                  progress: bool = False) -> Any:
+    """Solve every program with every solver at every profile; one row each (pandas DataFrame).
+
+    Columns: program, solver, profile, kind, status, success, solve_time, setup_time, runtime
+    (seconds), residual (``residuals.worst``), primal, dual, gap, complementarity, iterations,
+    tolerance, time_limit, error. ``success`` is defined in the module docstring. With
+    ``warmup`` each (solver, profile) first solves the first program once, untimed (imports,
+    first-call costs).
+    """
+    import pandas as pd
+
+    if isinstance(solvers, str):
+        solvers = [solvers]
+    if not solvers:
+        raise OptionError("no solver given")
+    for solver in solvers:
+        _check_solver(solver)
+    chosen = [get_profile(p) for p in profiles]
+    roots = [Path(p) for p in ([programs] if isinstance(programs, str | Path) else list(programs))]
+    paths = collect_programs(programs)
+    labels = [_label(path, roots) for path in paths]
+    labels = [label if labels.count(label) == 1 else path.as_posix() for label, path in zip(labels, paths, strict=True)]
+    loaded = [(label, load_program(path)) for label, path in zip(labels, paths, strict=True)]
+    rows: list[dict[str, Any]] = []
+    bar = _bar(len(loaded) * len(solvers) * len(chosen), progress)
+    try:
+        for solver in solvers:
+            for prof in chosen:
+                options = solver_options(solver, prof)
+                if warmup:
+                    _solve_quietly(loaded[0][1], solver, options)
+                for label, program in loaded:
+                    rows.append(_run_one(label, program, solver, prof, options))
+                    bar.update(1)
+    finally:
+        bar.close()
+    return pd.DataFrame(rows, columns=list(_row("", "", chosen[0], "")))
+
+
+def _check_solver(solver: str) -> None:
+    """Unknown names, missing packages and unknown variants fail before any solve."""
+    base, variant = parse_name(solver)
+    spec_ = spec(solver)
+    if not spec_.is_available():
+        raise SolverUnavailableError(f"solver {base!r} is not installed: {spec_.install_hint}")
+    if variant is not None:
+        listing = getattr(importlib.import_module(spec_.module), "installed_variants", None)
+        installed = list(listing()) if listing is not None else []
+        if listing is not None and variant.lower() not in {v.lower() for v in installed}:
+            raise SolverUnavailableError(f"{base} has no solver {variant!r} installed; installed: "
+                                         f"{', '.join(installed) or 'none'}")
+
+
+def _solve_quietly(program: Any, solver: str, options: Mapping[str, Any]) -> None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            solve_program(program, solver, options)
+    except Exception:  # reported by the timed solves
+        return
+
+
+def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapping[str, Any]) -> dict[str, Any]:
+    row = _row(label, solver, prof, program.kind)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            solution = solve_program(program, solver, options)
+    except UnsupportedProgramError as exc:
+        row.update(status="unsupported", error=str(exc))
+        return row
+    except Exception as exc:  # a benchmark reports a broken solve, it does not stop
+        row.update(error=f"{type(exc).__name__}: {exc}")
+        return row
+    res = solution.residuals
+    runtime = solution.setup_time + solution.solve_time
+    worst = res.worst
+    row.update(status=str(solution.status), solve_time=solution.solve_time, setup_time=solution.setup_time,
+               runtime=runtime, residual=worst, primal=res.primal, dual=res.dual, gap=res.gap,
+               complementarity=res.complementarity, iterations=solution.iterations)
+    row["success"] = bool(solution.status.usable and math.isfinite(worst) and worst <= prof.tolerance
+                          and runtime <= prof.time_limit)
+    if not row["success"] and not solution.status.usable:
+        row["error"] = solution.message
+    return row
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="bench", unit="solve", leave=False, dynamic_ncols=True)

@@ -1,0 +1,139 @@
+"""Statistics of a benchmark table: shifted geometric means, ratios to the best solver and
+Dolan-Moré performance profiles (definitions in :mod:`contactopt.analysis.bench`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from contactopt.errors import OptionError
+
+__all__ = ["SHIFT", "performance_profile", "performance_ratios", "shifted_geometric_mean", "summarize"]
+
+#: Shift of the shifted geometric means (qpbenchmark's value).
+SHIFT = 10.0
+
+# Why qpsolvers_benchmark's own statistics are not called here (they are the reference the
+# tests check these against, tests/test_export_bench.py):
+# * qpsolvers_benchmark.shgeom.shgeom computes exp(mean(log(v + s))) - s. For residuals of 1e-9
+#   with s = 10 the subtraction cancels all but about 6 significant digits (and 1e-12 would keep
+#   3); the same mean as s * expm1(mean(log1p(v / s))) keeps them all. It also refuses s < 1.
+# * Results.build_shgeom_df / build_success_rate_df read qpbenchmark's results CSV (columns
+#   found, settings, primal_residual, cost_error, ... of a TestSet run) and return only the
+#   ratios to the best solver; our table comes from contactopt's own solves and residuals and
+#   reports the means as well as the ratios.
+# * Importing qpsolvers_benchmark imports qpsolvers and every backend it finds (about 2 s), and
+#   it is only a development dependency, while `contactopt bench` is part of the core package.
+# * qpbenchmark plots the number of problems solved against a metric (plot_metric); it has no
+#   Dolan-Moré performance profile, which is computed below.
+
+
+def shifted_geometric_mean(values: ArrayLike, shift: float = SHIFT) -> float:
+    """``exp(mean(log(v + shift))) - shift`` of non-negative ``values`` (module docstring)."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.size == 0:
+        return float("nan")
+    if not shift > 0:
+        raise OptionError(f"the shift must be positive, got {shift}")
+    if np.any(np.isnan(v)) or np.any(v < 0):
+        raise OptionError("the shifted geometric mean takes non-negative numbers")
+    if np.any(np.isinf(v)):
+        return float("inf")
+    return float(shift * np.expm1(np.mean(np.log1p(v / shift))))
+
+
+def summarize(df: Any, shift: float = SHIFT) -> Any:
+    """Per (solver, profile): problems, solved, success_rate (fraction in [0, 1]), time_sgm [s]
+    and residual_sgm (shifted geometric means, failures counted at the time limit / at the
+    tolerance, see the module docstring), their ratios to the best solver of the profile,
+    and unsupported (programs the solver could not take, counted as failures)."""
+    import pandas as pd
+
+    records: list[dict[str, Any]] = []
+    for (solver, profile), group in df.groupby(["solver", "profile"], sort=False):
+        success = group["success"].to_numpy(dtype=bool)
+        times = np.where(success, group["runtime"].to_numpy(dtype=float), group["time_limit"].to_numpy(dtype=float))
+        residual = group["residual"].to_numpy(dtype=float)
+        usable = np.isin(group["status"].to_numpy(dtype=str), ["optimal", "inaccurate"]) & np.isfinite(residual)
+        residual = np.where(usable, residual, group["tolerance"].to_numpy(dtype=float))
+        records.append({
+            "solver": solver, "profile": profile, "problems": len(group), "solved": int(success.sum()),
+            "success_rate": float(success.mean()) if len(group) else float("nan"),
+            "time_sgm": shifted_geometric_mean(times, shift),
+            "residual_sgm": shifted_geometric_mean(residual, shift),
+            "unsupported": int((group["status"] == "unsupported").sum()),
+        })
+    summary = pd.DataFrame(records, columns=["solver", "profile", "problems", "solved", "success_rate",
+                                             "time_sgm", "residual_sgm", "unsupported"])
+    for column in ("time_sgm", "residual_sgm"):
+        best = summary.groupby("profile")[column].transform("min")
+        summary[f"{column}_ratio"] = [_ratio(v, b) for v, b in zip(summary[column], best, strict=True)]
+    return summary[["solver", "profile", "problems", "solved", "success_rate", "time_sgm",
+                    "time_sgm_ratio", "residual_sgm", "residual_sgm_ratio", "unsupported"]]
+
+
+def _ratio(value: float, best: float) -> float:
+    if best > 0:
+        return float(value / best)
+    return 1.0 if value == best else float("inf")
+
+
+def performance_ratios(df: Any, profile: str) -> Any:
+    """(programs x solvers) Dolan-Moré ratios ``t_ps / min_s t_ps`` for one profile (inf: failed)."""
+    import pandas as pd
+
+    rows = df[df["profile"] == profile]
+    programs = list(dict.fromkeys(rows["program"]))
+    solvers = list(dict.fromkeys(rows["solver"]))
+    times = np.full((len(programs), len(solvers)), np.inf)
+    where = {name: i for i, name in enumerate(programs)}
+    which = {name: j for j, name in enumerate(solvers)}
+    for program, solver, success, runtime in rows[["program", "solver", "success", "runtime"]].itertuples(
+            index=False):
+        if success:
+            i, j = where[program], which[solver]
+            times[i, j] = min(times[i, j], float(runtime))
+    best = times.min(axis=1, keepdims=True) if solvers else np.zeros((len(programs), 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = np.where(np.isfinite(times) & np.isfinite(best), times / np.maximum(best, 1e-300), np.inf)
+    return pd.DataFrame(ratios, index=programs, columns=solvers)
+
+
+def performance_profile(df: Any, path: str | Path, *, title: str | None = None) -> Path:
+    """Dolan-Moré performance profile of run time, one panel per profile, written to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    profiles = list(dict.fromkeys(df["profile"]))
+    fig, axes = plt.subplots(1, max(1, len(profiles)), figsize=(5.5 * max(1, len(profiles)), 4.2),
+                             squeeze=False)
+    for ax, profile in zip(axes[0], profiles, strict=False):
+        ratios = performance_ratios(df, profile)
+        finite = ratios.to_numpy()[np.isfinite(ratios.to_numpy())]
+        top = max(2.0, 1.2 * float(finite.max())) if finite.size else 2.0
+        for solver in ratios.columns:
+            r = np.sort(ratios[solver].to_numpy())
+            taus = np.concatenate([[1.0], r[np.isfinite(r)], [top]])
+            rho = np.array([np.mean(r <= tau) for tau in taus])
+            ax.step(taus, rho, where="post", label=solver, linewidth=2)
+        ax.set_xscale("log", base=2)
+        ax.set_xlim(1.0, top)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("tau (time within a factor tau of the best solver)")
+        ax.set_ylabel("fraction of programs solved")
+        ax.set_title(f"profile {profile} ({len(ratios)} programs)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(loc="lower right")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

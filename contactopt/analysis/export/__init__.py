@@ -1,0 +1,95 @@
+"""Export every step's program of a run: contactopt ``.npz``, FCLIB local problems (HDF5) and a
+qpbenchmark test set.
+
+:func:`export_run` re-forms the program of every step the trajectory started (the failed last
+step included) from the recorded states with :func:`contactopt.simulate.formulate`, and writes
+under ``folder``:
+
+``npz``
+    ``folder/npz/step_%06d.npz``: one :func:`~contactopt.programs.save_program` file per step.
+
+``fclib``
+    ``folder/fclib/<scene>.hdf5``: the local frictional contact problem of every step with an
+    active contact (:mod:`contactopt.analysis.export.fclib` gives the layout and the math).
+
+``qpbenchmark``
+    ``folder/qpbenchmark/contactopt_<scene>.py`` and ``.npz``: a qpbenchmark test set of the step
+    QPs (:mod:`contactopt.analysis.export.qpbenchmark`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from contactopt.analysis.export.fclib import (
+    FCLIB_CONVENTION,
+    FclibLocal,
+    extract_fclib_step,
+    fclib_local_problem,
+    write_fclib,
+)
+from contactopt.analysis.export.qpbenchmark import qpbenchmark_class_name, slug, write_qpbenchmark
+from contactopt.analysis.export.steps import resolve_formulation, step_programs, write_npz
+from contactopt.errors import OptionError
+from contactopt.records import Trajectory
+from contactopt.scenes import Scene
+
+__all__ = ["FCLIB_CONVENTION", "FORMATS", "FclibLocal", "export_run", "extract_fclib_step", "fclib_local_problem",
+           "parse_formats", "qpbenchmark_class_name", "step_programs", "write_fclib", "write_npz", "write_qpbenchmark"]
+
+FORMATS = ("npz", "fclib", "qpbenchmark")
+
+
+def parse_formats(formats: str | Iterable[str]) -> tuple[str, ...]:
+    """``"npz,fclib"`` or ``["npz", "fclib"]`` -> checked, de-duplicated names in given order."""
+    items = [formats] if isinstance(formats, str) else list(formats)
+    names: list[str] = []
+    for item in items:
+        for name in str(item).split(","):
+            name = name.strip().lower()
+            if not name:
+                continue
+            if name not in FORMATS:
+                raise OptionError(f"unknown export format {name!r}; known: {', '.join(FORMATS)}")
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise OptionError(f"no export format given; known: {', '.join(FORMATS)}")
+    return tuple(names)
+
+
+def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
+               formats: str | Iterable[str] = FORMATS, formulation: str | None = None,
+               options: Mapping[str, Any] | None = None, *,
+               reference_solver: str | None = "clarabel") -> dict[str, Path]:
+    """Export every step's program of ``traj`` (a run of ``scene``) under ``folder``.
+
+    Each step is re-formed with ``formulate(scene.system, traj.q[i], traj.v[i], dt, formulation,
+    options, t)`` with ``dt = traj.info["dt"]``; ``formulation`` and ``options`` default to the
+    run's (``traj.info``). Another formulation without ``options`` gets its own defaults; the
+    run's drift options (``drift``, ``alpha``, ``beta``) carry over unless ``options`` sets them.
+    The FCLIB problems do not depend on the formulation except through its ``epsilon`` option.
+
+    Returns ``{format: path}``: the ``npz`` folder, the FCLIB ``.hdf5`` file, the qpbenchmark
+    module ``.py`` (module docstring for the layouts). A format that does not apply (FCLIB with
+    normal-only contacts, qpbenchmark without a QP) is skipped with a warning and left out.
+    """
+    chosen = parse_formats(formats)
+    folder = Path(folder)
+    name, resolved = resolve_formulation(traj, formulation, options)
+    written: dict[str, Path] = {}
+    programs = step_programs(scene, traj, name, resolved) if {"npz", "qpbenchmark"} & set(chosen) else []
+    for fmt in chosen:
+        result: Path | None
+        if fmt == "npz":
+            result = write_npz(programs, folder / "npz")
+        elif fmt == "fclib":
+            result = write_fclib(scene, traj, folder / "fclib" / f"{slug(scene.name)}.hdf5",
+                                 resolved, name)
+        else:
+            result = write_qpbenchmark(programs, folder / "qpbenchmark", scene.name, name, reference_solver)
+        if result is not None:
+            written[fmt] = result
+    return written
