@@ -48,3 +48,11 @@ class SimulationError(ContactoptError, RuntimeError):
 
 class OptionError(ContactoptError, ValueError):
     """An unknown or invalid option was passed to a formulation or solver."""
+
+
+class ContactoptWarning(UserWarning):
+    """Base class of contactopt's warnings."""
+
+
+class PartialTrajectoryWarning(ContactoptWarning):
+    """``simulate`` returned a trajectory that stopped before its duration (see its ``message``)."""

@@ -72,6 +72,8 @@ class StepRecord:
             ``hybrid`` only; empty otherwise). Their impulses are included in ``impulses``.
         substeps: internal steps an adaptive or sub-stepping integrator took over the step
             (continuous-time methods; 0 where not applicable).
+        refined: whether the solver's interior-point answer was replaced by the exact
+            active-set KKT point (:mod:`contactopt.solvers.refine`).
     """
 
     t: float
@@ -90,6 +92,7 @@ class StepRecord:
     constraint_error: float = 0.0
     impacts: tuple[Impact, ...] = ()
     substeps: int = 0
+    refined: bool = False
 
 
 @dataclass
@@ -193,6 +196,7 @@ class Trajectory:
             "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
             "constraint_error": np.array([r.constraint_error for r in steps]),
             "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
+            "refined": np.array([r.refined for r in steps], dtype=bool),
             **_impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=_json_default)),
         }
@@ -213,6 +217,7 @@ class Trajectory:
                 n_steps = a["step_t"].shape[0]
                 impacts = _read_impacts(a, n_steps)
                 substeps = a["substeps"] if "substeps" in a.files else np.zeros(n_steps, dtype=np.int64)
+                refined = a["refined"] if "refined" in a.files else np.zeros(n_steps, dtype=bool)
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -226,7 +231,7 @@ class Trajectory:
                         solver=str(a["solver"][i]), conversion=str(a["conversion"][i]) or None,
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
-                        substeps=int(substeps[i])))
+                        substeps=int(substeps[i]), refined=bool(refined[i])))
                 return cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                            message=header["message"])
         except (OSError, KeyError, ValueError) as exc:

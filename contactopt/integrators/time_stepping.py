@@ -113,7 +113,8 @@ class TimeStepping:
                            build_time=build_time, setup_time=solution.setup_time,
                            solve_time=solution.solve_time, iterations=solution.iterations,
                            residuals=solution.residuals, solver=solution.solver,
-                           conversion=solution.conversion, message=solution.message)
+                           conversion=solution.conversion, message=solution.message,
+                           refined=solution.refined)
         self.last_program, self.last_solution = program, solution
         if not solution.status.usable:
             return None, StepRecord(impulses=nan_impulses, **record_args)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.errors import SolverUnavailableError, UnknownNameError, UnsupportedProgramError
+from contactopt.errors import OptionError, SolverUnavailableError, UnknownNameError, UnsupportedProgramError
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
 from contactopt.programs.residuals import cone_violation
 from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
@@ -112,7 +112,8 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
           **kwargs: Any) -> Solution:
     """Solve ``program`` with ``solver`` and return a :class:`Solution`.
 
-    ``options`` (or keyword arguments) go to the backend. Residuals in the result are
+    ``options`` (or keyword arguments) go to the backend, except ``refine`` (default: true for
+    interior-point backends): the active-set refinement of :mod:`contactopt.solvers.refine`. Residuals in the result are
     computed by contactopt against the program that was given, even after a conversion.
     """
     if not isinstance(program, ConicProgram | LCP):
@@ -135,7 +136,15 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
         return _trivial(program, solver)
     backend = importlib.import_module(spec_.module)
     merged = {**(options or {}), **kwargs}
+    refine = merged.pop("refine", spec_.interior_point)
+    if not isinstance(refine, bool):
+        raise OptionError(f"solver {solver!r}: option refine must be true or false, got {refine!r}")
     if route is None:
-        return backend.solve(program, variant, merged)
+        solution = backend.solve(program, variant, merged)
+        if refine and isinstance(program, ConicProgram):
+            from contactopt.solvers.refine import refine as refine_solution
+
+            return refine_solution(program, solution)
+        return solution
     converted, data = route.apply(program)
     return route.invert(backend.solve(converted, variant, merged), data)

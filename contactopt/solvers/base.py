@@ -41,6 +41,8 @@ class SolverSpec:
         variants: whether ``name:VARIANT`` selects an inner solver (cvxpy:SCS).
         warm_start: the option through which the backend takes an initial iterate (the
             time-stepping driver passes the previous step's solution there), or None.
+        interior_point: its answers are interior-point iterates, refined by default by the
+            active-set step of :mod:`contactopt.solvers.refine` (solver option ``refine``).
     """
 
     name: str
@@ -51,6 +53,7 @@ class SolverSpec:
     description: str
     variants: bool = False
     warm_start: str | None = None
+    interior_point: bool = False
 
     def is_available(self) -> bool:
         return self.requires is None or importlib.util.find_spec(self.requires) is not None
