@@ -30,7 +30,7 @@ def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation
               options: Mapping[str, Any] | None = None, t: float = 0.0) -> Program:
     """The explicit program that ``formulation`` builds for one step from ``(q, v)``."""
     form = formulations.get(formulation)
-    drift_options, rest = split_drift_options(options)
+    drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
     problem = build_step_problem(system, q, v, dt, t, drift=drift)
     return form.build(problem, form.resolve_options(rest))
@@ -73,8 +73,8 @@ def simulate(
     duration = float(scene.duration if duration is None else duration)
     if not (math.isfinite(dt) and dt > 0):
         raise OptionError(f"dt must be a positive number, got {dt}")
-    if not (math.isfinite(duration) and duration >= 0):
-        raise OptionError(f"duration must be a non-negative number, got {duration}")
+    if not (math.isfinite(duration) and duration > 0):
+        raise OptionError(f"duration must be a positive number, got {duration}")
     if on_failure not in ("stop", "raise"):
         raise OptionError(f"on_failure must be 'stop' or 'raise', got {on_failure!r}")
     merged_options = {**scene.options, **(options or {})}
@@ -82,6 +82,9 @@ def simulate(
     solver = solver or scene.solver
     stepper = make_stepper(scene.system, formulation, solver, dt, merged_options, solver_options)
     choice = ""
+    check_state = getattr(stepper, "check_state", None)
+    if check_state is not None:  # what the method cannot handle is refused before the first step
+        check_state(State(scene.q0, scene.v0, 0.0))
     if isinstance(stepper, TimeStepping):  # refuse (or replace a default) before the first step
         program = stepper.program(State(scene.q0, scene.v0, 0.0))[1]
         chosen, choice = choose(program, solver, explicit=explicit)

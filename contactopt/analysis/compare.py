@@ -97,6 +97,9 @@ def plan(scene: Scene, formulations: Sequence[str] | None = None, solvers_: Sequ
     solver_names = list(solvers_ or solvers.available())
     step_sizes = [float(dt) for dt in (dts or [scene.dt])]
     horizon = float(scene.duration if duration is None else duration)
+    for name, value in [*(("dt", dt) for dt in step_sizes), ("duration", horizon)]:
+        if not (math.isfinite(value) and value > 0):
+            raise OptionError(f"{name} must be a positive number, got {value}")
     cells: list[Cell] = []
     skipped: list[str] = []
     for spec in formulations:
@@ -200,6 +203,9 @@ def compare(
     if address is not None:
         executor = "dask"
     cells, skipped = plan(scene, formulations, solvers, dts, duration)
+    if not cells:
+        raise OptionError(f"nothing to compare: no solver given takes the program of any formulation given "
+                          f"(skipped: {', '.join(skipped)})")
     extra = dict(solver_options or {})
     fingerprint = _scene_fingerprint(scene)
     folder = Path(out) if out is not None else None

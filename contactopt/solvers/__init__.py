@@ -10,6 +10,7 @@ names the solvers that can take the program.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Mapping
 from typing import Any
@@ -64,7 +65,18 @@ def parse_name(solver: str) -> tuple[str, str | None]:
         raise UnknownNameError(f"unknown solver {solver!r}; known solvers: {', '.join(_BACKENDS)}")
     if variant and not _BACKENDS[base].variants:
         raise UnknownNameError(f"solver {base!r} takes no variant (got {solver!r})")
+    if variant and _BACKENDS[base].is_available():
+        inner = _installed_variants(base)
+        if variant.strip().lower() not in {name.lower() for name in inner}:
+            raise UnknownNameError(f"the {base} solver {variant!r} is unknown or not installed; "
+                                   f"{base} solvers available: {', '.join(inner) or 'none'}")
     return base, (variant or None)
+
+
+@functools.cache
+def _installed_variants(base: str) -> tuple[str, ...]:
+    """The inner solvers a gateway backend (cvxpy, qpsolvers) finds installed."""
+    return tuple(importlib.import_module(_BACKENDS[base].module).installed_variants())
 
 
 def spec(solver: str) -> SolverSpec:
