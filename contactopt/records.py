@@ -209,7 +209,7 @@ class Trajectory:
         try:
             with np.load(path, allow_pickle=False) as a:
                 header = json.loads(str(a["header"]))
-                if header.get("format") != "contactopt-trajectory":
+                if not isinstance(header, dict) or header.get("format") != "contactopt-trajectory":
                     raise ContactoptError(f"{path}: not a contactopt trajectory file")
                 dim = int(header["impulse_dim"])
                 offsets = np.concatenate([[0], np.cumsum(a["contact_counts"])])
@@ -232,10 +232,29 @@ class Trajectory:
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
                         substeps=int(substeps[i]), refined=bool(refined[i])))
-                return cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
-                           message=header["message"])
-        except (OSError, KeyError, ValueError) as exc:
-            raise ContactoptError(f"{path}: cannot read trajectory: {exc}") from exc
+                trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
+                                 message=header["message"])
+        except ContactoptError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged file in any way: one line naming it
+            raise ContactoptError(f"{path}: cannot read trajectory: {type(exc).__name__}: {exc}") from exc
+        _check_shapes(path, trajectory)
+        return trajectory
+
+
+def _check_shapes(path: Path, traj: Trajectory) -> None:
+    """The arrays of a loaded trajectory fit together (a damaged file is refused, not half-read)."""
+    n = traj.t.shape[0]
+    problems = []
+    if traj.t.ndim != 1:
+        problems.append(f"t has shape {traj.t.shape}")
+    for name, arr in (("q", traj.q), ("v", traj.v)):
+        if arr.ndim != 2 or arr.shape[0] != n:
+            problems.append(f"{name} has shape {arr.shape} for {n} times")
+    if len(traj.steps) not in (n - 1, n):
+        problems.append(f"{len(traj.steps)} step records for {n} times")
+    if problems:
+        raise ContactoptError(f"{path}: cannot read trajectory: {'; '.join(problems)}")
 
 
 def _impact_arrays(steps: list[StepRecord], nv: int) -> dict[str, Any]:

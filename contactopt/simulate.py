@@ -20,7 +20,7 @@ from contactopt.integrators.time_stepping import TimeStepping, build_step_proble
 from contactopt.model import State
 from contactopt.records import StepRecord, Trajectory
 from contactopt.scenes import Scene
-from contactopt.solvers.choice import choose
+from contactopt.solvers.choice import check_solver_options, choose
 from contactopt.systems.base import System
 
 __all__ = ["formulate", "simulate"]
@@ -91,6 +91,7 @@ def simulate(
         if chosen != solver:
             solver = chosen
             stepper = make_stepper(scene.system, formulation, solver, dt, merged_options, solver_options)
+        check_solver_options(program, solver, solver_options)
         if fallback:
             choose(program, fallback, explicit=True)
     backup = make_stepper(scene.system, formulation, fallback, dt, merged_options) if fallback else None

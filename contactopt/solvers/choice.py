@@ -3,11 +3,14 @@ installed one that takes the formulation's program."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from contactopt import solvers
-from contactopt.errors import UnsupportedProgramError
+from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.solvers.base import Program
 
-__all__ = ["PREFERENCE", "choose", "takers"]
+__all__ = ["PREFERENCE", "check_solver_options", "choose", "takers"]
 
 #: Order of preference when contactopt picks: exact-by-construction pivoting and the refined
 #: interior point first, then the first-order methods (less accurate at their defaults).
@@ -34,3 +37,17 @@ def choose(program: Program, solver: str, *, explicit: bool) -> tuple[str, str]:
         raise UnsupportedProgramError(f"solver {solver!r} cannot take a {kind} program; "
                                       f"solvers that can: {', '.join(able) or 'none installed'}")
     return able[0], f"the scene's solver {solver!r} cannot take a {kind} program; using {able[0]!r}"
+
+
+def check_solver_options(program: Program, solver: str, options: Mapping[str, Any] | None) -> None:
+    """Refuse bad solver options before the first step: a trial solve of step 0's program
+    raises the backend's :class:`OptionError` (unknown setting, bad value); any other outcome
+    is left to the run itself."""
+    if not options:
+        return
+    try:
+        solvers.solve(program, solver, options)
+    except OptionError:
+        raise
+    except Exception:  # noqa: BLE001 - not an option problem: the run reports it in its step record
+        return
