@@ -52,3 +52,11 @@ class OptionError(ContactoptError, ValueError):
 
 class RegistrationError(ContactoptError, ValueError):
     """A formulation, solver or system cannot be registered (wrong type, bad or taken name)."""
+
+
+class ContactoptWarning(UserWarning):
+    """Base class of contactopt's warnings."""
+
+
+class PartialTrajectoryWarning(ContactoptWarning):
+    """``simulate`` returned a trajectory that stopped before its duration (see its ``message``)."""

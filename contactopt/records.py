@@ -72,6 +72,8 @@ class StepRecord:
             ``hybrid`` only; empty otherwise). Their impulses are included in ``impulses``.
         substeps: internal steps an adaptive or sub-stepping integrator took over the step
             (continuous-time methods; 0 where not applicable).
+        refined: whether the solver's interior-point answer was replaced by the exact
+            active-set KKT point (:mod:`contactopt.solvers.refine`).
     """
 
     t: float
@@ -90,6 +92,7 @@ class StepRecord:
     constraint_error: float = 0.0
     impacts: tuple[Impact, ...] = ()
     substeps: int = 0
+    refined: bool = False
 
 
 @dataclass
@@ -193,6 +196,7 @@ class Trajectory:
             "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
             "constraint_error": np.array([r.constraint_error for r in steps]),
             "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
+            "refined": np.array([r.refined for r in steps], dtype=bool),
             **_impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=_json_default)),
         }
@@ -205,7 +209,7 @@ class Trajectory:
         try:
             with np.load(path, allow_pickle=False) as a:
                 header = json.loads(str(a["header"]))
-                if header.get("format") != "contactopt-trajectory":
+                if not isinstance(header, dict) or header.get("format") != "contactopt-trajectory":
                     raise ContactoptError(f"{path}: not a contactopt trajectory file")
                 dim = int(header["impulse_dim"])
                 offsets = np.concatenate([[0], np.cumsum(a["contact_counts"])])
@@ -213,6 +217,7 @@ class Trajectory:
                 n_steps = a["step_t"].shape[0]
                 impacts = _read_impacts(a, n_steps)
                 substeps = a["substeps"] if "substeps" in a.files else np.zeros(n_steps, dtype=np.int64)
+                refined = a["refined"] if "refined" in a.files else np.zeros(n_steps, dtype=bool)
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -226,11 +231,30 @@ class Trajectory:
                         solver=str(a["solver"][i]), conversion=str(a["conversion"][i]) or None,
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
-                        substeps=int(substeps[i])))
-                return cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
-                           message=header["message"])
-        except (OSError, KeyError, ValueError) as exc:
-            raise ContactoptError(f"{path}: cannot read trajectory: {exc}") from exc
+                        substeps=int(substeps[i]), refined=bool(refined[i])))
+                trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
+                                 message=header["message"])
+        except ContactoptError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged file in any way: one line naming it
+            raise ContactoptError(f"{path}: cannot read trajectory: {type(exc).__name__}: {exc}") from exc
+        _check_shapes(path, trajectory)
+        return trajectory
+
+
+def _check_shapes(path: Path, traj: Trajectory) -> None:
+    """The arrays of a loaded trajectory fit together (a damaged file is refused, not half-read)."""
+    n = traj.t.shape[0]
+    problems = []
+    if traj.t.ndim != 1:
+        problems.append(f"t has shape {traj.t.shape}")
+    for name, arr in (("q", traj.q), ("v", traj.v)):
+        if arr.ndim != 2 or arr.shape[0] != n:
+            problems.append(f"{name} has shape {arr.shape} for {n} times")
+    if len(traj.steps) not in (n - 1, n):
+        problems.append(f"{len(traj.steps)} step records for {n} times")
+    if problems:
+        raise ContactoptError(f"{path}: cannot read trajectory: {'; '.join(problems)}")
 
 
 def _impact_arrays(steps: list[StepRecord], nv: int) -> dict[str, Any]:

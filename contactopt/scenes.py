@@ -81,8 +81,8 @@ class Scene:
             object.__setattr__(self, attr, arr)
         if not (math.isfinite(self.dt) and self.dt > 0):
             raise SceneError(f"{where}: dt must be a positive number, got {self.dt}")
-        if not (math.isfinite(self.duration) and self.duration >= 0):
-            raise SceneError(f"{where}: duration must be a non-negative number, got {self.duration}")
+        if not (math.isfinite(self.duration) and self.duration > 0):
+            raise SceneError(f"{where}: duration must be a positive number, got {self.duration}")
 
 
 def problems_dir() -> Path:
@@ -117,8 +117,10 @@ def load_scene(path: str | Path) -> Scene:
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SceneError(f"{path}: invalid TOML: {exc}") from exc
+    except OSError as exc:  # a folder, no permission
+        raise SceneError(f"{path}: cannot read the scene file: {exc}") from exc
     try:
         return _parse(data, path)
     except ParameterError as exc:
@@ -211,7 +213,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
     return Scene(
         system=system, q0=q0, v0=v0,
         dt=_scene_number(meta, "dt", positive=True),
-        duration=_scene_number(meta, "duration", positive=False),
+        duration=_scene_number(meta, "duration", positive=True),
         formulation=formulation, solver=solver, options=options,
         solver_options=validate.table(data, "solver_options"),
         name=validate.string(meta.get("name", path.stem), "scene.name"),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -11,14 +12,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactopt import formulations
-from contactopt.errors import ContactoptError, OptionError, SimulationError
+from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.formulations.base import Program
 from contactopt.integrators import make_stepper
 from contactopt.integrators.drift import Drift
-from contactopt.integrators.time_stepping import build_step_problem, split_drift_options
+from contactopt.integrators.time_stepping import TimeStepping, build_step_problem, split_drift_options
 from contactopt.model import State
 from contactopt.records import StepRecord, Trajectory
 from contactopt.scenes import Scene
+from contactopt.solvers.choice import check_solver_options, choose
 from contactopt.systems.base import System
 
 __all__ = ["formulate", "simulate"]
@@ -28,7 +30,7 @@ def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation
               options: Mapping[str, Any] | None = None, t: float = 0.0) -> Program:
     """The explicit program that ``formulation`` builds for one step from ``(q, v)``."""
     form = formulations.get(formulation)
-    drift_options, rest = split_drift_options(options)
+    drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
     problem = build_step_problem(system, q, v, dt, t, drift=drift)
     return form.build(problem, form.resolve_options(rest))
@@ -49,6 +51,15 @@ def simulate(
 ) -> Trajectory:
     """Simulate ``scene``; arguments left None take the scene's defaults.
 
+    The solver is checked against step 0's program before the first step: a solver given
+    here that cannot take the formulation's program is refused with one line naming those
+    that can; the scene's solver (``solver=None``) is replaced by the best installed one that
+    can, and ``info["solver_choice"]`` says so.
+
+    A trajectory that stops before ``duration`` is never silent: ``completed`` is False,
+    ``message`` says why, and a :class:`~contactopt.errors.PartialTrajectoryWarning` is
+    issued. ``on_failure="raise"`` is the strict mode: the first failed step raises.
+
     Each step builds the formulation's program, solves it, checks the status and records
     residuals computed by contactopt. A step whose solve is not usable is retried with
     ``fallback`` (if given); if it still fails, the run stops there (``on_failure="stop"``:
@@ -58,22 +69,36 @@ def simulate(
     whose ``trajectory`` holds every finished step.
     """
     formulation = formulation or scene.formulation
-    solver = solver or scene.solver
     dt = float(scene.dt if dt is None else dt)
     duration = float(scene.duration if duration is None else duration)
     if not (math.isfinite(dt) and dt > 0):
         raise OptionError(f"dt must be a positive number, got {dt}")
-    if not (math.isfinite(duration) and duration >= 0):
-        raise OptionError(f"duration must be a non-negative number, got {duration}")
+    if not (math.isfinite(duration) and duration > 0):
+        raise OptionError(f"duration must be a positive number, got {duration}")
     if on_failure not in ("stop", "raise"):
         raise OptionError(f"on_failure must be 'stop' or 'raise', got {on_failure!r}")
     merged_options = {**scene.options, **(options or {})}
+    explicit = solver is not None
+    solver = solver or scene.solver
     stepper = make_stepper(scene.system, formulation, solver, dt, merged_options, solver_options)
+    choice = ""
+    check_state = getattr(stepper, "check_state", None)
+    if check_state is not None:  # what the method cannot handle is refused before the first step
+        check_state(State(scene.q0, scene.v0, 0.0))
+    if isinstance(stepper, TimeStepping):  # refuse (or replace a default) before the first step
+        program = stepper.program(State(scene.q0, scene.v0, 0.0))[1]
+        chosen, choice = choose(program, solver, explicit=explicit)
+        if chosen != solver:
+            solver = chosen
+            stepper = make_stepper(scene.system, formulation, solver, dt, merged_options, solver_options)
+        check_solver_options(program, solver, solver_options)
+        if fallback:
+            choose(program, fallback, explicit=True)
     backup = make_stepper(scene.system, formulation, fallback, dt, merged_options) if fallback else None
     n_steps = round(duration / dt)
     info = {"scene": scene.name, "system": scene.system.type_name,
             "system_description": scene.system.describe(), "formulation": formulation.strip().lower(),
-            "solver": solver, "fallback": fallback, "dt": dt, "duration": duration,
+            "solver": solver, "solver_choice": choice, "fallback": fallback, "dt": dt, "duration": duration,
             "options": stepper.options, "solver_options": dict(solver_options or {}),
             "q_names": list(scene.system.q_names), "v_names": list(scene.system.v_names)}
 
@@ -112,6 +137,8 @@ def simulate(
         message = f"interrupted by the user after {len(times) - 1} steps"
     finally:
         bar.close()
+    if message:
+        warnings.warn(f"{scene.name}: the trajectory is partial: {message}", PartialTrajectoryWarning, stacklevel=2)
     return partial(message)
 
 

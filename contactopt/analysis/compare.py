@@ -39,7 +39,7 @@ import pandas as pd
 from contactopt import integrators, solvers
 from contactopt._version import __version__
 from contactopt.analysis import metrics
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.errors import ContactoptError, ContactoptWarning, OptionError
 from contactopt.scenes import Scene
 from contactopt.simulate import formulate, simulate
 
@@ -99,6 +99,9 @@ def plan(scene: Scene, formulations: Sequence[str] | None = None, solvers_: Sequ
     solver_names = list(solvers_ or solvers.available())
     step_sizes = [float(dt) for dt in (dts or [scene.dt])]
     horizon = float(scene.duration if duration is None else duration)
+    for name, value in [*(("dt", dt) for dt in step_sizes), ("duration", horizon)]:
+        if not (math.isfinite(value) and value > 0):
+            raise OptionError(f"{name} must be a positive number, got {value}")
     cells: list[Cell] = []
     skipped: list[str] = []
     for spec in formulations:
@@ -201,7 +204,12 @@ def compare(
         raise OptionError(f"executor must be 'serial', 'process' or 'dask', got {executor!r}")
     if address is not None:
         executor = "dask"
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise OptionError(f"workers must be a positive integer, got {workers!r}")
     cells, skipped = plan(scene, formulations, solvers, dts, duration)
+    if not cells:
+        raise OptionError(f"nothing to compare: no solver given takes the program of any formulation given "
+                          f"(skipped: {', '.join(skipped)})")
     extra = dict(solver_options or {})
     fingerprint = _scene_fingerprint(scene)
     folder = Path(out) if out is not None else None
@@ -213,7 +221,7 @@ def compare(
     todo: list[tuple[str, Cell]] = []
     for cell in cells:
         ident = cell_id(fingerprint, cell, extra)
-        cached = _load_cell(cache, ident)
+        cached = _load_cell(cache, ident, cell)
         if cached is not None:
             rows[ident], traces[ident] = cached
             rows[ident]["cached"] = True
@@ -296,15 +304,24 @@ def _store_cell(cache: Path, ident: str, row: Mapping[str, Any], trace: pd.DataF
         trace.to_parquet(cache / f"{ident}.parquet")
 
 
-def _load_cell(cache: Path | None, ident: str) -> tuple[dict[str, Any], pd.DataFrame] | None:
+def _load_cell(cache: Path | None, ident: str, cell: Cell) -> tuple[dict[str, Any], pd.DataFrame] | None:
+    """A stored cell, or None (recompute it): absent, or unreadable or not this cell's row (a
+    half-written cell from an interrupted run, an edited file), which a warning names."""
     if cache is None or not (cache / f"{ident}.json").exists():
         return None
+    path = cache / f"{ident}.json"
     try:
-        row = json.loads((cache / f"{ident}.json").read_text())
+        row = json.loads(path.read_text())
         trace_path = cache / f"{ident}.parquet"
         trace = pd.read_parquet(trace_path) if trace_path.exists() else pd.DataFrame()
-    except (OSError, ValueError):
-        return None  # a half-written cell from an interrupted run: recompute it
+        expected = {"formulation": cell.formulation, "solver": cell.solver, "dt": cell.dt}
+        if not isinstance(row, dict) or row.get("status") not in ("completed", "stopped") or any(
+                row.get(key) != value for key, value in expected.items()):
+            raise ValueError(f"not the row of {cell.formulation} x {cell.solver}, dt={cell.dt:g}")
+    except Exception as exc:  # noqa: BLE001 - whatever is wrong with the file, recompute the cell
+        warnings.warn(f"compare: ignoring the stored cell {path.name} ({type(exc).__name__}: {exc}); recomputing it",
+                      ContactoptWarning, stacklevel=3)
+        return None
     row["cell"] = ident
     return row, trace
 

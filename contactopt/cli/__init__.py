@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from contactopt import solvers, systems
-from contactopt.cli.common import _options, _Parser
-from contactopt.errors import ContactoptError, OptionError, SimulationError
+from contactopt._version import __version__
+from contactopt.cli.common import _options, _Parser, positive_float
+from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, load_scene, problems_dir
@@ -94,13 +95,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     options = _options(args.option)
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation
-    solver = args.solver or scene.solver
+    solver = args.solver or scene.solver  # the folder name; simulate may replace a scene default
     out = Path(args.out) if args.out else Path("runs") / (
         f"{scene.name}-{formulation}-{solver.replace(':', '_')}")
     with warnings.catch_warnings():
         warnings.simplefilter("once")
+        warnings.simplefilter("ignore", PartialTrajectoryWarning)  # reported below, exit 3
         try:
-            traj = simulate(scene, formulation=formulation, solver=solver, dt=args.dt,
+            traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,
                             duration=args.duration, options=options, solver_options=solver_options,
                             fallback=args.fallback, progress=not args.no_progress)
         except SimulationError as exc:
@@ -123,6 +125,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))
     print(format_table([row]))
+    if traj.info.get("solver_choice"):
+        print(f"note: {traj.info['solver_choice']}")
     for path in written:
         print(f"wrote {path}")
     if not traj.completed:
@@ -149,6 +153,8 @@ def _cmd_program(args: argparse.Namespace) -> int:
     formulation = args.formulation or scene.formulation
     dt = args.dt or scene.dt
     q, v, t = scene.q0, scene.v0, 0.0
+    if args.step < 0:
+        raise OptionError(f"--step must be a step index >= 0, got {args.step}")
     if args.step > 0:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -211,6 +217,7 @@ def _split(text: str | None) -> list[str] | None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="contactopt", description=(
         "Simulate rigid bodies with contact, one explicit mathematical program per step."))
+    parser.add_argument("--version", action="version", version=f"contactopt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p_list = sub.add_parser("list", help="list problems, formulations, solvers or systems",
@@ -225,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "trajectory.png to --out.")
     p_run.add_argument("scene", help="scene file or bundled problem name (see 'contactopt list problems')")
     _add_step_arguments(p_run)
-    p_run.add_argument("--duration", type=float, help="simulated time [s] (default: the scene's)")
+    p_run.add_argument("--duration", type=positive_float, help="simulated time [s] (default: the scene's)")
     p_run.add_argument("--out", help="output folder (default: runs/SCENE-FORMULATION-SOLVER)")
     p_run.add_argument("--solver-option", action="append", metavar="KEY=VALUE",
                        help="solver option, repeatable (e.g. max_iter=100)")
@@ -245,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "(default: every time-stepping formulation)")
     p_cmp.add_argument("--solvers", help="comma-separated (default: every installed solver)")
     p_cmp.add_argument("--dt", help="comma-separated step sizes (default: the scene's)")
-    p_cmp.add_argument("--duration", type=float, help="simulated time [s] (default: the scene's)")
+    p_cmp.add_argument("--duration", type=positive_float, help="simulated time [s] (default: the scene's)")
     p_cmp.add_argument("--out", help="output folder (default: runs/compare-SCENE)")
     p_cmp.add_argument("--executor", choices=["serial", "process", "dask"], default="process",
                        help="where runs execute (default: a local process pool)")
@@ -276,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_step_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--formulation", "-f", help="a formulation or method (see 'contactopt list formulations')")
     parser.add_argument("--solver", "-s", help=f"one of {', '.join(solvers.names())} (cvxpy:NAME)")
-    parser.add_argument("--dt", type=float, help="time step [s] (default: the scene's)")
+    parser.add_argument("--dt", type=positive_float, help="time step [s] (default: the scene's)")
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="formulation option, repeatable (e.g. form=dual)")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import tomllib
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -13,6 +14,17 @@ from contactopt.errors import OptionError
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"contactopt: error: {message} (see '{self.prog} --help')\n")
+
+
+def positive_float(text: str) -> float:
+    """argparse type of ``--dt`` and ``--duration``: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _parse_option(text: str) -> tuple[str, Any]:

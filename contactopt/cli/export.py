@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from contactopt.analysis.export import FORMATS, export_run, parse_formats
-from contactopt.cli.common import _options
+from contactopt.cli.common import _options, positive_float
 from contactopt.errors import ContactoptError
 
 # --- command line ---------------------------------------------------------------------------
@@ -29,8 +29,8 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--out", help="output folder (default: exports/SCENE-FORMULATION)")
     parser.add_argument("--formulation", "-f", help="formulation to simulate (default: the scene's)")
     parser.add_argument("--solver", "-s", help="solver to simulate with (default: the scene's)")
-    parser.add_argument("--dt", type=float, help="time step [s] (default: the scene's)")
-    parser.add_argument("--duration", type=float, help="simulated time [s] (default: the scene's)")
+    parser.add_argument("--dt", type=positive_float, help="time step [s] (default: the scene's)")
+    parser.add_argument("--duration", type=positive_float, help="simulated time [s] (default: the scene's)")
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="formulation option, repeatable (e.g. form=dual)")
     parser.add_argument("--program-formulation", metavar="F",

@@ -14,15 +14,15 @@ The multipliers of the bilateral rows (``H vdot = r``, ``r`` from the drift trea
 Integration uses :func:`scipy.integrate.solve_ivp` (``method`` RK45, DOP853, Radau, BDF, LSODA;
 step-size control with ``rtol``/``atol``) over each output interval ``[t, t + dt]``, or fixed
 explicit Euler (``method="euler"``) to show its energy drift. With ``drift="projection"`` the
-state is projected onto the constraint manifold after each interval. Contacts are ignored
-(the compliant and hybrid baselines handle them); a warning says so when the system has any.
+state is projected onto the constraint manifold after each interval. Contacts are not
+modelled: a system with contact candidates is refused (the compliant and hybrid baselines
+handle them).
 """
 
 from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -33,6 +33,7 @@ from scipy.integrate import solve_ivp
 
 from contactopt import solvers
 from contactopt.errors import ContactoptError, OptionError
+from contactopt.integrators.capabilities import refuse_contacts
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
 from contactopt.model import State
 from contactopt.programs import ConicProgram, Residuals, Status, Zero
@@ -42,10 +43,6 @@ from contactopt.systems.base import System
 FloatArray = NDArray[np.float64]
 
 METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA", "euler")
-
-
-class ContactsIgnoredWarning(UserWarning):
-    """The ODE baseline was given a system with contacts."""
 
 
 class ConstrainedODE:
@@ -84,7 +81,13 @@ class ConstrainedODE:
         if self.options["multipliers"] == "gauss":
             solvers.parse_name(solver)
         self.formulation_options = self.options
-        self._warned = False
+        if system.nq != system.nv:
+            raise OptionError(f"formulation 'ode' needs qdot = v; system {system.type_name!r} has nq={system.nq} "
+                              f"!= nv={system.nv} (quaternion states): use 'compliant' or a time-stepping formulation")
+
+    def check_state(self, state: State) -> None:
+        """Contacts are refused, not ignored (:mod:`contactopt.integrators.capabilities`)."""
+        refuse_contacts(self.system, state, "ode")
 
     # --- the dynamics ---------------------------------------------------------------------
     def acceleration(self, t: float, q: FloatArray, v: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -106,11 +109,8 @@ class ConstrainedODE:
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         system = self.system
+        self.check_state(state)
         contacts = system.contacts(state.q)
-        if not self._warned and contacts.count:
-            warnings.warn("formulation 'ode' ignores contacts (use 'compliant' or 'hybrid')",
-                          ContactsIgnoredWarning, stacklevel=3)
-            self._warned = True
         record: dict[str, Any] = dict(t=state.t, impulses=np.zeros((contacts.count, contacts.dim)),
                                       phi=contacts.phi.copy(), build_time=0.0, setup_time=0.0,
                                       solver=self.options["method"])

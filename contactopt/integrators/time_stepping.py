@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactopt import formulations, solvers
-from contactopt.errors import ContactoptError
+from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.base import Formulation, Program
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
 from contactopt.model import State, StepProblem
@@ -44,9 +44,16 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
                        contacts=system.contacts(state.q), bilateral=bilateral, bilateral_target=target)
 
 
-def split_drift_options(options: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(drift options, the rest)``: drift keys are the driver's, not the formulation's."""
+def split_drift_options(options: Mapping[str, Any] | None,
+                        formulation: Formulation | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(drift options, the rest)``: drift keys are the driver's, not the formulation's.
+    With ``formulation``, an unknown key is refused with every key the step accepts."""
     given = dict(options or {})
+    if formulation is not None:
+        unknown = sorted(set(given) - set(formulation.defaults) - set(DRIFT_DEFAULTS))
+        if unknown:
+            raise OptionError(f"formulation {formulation.name!r}: unknown option(s) {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join([*formulation.defaults, *DRIFT_DEFAULTS])}")
     drift = {key: given.pop(key) for key in list(given) if key in DRIFT_DEFAULTS}
     return {**DRIFT_DEFAULTS, **drift}, given
 
@@ -59,7 +66,7 @@ class TimeStepping:
                  solver_options: Mapping[str, Any] | None = None) -> None:
         self.system = system
         self.formulation: Formulation = formulations.get(formulation)
-        drift_options, formulation_options = split_drift_options(options)
+        drift_options, formulation_options = split_drift_options(options, self.formulation)
         self.drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
         self.options = {**self.formulation.resolve_options(formulation_options), **drift_options}
         self.formulation_options = self.formulation.resolve_options(formulation_options)
@@ -113,7 +120,8 @@ class TimeStepping:
                            build_time=build_time, setup_time=solution.setup_time,
                            solve_time=solution.solve_time, iterations=solution.iterations,
                            residuals=solution.residuals, solver=solution.solver,
-                           conversion=solution.conversion, message=solution.message)
+                           conversion=solution.conversion, message=solution.message,
+                           refined=solution.refined)
         self.last_program, self.last_solution = program, solution
         if not solution.status.usable:
             return None, StepRecord(impulses=nan_impulses, **record_args)

@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError
+from contactopt.integrators.capabilities import refuse_contacts
 from contactopt.model import State
 from contactopt.programs import Residuals, Status
 from contactopt.records import StepRecord
@@ -117,7 +118,12 @@ class VariationalIntegrator:
         closure = np.where(velocity_rows, mid.H @ ((q1 - q0) / h) - mid.target, end.h)
         return np.concatenate([dynamics, closure])
 
+    def check_state(self, state: State) -> None:
+        """Contacts are refused, not ignored (:mod:`contactopt.integrators.capabilities`)."""
+        refuse_contacts(self.system, state, "variational")
+
     def step(self, state: State) -> tuple[State | None, StepRecord]:
+        self.check_state(state)
         system, h = self.system, self.dt
         q0, v0, t = state.q, state.v, state.t
         p0 = system.M(q0) @ v0

@@ -1,8 +1,10 @@
 """MuJoCo's own solver as a method (``formulation="mujoco"``): the reference row of ``compare``.
 
-Each step sets ``qpos``/``qvel`` and calls ``mj_step`` on the system's model (same model, same
-collision detection, so the recorded contacts are the system's candidates; the detection
-margin does not change MuJoCo's own solve, see :mod:`contactopt.mujoco.system`). The record
+Each step sets ``qpos``/``qvel`` and calls ``mj_step`` on an unmodified model loaded from the
+system's file: the system's ``detection_margin`` raises geom margins and gaps for contactopt's
+own contact candidates only, and MuJoCo's ``gap`` is not inert in its solver (a contact in
+the gap keeps its constraint row, which lifts a resting box), so the reference row must not
+see it. The recorded contacts are MuJoCo's own. The record
 holds MuJoCo's contact impulses (``mj_contactForce`` times ``h``, normal first, zero for
 contacts MuJoCo did not activate), the solver's iteration count, and residuals that
 contactopt computes for MuJoCo's answer on the same constraint problem
@@ -47,7 +49,12 @@ class MujocoStepper:
         self.options = {**self.defaults, **given}
         self.system = system
         self.mujoco = system.mujoco
-        self.model = system.model
+        from contactopt.mujoco import compat
+
+        # a fresh copy from the file: no detection margin, and our timestep/solver settings
+        # below leave the system's own model untouched
+        self.model = self.mujoco.MjModel.from_xml_path(str(system.path))
+        compat.enable_energy(self.mujoco, self.model)
         self.data = self.mujoco.MjData(self.model)
         self.dt = float(dt)
         self._configure()

@@ -74,8 +74,10 @@ def load_program(path: str | Path) -> ConicProgram | LCP:
     try:
         with np.load(path, allow_pickle=False) as arrays:
             header = json.loads(str(arrays["header"]))
-            if header.get("format") != "contactopt-program":
+            if not isinstance(header, dict) or header.get("format") != "contactopt-program":
                 raise ContactoptError(f"{path}: not a contactopt program file")
+            if header.get("kind") not in ("lcp", "qp", "socp"):
+                raise ContactoptError(f"{path}: unknown program kind {header.get('kind')!r}")
             variables = _blocks_from_json(header["variables"])
             if header["kind"] == "lcp":
                 return LCP(arrays["M"], arrays["q"], variables=variables, metadata=header["metadata"])
@@ -84,5 +86,9 @@ def load_program(path: str | Path) -> ConicProgram | LCP:
                                 b=arrays["b"], cones=cones, variables=variables,
                                 constraints=_blocks_from_json(header["constraints"]),
                                 metadata=header["metadata"])
-    except (OSError, KeyError, ValueError) as exc:
+    except ContactoptError as exc:
+        if str(path) in str(exc):
+            raise
         raise ContactoptError(f"{path}: cannot read program: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a damaged file in any way: one line naming it
+        raise ContactoptError(f"{path}: cannot read program: {type(exc).__name__}: {exc}") from exc

@@ -85,6 +85,8 @@ class Solution:
         solver: the solver name that produced it (e.g. ``cvxpy:SCS``).
         conversion: the program conversion applied before solving (e.g. ``qp->lcp``), or None.
         message: human-readable detail (the backend's own status string).
+        refined: whether the active-set refinement of :mod:`contactopt.solvers.refine`
+            replaced the backend's interior-point answer.
         raw: the backend's own result object.
     """
 
@@ -100,6 +102,7 @@ class Solution:
     conversion: str | None = None
     message: str = ""
     raw: Any = field(default=None, repr=False, compare=False)
+    refined: bool = False
 
     @property
     def z(self) -> FloatArray:

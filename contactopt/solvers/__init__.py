@@ -10,6 +10,7 @@ names the solvers that can take the program.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
@@ -19,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from contactopt import plugins
-from contactopt.errors import RegistrationError, SolverUnavailableError, UnknownNameError, UnsupportedProgramError
+from contactopt.errors import (
+    OptionError,
+    RegistrationError,
+    SolverUnavailableError,
+    UnknownNameError,
+    UnsupportedProgramError,
+)
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
 from contactopt.programs.residuals import cone_violation
 from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
@@ -69,7 +76,18 @@ def parse_name(solver: str) -> tuple[str, str | None]:
         raise UnknownNameError(f"unknown solver {solver!r}; known solvers: {', '.join(_BACKENDS)}")
     if variant and not _BACKENDS[base].variants:
         raise UnknownNameError(f"solver {base!r} takes no variant (got {solver!r})")
+    if variant and _BACKENDS[base].is_available():
+        inner = _installed_variants(base)
+        if variant.strip().lower() not in {name.lower() for name in inner}:
+            raise UnknownNameError(f"the {base} solver {variant!r} is unknown or not installed; "
+                                   f"{base} solvers available: {', '.join(inner) or 'none'}")
     return base, (variant or None)
+
+
+@functools.cache
+def _installed_variants(base: str) -> tuple[str, ...]:
+    """The inner solvers a gateway backend (cvxpy, qpsolvers) finds installed."""
+    return tuple(importlib.import_module(_BACKENDS[base].module).installed_variants())
 
 
 def spec(solver: str) -> SolverSpec:
@@ -119,7 +137,8 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
           **kwargs: Any) -> Solution:
     """Solve ``program`` with ``solver`` and return a :class:`Solution`.
 
-    ``options`` (or keyword arguments) go to the backend. Residuals in the result are
+    ``options`` (or keyword arguments) go to the backend, except ``refine`` (default: true for
+    interior-point backends): the active-set refinement of :mod:`contactopt.solvers.refine`. Residuals in the result are
     computed by contactopt against the program that was given, even after a conversion.
     """
     if not isinstance(program, ConicProgram | LCP):
@@ -142,8 +161,16 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
         return _trivial(program, solver)
     backend = importlib.import_module(spec_.module)
     merged = {**(options or {}), **kwargs}
+    refine = merged.pop("refine", spec_.interior_point)
+    if not isinstance(refine, bool):
+        raise OptionError(f"solver {solver!r}: option refine must be true or false, got {refine!r}")
     if route is None:
-        return backend.solve(program, variant, merged)
+        solution = backend.solve(program, variant, merged)
+        if refine and isinstance(program, ConicProgram):
+            from contactopt.solvers.refine import refine as refine_solution
+
+            return refine_solution(program, solution)
+        return solution
     converted, data = route.apply(program)
     return route.invert(backend.solve(converted, variant, merged), data)
 

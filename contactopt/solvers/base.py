@@ -43,6 +43,8 @@ class SolverSpec:
             time-stepping driver passes the previous step's solution there), or None.
         conversions: whether programs of another kind are routed to it through a conversion
             (False for a backend whose ``accepts`` needs a structure no conversion produces).
+        interior_point: its answers are interior-point iterates, refined by default by the
+            active-set step of :mod:`contactopt.solvers.refine` (solver option ``refine``).
     """
 
     name: str
@@ -54,6 +56,7 @@ class SolverSpec:
     variants: bool = False
     warm_start: str | None = None
     conversions: bool = True
+    interior_point: bool = False
 
     def is_available(self) -> bool:
         return self.requires is None or importlib.util.find_spec(self.requires) is not None

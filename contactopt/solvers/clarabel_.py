@@ -28,6 +28,7 @@ from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solutio
 SPEC = SolverSpec(
     name="clarabel", kinds=frozenset({"qp", "socp"}), module=__name__, requires="clarabel",
     install_hint="pip install clarabel", description="Clarabel interior-point conic solver (native API)",
+    interior_point=True,
 )
 
 DEFAULTS: dict[str, Any] = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}

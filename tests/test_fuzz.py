@@ -1,0 +1,316 @@
+"""Property-based fuzzing (hypothesis): random programs through every installed solver that
+takes them, and random (valid and corrupted) scene files through ``load_scene``.
+
+Properties, whatever the program (feasible, degenerate, infeasible, unbounded):
+* a status of ``optimal`` comes with residuals that contactopt recomputes here, from ``x`` and
+  ``y`` alone, below the level at which the solver layer believes a solver (relative to the
+  program's scale, :data:`contactopt.solvers.base.INACCURATE_LEVEL`);
+* two solvers that both claim ``optimal`` agree on the objective value;
+* a program with a known infeasibility certificate is never reported optimal.
+Scenes: ``load_scene`` returns a Scene or raises one :class:`SceneError` whose message names
+the corrupted key; nothing else escapes.
+
+Budgets: the ``default`` profile (tests/conftest.py) keeps this file at a few seconds; run
+``HYPOTHESIS_PROFILE=slow python -m pytest tests/test_fuzz.py -m "slow or not slow"`` for
+10^4 cases per property.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import assume, given, note
+from hypothesis import strategies as st
+
+import contactopt as co
+from contactopt import solvers
+from contactopt.errors import ContactoptError, SceneError
+from contactopt.programs import LCP, ConicProgram, Nonneg, Status, Zero, residuals
+from contactopt.programs.conic import SOC
+from contactopt.solvers.base import INACCURATE_LEVEL, scale
+
+# Solvers fuzzed: every installed one; cvxpy once (its default inner solver is clarabel, so
+# it checks the modelling layer, not a new algorithm) and qpsolvers with its default.
+SOLVERS = solvers.available()
+
+entries = st.integers(-4, 4).map(float) | st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False)
+
+
+def _matrix(draw: st.DrawFn, rows: int, cols: int) -> np.ndarray:
+    return np.array(draw(st.lists(entries, min_size=rows * cols, max_size=rows * cols))).reshape(rows, cols)
+
+
+def _psd(draw: st.DrawFn, n: int) -> np.ndarray:
+    """``L L^T`` with ``L`` of rank ``r <= n`` (``r = 0``: a linear objective)."""
+    rank = draw(st.integers(0, n))
+    L = _matrix(draw, n, rank)
+    return L @ L.T
+
+
+@st.composite
+def conic_programs(draw: st.DrawFn, soc: bool) -> tuple[ConicProgram, str]:
+    """``(program, case)``: case ``feasible`` (built around a point with ``s in K``, slacks
+    at zero on purpose: degenerate), ``infeasible`` (two rows ``a x <= beta`` and
+    ``-a x <= -beta - 1``) or ``free`` (no structure imposed: may be unbounded)."""
+    n = draw(st.integers(1, 5))
+    case = draw(st.sampled_from(["feasible", "infeasible", "free"]))
+    cones: list[Any] = []
+    dims: list[int] = []
+    if draw(st.booleans()):
+        dims.append(draw(st.integers(1, 2)))
+        cones.append(Zero(dims[-1]))
+    dims.append(draw(st.integers(0, 5)))
+    cones.append(Nonneg(dims[-1]))
+    if soc:
+        for _ in range(draw(st.integers(1, 2))):
+            dims.append(draw(st.integers(2, 3)))
+            cones.append(SOC(dims[-1]))
+    m = sum(dims)
+    A = _matrix(draw, m, n)
+    if m >= 2 and draw(st.booleans()):
+        A[-1] = A[0]  # a repeated row: linearly dependent constraints
+    x0 = np.array(draw(st.lists(entries, min_size=n, max_size=n)))
+    s0 = np.zeros(m)
+    row = 0
+    for cone, dim in zip(cones, dims, strict=True):
+        block = np.array(draw(st.lists(st.integers(0, 3).map(float), min_size=dim, max_size=dim)))
+        if cone.kind == "nonneg":
+            s0[row:row + dim] = block  # zeros included: active rows
+        elif cone.kind == "soc":
+            tail = block[1:] - 1.5
+            where = draw(st.sampled_from(["apex", "boundary", "interior"]))
+            head = {"apex": 0.0, "boundary": float(np.linalg.norm(tail)),
+                    "interior": float(np.linalg.norm(tail)) + 1.0}[where]
+            s0[row:row + dim] = np.concatenate([[head], tail if where != "apex" else 0 * tail])
+        row += dim
+    b = A @ x0 + s0
+    if case == "infeasible":
+        a = np.array(draw(st.lists(st.integers(-3, 3).map(float), min_size=n, max_size=n)))
+        assume(np.any(a))
+        A = np.vstack([A, a, -a])
+        beta = float(draw(st.integers(-3, 3)))
+        b = np.concatenate([b, [beta, -beta - 1.0]])
+        cones.append(Nonneg(2))
+    elif case == "free":
+        b = b + np.array(draw(st.lists(entries, min_size=m, max_size=m))) if m else b
+    P = _psd(draw, n)
+    c = np.array(draw(st.lists(entries, min_size=n, max_size=n)))
+    program = ConicProgram(P=sp.csc_matrix(P), c=c, A=sp.csc_matrix(A), b=b, cones=tuple(cones))
+    return program, case
+
+
+@st.composite
+def lcps(draw: st.DrawFn) -> tuple[LCP, str]:
+    """``(lcp, case)``: ``monotone`` (``B B^T`` plus a skew part, degenerate ``q`` zeros
+    allowed), ``symmetric`` (PSD, a convex QP's KKT), ``pmatrix`` (diagonally dominant: one
+    solution), or ``free`` (any ``M``: may have none)."""
+    n = draw(st.integers(1, 6))
+    case = draw(st.sampled_from(["monotone", "symmetric", "pmatrix", "free"]))
+    B = _matrix(draw, n, n)
+    if case == "monotone":
+        M = B @ B.T + (B - B.T)
+    elif case == "symmetric":
+        M = B @ B.T
+    elif case == "pmatrix":
+        M = B + np.diag(np.abs(B).sum(axis=1) + 1.0)
+    else:
+        M = B
+    q = np.array(draw(st.lists(st.integers(-3, 3).map(float) | entries, min_size=n, max_size=n)))
+    return LCP(M=M, q=q), case
+
+
+def _objective(program: ConicProgram | LCP, x: np.ndarray) -> float:
+    if isinstance(program, LCP):
+        return float(0.5 * x @ program.M @ x + program.q @ x)
+    return float(0.5 * x @ (program.P @ x) + program.c @ x)
+
+
+def _run_all(program: ConicProgram | LCP) -> dict[str, co.Solution]:
+    """Every installed solver that takes ``program``; each claim of optimal is re-checked."""
+    answers: dict[str, co.Solution] = {}
+    for name in SOLVERS:
+        if not solvers.can_take(program, name):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                solution = solvers.solve(program, name)
+            except ContactoptError as exc:  # e.g. a conversion whose conditions fail at solve time
+                note(f"{name}: {exc}")
+                continue
+        note(f"{name}: {solution.status} x={solution.x} ({solution.message})")
+        if solution.status is Status.OPTIMAL:
+            y = None if isinstance(program, LCP) else solution.y
+            res = residuals(program, solution.x, y)  # recomputed here, from x and y only
+            size = scale(program, solution.x, solution.y)
+            linear = max(res.primal, res.dual)
+            products = max((v for v in (res.gap, res.complementarity) if not math.isnan(v)), default=0.0)
+            assert max(linear / size, products / size**2) <= INACCURATE_LEVEL * (1 + 1e-9), (name, res)
+            answers[name] = solution
+    return answers
+
+
+def _agree(program: ConicProgram | LCP, answers: dict[str, co.Solution]) -> None:
+    values = {name: _objective(program, sol.x) for name, sol in answers.items()}
+    if len(values) < 2:
+        return
+    size = max(scale(program, sol.x, sol.y) for sol in answers.values())
+    # residuals up to INACCURATE_LEVEL relative to the scale move the objective by about
+    # that times the scale squared (|y| |primal| + |x| |dual|): 1e-6 * size^2, with margin
+    tolerance = 1e-5 * size**2
+    spread = max(values.values()) - min(values.values())
+    assert spread <= tolerance, values
+
+
+@given(conic_programs(soc=False))
+def test_fuzz_qp(case_program: tuple[ConicProgram, str]) -> None:
+    program, case = case_program
+    answers = _run_all(program)
+    if case == "infeasible":
+        assert not answers, "a program with rows a x <= beta and a x >= beta + 1 reported optimal"
+    _agree(program, answers)
+
+
+@given(conic_programs(soc=True))
+def test_fuzz_socp(case_program: tuple[ConicProgram, str]) -> None:
+    program, case = case_program
+    answers = _run_all(program)
+    if case == "infeasible":
+        assert not answers
+    _agree(program, answers)
+
+
+@given(lcps())
+def test_fuzz_lcp(case_lcp: tuple[LCP, str]) -> None:
+    lcp, case = case_lcp
+    answers = _run_all(lcp)
+    if case == "symmetric":  # a convex QP's KKT: every solution has the same QP objective
+        _agree(lcp, answers)
+    if case == "pmatrix":  # exactly one solution
+        zs = [sol.x for sol in answers.values()]
+        for z in zs[1:]:
+            np.testing.assert_allclose(z, zs[0], rtol=0, atol=1e-5 * max(1.0, float(np.abs(zs[0]).max())))
+
+
+# --- scene files ---------------------------------------------------------------------------------
+BASES: dict[str, dict[str, Any]] = {
+    "cart": {"scene": {"name": "s", "dt": 0.1, "duration": 0.3, "formulation": "gauss", "solver": "clarabel"},
+             "system": {"type": "cart", "parameters": {"m": 1.0, "u": 0.0}},
+             "initial": {"q": [1.0], "v": [-2.0]}},
+    "point_mass": {"scene": {"name": "s", "dt": 0.01, "duration": 0.1, "formulation": "anitescu"},
+                   "system": {"type": "point_mass", "parameters": {"m": 1.0, "g": 9.81, "radius": 0.1}},
+                   "initial": {"q": [0.0, 1.0], "v": [0.5, 0.0]},
+                   "contact": {"mu": 0.3, "restitution": 0.0}, "options": {"form": "dual"}},
+}
+
+bad_values = st.sampled_from(["text", "", True, -1.0, 0.0, math.nan, math.inf, -math.inf, 1e308, [], [1.0, "a"],
+                              [math.nan], {"x": 1}, 3, [1.0, 2.0, 3.0, 4.0]])
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("inf" if value == math.inf else "-inf" if value == -math.inf
+                                                else repr(value))
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+
+
+def _toml(tables: dict[str, Any]) -> str:
+    lines: list[str] = []
+
+    def emit(prefix: str, table: dict[str, Any]) -> None:
+        lines.append(f"[{prefix}]")
+        nested = {k: v for k, v in table.items() if isinstance(v, dict) and k != "inline"}
+        for key, value in table.items():
+            if key not in nested:
+                lines.append(f"{key} = {_toml_value(value)}")
+        for key, value in nested.items():
+            emit(f"{prefix}.{key}", value)
+
+    for name, table in tables.items():
+        if isinstance(table, dict):
+            emit(name, table)
+        else:
+            lines.insert(0, f"{name} = {_toml_value(table)}")
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def corrupted_scenes(draw: st.DrawFn) -> tuple[dict[str, Any], set[str]]:
+    """A base scene with 0-2 mutations: ``(tables, the names on the mutated keys' paths)``."""
+    import copy
+
+    tables = copy.deepcopy(BASES[draw(st.sampled_from(sorted(BASES)))])
+    culprits: set[str] = set()
+    for _ in range(draw(st.integers(0, 2))):
+        paths: list[tuple[str, ...]] = [(t,) for t in tables]
+        paths += [(t, k) for t, v in tables.items() if isinstance(v, dict) for k in v]
+        system = tables.get("system")
+        if isinstance(system, dict) and isinstance(system.get("parameters"), dict):
+            paths += [("system", "parameters", k) for k in system["parameters"]]
+        path = draw(st.sampled_from(paths))
+        action = draw(st.sampled_from(["delete", "replace", "unknown"]))
+        parent: Any = tables
+        for part in path[:-1]:
+            parent = parent[part]
+        if not isinstance(parent, dict):
+            continue
+        if action == "delete":
+            parent.pop(path[-1], None)
+        elif action == "replace":
+            parent[path[-1]] = draw(bad_values)
+        else:
+            target = parent.get(path[-1])
+            if isinstance(target, dict):
+                target["bogus_key"] = 1.0
+                path = (*path, "bogus_key")
+            else:
+                parent["bogus_key"] = 1.0
+                path = (*path[:-1], "bogus_key")
+        culprits.update(path)
+    return tables, culprits
+
+
+@given(corrupted_scenes())
+def test_fuzz_scene_files(scene_and_culprits: tuple[dict[str, Any], set[str]]) -> None:
+    tables, culprits = scene_and_culprits
+    text = _toml(tables)
+    note(text)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.toml"
+        path.write_text(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                scene = co.load_scene(path)
+            except SceneError as exc:
+                message = str(exc)
+                assert "\n" not in message and str(path) in message
+                # the message names a mutated key or the table it sits in
+                assert any(name in message for name in culprits), (culprits, message)
+                return
+    assert isinstance(scene, co.Scene)
+    assert np.all(np.isfinite(scene.q0)) and np.all(np.isfinite(scene.v0))
+    assert math.isfinite(scene.dt) and scene.dt > 0 and math.isfinite(scene.duration) and scene.duration > 0
+
+
+@pytest.mark.parametrize("name", sorted(BASES))
+def test_fuzz_bases_are_valid(name: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "base.toml"
+        path.write_text(_toml(BASES[name]))
+        assert isinstance(co.load_scene(path), co.Scene)
