@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-import contactopt as co
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's contactopt, not an installed one
+import contactopt as co  # noqa: E402
+
 TARGET = ROOT / "tests" / "data" / "reference_trajectories.npz"
 
 #: (scene, steps, formulation, solver, options): the cases the test replays.
