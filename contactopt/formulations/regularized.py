@@ -191,23 +191,35 @@ class Regularized(Formulation):
                           bilateral=bilateral)
 
 
-def pyramid_edges(active: ActiveContacts) -> tuple[FloatArray, int]:
+def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:
     """MuJoCo's pyramidal cone: rows ``n + mu t_j`` and ``n - mu t_j`` for each tangent ``t_j``
-    (``2 (dim - 1)`` edges per contact; one row ``n`` for normal-only frames)."""
+    (``2 (dim - 1)`` edges per contact; one row ``n`` for normal-only frames); sparse when the
+    contact Jacobian is."""
     if active.dim == 1:
-        return active.N.copy(), 1
+        return active.N, 1
     per = 2 * (active.dim - 1)
-    edges = np.empty((active.count, per, active.N.shape[1]))
-    scaled = active.mu[:, None, None] * active.T
-    edges[:, 0::2, :] = active.N[:, None, :] + scaled
-    edges[:, 1::2, :] = active.N[:, None, :] - scaled
-    return edges.reshape(active.count * per, active.N.shape[1]), per
+    if not active.is_sparse:  # dense rows: the arithmetic of the reference trajectories
+        edges = np.empty((active.count, per, active.nv))
+        scaled = active.mu[:, None, None] * active.T
+        edges[:, 0::2, :] = active.N[:, None, :] + scaled
+        edges[:, 1::2, :] = active.N[:, None, :] - scaled
+        return edges.reshape(active.count * per, active.nv), per
+    coefficients = np.zeros((active.count, per, active.dim))
+    coefficients[:, :, 0] = 1.0
+    for j in range(active.dim - 1):  # the tangents of a frame: at most two
+        coefficients[:, 2 * j, j + 1] = active.mu
+        coefficients[:, 2 * j + 1, j + 1] = -active.mu
+    return active.combine(coefficients), per
 
 
-def _delassus_diagonal(dynamics: Dynamics, rows: FloatArray) -> FloatArray:
+def _delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
     if rows.shape[0] == 0:
         return np.zeros(0)
+    if sp.issparse(rows):
+        solved = (rows @ dynamics.inverse_matrix if dynamics.inverse_matrix is not None
+                  else dynamics.solve_M(rows.T.toarray()).T)
+        return np.asarray(rows.multiply(solved).sum(axis=1)).reshape(-1)
     return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
 
 
@@ -215,7 +227,8 @@ def _damped(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
     """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia)."""
     dynamics = problem.dynamics
     if b:
-        dynamics = Dynamics(dynamics.M + b * np.eye(problem.nv), dynamics.tau - b * problem.state.v)
+        identity = sp.identity(problem.nv, format="csc") if dynamics.is_sparse else np.eye(problem.nv)
+        dynamics = Dynamics(dynamics.M + b * identity, dynamics.tau - b * problem.state.v)
     return dynamics, problem.state.v + problem.dt * dynamics.solve_M(dynamics.tau)
 
 
