@@ -59,16 +59,19 @@ def world_inertia(R: FloatArray, inertia: FloatArray) -> FloatArray:
 
 
 def block_diagonal(masses: FloatArray, rotational: FloatArray) -> sp.csc_matrix:
-    """``blockdiag(m_i I3, B_i)`` as CSC from (N,) masses and (N, 3, 3) blocks ``B_i``."""
+    """``blockdiag(m_i I3, B_i)`` as CSC from (N,) masses and (N, 3, 3) blocks ``B_i``,
+    assembled directly in compressed-column form: per body, three columns holding ``m_i``
+    on the diagonal, then three columns holding the columns of ``B_i``."""
     n = masses.shape[0]
     base = 6 * np.arange(n)
-    lin_rows = (base[:, None] + np.arange(3)).reshape(-1)
-    rot_rows = np.repeat(base + 3, 9) + np.tile(np.repeat(np.arange(3), 3), n)
-    rot_cols = np.repeat(base + 3, 9) + np.tile(np.tile(np.arange(3), 3), n)
-    rows = np.concatenate([lin_rows, rot_rows])
-    cols = np.concatenate([lin_rows, rot_cols])
-    data = np.concatenate([np.repeat(masses, 3), rotational.reshape(-1)])
-    return sp.csc_matrix((data, (rows, cols)), shape=(6 * n, 6 * n))
+    counts = np.tile([1, 1, 1, 3, 3, 3], n)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    linear = base[:, None] + np.arange(3)  # (n, 3)
+    rotational_rows = np.tile(base[:, None] + 3 + np.arange(3), (1, 3))  # (n, 9)
+    indices = np.concatenate([linear, rotational_rows], axis=1).reshape(-1).astype(np.int32)
+    data = np.concatenate([np.repeat(masses, 3).reshape(n, 3),
+                           rotational.transpose(0, 2, 1).reshape(n, 9)], axis=1).reshape(-1)
+    return sp.csc_matrix((data, indices, indptr), shape=(6 * n, 6 * n))
 
 
 def sphere_pairs(centres: FloatArray, radii: FloatArray, margin: float) -> tuple[IntArray, IntArray]:
@@ -110,9 +113,27 @@ def pair_frames(normals: FloatArray) -> FloatArray:
 def jacobian(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatArray,
              frames: FloatArray, nc: int, nv: int) -> sp.csr_matrix:
     """(3 nc, nv) CSR Jacobian from terms (contact, body, offset r, sign): rows ``3 c + j``,
-    columns of the body, values ``sign [F_j, r x F_j]`` (``F_j`` row ``j`` of the frame)."""
+    columns of the body, values ``sign [F_j, r x F_j]`` (``F_j`` row ``j`` of the frame).
+
+    Assembled directly in compressed-row form: the terms are sorted by (contact, body), so a
+    contact's rows hold its bodies' six columns in increasing order; a contact with two
+    terms (a sphere pair) has rows of 12 entries."""
+    order = np.lexsort((body, contact))
+    contact, body, offset, sign = contact[order], body[order], offset[order], sign[order]
     F = frames[contact]  # (T, 3, 3)
     blocks = np.concatenate([F, np.cross(offset[:, None, :], F)], axis=2) * sign[:, None, None]
-    rows = np.repeat(3 * contact[:, None] + np.arange(3), 6, axis=1).reshape(-1)
-    cols = np.tile(6 * body[:, None] + np.arange(6), (1, 3)).reshape(-1)
-    return sp.csr_matrix((blocks.reshape(-1), (rows, cols)), shape=(3 * nc, nv))
+    terms_per_contact = np.bincount(contact, minlength=nc)
+    start = np.concatenate([[0], np.cumsum(terms_per_contact)[:-1]])  # first term of each contact
+    # entries of row (c, j): the terms of c in order, six columns each
+    row_length = 6 * np.repeat(terms_per_contact, 3)
+    indptr = np.concatenate([[0], np.cumsum(row_length)]).astype(np.int32)
+    rank = np.arange(contact.shape[0]) - start[contact]  # position of a term within its contact
+    # destination of entry (term t, row j, column k): indptr[3 c + j] + 6 rank + k
+    dest = (indptr[:-1][3 * contact[:, None] + np.arange(3)][:, :, None]
+            + 6 * rank[:, None, None] + np.arange(6)[None, None, :])
+    data = np.empty(int(indptr[-1]))
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    data[dest.reshape(-1)] = blocks.reshape(-1)
+    indices[dest.reshape(-1)] = np.broadcast_to((6 * body[:, None] + np.arange(6))[:, None, :],
+                                                blocks.shape).reshape(-1)
+    return sp.csr_matrix((data, indices, indptr), shape=(3 * nc, nv))
