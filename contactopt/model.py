@@ -122,8 +122,11 @@ class Dynamics:
         inverse_matrix: optional sparse ``M^{-1}`` (block-diagonal M has a block-diagonal
             inverse), which makes the Delassus matrix ``J M^{-1} J^T`` a sparse product.
 
-    Symmetry is checked in O(nnz) for a sparse M, always; for a dense M of more than
-    4096 entries only under ``CONTACTOPT_DEBUG=1`` (an O(nv^2) check every step otherwise).
+    Symmetry is checked for a dense M of at most 4096 entries always (cheap); for a larger
+    dense M (O(nv^2)) and for a sparse one (O(nnz), but several sparse operations per step)
+    only under ``CONTACTOPT_DEBUG=1``: the systems build M symmetric by construction
+    (symmetrized blocks, MuJoCo's own M), while user-given programs are checked by
+    :class:`~contactopt.programs.ConicProgram` and :class:`~contactopt.programs.LCP`.
     """
 
     M: Matrix
@@ -136,7 +139,7 @@ class Dynamics:
         nv = tau.shape[0]
         if sp.issparse(self.M):
             M = as_sparse(self.M, "Dynamics.M", (nv, nv), "csc")
-            if M.nnz and abs(M - M.T).max() > 1e-10 * max(1.0, float(abs(M).max())):
+            if debug_checks() and M.nnz and abs(M - M.T).max() > 1e-10 * max(1.0, float(abs(M).max())):
                 raise ShapeError("Dynamics.M: mass matrix is not symmetric")
         else:
             M = as_matrix(self.M, "Dynamics.M", (nv, nv))

@@ -104,7 +104,9 @@ def test_pair_margin_keeps_exactly_the_close_pairs_in_order() -> None:
     np.testing.assert_array_equal(some.J_dense, all_contacts.J_dense[rows])
 
 
-def test_sparse_mass_matrix_is_checked_and_factored() -> None:
+def test_sparse_mass_matrix_is_checked_and_factored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sparse M is factored (sparse LU) and, under CONTACTOPT_DEBUG, checked for symmetry."""
+    monkeypatch.setenv("CONTACTOPT_DEBUG", "1")
     rng = np.random.default_rng(0)
     B = rng.normal(size=(5, 5))
     M = B @ B.T + 5 * np.eye(5)
