@@ -175,3 +175,30 @@ def test_compiled_pgs_converges_on_the_pile() -> None:
     reference = co.solve(program, "clarabel")
     # both solve the same strongly convex program (R > 0): impulses agree to the tolerances
     np.testing.assert_allclose(solution.x, reference.x, rtol=0, atol=1e-6 * max(1.0, np.abs(reference.x).max()))
+
+
+@pytest.mark.parametrize("scene_name", ["sphere_pile_mjcf", "box_stack_mjcf"])
+def test_mjcf_contacts_equal_mujocos_per_contact_jacobians(scene_name: str) -> None:
+    """The vectorized MJCF rows equal, bit for bit, MuJoCo's own per-contact computation:
+    contacts in MuJoCo's order (exclude > 1 dropped), rows frame (mj_jac(body2, p) -
+    mj_jac(body1, p)), phi = dist, mu = friction[0]."""
+    scene = co.load_scene(PROBLEMS / f"{scene_name}.toml")
+    system = scene.system
+    contacts = system.contacts(scene.q0)
+    model, data, mujoco = system.model, system.data, system.mujoco
+    jacp = np.zeros((3, system.nv))
+    rows, phi, mu = [], [], []
+    for contact in data.contact[: data.ncon]:
+        if contact.exclude > 1:
+            continue
+        J = np.zeros((3, system.nv))
+        for body, sign in ((model.geom_bodyid[contact.geom2], 1.0), (model.geom_bodyid[contact.geom1], -1.0)):
+            mujoco.mj_jac(model, data, jacp, None, contact.pos, body)
+            J += sign * jacp
+        rows.append(np.asarray(contact.frame).reshape(3, 3) @ J)
+        phi.append(contact.dist)
+        mu.append(contact.friction[0] if contact.dim > 1 else 0.0)
+    assert contacts.count == len(rows) > 0
+    np.testing.assert_array_equal(contacts.J_dense, np.vstack(rows))
+    np.testing.assert_array_equal(contacts.phi, phi)
+    np.testing.assert_array_equal(contacts.mu, mu)
