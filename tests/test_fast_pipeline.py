@@ -19,7 +19,8 @@ from contactopt.model import Contacts, Dynamics
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 
 
-def _spheres_and_boxes(rng: np.random.Generator, count: int, pair_margin: float = np.inf) -> Any:
+def _spheres_and_boxes(rng: np.random.Generator, count: int, pair_margin: float = np.inf,
+                       sparse: bool | None = None) -> Any:
     bodies = []
     for i in range(count):
         quat = rng.normal(size=4)
@@ -29,7 +30,7 @@ def _spheres_and_boxes(rng: np.random.Generator, count: int, pair_margin: float 
                                 "orientation": (quat / np.linalg.norm(quat)).tolist()}
         body["size"] = rng.uniform(0.05, 0.2, size=3).tolist() if i % 3 == 0 else [float(rng.uniform(0.05, 0.3))]
         bodies.append(co.systems.rigid3d._parse_body(body, f"b{i}", i))
-    return co.systems.Rigid3D(bodies, {"mu": 0.3}, pair_margin=pair_margin)
+    return co.systems.Rigid3D(bodies, {"mu": 0.3}, pair_margin=pair_margin, sparse=sparse)
 
 
 def test_vectorized_contacts_follow_the_documented_order_and_rows_are_point_velocities() -> None:
@@ -38,12 +39,17 @@ def test_vectorized_contacts_follow_the_documented_order_and_rows_are_point_velo
     applied to the relative velocity of the contact point's material points, by central
     differences of the points moved with the bodies (FD error O(eps^2) ~ 1e-10)."""
     rng = np.random.default_rng(7)
-    system = _spheres_and_boxes(rng, 7)
+    system = _spheres_and_boxes(rng, 7, sparse=True)
     q, _ = system.default_state()
     v = rng.normal(size=system.nv)
     contacts = system.contacts(q)
     assert sp.issparse(contacts.J)
     J = contacts.J_dense
+    # the dense assembly (small systems) holds the same numbers
+    dense = co.systems.Rigid3D(system.bodies, {"mu": 0.3}, sparse=False)
+    assert not dense.contacts(q).is_sparse and not dense.dynamics(q, v).is_sparse
+    np.testing.assert_array_equal(dense.contacts(q).J, J)
+    np.testing.assert_array_equal(dense.dynamics(q, v).M, system.dynamics(q, v).M_dense)
     positions = q.reshape(-1, 7)[:, :3]
     spheres = [i for i, b in enumerate(system.bodies) if b.shape == "sphere"]
     expected = []

@@ -72,6 +72,8 @@ BODY_KEYS: frozenset[str] = frozenset({
     "name", "shape", "size", "radius", "mass", "position", "orientation", "velocity",
     "angular_velocity",
 })
+#: Generalized velocities from which M and J are sparse by default (MuJoCo's mjJAC_AUTO).
+SPARSE_FROM_NV = 60
 #: How far from 1 the norm of a given orientation quaternion may be before it is rejected
 #: (it is normalized otherwise); 1% admits quaternions written with two decimals.
 QUATERNION_NORM_TOLERANCE = 1e-2
@@ -144,10 +146,13 @@ class Rigid3D(System):
 
     def __init__(self, bodies: Sequence[RigidBody], contact: Mapping[str, float] | None = None,
                  gravity: ArrayLike = (0.0, 0.0, -9.81), ground: bool = True,
-                 pair_margin: float = math.inf) -> None:
+                 pair_margin: float = math.inf, sparse: bool | None = None) -> None:
         """Bodies in order, contact parameters (``mu``, ``restitution``), gravity, ground plane,
         and the largest gap at which a sphere pair is a candidate (``inf``: every pair; a
-        finite margin selects the pairs through a k-d tree broad phase, linear in the bodies)."""
+        finite margin selects the pairs through a k-d tree broad phase, linear in the bodies).
+        ``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from 10 bodies on
+        (``nv >= 60``, MuJoCo's own threshold for sparse Jacobians), dense below, where
+        scipy.sparse's per-object overhead costs more than the zeros it skips."""
         super().__init__({}, contact or {})
         if not bodies:
             raise ValueError("Rigid3D: needs at least one body")
@@ -164,6 +169,7 @@ class Rigid3D(System):
                              for c in ("x", "y", "z", "qw", "qx", "qy", "qz"))
         self.v_names = tuple(f"{b.name}.{c}" for b in self.bodies
                              for c in ("vx", "vy", "vz", "wx", "wy", "wz"))
+        self.sparse = bool(6 * len(bodies) >= SPARSE_FROM_NV if sparse is None else sparse)
         self.pair_margin = float(pair_margin)
         if not self.pair_margin >= 0:
             raise ValueError(f"Rigid3D: pair_margin must be >= 0 (inf: every sphere pair), got {pair_margin}")
@@ -242,9 +248,9 @@ class Rigid3D(System):
         tau_flat = tau.reshape(-1)
         if u is not None:
             tau_flat = tau_flat + as_vector(u, "u", self.nv)
-        inverse = kernels.block_diagonal(1.0 / self._masses,
-                                         kernels.world_inertia(R, 1.0 / self._inertia))
-        return Dynamics(M=kernels.block_diagonal(self._masses, Iw), tau=tau_flat, inverse_matrix=inverse)
+        assemble = kernels.block_diagonal if self.sparse else kernels.block_diagonal_dense
+        inverse = assemble(1.0 / self._masses, kernels.world_inertia(R, 1.0 / self._inertia))
+        return Dynamics(M=assemble(self._masses, Iw), tau=tau_flat, inverse_matrix=inverse)
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         """``x' = x + h v'``, ``quat' = exp(h w'/2) * quat`` (world-frame ``w'`` on the left),
@@ -346,7 +352,8 @@ class Rigid3D(System):
         nc = phi.shape[0]
         if nc == 0:
             return Contacts.empty(self.nv, 3)
-        J = kernels.jacobian(contact, body, terms[:, :3], terms[:, 3], frames, nc, self.nv)
+        assemble = kernels.jacobian if self.sparse else kernels.jacobian_dense
+        J = assemble(contact, body, terms[:, :3], terms[:, 3], frames, nc, self.nv)
         return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3)
 
     # ------------------------------------------------------------------ energy

@@ -74,6 +74,19 @@ def block_diagonal(masses: FloatArray, rotational: FloatArray) -> sp.csc_matrix:
     return sp.csc_matrix((data, indices, indptr), shape=(6 * n, 6 * n))
 
 
+def block_diagonal_dense(masses: FloatArray, rotational: FloatArray) -> FloatArray:
+    """:func:`block_diagonal` as a dense array (for small systems, where scipy.sparse's
+    per-object overhead costs more than the zeros)."""
+    n = masses.shape[0]
+    out = np.zeros((6 * n, 6 * n))
+    base = 6 * np.arange(n)
+    linear = (base[:, None] + np.arange(3)).reshape(-1)
+    out[linear, linear] = np.repeat(masses, 3)
+    rows = (base[:, None, None] + 3 + np.arange(3)[None, :, None]).repeat(3, axis=2)
+    out[rows, rows.transpose(0, 2, 1)] = rotational
+    return out
+
+
 def sphere_pairs(centres: FloatArray, radii: FloatArray, margin: float) -> tuple[IntArray, IntArray]:
     """Index pairs ``(a, b)``, ``a < b``, into the sphere list, in lexicographic order: all of
     them for ``margin = inf``, else those with gap ``|c_b - c_a| - r_a - r_b <= margin``
@@ -108,6 +121,19 @@ def pair_frames(normals: FloatArray) -> FloatArray:
     t1 /= np.linalg.norm(t1, axis=1)[:, None]
     t2 = np.cross(normals, t1)
     return np.stack([normals, t1, t2], axis=1)
+
+
+def jacobian_dense(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatArray,
+                   frames: FloatArray, nc: int, nv: int) -> FloatArray:
+    """:func:`jacobian` as a dense array (small systems); a contact's terms touch distinct
+    bodies, so every entry is written once."""
+    F = frames[contact]
+    blocks = np.concatenate([F, np.cross(offset[:, None, :], F)], axis=2) * sign[:, None, None]
+    out = np.zeros((3 * nc, nv))
+    rows = (3 * contact[:, None, None] + np.arange(3)[None, :, None]).repeat(6, axis=2)
+    cols = np.broadcast_to((6 * body[:, None] + np.arange(6))[:, None, :], blocks.shape)
+    out[rows, cols] = blocks
+    return out
 
 
 def jacobian(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatArray,
