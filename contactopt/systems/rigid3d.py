@@ -321,7 +321,11 @@ class Rigid3D(System):
         is_box = self._is_box[body_of]
         ground_r = np.where(is_box[:, None], np.einsum("cij,cj->ci", R[body_of], local), local)
         ground_points = positions[body_of] + ground_r
-        a, b = self._pairs(positions)
+        a, b = self._pairs(positions) if len(self._spheres) > 1 else (body_of[:0], body_of[:0])
+        if a.shape[0] == 0:  # ground contacts only: one term each
+            terms = np.column_stack([ground_r, np.ones(ng)])
+            return (ground_points[:, 2].copy(), ground_points, np.broadcast_to(kernels.GROUND_FRAME, (ng, 3, 3)),
+                    (np.arange(ng), body_of), terms)
         gap = positions[b] - positions[a]
         dist = np.linalg.norm(gap, axis=1)
         safe = dist > 1e-12
