@@ -55,9 +55,14 @@ def as_sparse(value: Any, name: str, shape: tuple[int, int] | None, fmt: str) ->
     return out
 
 
+def is_sparse(value: Any) -> bool:
+    """Whether ``value`` is a scipy.sparse matrix (a plain bool: no type narrowing)."""
+    return bool(sp.issparse(value))
+
+
 def to_dense(value: Matrix) -> FloatArray:
     """A dense copy of a dense or sparse matrix (for the small-system integrators)."""
-    return np.asarray(value.toarray()) if sp.issparse(value) else np.asarray(value)
+    return np.asarray(value.toarray()) if is_sparse(value) else np.asarray(value)
 
 
 def as_vector(value: ArrayLike, name: str, length: int | None = None) -> FloatArray:

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError, OptionError
-from contactopt.model import Contacts, Dynamics, Matrix, StepProblem, to_dense
+from contactopt.model import Contacts, Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Zero
 
 FloatArray = NDArray[np.float64]
@@ -89,7 +89,7 @@ class ActiveContacts:
 
     @property
     def is_sparse(self) -> bool:
-        return sp.issparse(self.J)
+        return is_sparse(self.J)
 
     @property
     def N(self) -> Matrix:
@@ -112,7 +112,7 @@ class ActiveContacts:
         cols = (np.arange(na)[:, None, None] * dim + np.arange(dim)[None, None, :]).repeat(per, axis=1)
         S = sp.csr_matrix((coefficients.reshape(-1), (rows, cols.reshape(-1))), shape=(na * per, na * dim))
         out = S @ self.J
-        return out.tocsr() if sp.issparse(out) else np.asarray(out)
+        return out.tocsr() if is_sparse(out) else np.asarray(out)
 
     def directions(self, k: int) -> Matrix:
         """(na * k, nv) rows ``d_i`` (contact-major), in joint coordinates."""
@@ -127,7 +127,7 @@ class ActiveContacts:
 
     def scaled_rows(self, scale: FloatArray) -> Matrix:
         """The rows of J multiplied by ``scale`` (one factor per row)."""
-        if sp.issparse(self.J):
+        if is_sparse(self.J):
             return (sp.diags(scale) @ self.J).tocsr()
         return self.J * scale[:, None]
 
@@ -210,16 +210,14 @@ def dual_program(problem: StepProblem, rows: FloatArray, c: FloatArray, A: Any, 
     v_free = problem.v_free if v_free is None else v_free
     H = problem.bilateral.H
     nh, n = H.shape[0], rows.shape[0]
-    if sp.issparse(rows):
-        K = sp.vstack([rows, sp.csr_matrix(H)], format="csr") if nh else rows
-    else:
-        K = np.vstack([rows, H])
+    parts: list[Any] = [rows, sp.csr_matrix(H)]
+    K = rows if not nh else sp.vstack(parts, format="csr") if is_sparse(rows) else np.vstack([rows, H])
     W = delassus(dynamics, K)
     if regularization is not None or bilateral_regularization is not None:
         diagonal = np.concatenate([np.zeros(n) if regularization is None else regularization,
                                    np.zeros(nh) if bilateral_regularization is None
                                    else bilateral_regularization])
-        if sp.issparse(W):
+        if is_sparse(W):
             W = W + sp.diags(diagonal)
         else:
             W[np.diag_indices(n + nh)] += diagonal
@@ -237,7 +235,7 @@ def delassus(dynamics: Dynamics, rows: Matrix) -> Matrix:
     a sparse ``M^{-1}`` (block-diagonal M) it is a sparse product, linear in the contacts;
     with sparse rows and a factorization only, one solve per row; for large dense rows the
     outer product goes through the sparse rows (O(nnz(rows) x n) instead of O(n^2 nv))."""
-    if sp.issparse(rows):
+    if is_sparse(rows):
         if dynamics.inverse_matrix is not None:
             return (rows @ dynamics.inverse_matrix @ rows.T).tocsc()
         return np.asarray(rows @ dynamics.solve_M(rows.T.toarray()))
@@ -245,6 +243,13 @@ def delassus(dynamics: Dynamics, rows: Matrix) -> Matrix:
     if rows.shape[0] * rows.shape[1] > 20_000:
         sparse_rows = sp.csr_matrix(rows)
         if sparse_rows.nnz < 0.25 * rows.size:
+            sparse_solved = sp.csr_matrix(solved)
+            if sparse_solved.nnz < 0.25 * solved.size:
+                # Sparse times sparse sums each entry's products in the same order as sparse
+                # times dense (only exact zeros are skipped): the same numbers, stored sparse.
+                W = (sparse_rows @ sparse_solved).tocsc()
+                W.eliminate_zeros()
+                return W
             return np.asarray(sparse_rows @ solved)
     return rows @ solved
 

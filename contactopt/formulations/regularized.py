@@ -63,7 +63,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.model import Dynamics, StepProblem
+from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Solution
 
 FloatArray = NDArray[np.float64]
@@ -216,7 +216,7 @@ def _delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
     if rows.shape[0] == 0:
         return np.zeros(0)
-    if sp.issparse(rows):
+    if is_sparse(rows):
         solved = (rows @ dynamics.inverse_matrix if dynamics.inverse_matrix is not None
                   else dynamics.solve_M(rows.T.toarray()).T)
         return np.asarray(rows.multiply(solved).sum(axis=1)).reshape(-1)
@@ -258,7 +258,7 @@ def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArr
     """
     rows = J.shape[0]
     W = delassus(Dynamics(M, np.zeros(M.shape[0]), inverse=inverse), J) if rows else np.zeros((0, 0))
-    P = W + np.diag(R)
+    P = W + sp.diags(R) if is_sparse(W) else W + np.diag(R)
     A = -sp.identity(rows, format="csc") if cone_rows is None else sp.csc_matrix(cone_rows)
     return ConicProgram(P=sp.csc_matrix(0.5 * (P + P.T)), c=dt * (J @ acceleration_free - a_ref),
                         A=A, b=np.zeros(A.shape[0]), cones=cones,

@@ -40,7 +40,7 @@ def _cone_rows(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[np.int_
     index array; computed once per program (its cones are fixed)."""
     cached = program.__dict__.get("_cone_rows")
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     dims = np.array([cone.dim for cone in program.cones], dtype=np.int_)
     kinds = np.array([cone.kind for cone in program.cones])
     starts = np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int_) if dims.size else dims

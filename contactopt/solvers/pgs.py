@@ -138,7 +138,7 @@ class _Setup:
             cached = (sp.csr_matrix(self.HT), table[:, 0].astype(np.intp), table[:, 1].astype(np.intp),
                       np.ascontiguousarray(table[:, 2]), np.ascontiguousarray(table[:, 3]))
             object.__setattr__(self, "_arrays", cached)
-        return cached  # type: ignore[no-any-return]
+        return cached
 
 
 def accepts(program: Program) -> str | None:

@@ -115,7 +115,7 @@ def _compile() -> Callable[..., None] | None:
         import numba
     except ImportError:
         return None
-    return numba.njit(cache=True, nogil=True)(_sweep_loops)  # type: ignore[no-any-return]
+    return numba.njit(cache=True, nogil=True)(_sweep_loops)
 
 
 _COMPILED = _compile()
