@@ -27,19 +27,17 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.errors import ShapeError
 
 FloatArray = NDArray[np.float64]
-#: A matrix the core types accept: dense, or ``scipy.sparse`` (kept sparse throughout).
-Matrix = Any
+Matrix = Any  # dense, or scipy.sparse (kept sparse throughout)
 
 __all__ = ["Bilateral", "Contacts", "Dynamics", "State", "StepProblem", "as_vector", "debug_checks"]
 
-#: Dense mass matrices up to this many entries are checked for symmetry every step (the
-#: check is then cheaper than the step's other work); larger ones only under
-#: :func:`debug_checks`. Sparse ones are always checked, in O(nnz).
+#: Dense mass matrices up to this many entries are checked for symmetry every step (cheap);
+#: larger dense and all sparse ones only under :func:`debug_checks` (see :class:`Dynamics`).
 _DENSE_CHECK_ENTRIES = 4096
 
 
 def debug_checks() -> bool:
-    """Whether the O(n^2) checks of large dense matrices run (``CONTACTOPT_DEBUG=1``)."""
+    """Whether the costly matrix checks run (``CONTACTOPT_DEBUG=1``)."""
     return os.environ.get("CONTACTOPT_DEBUG", "") not in ("", "0")
 
 
@@ -158,9 +156,7 @@ class Dynamics:
     def nv(self) -> int:
         return int(self.tau.shape[0])
 
-    @property
-    def is_sparse(self) -> bool:
-        return sp.issparse(self.M)
+    is_sparse = property(lambda self: is_sparse(self.M), doc="Whether M is scipy.sparse.")
 
     @property
     def M_dense(self) -> FloatArray:
@@ -248,9 +244,7 @@ class Contacts:
     def nv(self) -> int:
         return int(self.J.shape[1])
 
-    @property
-    def is_sparse(self) -> bool:
-        return sp.issparse(self.J)
+    is_sparse = property(lambda self: is_sparse(self.J), doc="Whether J is scipy.sparse.")
 
     @property
     def J_dense(self) -> FloatArray:
