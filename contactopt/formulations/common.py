@@ -182,10 +182,9 @@ def prepend_equalities(problem: StepProblem, A: Any, b: FloatArray, cones: tuple
                                                            tuple[Block, ...]]:
     """Primal form: rows ``H v' = r`` (a Zero cone) before the contact rows."""
     nh = problem.bilateral.count
-    if not nh:
-        return sp.csc_matrix(A), b, cones, blocks
     shifted = tuple(Block(blk.name, blk.start + nh, blk.stop + nh, blk.per) for blk in blocks)
-    A_all = sp.csc_matrix(sp.vstack([sp.csc_matrix(problem.bilateral.H), sp.csc_matrix(A)]))
+    A_all = (sp.csc_matrix(sp.vstack([sp.csc_matrix(problem.bilateral.H), sp.csc_matrix(A)])) if nh
+             else sp.csc_matrix(A))
     return (A_all, np.concatenate([problem.bilateral_target, b]), (Zero(nh), *cones),
             (Block("bilateral", 0, nh), *shifted))
 

@@ -66,6 +66,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         P_upper = sp.triu(program.P, format="csc")
         key = (workspace.settings_key(settings), zero_rows.tobytes())
         backend = workspace.cached("osqp", P_upper, program.A, key) if reuse else None
+        reused = backend is not None
         if backend is not None:
             backend.update(q=program.c, l=lower, u=program.b, Px=P_upper.data, Ax=program.A.data)
         else:
@@ -80,6 +81,12 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                                      iterations=0, watch=watch, message=f"OSQP setup failed: {exc!r}")
     with watch.time("solve"), silence_c_stdout():
         result = backend.solve(raise_error=False)
+        if reused and settings.get("polishing") and result.info.status_polish != 1:
+            # A warm start can stop before the active set is identified, and polishing (the
+            # exact KKT solve that makes OSQP's answers exact) then does not run: start the
+            # updated workspace cold once more, as a fresh setup would.
+            backend.warm_start(x=np.zeros(program.n), y=np.zeros(program.m))
+            result = backend.solve(raise_error=False)
     name = osqp.SolverStatus(result.info.status_val).name
     status = _STATUS.get(name, Status.NUMERICAL_ERROR)
     usable = status.usable
