@@ -12,19 +12,55 @@ finiteness), following the conventions of DESIGN.md:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
+import scipy.sparse.linalg
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.errors import ShapeError
 
 FloatArray = NDArray[np.float64]
+Matrix = Any  # dense, or scipy.sparse (kept sparse throughout)
 
-__all__ = ["Bilateral", "Contacts", "Dynamics", "State", "StepProblem", "as_vector"]
+__all__ = ["Bilateral", "Contacts", "Dynamics", "State", "StepProblem", "as_vector", "debug_checks"]
+
+#: Dense mass matrices up to this many entries are checked for symmetry every step (cheap);
+#: larger dense and all sparse ones only under :func:`debug_checks` (see :class:`Dynamics`).
+_DENSE_CHECK_ENTRIES = 4096
+
+
+def debug_checks() -> bool:
+    """Whether the costly matrix checks run (``CONTACTOPT_DEBUG=1``)."""
+    return os.environ.get("CONTACTOPT_DEBUG", "") not in ("", "0")
+
+
+def as_sparse(value: Any, name: str, shape: tuple[int, int] | None, fmt: str) -> Any:
+    """A ``scipy.sparse`` matrix as float64 CSC/CSR with finite entries, checked in O(nnz)."""
+    out = value.tocsc() if fmt == "csc" else value.tocsr()
+    if out.dtype != np.float64:
+        out = out.astype(np.float64)
+    if shape is not None and out.shape != shape:
+        raise ShapeError(f"{name}: expected shape {shape}, got {out.shape}")
+    if not np.all(np.isfinite(out.data)):
+        raise ShapeError(f"{name}: contains NaN or infinite entries")
+    return out
+
+
+def is_sparse(value: Any) -> bool:
+    """Whether ``value`` is a scipy.sparse matrix (a plain bool: no type narrowing)."""
+    return bool(sp.issparse(value))
+
+
+def to_dense(value: Matrix) -> FloatArray:
+    """A dense copy of a dense or sparse matrix (for the small-system integrators)."""
+    return np.asarray(value.toarray()) if is_sparse(value) else np.asarray(value)
 
 
 def as_vector(value: ArrayLike, name: str, length: int | None = None) -> FloatArray:
@@ -80,22 +116,39 @@ class Dynamics:
     """The manipulator equation's left and right sides without contact: ``M vdot = tau``.
 
     Attributes:
-        M: (nv, nv) symmetric positive definite mass matrix.
+        M: (nv, nv) symmetric positive definite mass matrix, dense or ``scipy.sparse`` (kept
+            sparse, as CSC: block-diagonal for free bodies, MuJoCo's sparse M for MJCF).
         tau: (nv,) all non-contact generalized forces, ``tau_g + B u - C(q, v) v``.
         inverse: optional fast ``M^{-1} rhs`` supplied by the system (e.g. MuJoCo's sparse
-            factorization); by default a dense Cholesky factorization of ``M``.
+            factorization); by default a Cholesky factorization of a dense ``M``, a sparse LU
+            factorization of a sparse one, computed once per ``Dynamics``.
+        inverse_matrix: optional sparse ``M^{-1}`` (block-diagonal M has a block-diagonal
+            inverse), which makes the Delassus matrix ``J M^{-1} J^T`` a sparse product.
+
+    Symmetry is checked for a dense M of at most 4096 entries always (cheap); for a larger
+    dense M (O(nv^2)) and for a sparse one (O(nnz), but several sparse operations per step)
+    only under ``CONTACTOPT_DEBUG=1``: the systems build M symmetric by construction
+    (symmetrized blocks, MuJoCo's own M), while user-given programs are checked by
+    :class:`~contactopt.programs.ConicProgram` and :class:`~contactopt.programs.LCP`.
     """
 
-    M: FloatArray
+    M: Matrix
     tau: FloatArray
     inverse: Callable[[FloatArray], FloatArray] | None = field(default=None, compare=False, repr=False)
+    inverse_matrix: Matrix | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         tau = as_vector(self.tau, "Dynamics.tau")
         nv = tau.shape[0]
-        M = as_matrix(self.M, "Dynamics.M", (nv, nv))
-        if not np.allclose(M, M.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0)))):
-            raise ShapeError("Dynamics.M: mass matrix is not symmetric")
+        if sp.issparse(self.M):
+            M = as_sparse(self.M, "Dynamics.M", (nv, nv), "csc")
+            if debug_checks() and M.nnz and abs(M - M.T).max() > 1e-10 * max(1.0, float(abs(M).max())):
+                raise ShapeError("Dynamics.M: mass matrix is not symmetric")
+        else:
+            M = as_matrix(self.M, "Dynamics.M", (nv, nv))
+            if (M.size <= _DENSE_CHECK_ENTRIES or debug_checks()) and not np.allclose(
+                    M, M.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0)))):
+                raise ShapeError("Dynamics.M: mass matrix is not symmetric")
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "tau", tau)
 
@@ -103,19 +156,38 @@ class Dynamics:
     def nv(self) -> int:
         return int(self.tau.shape[0])
 
+    is_sparse = property(lambda self: is_sparse(self.M), doc="Whether M is scipy.sparse.")
+
+    @property
+    def M_dense(self) -> FloatArray:
+        """M as a dense array (for the small-system integrators that need one)."""
+        return to_dense(self.M)
+
     @cached_property
-    def cholesky(self) -> tuple[FloatArray, bool]:
-        """Cholesky factor of M, for ``M^{-1} x`` solves; raises if M is not positive definite."""
+    def cholesky(self) -> Any:
+        """Factor of M for ``M^{-1} x`` solves (dense Cholesky, or sparse LU of a sparse M);
+        raises if M is not positive definite (dense) or singular (sparse)."""
         try:
+            if self.is_sparse:
+                return scipy.sparse.linalg.splu(self.M)
             return scipy.linalg.cho_factor(self.M)
-        except np.linalg.LinAlgError as exc:
+        except (np.linalg.LinAlgError, RuntimeError) as exc:
             raise ShapeError("Dynamics.M: mass matrix is not positive definite") from exc
 
     def solve_M(self, rhs: ArrayLike) -> FloatArray:
-        """``M^{-1} rhs`` for a vector or a matrix of columns."""
+        """``M^{-1} rhs`` for a vector or a matrix of columns (dense or sparse; the result is
+        dense)."""
+        if sp.issparse(rhs):
+            if self.inverse_matrix is not None:
+                return np.asarray((self.inverse_matrix @ rhs).toarray())
+            rhs = rhs.toarray()
         values = np.asarray(rhs, dtype=np.float64)
         if self.inverse is not None:
             return self.inverse(values)
+        if self.inverse_matrix is not None:
+            return np.asarray(self.inverse_matrix @ values)
+        if self.is_sparse:
+            return np.asarray(self.cholesky.solve(values))
         return scipy.linalg.cho_solve(self.cholesky, values)
 
 
@@ -125,15 +197,16 @@ class Contacts:
 
     Attributes:
         phi: (nc,) signed separation, ``phi >= 0`` means not penetrating.
-        J: (nc * dim, nv) contact Jacobian; rows per contact are normal first
-           (``[n]`` for dim 1, ``[n, t]`` for dim 2, ``[n, t1, t2]`` for dim 3).
+        J: (nc * dim, nv) contact Jacobian, dense or ``scipy.sparse`` (kept sparse, as CSR);
+           rows per contact are normal first (``[n]`` for dim 1, ``[n, t]`` for dim 2,
+           ``[n, t1, t2]`` for dim 3).
         mu: (nc,) Coulomb friction coefficients (may be ``inf`` for sticking contact).
         restitution: (nc,) coefficients of restitution in [0, 1].
         dim: rows per contact: 1 (normal only), 2 (planar) or 3 (spatial).
     """
 
     phi: FloatArray
-    J: FloatArray
+    J: Matrix
     mu: FloatArray
     restitution: FloatArray
     dim: int
@@ -143,13 +216,15 @@ class Contacts:
             raise ShapeError(f"Contacts.dim: must be 1, 2 or 3, got {self.dim}")
         phi = as_vector(self.phi, "Contacts.phi")
         nc = phi.shape[0]
-        J = np.array(self.J, dtype=np.float64)
+        J = as_sparse(self.J, "Contacts.J", None, "csr") if sp.issparse(self.J) else np.array(
+            self.J, dtype=np.float64)
         if J.ndim != 2 or J.shape[0] != nc * self.dim:
             raise ShapeError(
                 f"Contacts.J: expected {nc * self.dim} rows ({nc} contacts x {self.dim}), "
                 f"got shape {J.shape}"
             )
-        J = as_matrix(J, "Contacts.J", J.shape)
+        if not sp.issparse(J):
+            J = as_matrix(J, "Contacts.J", J.shape)
         mu = np.array(self.mu, dtype=np.float64).reshape(-1)
         if mu.shape != (nc,) or np.any(np.isnan(mu)) or np.any(mu < 0):
             raise ShapeError(f"Contacts.mu: expected {nc} non-negative values, got {mu}")
@@ -169,16 +244,23 @@ class Contacts:
     def nv(self) -> int:
         return int(self.J.shape[1])
 
-    @property
-    def J_normal(self) -> FloatArray:
-        """(nc, nv) normal rows ``n`` of every contact."""
-        return self.J[:: self.dim]
+    is_sparse = property(lambda self: is_sparse(self.J), doc="Whether J is scipy.sparse.")
 
     @property
-    def J_tangent(self) -> FloatArray:
-        """(nc * (dim - 1), nv) tangent rows, contact-major."""
-        mask = np.arange(self.J.shape[0]) % self.dim != 0
-        return self.J[mask]
+    def J_dense(self) -> FloatArray:
+        """J as a dense array (for the small-system integrators that need one)."""
+        return to_dense(self.J)
+
+    @property
+    def J_normal(self) -> Matrix:
+        """(nc, nv) normal rows ``n`` of every contact (sparse if J is)."""
+        return self.J[np.arange(0, self.J.shape[0], self.dim)] if self.is_sparse else self.J[:: self.dim]
+
+    @property
+    def J_tangent(self) -> Matrix:
+        """(nc * (dim - 1), nv) tangent rows, contact-major (sparse if J is)."""
+        rows = np.flatnonzero(np.arange(self.J.shape[0]) % self.dim != 0)
+        return self.J[rows]
 
     @staticmethod
     def empty(nv: int, dim: int) -> Contacts:

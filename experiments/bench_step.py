@@ -1,119 +1,229 @@
 """Per-step time of contactopt's formulations and solvers against MuJoCo's ``mj_step`` on the
-same MJCF scene, in the same run, as ratios; and the scaling with the number of contacts.
+same model, in the same run, as ratios; and the scaling with the number of contacts.
 
-For each scene: ``mj_step`` on MuJoCo's own model (mean over ``--steps`` steps after warm-up),
-then each formulation x solver for the same number of steps from the same state, recording
-build, solve and total time per step (from the trajectory records) and the worst residual
-(contactopt's own, for MuJoCo too via the ``mujoco`` method). Scaling: sphere piles of
-growing size (generated like problems/mjcf/sphere_pile.xml). Writes
-``experiments/out/bench_step/{bench_step.json, bench_step.csv, scaling.png}``.
+Scenes: the rigid3d box (``box_slide``; its ``mj_step`` is that of the same box in MJCF,
+``box_slide_mjcf``), the MJCF box and the 100-sphere MJCF pile. Per scene and row
+(formulation/solver): wall time per step (median over ``--rounds`` rounds, each a full
+``simulate`` of ``--steps`` steps), split into *build* (system evaluation + program
+assembly, the records' ``build_time``), *solver* (the backend's setup + solve) and *rest*
+(residuals, recovery, integration, records: wall - build - solver); and the ratio to
+``mj_step`` timed in the same round.
 
-    python experiments/bench_step.py [--steps 20] [--spheres 4,10,25,50,100,200]
+Grid: N = 10, 30, 100, 300, 1000 spheres resting on a plane (rigid3d, one ground contact
+each; sphere pairs through the k-d tree broad phase with ``pair_margin``), against
+``mj_step`` on the same spheres in MJCF; the log-log slope of step time against contacts is
+fitted over N >= 100, and the peak memory of a step is measured with ``tracemalloc``
+(Python and NumPy allocations) next to the process's peak resident size.
+
+Writes ``experiments/out/bench_step/{summary.json, summary.csv, scaling.png}``.
+
+    python experiments/bench_step.py [--steps 100] [--rounds 3] [--grid 10,30,100,300,1000]
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import resource
 import sys
-import tempfile
 import time
+import tracemalloc
 import warnings
 from pathlib import Path
+from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
-from common import OUT, ROOT, print_table, write_results
-from make_mjcf_problems import write_pile
 
-import contactopt as co
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's contactopt, not an installed one
+import matplotlib.pyplot as plt  # noqa: E402
+from common import OUT, print_table, write_results  # noqa: E402
 
-CASES = [("regularized", "clarabel", {}), ("regularized", "clarabel", {"cone": "elliptic"}),
-         ("regularized", "pgs", {"cone": "elliptic"}), ("ccp", "clarabel", {"form": "dual"}),
-         ("anitescu", "osqp", {}), ("lcp", "lemke", {})]
-LEMKE_MAX_CONTACTS = 40  # dense pivoting: only on small scenes
+import contactopt as co  # noqa: E402
+
+Case = tuple[str, str, dict[str, Any]]
+BOX_CASES: list[Case] = [("anitescu", "clarabel", {}), ("ccp", "clarabel", {}), ("regularized", "clarabel", {}),
+                         ("anitescu", "osqp", {}), ("regularized", "clarabel", {"cone": "elliptic"}),
+                         ("regularized", "pgs", {"cone": "elliptic"}), ("lcp", "lemke", {})]
+PILE_CASES: list[Case] = [("regularized", "clarabel", {"cone": "elliptic"}), ("regularized", "clarabel", {}),
+                          ("anitescu", "osqp", {}), ("regularized", "pgs", {"cone": "elliptic"}),
+                          ("ccp", "clarabel", {"form": "dual"})]
+GRID_CASES: list[Case] = [("anitescu", "clarabel", {}), ("regularized", "clarabel", {}), ("anitescu", "osqp", {})]
+RADIUS, SPACING = 0.05, 0.2
 
 
-def time_mj_step(scene: co.Scene, steps: int) -> tuple[float, int]:
-    """Mean seconds per ``mj_step`` (MuJoCo's unmodified model) and mean contact count."""
+def mj_step_time(xml_path: Path | None, xml: str | None, q0: Any, v0: Any, dt: float, steps: int) -> tuple[float, int]:
+    """Seconds per ``mj_step`` on MuJoCo's unmodified model and the mean contact count."""
     import mujoco
 
-    model = mujoco.MjModel.from_xml_path(str(scene.system.path))  # type: ignore[attr-defined]
-    model.opt.timestep = scene.dt
+    model = mujoco.MjModel.from_xml_path(str(xml_path)) if xml_path else mujoco.MjModel.from_xml_string(xml or "")
+    model.opt.timestep = dt
     data = mujoco.MjData(model)
-    data.qpos[:], data.qvel[:] = scene.q0, scene.v0
+    data.qpos[:], data.qvel[:] = q0, v0
     for _ in range(3):
         mujoco.mj_step(model, data)
-    data.qpos[:], data.qvel[:] = scene.q0, scene.v0
-    contacts = []
+    data.qpos[:], data.qvel[:] = q0, v0
+    contacts = 0
     start = time.perf_counter()
     for _ in range(steps):
         mujoco.mj_step(model, data)
-        contacts.append(int(data.ncon))
-    return (time.perf_counter() - start) / steps, int(np.mean(contacts))
+        contacts += int(data.ncon)
+    return (time.perf_counter() - start) / steps, round(contacts / steps)
 
 
-def run(scene: co.Scene, steps: int, cases: list[tuple[str, str, dict[str, object]]]) -> list[dict[str, object]]:
-    mj_time, contacts = time_mj_step(scene, steps)
-    rows: list[dict[str, object]] = []
-    duration = steps * scene.dt
-    reference = co.simulate(scene, formulation="mujoco", duration=duration)
-    rows.append({"scene": scene.name, "contacts": contacts, "method": "mujoco mj_step", "build_ms": 0.0,
-                 "solve_ms": 1e3 * mj_time, "total_ms": 1e3 * mj_time, "ratio_to_mj_step": 1.0,
-                 "max_residual": reference.summary()["max_residual"], "status": "completed"})
-    for formulation, solver, options in cases:
-        if solver == "lemke" and contacts > LEMKE_MAX_CONTACTS:
-            continue
-        label = f"{formulation}/{solver}" + "".join(f" {k}={v}" for k, v in options.items())
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            traj = co.simulate(scene, formulation=formulation, solver=solver, options=options, duration=duration)
-        summary = traj.summary()
-        n = max(1, summary["steps"])
-        build, solve = summary["build_time"] / n, summary["solve_time"] / n
-        rows.append({"scene": scene.name, "contacts": contacts, "method": label, "build_ms": 1e3 * build,
-                     "solve_ms": 1e3 * solve, "total_ms": 1e3 * (build + solve),
-                     "ratio_to_mj_step": (build + solve) / mj_time, "max_residual": summary["max_residual"],
-                     "status": "completed" if traj.completed else f"stopped: {traj.message[:60]}"})
+def time_case(scene: co.Scene, case: Case, steps: int) -> dict[str, Any]:
+    """One simulate of ``steps`` steps: wall, build, solver per step, contacts, status."""
+    formulation, solver, options = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        traj = co.simulate(scene, formulation=formulation, solver=solver, options=options,
+                           duration=steps * scene.dt)
+        wall = time.perf_counter() - start
+    n = max(1, len(traj.steps))
+    build = sum(s.build_time for s in traj.steps) / n
+    solver_time = sum(s.setup_time + s.solve_time for s in traj.steps) / n
+    return {"wall": wall / n, "build": build, "solver": solver_time,
+            "contacts": float(np.mean([s.phi.shape[0] for s in traj.steps])) if traj.steps else 0.0,
+            "iterations": float(np.mean([s.iterations for s in traj.steps])) if traj.steps else 0.0,
+            "status": "completed" if traj.completed else f"stopped: {traj.message[:50]}"}
+
+
+def label(case: Case) -> str:
+    return f"{case[0]}/{case[1]}" + "".join(f" {k}={v}" for k, v in case[2].items())
+
+
+def bench_scene(scene: co.Scene, cases: list[Case], mj: tuple[Path | None, str | None], steps: int,
+                rounds: int) -> list[dict[str, Any]]:
+    """Rows of one scene: medians over rounds, ``mj_step`` timed in each round."""
+    rows = []
+    for case in cases:
+        if case[1] == "lemke" and scene.name.startswith(("sphere_pile", "grid")):
+            continue  # dense pivoting: small scenes only
+        samples, mj_times = [], []
+        for _ in range(rounds):
+            samples.append(time_case(scene, case, steps))
+            mj_times.append(mj_step_time(mj[0], mj[1], *_mj_state(scene), scene.dt, max(steps, 200))[0])
+        wall = float(np.median([s["wall"] for s in samples]))
+        build = float(np.median([s["build"] for s in samples]))
+        solver_time = float(np.median([s["solver"] for s in samples]))
+        mj_time = float(np.median(mj_times))
+        rows.append({"scene": scene.name, "method": label(case), "contacts": samples[0]["contacts"],
+                     "wall_ms": 1e3 * wall, "build_ms": 1e3 * build, "solver_ms": 1e3 * solver_time,
+                     "rest_ms": 1e3 * (wall - build - solver_time), "wall_over_solver": wall / solver_time,
+                     "mj_step_ms": 1e3 * mj_time, "ratio_to_mj_step": wall / mj_time,
+                     "iterations": samples[0]["iterations"], "status": samples[0]["status"]})
+        print(f"  {scene.name:18s} {label(case):40s} {1e3 * wall:8.3f} ms/step "
+              f"(build {1e3 * build:.3f}, solver {1e3 * solver_time:.3f}) = {wall / mj_time:7.1f} x mj_step")
     return rows
+
+
+_MJ_STATE: dict[str, tuple[Any, Any]] = {}
+
+
+def _mj_state(scene: co.Scene) -> tuple[Any, Any]:
+    """The MuJoCo initial state of the model ``mj_step`` runs for ``scene``."""
+    return _MJ_STATE.get(scene.name, (scene.q0, scene.v0))
+
+
+def grid_scene(count: int) -> tuple[co.Scene, str]:
+    """``count`` spheres resting on z = 0 in a square grid (gaps 0.1 m: no pair contacts),
+    as a rigid3d scene and as MJCF text (same spheres, a plane)."""
+    side = int(np.ceil(np.sqrt(count)))
+    bodies, xml_bodies = [], []
+    for i in range(count):
+        row, col = divmod(i, side)
+        position = [SPACING * col, SPACING * row, RADIUS]
+        bodies.append(co.systems.RigidBody(name=f"s{i}", shape="sphere", size=np.array([RADIUS]), mass=0.1,
+                                           position=np.array(position), orientation=np.array([1.0, 0, 0, 0]),
+                                           velocity=np.zeros(3), angular_velocity=np.zeros(3)))
+        xml_bodies.append(f'<body pos="{position[0]} {position[1]} {position[2]}"><freejoint/>'
+                          f'<geom type="sphere" size="{RADIUS}" mass="0.1"/></body>')
+    system = co.systems.Rigid3D(bodies, {"mu": 0.5}, pair_margin=0.01)
+    q0, v0 = system.default_state()
+    scene = co.Scene(name=f"grid_{count}", system=system, q0=q0, v0=v0, dt=1e-3, duration=0.01,
+                     formulation="anitescu", solver="clarabel")
+    xml = ('<mujoco><option timestep="0.001"/><worldbody><geom type="plane" size="100 100 0.1"/>'
+           + "".join(xml_bodies) + "</worldbody></mujoco>")
+    _MJ_STATE[scene.name] = (q0, v0)
+    return scene, xml
+
+
+def peak_memory(scene: co.Scene, case: Case) -> float:
+    """Peak traced allocation (MB) while simulating two steps of ``scene``."""
+    tracemalloc.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        co.simulate(scene, formulation=case[0], solver=case[1], options=case[2], duration=2 * scene.dt)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak / 1e6
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--spheres", default="4,10,25,50,100,200", help="sphere-pile sizes for the scaling")
+    parser.add_argument("--steps", type=int, default=100, help="steps per run on the boxes (pile: 20)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--grid", default="10,30,100,300,1000")
     args = parser.parse_args()
-    rows = []
-    for name in ("box_slide_mjcf", "sphere_pile_mjcf"):
-        rows += run(co.load_scene(ROOT / "problems" / f"{name}.toml"), args.steps, CASES)
-    with tempfile.TemporaryDirectory() as folder:
-        for count in [int(c) for c in args.spheres.split(",")]:
-            path = Path(folder) / f"pile_{count}.xml"
-            write_pile(count, path)
-            scene = co.load_scene(path)
-            scene = dataclasses.replace(scene, name=f"pile_{count}")
-            rows += run(scene, args.steps, CASES)
-    print_table(rows)
+    problems = ROOT / "problems"
+    box_mjcf = co.load_scene(problems / "box_slide_mjcf.toml")
+    _MJ_STATE["box_slide"] = (box_mjcf.q0, box_mjcf.v0)
+    rows: list[dict[str, Any]] = []
+    rows += bench_scene(co.load_scene(problems / "box_slide.toml"), BOX_CASES, (box_mjcf.system.path, None),  # type: ignore[attr-defined]
+                        args.steps, args.rounds)
+    rows += bench_scene(box_mjcf, BOX_CASES, (box_mjcf.system.path, None), args.steps, args.rounds)  # type: ignore[attr-defined]
+    pile = co.load_scene(problems / "sphere_pile_mjcf.toml")
+    rows += bench_scene(pile, PILE_CASES, (pile.system.path, None), 20, args.rounds)  # type: ignore[attr-defined]
+    grid_rows: list[dict[str, Any]] = []
+    for count in (int(c) for c in args.grid.split(",")):
+        scene, xml = grid_scene(count)
+        steps = max(3, min(20, 2000 // count))
+        found = bench_scene(scene, GRID_CASES, (None, xml), steps, args.rounds)
+        for row in found:
+            case = next(c for c in GRID_CASES if label(c) == row["method"])
+            row["peak_traced_MB"] = peak_memory(scene, case)
+            row["build_share"] = row["build_ms"] / row["wall_ms"]
+        grid_rows += found
+    slopes: dict[str, float] = {}
+    for method in dict.fromkeys(r["method"] for r in grid_rows):
+        points = [(r["contacts"], r["wall_ms"]) for r in grid_rows if r["method"] == method and r["contacts"] >= 100]
+        if len(points) >= 2:
+            slopes[method] = float(np.polyfit(np.log([p[0] for p in points]), np.log([p[1] for p in points]), 1)[0])
+    mj_points = sorted({(r["contacts"], r["mj_step_ms"]) for r in grid_rows if r["contacts"] >= 100})
+    if len(mj_points) >= 2:
+        slopes["mujoco mj_step"] = float(np.polyfit(np.log([p[0] for p in mj_points]),
+                                                    np.log([p[1] for p in mj_points]), 1)[0])
+    for row in rows:
+        row.update(peak_traced_MB=float("nan"), build_share=row["build_ms"] / row["wall_ms"])
+    print_table(rows + grid_rows)
+    print("log-log slope of step time against contacts, N >= 100:", {k: round(v, 3) for k, v in slopes.items()})
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"process peak resident size: {rss:.0f} MB")
     folder = OUT / "bench_step"
-    write_results(folder, rows, {"steps": args.steps, "note": "ratios = contactopt build+solve per step / mj_step"})
-    (folder / "summary.json").rename(folder / "bench_step.json")
-    (folder / "summary.csv").rename(folder / "bench_step.csv")
+    write_results(folder, rows + grid_rows, {"steps": args.steps, "rounds": args.rounds, "slopes": slopes,
+                                             "process_peak_rss_MB": rss,
+                                             "note": "medians over rounds; ratio = wall per step / mj_step, "
+                                                     "timed in the same round"})
+    plot(grid_rows, slopes, folder / "scaling.png")
+    print(f"wrote {folder}/summary.json, summary.csv, scaling.png")
+    return 0
+
+
+def plot(grid_rows: list[dict[str, Any]], slopes: dict[str, float], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5.5), constrained_layout=True)
-    piles = [r for r in rows if str(r["scene"]).startswith("pile_")]
-    for method in dict.fromkeys(r["method"] for r in piles):
-        points = sorted((r["contacts"], r["total_ms"]) for r in piles if r["method"] == method)
-        ax.loglog([p[0] for p in points], [p[1] for p in points], "o-", label=method)
-    xs = np.array(sorted({r["contacts"] for r in piles}), dtype=float)
-    if xs.size:
-        ax.loglog(xs, xs / xs[0] * min(r["total_ms"] for r in piles), "k:", label="linear growth")
-    ax.set_xlabel("contacts")
-    ax.set_ylabel("time per step [ms]")
-    ax.set_title("Per-step time against the number of contacts (sphere piles)")
+    for method in dict.fromkeys(r["method"] for r in grid_rows):
+        points = sorted((r["contacts"], r["wall_ms"]) for r in grid_rows if r["method"] == method)
+        ax.loglog([p[0] for p in points], [p[1] for p in points], "o-",
+                  label=f"{method} (slope {slopes.get(method, float('nan')):.2f})")
+    mj = sorted({(r["contacts"], r["mj_step_ms"]) for r in grid_rows})
+    ax.loglog([p[0] for p in mj], [p[1] for p in mj], "k^--",
+              label=f"mujoco mj_step (slope {slopes.get('mujoco mj_step', float('nan')):.2f})")
+    ax.set_xlabel("contacts (spheres resting on a plane)")
+    ax.set_ylabel("wall time per step [ms]")
+    ax.set_title("Per-step time against the number of contacts")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
-    fig.savefig(folder / "scaling.png", dpi=110)
-    print(f"wrote {folder}/bench_step.json, bench_step.csv, scaling.png")
-    return 0
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ def test_reference_sticking_formula_order_matters_when_rows_couple() -> None:
                                    {"mu": math.inf, "restitution": 0.6}, shape="box")
     q = np.array([0.0, 0.3, 0.3])
     M = system.dynamics(q, np.zeros(3)).M
-    J = system.contacts(q).J[:2]  # corner (-, -)
+    J = system.contacts(q).J_dense[:2]  # corner (-, -)
     v = np.array([0.3, -1.0, 0.5])
     target = np.array([-0.6, 0.0]) * (J @ v)
     np.testing.assert_allclose(J @ sticking_impact_matrix(M, J, 0.6, 2) @ v, target, atol=1e-12)

@@ -81,7 +81,7 @@ def _independent_local(system: Any, q: np.ndarray, v: np.ndarray, h: float) -> d
     """FCLIB's W, q, mu computed here from the system: W = J M^-1 J^T, q = J v_free + [phi/h, 0..]."""
     dyn = system.dynamics(q, v)
     contacts = system.contacts(q)
-    M, J = dyn.M, contacts.J
+    M, J = dyn.M_dense, contacts.J_dense
     v_free = v + h * np.linalg.solve(M, dyn.tau)
     local_q = J @ v_free
     local_q[:: contacts.dim] += contacts.phi / h

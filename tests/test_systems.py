@@ -104,7 +104,7 @@ def test_box_corner_order_and_ground_frame() -> None:
     np.testing.assert_allclose(system.contact_points(q)[5], [1.3, 1.8, 0.2])  # corner (+, -, +)
     assert system.contact_names()[5] == "box.corner(+,-,+)"
     # the linear part of the rows is the world frame [n, t1, t2] = [z, x, y]
-    np.testing.assert_array_equal(contacts.J[:3, :3], [[0, 0, 1], [1, 0, 0], [0, 1, 0]])
+    np.testing.assert_array_equal(contacts.J_dense[:3, :3], [[0, 0, 1], [1, 0, 0], [0, 1, 0]])
     np.testing.assert_array_equal(contacts.mu, np.full(8, 0.5))
 
 
@@ -126,18 +126,18 @@ def test_sphere_ground_and_sphere_pair_rows() -> None:
         for k, body in ((0, 0), (9, 2)):  # the spheres' ground contacts
             assert contacts.phi[k] == pytest.approx(centres[body, 2] - radii[body], abs=1e-15)
             velocity = _central(_material_point(system, q, body, points[k]), system, q, v)
-            np.testing.assert_allclose(contacts.J[3 * k:3 * k + 3] @ v, velocity[[2, 0, 1]], atol=FD_TOL)
+            np.testing.assert_allclose(contacts.J_dense[3 * k:3 * k + 3] @ v, velocity[[2, 0, 1]], atol=FD_TOL)
         # the pair: frame from the linear columns of B's block; J v = v_B(p) - v_A(p) in that frame
         gap = centres[2] - centres[0]
         assert contacts.phi[10] == pytest.approx(np.linalg.norm(gap) - 0.5, abs=1e-14)
-        frame = contacts.J[30:33, 12:15]
+        frame = contacts.J_dense[30:33, 12:15]
         np.testing.assert_allclose(frame[0], gap / np.linalg.norm(gap), atol=1e-15)
-        np.testing.assert_allclose(contacts.J[30:33, 0:3], -frame, atol=0)
+        np.testing.assert_allclose(contacts.J_dense[30:33, 0:3], -frame, atol=0)
         middle = 0.5 * (centres[0] + 0.2 * frame[0] + centres[2] - 0.3 * frame[0])
         np.testing.assert_allclose(points[10], middle, atol=1e-15)
         vb = _central(_material_point(system, q, 2, points[10]), system, q, v)
         va = _central(_material_point(system, q, 0, points[10]), system, q, v)
-        np.testing.assert_allclose(contacts.J[30:33] @ v, frame @ (vb - va), atol=FD_TOL)
+        np.testing.assert_allclose(contacts.J_dense[30:33] @ v, frame @ (vb - va), atol=FD_TOL)
 
 
 def test_sphere_pair_frames_are_orthonormal_and_right_handed() -> None:
@@ -151,7 +151,7 @@ def test_sphere_pair_frames_are_orthonormal_and_right_handed() -> None:
         q, _ = system.default_state()
         contacts = system.contacts(q)
         assert contacts.count == 1
-        frame = contacts.J[:, 6:9]
+        frame = contacts.J_dense[:, 6:9]
         np.testing.assert_allclose(frame @ frame.T, np.eye(3), atol=1e-14)
         np.testing.assert_allclose(np.cross(frame[1], frame[2]), frame[0], atol=1e-14)
         np.testing.assert_allclose(frame[0], (b - a) / np.linalg.norm(b - a), atol=1e-14)
@@ -249,19 +249,19 @@ def test_mass_matrix_gravity_and_energy() -> None:
     v[3:6] = 0.0  # no spin on the box: no gyroscopic torque
     dyn = system.dynamics(q, v)
     a, b, c = 0.3, 0.2, 0.1
-    np.testing.assert_array_equal(dyn.M[:3, :3], 2.0 * np.eye(3))
+    np.testing.assert_array_equal(dyn.M_dense[:3, :3], 2.0 * np.eye(3))
     R = quat_to_matrix(q[3:7])
-    np.testing.assert_allclose(R.T @ dyn.M[3:6, 3:6] @ R,
+    np.testing.assert_allclose(R.T @ dyn.M_dense[3:6, 3:6] @ R,
                                np.diag([2 / 3 * (b**2 + c**2), 2 / 3 * (a**2 + c**2), 2 / 3 * (a**2 + b**2)]),
                                atol=1e-15)
-    np.testing.assert_allclose(dyn.M[9:12, 9:12], 0.4 * 4.0 * 0.25**2 * np.eye(3), atol=1e-15)
-    np.testing.assert_array_equal(dyn.M[:6, 6:], 0.0)
+    np.testing.assert_allclose(dyn.M_dense[9:12, 9:12], 0.4 * 4.0 * 0.25**2 * np.eye(3), atol=1e-15)
+    np.testing.assert_array_equal(dyn.M_dense[:6, 6:], 0.0)
     np.testing.assert_allclose(dyn.tau[:3], [0.0, 2.0, -19.62])
     np.testing.assert_allclose(dyn.tau[3:6], 0.0, atol=1e-15)
     np.testing.assert_allclose(dyn.tau[6:9], [0.0, 4.0, -39.24])
     np.testing.assert_allclose(dyn.tau[9:], 0.0, atol=1e-15)  # sphere: I w parallel to w
     kinetic, potential = system.energy(q, v)
-    assert kinetic == pytest.approx(0.5 * v @ dyn.M @ v, rel=1e-14)
+    assert kinetic == pytest.approx(0.5 * v @ dyn.M_dense @ v, rel=1e-14)
     assert potential == pytest.approx(2.0 * 9.81 * 0.5 + 4.0 * (9.81 * 2 - 1.0), rel=1e-14)
     # one free-fall step: v_free = v + h g for every body
     h = 0.01

@@ -47,18 +47,26 @@ from contactopt.formulations.common import (
     require_finite_mu,
     scatter_impulses,
     select_contacts,
+    tangent_directions,
 )
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 
 
-def edge_rows(active: ActiveContacts, k: int) -> tuple[np.ndarray, int]:
-    """(na * kk, nv) rows ``n_c + mu_c d_ci`` and kk = edges per contact (1 if frictionless frame)."""
+def edge_rows(active: ActiveContacts, k: int) -> tuple[Any, int]:
+    """(na * kk, nv) rows ``n_c + mu_c d_ci`` and kk = edges per contact (1 if frictionless
+    frame); sparse when the contact Jacobian is."""
     if k == 0:
-        return active.N.copy(), 1
-    D = active.directions(k).reshape(active.count, k, active.N.shape[1])
-    edges = active.N[:, None, :] + active.mu[:, None, None] * D
-    return edges.reshape(active.count * k, active.N.shape[1]), k
+        return active.N, 1
+    if not active.is_sparse:  # dense rows: the arithmetic of the reference trajectories
+        T = active.T
+        D = np.einsum("ij,cjv->civ", tangent_directions(active.dim, k), T)
+        N = active.N
+        return (N[:, None, :] + active.mu[:, None, None] * D).reshape(active.count * k, active.nv), k
+    coefficients = np.zeros((active.count, k, active.dim))
+    coefficients[:, :, 0] = 1.0
+    coefficients[:, :, 1:] = active.mu[:, None, None] * tangent_directions(active.dim, k)[None]
+    return active.combine(coefficients), k
 
 
 class Anitescu(Formulation):
@@ -82,7 +90,7 @@ class Anitescu(Formulation):
             M = problem.dynamics.M
             A, b, cones, blocks = prepend_equalities(problem, -J_beta, rhs, (Nonneg(rows),),
                                                      (Block("cone_edges", 0, rows, per),))
-            return ConicProgram(P=sp.csc_matrix(M), c=-M @ problem.v_free, A=A, b=b, cones=cones,
+            return ConicProgram(P=M, c=-(M @ problem.v_free), A=A, b=b, cones=cones,
                                 variables=(Block("v_next", 0, problem.nv),), constraints=blocks,
                                 metadata=metadata)
         return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, -sp.identity(rows, format="csc"),

@@ -89,14 +89,15 @@ class ConeComplementarity(Formulation):
         normal_rhs = np.zeros(rows)
         normal_rhs[::dim] = active.phi / h
         if options["form"] == "primal":
-            scaled = active.J.reshape(na, dim, problem.nv).copy()
-            scaled[:, 1:, :] *= active.mu[:, None, None]
+            scale = np.ones((na, dim))
+            scale[:, 1:] = active.mu[:, None]
+            scaled = active.scaled_rows(scale.reshape(-1))
             cones = tuple(SOC(dim) if dim > 1 else Nonneg(1) for _ in range(na))
             M = problem.dynamics.M
             A, b, cones, blocks = prepend_equalities(
-                problem, -scaled.reshape(rows, problem.nv), normal_rhs, cones,
+                problem, -scaled, normal_rhs, cones,
                 (Block("friction_cones", 0, rows, dim),))
-            return ConicProgram(P=sp.csc_matrix(M), c=-M @ problem.v_free, A=A, b=b, cones=cones,
+            return ConicProgram(P=M, c=-(M @ problem.v_free), A=A, b=b, cones=cones,
                                 variables=(Block("v_next", 0, problem.nv),), constraints=blocks,
                                 metadata=metadata)
         A_cone, cones = friction_cone_rows(active)

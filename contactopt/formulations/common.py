@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError, OptionError
-from contactopt.model import Contacts, Dynamics, StepProblem
+from contactopt.model import Contacts, Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Zero
 
 FloatArray = NDArray[np.float64]
@@ -63,34 +63,73 @@ def tangent_directions(dim: int, k: int) -> FloatArray:
 
 @dataclass(frozen=True)
 class ActiveContacts:
-    """The contacts that enter a program (``phi <= epsilon``) and their Jacobian blocks.
+    """The contacts that enter a program (``phi <= epsilon``) and their Jacobian rows.
 
     Attributes:
         index: (na,) indices into the system's contact list.
         phi: (na,) separations; mu: (na,) friction coefficients.
-        N: (na, nv) normal rows; T: (na, dim - 1, nv) tangent rows.
-        J: (na * dim, nv) the frame rows, normal first, contact-major.
+        J: (na * dim, nv) the frame rows, normal first, contact-major; ``scipy.sparse`` (CSR)
+            when the system's Jacobian is, and then every row set derived from it is too.
         dim: rows per contact frame.
     """
 
     index: IntArray
     phi: FloatArray
     mu: FloatArray
-    N: FloatArray
-    T: FloatArray
-    J: FloatArray
+    J: Matrix
     dim: int
 
     @property
     def count(self) -> int:
         return int(self.index.shape[0])
 
-    def directions(self, k: int) -> FloatArray:
+    @property
+    def nv(self) -> int:
+        return int(self.J.shape[1])
+
+    @property
+    def is_sparse(self) -> bool:
+        return is_sparse(self.J)
+
+    @property
+    def N(self) -> Matrix:
+        """(na, nv) normal rows (sparse if J is)."""
+        if self.is_sparse:
+            return self.J[np.arange(0, self.J.shape[0], self.dim)]
+        return self.J[:: self.dim]
+
+    @property
+    def T(self) -> FloatArray:
+        """(na, dim - 1, nv) tangent rows, dense (kept for callers that index per contact)."""
+        return to_dense(self.J).reshape(self.count, self.dim, self.nv)[:, 1:, :]
+
+    def combine(self, coefficients: FloatArray) -> Matrix:
+        """Rows ``sum_j C[c, r, j] J_cj`` (contact-major, ``r`` fastest): ``(na * R, nv)`` for
+        coefficients ``C`` of shape ``(na, R, dim)``; one sparse product ``S J`` with the
+        block-diagonal ``S = blockdiag(C_c)``, so it stays sparse when J is."""
+        na, per, dim = coefficients.shape
+        rows = np.repeat(np.arange(na * per), dim)
+        cols = (np.arange(na)[:, None, None] * dim + np.arange(dim)[None, None, :]).repeat(per, axis=1)
+        S = sp.csr_matrix((coefficients.reshape(-1), (rows, cols.reshape(-1))), shape=(na * per, na * dim))
+        out = S @ self.J
+        return out.tocsr() if is_sparse(out) else np.asarray(out)
+
+    def directions(self, k: int) -> Matrix:
         """(na * k, nv) rows ``d_i`` (contact-major), in joint coordinates."""
         coefficients = tangent_directions(self.dim, k)
         if coefficients.shape[0] == 0:
-            return np.zeros((0, self.N.shape[1]))
-        return np.einsum("ij,cjv->civ", coefficients, self.T).reshape(-1, self.N.shape[1])
+            return self.combine(np.zeros((self.count, 0, self.dim)))
+        if not self.is_sparse:
+            return np.einsum("ij,cjv->civ", coefficients, self.T).reshape(-1, self.nv)
+        full = np.zeros((self.count, k, self.dim))
+        full[:, :, 1:] = coefficients
+        return self.combine(full)
+
+    def scaled_rows(self, scale: FloatArray) -> Matrix:
+        """The rows of J multiplied by ``scale`` (one factor per row)."""
+        if is_sparse(self.J):
+            return (sp.diags(scale) @ self.J).tocsr()
+        return self.J * scale[:, None]
 
 
 def active_contacts(contacts: Contacts, epsilon: float) -> ActiveContacts:
@@ -101,10 +140,12 @@ def active_contacts(contacts: Contacts, epsilon: float) -> ActiveContacts:
 def select_contacts(contacts: Contacts, index: Any) -> ActiveContacts:
     """The contacts at ``index``; ``recover`` re-selects the set recorded in the program."""
     index = np.asarray(index, dtype=np.int_).reshape(-1)
-    dim, nv = contacts.dim, contacts.nv
-    frames = contacts.J.reshape(contacts.count, dim, nv)[index]
-    return ActiveContacts(index=index, phi=contacts.phi[index], mu=contacts.mu[index],
-                          N=frames[:, 0, :], T=frames[:, 1:, :], J=frames.reshape(-1, nv), dim=dim)
+    dim = contacts.dim
+    if index.shape[0] == contacts.count and np.array_equal(index, np.arange(contacts.count)):
+        J = contacts.J
+    else:
+        J = contacts.J[(index[:, None] * dim + np.arange(dim)).reshape(-1)]
+    return ActiveContacts(index=index, phi=contacts.phi[index], mu=contacts.mu[index], J=J, dim=dim)
 
 
 def scatter_impulses(contacts: Contacts, active: ActiveContacts, frame_impulses: FloatArray) -> FloatArray:
@@ -142,7 +183,8 @@ def prepend_equalities(problem: StepProblem, A: Any, b: FloatArray, cones: tuple
     """Primal form: rows ``H v' = r`` (a Zero cone) before the contact rows."""
     nh = problem.bilateral.count
     shifted = tuple(Block(blk.name, blk.start + nh, blk.stop + nh, blk.per) for blk in blocks)
-    A_all = sp.csc_matrix(sp.vstack([sp.csc_matrix(problem.bilateral.H), sp.csc_matrix(A)]))
+    A_all = (sp.csc_matrix(sp.vstack([sp.csc_matrix(problem.bilateral.H), sp.csc_matrix(A)])) if nh
+             else sp.csc_matrix(A))
     return (A_all, np.concatenate([problem.bilateral_target, b]), (Zero(nh), *cones),
             (Block("bilateral", 0, nh), *shifted))
 
@@ -167,12 +209,17 @@ def dual_program(problem: StepProblem, rows: FloatArray, c: FloatArray, A: Any, 
     v_free = problem.v_free if v_free is None else v_free
     H = problem.bilateral.H
     nh, n = H.shape[0], rows.shape[0]
-    K = np.vstack([rows, H])
+    parts: list[Any] = [rows, sp.csr_matrix(H)]
+    K = rows if not nh else sp.vstack(parts, format="csr") if is_sparse(rows) else np.vstack([rows, H])
     W = delassus(dynamics, K)
-    if regularization is not None:
-        W[:n, :n] += np.diag(regularization)
-    if bilateral_regularization is not None:
-        W[n:, n:] += np.diag(bilateral_regularization)
+    if regularization is not None or bilateral_regularization is not None:
+        diagonal = np.concatenate([np.zeros(n) if regularization is None else regularization,
+                                   np.zeros(nh) if bilateral_regularization is None
+                                   else bilateral_regularization])
+        if is_sparse(W):
+            W = W + sp.diags(diagonal)
+        else:
+            W[np.diag_indices(n + nh)] += diagonal
     A_contacts = sp.csc_matrix(A) if A.shape[0] else sp.csc_matrix((0, n))
     return ConicProgram(
         P=sp.csc_matrix(0.5 * (W + W.T)), c=np.concatenate([c, H @ v_free - problem.bilateral_target]),
@@ -182,13 +229,26 @@ def dual_program(problem: StepProblem, rows: FloatArray, c: FloatArray, A: Any, 
         constraints=constraints, metadata={**metadata, "bilateral": nh})
 
 
-def delassus(dynamics: Dynamics, rows: FloatArray) -> FloatArray:
-    """``rows M^{-1} rows^T``. Contact rows touch few degrees of freedom, so for large problems
-    the outer product goes through the sparse rows (O(nnz(rows) x n) instead of O(n^2 nv))."""
+def delassus(dynamics: Dynamics, rows: Matrix) -> Matrix:
+    """``rows M^{-1} rows^T``. Contact rows touch few degrees of freedom: with sparse rows and
+    a sparse ``M^{-1}`` (block-diagonal M) it is a sparse product, linear in the contacts;
+    with sparse rows and a factorization only, one solve per row; for large dense rows the
+    outer product goes through the sparse rows (O(nnz(rows) x n) instead of O(n^2 nv))."""
+    if is_sparse(rows):
+        if dynamics.inverse_matrix is not None:
+            return (rows @ dynamics.inverse_matrix @ rows.T).tocsc()
+        return np.asarray(rows @ dynamics.solve_M(rows.T.toarray()))
     solved = dynamics.solve_M(rows.T)
     if rows.shape[0] * rows.shape[1] > 20_000:
         sparse_rows = sp.csr_matrix(rows)
         if sparse_rows.nnz < 0.25 * rows.size:
+            sparse_solved = sp.csr_matrix(solved)
+            if sparse_solved.nnz < 0.25 * solved.size:
+                # Sparse times sparse sums each entry's products in the same order as sparse
+                # times dense (only exact zeros are skipped): the same numbers, stored sparse.
+                W = (sparse_rows @ sparse_solved).tocsc()
+                W.eliminate_zeros()
+                return W
             return np.asarray(sparse_rows @ solved)
     return rows @ solved
 

@@ -72,7 +72,7 @@ class Gauss(Formulation):
         if options["form"] == "primal":
             A, b, cones, blocks = prepend_equalities(problem, -n, contacts.phi / h, (Nonneg(nc),),
                                                      (Block("nonpenetration", 0, nc),))
-            return ConicProgram(P=sp.csc_matrix(M), c=-M @ problem.v_free, A=A, b=b, cones=cones,
+            return ConicProgram(P=M, c=-(M @ problem.v_free), A=A, b=b, cones=cones,
                                 variables=(Block("v_next", 0, nv),), constraints=blocks, metadata=metadata)
         return dual_program(problem, n, n @ problem.v_free + contacts.phi / h, -sp.identity(nc, format="csc"),
                             (Nonneg(nc),), (Block("impulse_normal", 0, nc),),

@@ -47,7 +47,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.model import StepProblem
+from contactopt.model import StepProblem, to_dense
 from contactopt.programs import LCP, Solution
 from contactopt.programs.conic import blocks_from_sizes
 
@@ -66,7 +66,8 @@ class StewartTrinkleLCP(Formulation):
         N = active.N
         D = active.directions(k)
         n_gamma = na if k else 0
-        stacked = np.vstack([N, D])
+        # Lemke pivots on a dense LCP matrix: the (small) rows are densified here.
+        stacked = np.vstack([to_dense(N), to_dense(D)])
         constrained = Constrained(problem)
         W = stacked @ constrained.solve_M(stacked.T)  # Delassus blocks of [N; D]
         size = na + na * k + n_gamma

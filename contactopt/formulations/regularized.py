@@ -67,7 +67,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.model import Dynamics, StepProblem
+from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Solution
 
 FloatArray = NDArray[np.float64]
@@ -203,23 +203,35 @@ class Regularized(Formulation):
                           bilateral=bilateral)
 
 
-def pyramid_edges(active: ActiveContacts) -> tuple[FloatArray, int]:
+def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:
     """MuJoCo's pyramidal cone: rows ``n + mu t_j`` and ``n - mu t_j`` for each tangent ``t_j``
-    (``2 (dim - 1)`` edges per contact; one row ``n`` for normal-only frames)."""
+    (``2 (dim - 1)`` edges per contact; one row ``n`` for normal-only frames); sparse when the
+    contact Jacobian is."""
     if active.dim == 1:
-        return active.N.copy(), 1
+        return active.N, 1
     per = 2 * (active.dim - 1)
-    edges = np.empty((active.count, per, active.N.shape[1]))
-    scaled = active.mu[:, None, None] * active.T
-    edges[:, 0::2, :] = active.N[:, None, :] + scaled
-    edges[:, 1::2, :] = active.N[:, None, :] - scaled
-    return edges.reshape(active.count * per, active.N.shape[1]), per
+    if not active.is_sparse:  # dense rows: the arithmetic of the reference trajectories
+        edges = np.empty((active.count, per, active.nv))
+        scaled = active.mu[:, None, None] * active.T
+        edges[:, 0::2, :] = active.N[:, None, :] + scaled
+        edges[:, 1::2, :] = active.N[:, None, :] - scaled
+        return edges.reshape(active.count * per, active.nv), per
+    coefficients = np.zeros((active.count, per, active.dim))
+    coefficients[:, :, 0] = 1.0
+    for j in range(active.dim - 1):  # the tangents of a frame: at most two
+        coefficients[:, 2 * j, j + 1] = active.mu
+        coefficients[:, 2 * j + 1, j + 1] = -active.mu
+    return active.combine(coefficients), per
 
 
-def _delassus_diagonal(dynamics: Dynamics, rows: FloatArray) -> FloatArray:
+def _delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
     if rows.shape[0] == 0:
         return np.zeros(0)
+    if is_sparse(rows):
+        solved = (rows @ dynamics.inverse_matrix if dynamics.inverse_matrix is not None
+                  else dynamics.solve_M(rows.T.toarray()).T)
+        return np.asarray(rows.multiply(solved).sum(axis=1)).reshape(-1)
     return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
 
 
@@ -227,7 +239,8 @@ def _damped(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
     """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia)."""
     dynamics = problem.dynamics
     if b:
-        dynamics = Dynamics(dynamics.M + b * np.eye(problem.nv), dynamics.tau - b * problem.state.v)
+        identity = sp.identity(problem.nv, format="csc") if dynamics.is_sparse else np.eye(problem.nv)
+        dynamics = Dynamics(dynamics.M + b * identity, dynamics.tau - b * problem.state.v)
     return dynamics, problem.state.v + problem.dt * dynamics.solve_M(dynamics.tau)
 
 
@@ -257,7 +270,7 @@ def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArr
     """
     rows = J.shape[0]
     W = delassus(Dynamics(M, np.zeros(M.shape[0]), inverse=inverse), J) if rows else np.zeros((0, 0))
-    P = W + np.diag(R)
+    P = W + sp.diags(R) if is_sparse(W) else W + np.diag(R)
     A = -sp.identity(rows, format="csc") if cone_rows is None else sp.csc_matrix(cone_rows)
     return ConicProgram(P=sp.csc_matrix(0.5 * (P + P.T)), c=dt * (J @ acceleration_free - a_ref),
                         A=A, b=np.zeros(A.shape[0]), cones=cones,

@@ -72,6 +72,7 @@ from contactopt.model import Contacts, Dynamics, State
 from contactopt.programs import Residuals, Status
 from contactopt.records import StepRecord
 from contactopt.systems.base import System
+from contactopt.systems.dense import dense_view
 
 FloatArray = NDArray[np.float64]
 
@@ -168,7 +169,7 @@ class CompliantContact:
                  solver_options: Mapping[str, Any] | None = None) -> None:
         """Validate ``options`` (module docstring; unknown keys rejected); ``solver`` is unused."""
         owner = self.name
-        self.system = system
+        self.system = dense_view(system)  # small dense linear algebra (systems/dense.py)
         self.dt = float(dt)
         self.options = merge_options(owner, self.defaults, options)
         opts = self.options

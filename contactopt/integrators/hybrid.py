@@ -89,6 +89,7 @@ from contactopt.model import Contacts, State
 from contactopt.programs import Status
 from contactopt.records import Impact, StepRecord
 from contactopt.systems.base import System
+from contactopt.systems.dense import dense_view
 
 FloatArray = NDArray[np.float64]
 
@@ -139,7 +140,7 @@ class HybridSimulation:
         if system.contact_dim not in (1, 2):
             raise OptionError(f"formulation {owner!r}: supports planar (dim 2) and normal-only (dim 1) "
                               f"contacts; system {system.type_name!r} has dim {system.contact_dim}")
-        self.system = system
+        self.system = dense_view(system)  # small dense linear algebra (systems/dense.py)
         self.dt = float(dt)
         self.solver = solver
         self.solver_options = dict(solver_options or {})

@@ -39,6 +39,7 @@ from contactopt.model import State
 from contactopt.programs import ConicProgram, Residuals, Status, Zero
 from contactopt.records import StepRecord
 from contactopt.systems.base import System
+from contactopt.systems.dense import dense_view
 
 FloatArray = NDArray[np.float64]
 
@@ -55,7 +56,7 @@ class ConstrainedODE:
 
     def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
-        self.system = system
+        self.system = dense_view(system)  # small dense linear algebra (systems/dense.py)
         self.dt = float(dt)
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.defaults))

@@ -45,6 +45,24 @@ def full_mass_matrix(mujoco: Any, model: Any, data: Any) -> FloatArray:
     return M
 
 
+def sparse_mass_matrix(mujoco: Any, model: Any, data: Any) -> Any:
+    """``M(q)`` as a symmetric CSC matrix from MuJoCo's own sparse storage (``MjData.M``: the
+    lower triangle in CSR form, ``M_rownnz/M_rowadr/M_colind``, MuJoCo 3.1+), without a dense
+    ``nv x nv`` array; falls back to :func:`full_mass_matrix` where that storage is absent."""
+    import scipy.sparse as sp
+
+    if not all(hasattr(model, name) for name in ("M_rowadr", "M_rownnz", "M_colind")) or not hasattr(data, "M"):
+        return sp.csc_matrix(full_mass_matrix(mujoco, model, data))
+    nv = int(model.nv)
+    indptr = np.concatenate([np.asarray(model.M_rowadr), [int(model.M_rowadr[-1]) + int(model.M_rownnz[-1])]]) \
+        if nv else np.zeros(1, dtype=np.int_)
+    lower = sp.csr_matrix((np.array(data.M), np.asarray(model.M_colind), indptr), shape=(nv, nv))
+    full = (lower + lower.T - sp.diags(lower.diagonal())).tocsc()
+    full.eliminate_zeros()
+    full.sort_indices()
+    return full
+
+
 def constraint_jacobian(model: Any, data: Any) -> FloatArray:
     """Dense ``efc_J`` (``nefc x nv``), whatever the storage."""
     nefc, nv = int(data.nefc), int(model.nv)

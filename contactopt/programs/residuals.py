@@ -18,23 +18,43 @@ def cone_violation(program: ConicProgram, s: FloatArray, dual: bool = False) -> 
     """Infinity-norm distance-like violation of ``s in K`` (or ``s in K*`` if ``dual``).
 
     Zero cone: ``|s|`` (its dual cone is free: 0). Nonneg: ``max(0, -s)``.
-    SOC (self-dual): ``max(0, ||s_{1:}|| - s_0)``.
+    SOC (self-dual): ``max(0, ||s_{1:}|| - s_0)``. Vectorized over the cones: second-order
+    cones of equal dimension are taken together (rows gathered by index).
     """
+    s = np.asarray(s, dtype=np.float64)
+    zero, nonneg, socs = _cone_rows(program)
     worst = 0.0
-    row = 0
-    for cone in program.cones:
-        block = s[row : row + cone.dim]
-        row += cone.dim
-        if cone.dim == 0:
-            continue
-        if cone.kind == "zero":
-            violation = 0.0 if dual else float(np.abs(block).max())
-        elif cone.kind == "nonneg":
-            violation = float(max(0.0, -block.min()))
-        else:
-            violation = float(max(0.0, np.linalg.norm(block[1:]) - block[0]))
-        worst = max(worst, violation)
+    if not dual and zero.size:
+        worst = float(np.abs(s[zero]).max())
+    if nonneg.size:
+        worst = max(worst, float(max(0.0, -s[nonneg].min())))
+    for rows in socs:  # one (count, dim) index array per distinct SOC dimension
+        block = s[rows]
+        violation = np.linalg.norm(block[:, 1:], axis=1) - block[:, 0]
+        worst = max(worst, float(max(0.0, violation.max())))
     return worst
+
+
+def _cone_rows(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]:
+    """Row indices of the zero and nonnegative cones and, per SOC dimension, a (count, dim)
+    index array; computed once per program (its cones are fixed)."""
+    cached = program.__dict__.get("_cone_rows")
+    if cached is not None:
+        return cached
+    dims = np.array([cone.dim for cone in program.cones], dtype=np.int_)
+    kinds = np.array([cone.kind for cone in program.cones])
+    starts = np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int_) if dims.size else dims
+    kind_of_row = np.repeat(kinds, dims) if dims.size else np.zeros(0, dtype=str)
+    zero = np.flatnonzero(kind_of_row == "zero")
+    nonneg = np.flatnonzero(kind_of_row == "nonneg")
+    socs = []
+    soc = kinds == "soc" if dims.size else np.zeros(0, dtype=bool)
+    for dim in np.unique(dims[soc]):
+        first = starts[soc & (dims == dim)]
+        socs.append(first[:, None] + np.arange(dim)[None, :])
+    result = (zero, nonneg, socs)
+    object.__setattr__(program, "_cone_rows", result)  # a cache on a frozen program
+    return result
 
 
 def conic_residuals(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> Residuals:

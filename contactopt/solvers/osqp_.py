@@ -6,6 +6,12 @@ satisfies ``P x + q + A'y = 0`` with ``y >= 0`` on active upper bounds, which is
 dual. Defaults are tightened to ``eps_abs = eps_rel = 1e-7`` with solution polishing, since
 contact impulses are compared against closed forms; any OSQP setting may be overridden.
 Stellato et al., "OSQP: an operator splitting solver for quadratic programs", 2020.
+
+Workspace reuse (option ``reuse``, default true): when a program has the sparsity pattern,
+row kinds and settings of the previous one, the previous workspace is updated in place
+(``OSQP.update`` of ``q, l, u`` and the values of ``P`` and ``A``, which refactors the KKT
+matrix numerically only) and starts from the previous iterate (OSQP's warm start), instead
+of a fresh ``setup`` and a cold start; see :mod:`contactopt.solvers.workspace`.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import scipy.sparse as sp
 
 from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
+from contactopt.solvers import workspace
 from contactopt.solvers.base import (
     Program,
     SolverSpec,
@@ -52,22 +59,41 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     assert isinstance(program, ConicProgram)
     watch = Stopwatch()
     with watch.time("setup"):
-        lower = np.where(program.cone_rows("zero"), program.b, -np.inf)
+        zero_rows = program.cone_rows("zero")
+        lower = np.where(zero_rows, program.b, -np.inf)
         settings = {**DEFAULTS, **options}
-        backend = osqp.OSQP()
-        try:
-            backend.setup(sp.triu(program.P, format="csc"), program.c, program.A, lower,
-                          program.b, **settings)
-        except (TypeError, ValueError) as exc:
-            raise OptionError(f"solver 'osqp': {exc}") from exc
-        except osqp.OSQPException as exc:  # rejected data (e.g. P not convex to OSQP's test)
-            return make_solution(program, solver="osqp", status=Status.NUMERICAL_ERROR, x=None, y=None,
-                                 iterations=0, watch=watch, message=f"OSQP setup failed: {exc!r}")
+        reuse = bool(settings.pop("reuse", True))
+        P_upper = sp.triu(program.P, format="csc")
+        key = (workspace.settings_key(settings), zero_rows.tobytes())
+        backend = workspace.cached("osqp", P_upper, program.A, key) if reuse else None
+        reused = backend is not None
+        if backend is not None:
+            backend.update(q=program.c, l=lower, u=program.b, Px=P_upper.data, Ax=program.A.data)
+        else:
+            backend = osqp.OSQP()
+            try:
+                backend.setup(P_upper, program.c, program.A, lower, program.b, **settings)
+            except (TypeError, ValueError) as exc:
+                raise OptionError(f"solver 'osqp': {exc}") from exc
+            except osqp.OSQPException as exc:  # rejected data (e.g. P not convex to OSQP's test)
+                workspace.forget("osqp")
+                return make_solution(program, solver="osqp", status=Status.NUMERICAL_ERROR, x=None, y=None,
+                                     iterations=0, watch=watch, message=f"OSQP setup failed: {exc!r}")
     with watch.time("solve"), silence_c_stdout():
         result = backend.solve(raise_error=False)
+        if reused and settings.get("polishing") and result.info.status_polish != 1:
+            # A warm start can stop before the active set is identified, and polishing (the
+            # exact KKT solve that makes OSQP's answers exact) then does not run: start the
+            # updated workspace cold once more, as a fresh setup would.
+            backend.warm_start(x=np.zeros(program.n), y=np.zeros(program.m))
+            result = backend.solve(raise_error=False)
     name = osqp.SolverStatus(result.info.status_val).name
     status = _STATUS.get(name, Status.NUMERICAL_ERROR)
     usable = status.usable
+    if reuse and usable:
+        workspace.keep("osqp", backend, P_upper, program.A, key)
+    else:
+        workspace.forget("osqp")
     return make_solution(program, solver="osqp", status=status,
                          x=result.x if usable else None, y=result.y if usable else None,
                          iterations=result.info.iter, watch=watch, message=result.info.status,

@@ -83,10 +83,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP, Solution, Status
+from contactopt.solvers import pgs_kernel
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
 
 FloatArray = NDArray[np.float64]
@@ -126,6 +128,17 @@ class _Setup:
     fixed: IntArray  # Zero rows: x_i = 0
     cone_groups: tuple[tuple[IntArray, FloatArray], ...]
     D: FloatArray | None  # -diag(A) of a cone program; None for an LCP
+
+    @property
+    def arrays(self) -> tuple[Any, IntArray, IntArray, FloatArray, FloatArray]:
+        """``HT`` in CSR form and ``blocks`` as arrays, for the sweep kernel (once per set-up)."""
+        cached = self.__dict__.get("_arrays")
+        if cached is None:
+            table = np.array(self.blocks, dtype=np.float64).reshape(-1, 4)
+            cached = (sp.csr_matrix(self.HT), table[:, 0].astype(np.intp), table[:, 1].astype(np.intp),
+                      np.ascontiguousarray(table[:, 2]), np.ascontiguousarray(table[:, 3]))
+            object.__setattr__(self, "_arrays", cached)
+        return cached
 
 
 def accepts(program: Program) -> str | None:
@@ -355,23 +368,10 @@ def _iterate(setup: _Setup, u: FloatArray, max_iter: int, tol: float, omega: flo
 
 
 def _sweep(setup: _Setup, u: FloatArray, g: FloatArray, omega: float) -> None:
-    """One Gauss-Seidel sweep over the blocks, updating ``u`` and ``g = H u + f`` in place."""
-    HT = setup.HT
-    for start, stop, slope, step in setup.blocks:
-        if slope == _NONNEG:
-            old = float(u[start])
-            new = old - omega * step * float(g[start])
-            if not new >= 0.0:  # also sends NaN to 0; a NaN g is caught by the residual
-                new = 0.0
-            if new != old:
-                u[start] = new
-                g += (new - old) * HT[start]
-        else:
-            trial = u[start:stop] - (omega * step) * g[start:stop]
-            delta = _project_cone(trial, slope) - u[start:stop]
-            if delta.any():
-                u[start:stop] += delta
-                g += delta @ HT[start:stop]
+    """One Gauss-Seidel sweep over the blocks, updating ``u`` and ``g = H u + f`` in place;
+    compiled with numba when installed (:mod:`contactopt.solvers.pgs_kernel`)."""
+    rows, starts, stops, slopes, steps = setup.arrays
+    pgs_kernel.sweep(setup.HT, rows, u, g, starts, stops, slopes, steps, omega)
 
 
 def _project_cone(v: FloatArray, slope: float) -> FloatArray:

@@ -46,7 +46,6 @@ friction; bodies are uniform solids.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,20 +54,15 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.errors import ShapeError
 from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.systems import rigid3d_contacts as kernels
 from contactopt.systems import validation as validate
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System, resolve_parameters
-from contactopt.systems.geometry import (
-    box_inertia,
-    point_row,
-    quat_exp,
-    quat_multiply,
-    quat_normalize,
-    quat_to_matrix,
-    tangent_basis,
-)
+from contactopt.systems.geometry import box_inertia, quat_normalize
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int_]
 
 __all__ = ["BODY_KEYS", "SHAPES", "Rigid3D", "RigidBody"]
 
@@ -79,14 +73,11 @@ BODY_KEYS: frozenset[str] = frozenset({
     "name", "shape", "size", "radius", "mass", "position", "orientation", "velocity",
     "angular_velocity",
 })
+#: Generalized velocities from which M and J are sparse by default (MuJoCo's mjJAC_AUTO).
+SPARSE_FROM_NV = 60
 #: How far from 1 the norm of a given orientation quaternion may be before it is rejected
 #: (it is normalized otherwise); 1% admits quaternions written with two decimals.
 QUATERNION_NORM_TOLERANCE = 1e-2
-#: Body-frame corner signs, in the documented order.
-_CORNER_SIGNS: FloatArray = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
-_EX, _EY, _EZ = np.eye(3)
-#: A contact candidate: phi, world point, frame rows [n; t1; t2], and (body, r, sign) terms.
-_Candidate = tuple[float, FloatArray, FloatArray, list[tuple[int, FloatArray, float]]]
 
 
 @dataclass(frozen=True)
@@ -155,8 +146,14 @@ class Rigid3D(System):
     contact_dim = 3
 
     def __init__(self, bodies: Sequence[RigidBody], contact: Mapping[str, float] | None = None,
-                 gravity: ArrayLike = (0.0, 0.0, -9.81), ground: bool = True) -> None:
-        """Bodies in order, contact parameters (``mu``, ``restitution``), gravity, ground plane."""
+                 gravity: ArrayLike = (0.0, 0.0, -9.81), ground: bool = True,
+                 pair_margin: float = math.inf, sparse: bool | None = None) -> None:
+        """Bodies in order, contact parameters (``mu``, ``restitution``), gravity, ground plane,
+        and the largest gap at which a sphere pair is a candidate (``inf``: every pair; a
+        finite margin selects the pairs through a k-d tree broad phase, linear in the bodies).
+        ``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from 10 bodies on
+        (``nv >= 60``, MuJoCo's own threshold for sparse Jacobians), dense below, where
+        scipy.sparse's per-object overhead costs more than the zeros it skips."""
         super().__init__({}, contact or {})
         if not bodies:
             raise ValueError("Rigid3D: needs at least one body")
@@ -173,9 +170,18 @@ class Rigid3D(System):
                              for c in ("x", "y", "z", "qw", "qx", "qy", "qz"))
         self.v_names = tuple(f"{b.name}.{c}" for b in self.bodies
                              for c in ("vx", "vy", "vz", "wx", "wy", "wz"))
-        self._inertia = [b.inertia for b in self.bodies]
+        self.sparse = bool(6 * len(bodies) >= SPARSE_FROM_NV if sparse is None else sparse)
+        self.pair_margin = float(pair_margin)
+        if not self.pair_margin >= 0:
+            raise ValueError(f"Rigid3D: pair_margin must be >= 0 (inf: every sphere pair), got {pair_margin}")
+        self._inertia = np.array([b.inertia for b in self.bodies])
         self._masses = np.array([b.mass for b in self.bodies])
         self._spheres = [i for i, b in enumerate(self.bodies) if b.shape == "sphere"]
+        self._is_box = np.array([b.shape == "box" for b in self.bodies])
+        self._radii = np.array([0.0 if b.shape == "box" else b.radius for b in self.bodies])
+        self._ground_counts = np.where(self._is_box, 8, 1).astype(np.int_)
+        self._ground_local = np.concatenate([kernels.CORNER_SIGNS * b.size if b.shape == "box"
+                                             else np.array([[0.0, 0.0, -b.radius]]) for b in self.bodies])
 
     # ------------------------------------------------------------------ configuration
 
@@ -208,6 +214,7 @@ class Rigid3D(System):
             seen[body.name] = i
         return cls(bodies, contact_values, gravity=gravity, ground=ground)
 
+
     def default_state(self) -> tuple[FloatArray, FloatArray]:
         """(q0, v0) from the bodies' positions, orientations and velocities."""
         q0 = np.concatenate([np.concatenate((b.position, b.orientation)) for b in self.bodies])
@@ -216,38 +223,32 @@ class Rigid3D(System):
 
     # ------------------------------------------------------------------ kinematics
 
-    def _split(self, q: ArrayLike) -> tuple[FloatArray, list[FloatArray]]:
-        """Positions (N, 3) and rotation matrices of every body at ``q``."""
+    def _split(self, q: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """Positions (N, 3) and rotation matrices (N, 3, 3) of every body at ``q``."""
         qq = as_vector(q, "q", self.nq).reshape(-1, 7)
-        return qq[:, :3], [quat_to_matrix(quat) for quat in qq[:, 3:]]
+        return qq[:, :3], kernels.rotations(qq[:, 3:])
 
-    def inertia_world(self, q: ArrayLike) -> list[FloatArray]:
-        """``R_i I_i R_i^T`` of every body (symmetrized against rounding)."""
-        _, rotations = self._split(q)
-        out = []
-        for R, inertia in zip(rotations, self._inertia, strict=True):
-            Iw = (R * inertia) @ R.T
-            out.append(0.5 * (Iw + Iw.T))
-        return out
+    def inertia_world(self, q: ArrayLike) -> FloatArray:
+        """(N, 3, 3) ``R_i I_i R_i^T`` of every body (symmetrized against rounding)."""
+        return kernels.world_inertia(self._split(q)[1], self._inertia)
 
     def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
-        """``M = blockdiag(m I3, R I R^T)``, ``tau = [m g; -w x (R I R^T w)] (+ u)``
+        """``M = blockdiag(m I3, R I R^T)`` (sparse, with its block-diagonal sparse inverse
+        ``blockdiag(I3 / m, R I^{-1} R^T)``), ``tau = [m g; -w x (R I R^T w)] (+ u)``
         (Featherstone 2008, eq. 2.67, expressed about the centre of mass in world axes)."""
         vv = as_vector(v, "v", self.nv).reshape(-1, 6)
-        M = np.zeros((self.nv, self.nv))
-        tau = np.zeros((len(self.bodies), 6))
-        for i, Iw in enumerate(self.inertia_world(q)):
-            m = self._masses[i]
-            s = 6 * i
-            M[s:s + 3, s:s + 3] = m * np.eye(3)
-            M[s + 3:s + 6, s + 3:s + 6] = Iw
-            w = vv[i, 3:]
-            tau[i, :3] = m * self.gravity
-            tau[i, 3:] = -np.cross(w, Iw @ w)
+        _, R = self._split(q)
+        Iw = kernels.world_inertia(R, self._inertia)
+        w = vv[:, 3:]
+        tau = np.empty((len(self.bodies), 6))
+        tau[:, :3] = self._masses[:, None] * self.gravity
+        tau[:, 3:] = -np.cross(w, np.einsum("bij,bj->bi", Iw, w))
         tau_flat = tau.reshape(-1)
         if u is not None:
             tau_flat = tau_flat + as_vector(u, "u", self.nv)
-        return Dynamics(M=M, tau=tau_flat)
+        assemble = kernels.block_diagonal if self.sparse else kernels.block_diagonal_dense
+        inverse = assemble(1.0 / self._masses, kernels.world_inertia(R, 1.0 / self._inertia))
+        return Dynamics(M=assemble(self._masses, Iw), tau=tau_flat, inverse_matrix=inverse)
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         """``x' = x + h v'``, ``quat' = exp(h w'/2) * quat`` (world-frame ``w'`` on the left),
@@ -256,9 +257,11 @@ class Rigid3D(System):
         vv = as_vector(v_next, "v_next", self.nv).reshape(-1, 6)
         out = np.empty_like(qq)
         out[:, :3] = qq[:, :3] + dt * vv[:, :3]
-        for i in range(len(self.bodies)):
-            rotated = quat_multiply(quat_exp(dt * vv[i, 3:]), qq[i, 3:])
-            out[i, 3:] = quat_normalize(rotated, "q")
+        rotated = _quat_multiply(_quat_exp(dt * vv[:, 3:]), qq[:, 3:])
+        norms = np.linalg.norm(rotated, axis=1)
+        if not np.all(np.isfinite(norms) & (norms > 1e-300)):
+            raise ShapeError(f"q: cannot normalize a zero or non-finite quaternion {rotated}")
+        out[:, 3:] = rotated / norms[:, None]
         return out.reshape(-1)
 
     def qdot(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
@@ -269,86 +272,101 @@ class Rigid3D(System):
         vv = as_vector(v, "v", self.nv).reshape(-1, 6)
         out = np.empty_like(qq)
         out[:, :3] = vv[:, :3]
-        for i in range(len(self.bodies)):
-            out[i, 3:] = 0.5 * quat_multiply(np.concatenate(([0.0], vv[i, 3:])), qq[i, 3:])
+        pure = np.concatenate([np.zeros((qq.shape[0], 1)), vv[:, 3:]], axis=1)
+        out[:, 3:] = 0.5 * _quat_multiply(pure, qq[:, 3:])
         return out.reshape(-1)
 
     # ------------------------------------------------------------------ contacts
 
-    def contact_names(self) -> list[str]:
-        """A label per contact, in the order of :meth:`contacts`."""
+    def _pairs(self, positions: FloatArray | None) -> tuple[IntArray, IntArray]:
+        """Sphere pairs (body indices) in the documented order; a finite ``pair_margin``
+        keeps those with gap ``<= pair_margin`` (which needs the positions)."""
+        spheres = np.array(self._spheres, dtype=np.int_)
+        if positions is None:
+            if np.isfinite(self.pair_margin):
+                raise ValueError("Rigid3D.contact_names: with a finite pair_margin the sphere pairs "
+                                 "depend on q; pass q")
+            positions = np.zeros((len(self.bodies), 3))
+        a, b = kernels.sphere_pairs(positions[spheres], self._radii[spheres], self.pair_margin)
+        return spheres[a], spheres[b]
+
+    def contact_names(self, q: ArrayLike | None = None) -> list[str]:
+        """A label per contact, in the order of :meth:`contacts` (``q`` is needed only with a
+        finite ``pair_margin``)."""
         names: list[str] = []
         if self.ground:
             for body in self.bodies:
                 if body.shape == "box":
                     names.extend(f"{body.name}.corner({','.join('-' if s < 0 else '+' for s in signs)})"
-                                 for signs in _CORNER_SIGNS)
+                                 for signs in kernels.CORNER_SIGNS)
                 else:
                     names.append(f"{body.name}.ground")
-        names.extend(f"{self.bodies[a].name}|{self.bodies[b].name}"
-                     for a, b in itertools.combinations(self._spheres, 2))
+        positions = None if q is None else self._split(q)[0]
+        a, b = self._pairs(positions)
+        names.extend(f"{self.bodies[i].name}|{self.bodies[j].name}" for i, j in zip(a, b, strict=True))
         return names
 
-    def _candidates(self, q: ArrayLike) -> list[_Candidate]:
-        """Per contact: ``(phi, point, frame rows (3, 3) = [n; t1; t2], [(body, r, sign)])``."""
-        positions, rotations = self._split(q)
-        frame_ground = np.array([_EZ, _EX, _EY])
-        out: list[_Candidate] = []
-        if self.ground:
-            for i, body in enumerate(self.bodies):
-                if body.shape == "box":
-                    offsets = (_CORNER_SIGNS * body.size) @ rotations[i].T
-                    for r in offsets:
-                        point = positions[i] + r
-                        out.append((float(point[2]), point, frame_ground, [(i, r, 1.0)]))
-                else:
-                    r = -body.radius * _EZ
-                    point = positions[i] + r
-                    out.append((float(point[2]), point, frame_ground, [(i, r, 1.0)]))
-        for a, b in itertools.combinations(self._spheres, 2):
-            ra, rb = self.bodies[a].radius, self.bodies[b].radius
-            gap = positions[b] - positions[a]
-            dist = float(np.linalg.norm(gap))
-            n = gap / dist if dist > 1e-12 else _EZ.copy()
-            t1, t2 = tangent_basis(n)
-            point = 0.5 * ((positions[a] + ra * n) + (positions[b] - rb * n))
-            out.append((dist - ra - rb, point, np.array([n, t1, t2]),
-                        [(b, point - positions[b], 1.0), (a, point - positions[a], -1.0)]))
-        return out
+    def _geometry(self, q: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, tuple[IntArray, ...],
+                                               FloatArray]:
+        """Every contact at once: ``phi`` (nc,), points (nc, 3), frames (nc, 3, 3) and the
+        Jacobian terms ``(contact, body, sign)`` with their offsets ``r`` (T, 3)."""
+        positions, R = self._split(q)
+        counts = self._ground_counts if self.ground else np.zeros(len(self.bodies), dtype=np.int_)
+        ng = int(counts.sum())
+        body_of = np.repeat(np.arange(len(self.bodies)), counts)
+        # body-frame offsets of the ground points: corners (sign * half extent) or -r z
+        local = self._ground_local[: ng] if self.ground else np.zeros((0, 3))
+        is_box = self._is_box[body_of]
+        ground_r = np.where(is_box[:, None], np.einsum("cij,cj->ci", R[body_of], local), local)
+        ground_points = positions[body_of] + ground_r
+        a, b = self._pairs(positions) if len(self._spheres) > 1 else (body_of[:0], body_of[:0])
+        if a.shape[0] == 0:  # ground contacts only: one term each
+            terms = np.column_stack([ground_r, np.ones(ng)])
+            return (ground_points[:, 2].copy(), ground_points, np.broadcast_to(kernels.GROUND_FRAME, (ng, 3, 3)),
+                    (np.arange(ng), body_of), terms)
+        gap = positions[b] - positions[a]
+        dist = np.linalg.norm(gap, axis=1)
+        safe = dist > 1e-12
+        normals = np.where(safe[:, None], gap / np.where(safe, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
+        ra, rb = self._radii[a], self._radii[b]
+        pair_points = 0.5 * ((positions[a] + ra[:, None] * normals) + (positions[b] - rb[:, None] * normals))
+        npair = a.shape[0]
+        phi = np.concatenate([ground_points[:, 2], dist - ra - rb])
+        points = np.concatenate([ground_points, pair_points])
+        frames = np.concatenate([np.broadcast_to(kernels.GROUND_FRAME, (ng, 3, 3)),
+                                 kernels.pair_frames(normals)])
+        pair_index = ng + np.arange(npair)
+        contact = np.concatenate([np.arange(ng), pair_index, pair_index])
+        body = np.concatenate([body_of, b, a])
+        sign = np.concatenate([np.ones(ng + npair), -np.ones(npair)])
+        offsets = np.concatenate([ground_r, pair_points - positions[b], pair_points - positions[a]])
+        return phi, points, frames, (contact, body), np.column_stack([offsets, sign])
 
     def contact_points(self, q: ArrayLike) -> FloatArray:
         """(nc, 3) world positions of the contact points, in the order of :meth:`contacts`."""
-        candidates = self._candidates(q)
-        return np.array([c[1] for c in candidates]).reshape(len(candidates), 3)
+        return self._geometry(q)[1]
 
     def contacts(self, q: ArrayLike) -> Contacts:
         """All point-contact candidates (see the module docstring for their order); rows per
         contact ``[n, t1, t2]``, each ``sum_body sign [d^T, (r x d)^T]`` (reference 000,
-        "Contact Jacobian")."""
-        candidates = self._candidates(q)
-        nc = len(candidates)
+        "Contact Jacobian"), assembled at once as a sparse CSR matrix."""
+        phi, _points, frames, (contact, body), terms = self._geometry(q)
+        nc = phi.shape[0]
         if nc == 0:
             return Contacts.empty(self.nv, 3)
-        J = np.zeros((3 * nc, self.nv))
-        phi = np.empty(nc)
-        for k, (gap, _point, frame, terms) in enumerate(candidates):
-            phi[k] = gap
-            for body, r, sign in terms:
-                cols = slice(6 * body, 6 * body + 6)
-                for row, d in enumerate(frame):
-                    J[3 * k + row, cols] += sign * point_row(r, d)
-        return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu),
-                        restitution=np.full(nc, self.restitution), dim=3)
+        assemble = kernels.jacobian if self.sparse else kernels.jacobian_dense
+        J = assemble(contact, body, terms[:, :3], terms[:, 3], frames, nc, self.nv)
+        return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3)
 
     # ------------------------------------------------------------------ energy
 
     def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
         """(kinetic, potential): ``sum 1/2 m |v|^2 + 1/2 w . (R I R^T w)`` and ``-sum m g . x``."""
         vv = as_vector(v, "v", self.nv).reshape(-1, 6)
-        kinetic = 0.0
-        for i, Iw in enumerate(self.inertia_world(q)):
-            kinetic += 0.5 * self._masses[i] * float(vv[i, :3] @ vv[i, :3])
-            kinetic += 0.5 * float(vv[i, 3:] @ Iw @ vv[i, 3:])
+        Iw = self.inertia_world(q)
+        w = vv[:, 3:]
+        kinetic = 0.5 * float(self._masses @ np.sum(vv[:, :3] ** 2, axis=1))
+        kinetic += 0.5 * float(np.einsum("bi,bij,bj->", w, Iw, w))
         return kinetic, self.potential_energy(q)
 
     def potential_energy(self, q: ArrayLike) -> float:
@@ -426,3 +444,18 @@ def _parse_body(table: Any, prefix: str, index: int) -> RigidBody:
                if "angular_velocity" in table else np.zeros(3))
     return RigidBody(name=name, shape=shape, size=size, mass=mass, position=position,
                      orientation=orientation / norm, velocity=velocity, angular_velocity=angular)
+
+
+def _quat_multiply(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Row-wise Hamilton products ``a_i * b_i`` of (N, 4) scalar-first quaternions."""
+    aw, ax, ay, az = a.T
+    bw, bx, by, bz = b.T
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=1)
+
+
+def _quat_exp(theta: FloatArray) -> FloatArray:
+    """Row-wise ``exp(theta / 2)`` of (N, 3) rotation vectors (see ``geometry.quat_exp``)."""
+    angle = np.linalg.norm(theta, axis=1)
+    return np.concatenate([np.cos(0.5 * angle)[:, None],
+                           (0.5 * np.sinc(angle / (2.0 * math.pi)))[:, None] * theta], axis=1)

@@ -1,0 +1,165 @@
+"""Array kernels of :mod:`contactopt.systems.rigid3d`: rotations, the block-diagonal mass
+matrix and the point contacts of every body at once, with no Python loop over bodies or
+contacts (issue 10).
+
+The formulas are those documented in :mod:`contactopt.systems.rigid3d` (Featherstone 2008,
+eq. 2.67 for the dynamics; reference 000, "Contact Jacobian" for the rows
+``[d^T, (r x d)^T]``); here they are evaluated on stacked arrays:
+
+* rotations ``R_i`` from the quaternions (the Hamilton formula, normalized first);
+* ``M = blockdiag(m_i I3, R_i I_i R_i^T)`` as a sparse CSC matrix, and its inverse
+  ``blockdiag(I3 / m_i, R_i I_i^{-1} R_i^T)``, also sparse, so that Delassus products are
+  sparse and linear in the number of contacts;
+* contact rows as one COO assembly: per (contact, body) term with sign ``s`` and offset
+  ``r``, the 3 x 6 block ``s [F, F (r x)^T]`` with ``F`` the frame rows ``[n; t1; t2]``.
+
+Sphere pairs come from a broad phase (``scipy.spatial.cKDTree.query_pairs``) when a finite
+pair margin is set; the pairs are then sorted into the documented order (``A`` before
+``B``, lexicographic), so the result is the all-pairs list restricted to gaps ``<= margin``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+from scipy.spatial import cKDTree
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int_]
+
+#: Body-frame corner signs, ``itertools.product((-1, 1), repeat=3)`` order.
+CORNER_SIGNS: FloatArray = np.array([[sx, sy, sz] for sx in (-1.0, 1.0) for sy in (-1.0, 1.0)
+                                     for sz in (-1.0, 1.0)])
+#: The ground frame rows ``[n; t1; t2] = [z; x; y]``.
+GROUND_FRAME: FloatArray = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+def rotations(quaternions: FloatArray) -> FloatArray:
+    """(N, 3, 3) rotation matrices (body to world) of (N, 4) scalar-first quaternions."""
+    q = quaternions / np.linalg.norm(quaternions, axis=1)[:, None]
+    w, x, y, z = q.T
+    R = np.empty((q.shape[0], 3, 3))
+    R[:, 0, 0] = 1 - 2 * (y * y + z * z)
+    R[:, 0, 1] = 2 * (x * y - w * z)
+    R[:, 0, 2] = 2 * (x * z + w * y)
+    R[:, 1, 0] = 2 * (x * y + w * z)
+    R[:, 1, 1] = 1 - 2 * (x * x + z * z)
+    R[:, 1, 2] = 2 * (y * z - w * x)
+    R[:, 2, 0] = 2 * (x * z - w * y)
+    R[:, 2, 1] = 2 * (y * z + w * x)
+    R[:, 2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+def world_inertia(R: FloatArray, inertia: FloatArray) -> FloatArray:
+    """(N, 3, 3) ``R_i I_i R_i^T`` (symmetrized against rounding) for principal moments (N, 3)."""
+    Iw = (R * inertia[:, None, :]) @ R.transpose(0, 2, 1)
+    return 0.5 * (Iw + Iw.transpose(0, 2, 1))
+
+
+def block_diagonal(masses: FloatArray, rotational: FloatArray) -> sp.csc_matrix:
+    """``blockdiag(m_i I3, B_i)`` as CSC from (N,) masses and (N, 3, 3) blocks ``B_i``,
+    assembled directly in compressed-column form: per body, three columns holding ``m_i``
+    on the diagonal, then three columns holding the columns of ``B_i``."""
+    n = masses.shape[0]
+    base = 6 * np.arange(n)
+    counts = np.tile([1, 1, 1, 3, 3, 3], n)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    linear = base[:, None] + np.arange(3)  # (n, 3)
+    rotational_rows = np.tile(base[:, None] + 3 + np.arange(3), (1, 3))  # (n, 9)
+    indices = np.concatenate([linear, rotational_rows], axis=1).reshape(-1).astype(np.int32)
+    data = np.concatenate([np.repeat(masses, 3).reshape(n, 3),
+                           rotational.transpose(0, 2, 1).reshape(n, 9)], axis=1).reshape(-1)
+    return sp.csc_matrix((data, indices, indptr), shape=(6 * n, 6 * n))
+
+
+def block_diagonal_dense(masses: FloatArray, rotational: FloatArray) -> FloatArray:
+    """:func:`block_diagonal` as a dense array (for small systems, where scipy.sparse's
+    per-object overhead costs more than the zeros)."""
+    n = masses.shape[0]
+    out = np.zeros((6 * n, 6 * n))
+    base = 6 * np.arange(n)
+    linear = (base[:, None] + np.arange(3)).reshape(-1)
+    out[linear, linear] = np.repeat(masses, 3)
+    rows = (base[:, None, None] + 3 + np.arange(3)[None, :, None]).repeat(3, axis=2)
+    out[rows, rows.transpose(0, 2, 1)] = rotational
+    return out
+
+
+def sphere_pairs(centres: FloatArray, radii: FloatArray, margin: float) -> tuple[IntArray, IntArray]:
+    """Index pairs ``(a, b)``, ``a < b``, into the sphere list, in lexicographic order: all of
+    them for ``margin = inf``, else those with gap ``|c_b - c_a| - r_a - r_b <= margin``
+    (broad phase: a k-d tree query within ``2 max r + margin``)."""
+    count = centres.shape[0]
+    if count < 2:
+        empty = np.zeros(0, dtype=np.int_)
+        return empty, empty.copy()
+    if not np.isfinite(margin):
+        a, b = np.triu_indices(count, k=1)
+        return a.astype(np.int_), b.astype(np.int_)
+    found = cKDTree(centres).query_pairs(2.0 * float(radii.max()) + margin, output_type="ndarray")
+    if found.shape[0] == 0:
+        empty = np.zeros(0, dtype=np.int_)
+        return empty, empty.copy()
+    a, b = np.minimum(found[:, 0], found[:, 1]), np.maximum(found[:, 0], found[:, 1])
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    gap = np.linalg.norm(centres[b] - centres[a], axis=1) - radii[a] - radii[b]
+    keep = gap <= margin
+    return a[keep].astype(np.int_), b[keep].astype(np.int_)
+
+
+def pair_frames(normals: FloatArray) -> FloatArray:
+    """(P, 3, 3) frames ``[n; t1; t2]`` of :func:`~contactopt.systems.geometry.tangent_basis`,
+    vectorized: ``t1`` the axis least aligned with ``n`` (lowest index on ties) made
+    orthogonal to ``n`` and normalized, ``t2 = n x t1``."""
+    count = normals.shape[0]
+    axes = np.zeros((count, 3))
+    axes[np.arange(count), np.argmin(np.abs(normals), axis=1)] = 1.0
+    t1 = axes - np.sum(axes * normals, axis=1)[:, None] * normals
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    t2 = np.cross(normals, t1)
+    return np.stack([normals, t1, t2], axis=1)
+
+
+def jacobian_dense(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatArray,
+                   frames: FloatArray, nc: int, nv: int) -> FloatArray:
+    """:func:`jacobian` as a dense array (small systems); a contact's terms touch distinct
+    bodies, so every entry is written once."""
+    F = frames[contact]
+    blocks = np.concatenate([F, np.cross(offset[:, None, :], F)], axis=2) * sign[:, None, None]
+    out = np.zeros((3 * nc, nv))
+    rows = (3 * contact[:, None, None] + np.arange(3)[None, :, None]).repeat(6, axis=2)
+    cols = np.broadcast_to((6 * body[:, None] + np.arange(6))[:, None, :], blocks.shape)
+    out[rows, cols] = blocks
+    return out
+
+
+def jacobian(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatArray,
+             frames: FloatArray, nc: int, nv: int) -> sp.csr_matrix:
+    """(3 nc, nv) CSR Jacobian from terms (contact, body, offset r, sign): rows ``3 c + j``,
+    columns of the body, values ``sign [F_j, r x F_j]`` (``F_j`` row ``j`` of the frame).
+
+    Assembled directly in compressed-row form: the terms are sorted by (contact, body), so a
+    contact's rows hold its bodies' six columns in increasing order; a contact with two
+    terms (a sphere pair) has rows of 12 entries."""
+    order = np.lexsort((body, contact))
+    contact, body, offset, sign = contact[order], body[order], offset[order], sign[order]
+    F = frames[contact]  # (T, 3, 3)
+    blocks = np.concatenate([F, np.cross(offset[:, None, :], F)], axis=2) * sign[:, None, None]
+    terms_per_contact = np.bincount(contact, minlength=nc)
+    start = np.concatenate([[0], np.cumsum(terms_per_contact)[:-1]])  # first term of each contact
+    # entries of row (c, j): the terms of c in order, six columns each
+    row_length = 6 * np.repeat(terms_per_contact, 3)
+    indptr = np.concatenate([[0], np.cumsum(row_length)]).astype(np.int32)
+    rank = np.arange(contact.shape[0]) - start[contact]  # position of a term within its contact
+    # destination of entry (term t, row j, column k): indptr[3 c + j] + 6 rank + k
+    dest = (indptr[:-1][3 * contact[:, None] + np.arange(3)][:, :, None]
+            + 6 * rank[:, None, None] + np.arange(6)[None, None, :])
+    data = np.empty(int(indptr[-1]))
+    indices = np.empty(int(indptr[-1]), dtype=np.int32)
+    data[dest.reshape(-1)] = blocks.reshape(-1)
+    indices[dest.reshape(-1)] = np.broadcast_to((6 * body[:, None] + np.arange(6))[:, None, :],
+                                                blocks.shape).reshape(-1)
+    return sp.csr_matrix((data, indices, indptr), shape=(3 * nc, nv))

@@ -1,0 +1,80 @@
+"""Reference trajectories of every formulation, saved once from the dense pipeline so that
+the sparse, vectorized pipeline (issue 10) can be checked against them to 1e-9.
+
+Scenes: the rigid3d box (``box_slide``, first 100 steps), the MJCF sphere pile
+(``sphere_pile_mjcf``, first 20 steps) and two textbook systems (the brick of
+``brick_push`` with friction, the ``cartesian_pendulum_floor`` with a bilateral constraint and
+a floor). Only deterministic direct solvers (Clarabel's interior point, Lemke's pivoting)
+are recorded: iterative first-order solvers (OSQP, PGS) stop at a tolerance and warm starts
+legitimately move their answers by more than 1e-9.
+
+    python experiments/make_reference_trajectories.py   # writes tests/data/reference_trajectories.npz
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's contactopt, not an installed one
+import contactopt as co  # noqa: E402
+
+TARGET = ROOT / "tests" / "data" / "reference_trajectories.npz"
+
+#: (scene, steps, formulation, solver, options): the cases the test replays.
+CASES: list[tuple[str, int, str, str, dict[str, Any]]] = [
+    ("box_slide", 100, "gauss", "clarabel", {}),
+    ("box_slide", 100, "gauss", "clarabel", {"form": "dual"}),
+    ("box_slide", 100, "lcp", "lemke", {}),
+    ("box_slide", 100, "anitescu", "clarabel", {}),
+    ("box_slide", 100, "anitescu", "clarabel", {"form": "dual"}),
+    ("box_slide", 100, "ccp", "clarabel", {}),
+    ("box_slide", 100, "ccp", "clarabel", {"form": "dual"}),
+    ("box_slide", 100, "regularized", "clarabel", {}),
+    ("box_slide", 100, "regularized", "clarabel", {"cone": "elliptic"}),
+    ("sphere_pile_mjcf", 20, "regularized", "clarabel", {}),
+    ("sphere_pile_mjcf", 20, "regularized", "clarabel", {"cone": "elliptic"}),
+    ("sphere_pile_mjcf", 20, "anitescu", "clarabel", {}),
+    ("sphere_pile_mjcf", 20, "ccp", "clarabel", {"form": "dual"}),
+    ("brick_push", 50, "lcp", "lemke", {}),
+    ("brick_push", 50, "anitescu", "clarabel", {"form": "dual"}),
+    ("brick_push", 50, "ccp", "clarabel", {}),
+    ("cartesian_pendulum_floor", 50, "gauss", "clarabel", {}),
+    ("cartesian_pendulum_floor", 50, "anitescu", "clarabel", {"form": "dual"}),
+    ("cartesian_pendulum_floor", 50, "regularized", "clarabel", {}),
+]
+
+
+def key(index: int) -> str:
+    return f"case{index:02d}"
+
+
+def run_case(scene_name: str, steps: int, formulation: str, solver: str,
+             options: dict[str, Any]) -> co.Trajectory:
+    scene = co.load_scene(ROOT / "problems" / f"{scene_name}.toml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return co.simulate(scene, formulation=formulation, solver=solver, options=options,
+                           duration=steps * scene.dt, on_failure="raise")
+
+
+def main() -> int:
+    arrays: dict[str, np.ndarray] = {}
+    for index, case in enumerate(CASES):
+        traj = run_case(*case)
+        arrays[f"{key(index)}_q"] = traj.q
+        arrays[f"{key(index)}_v"] = traj.v
+        print(f"{key(index)} {case[0]} {case[2]}/{case[3]} {case[4]}: {len(traj.steps)} steps")
+    TARGET.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(TARGET, **arrays)
+    print(f"wrote {TARGET} ({TARGET.stat().st_size / 1e6:.2f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
