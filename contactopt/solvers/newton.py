@@ -47,6 +47,7 @@ from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.cone_projection import ConeLayout, project
 from contactopt.programs.primal import PrimalProgram, why_not_primal
+from contactopt.solvers import newton_kernels as kernels
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
 from contactopt.solvers.newton_linalg import Hessian
 
@@ -60,6 +61,7 @@ SPEC = SolverSpec(
 )
 
 DENSE_PRODUCTS = 40_000  # nv * (nv + m) up to which A and J are multiplied as dense arrays
+DENSE_KERNEL_MAX = 48  # unknowns up to which the compiled loop factorizes H densely (as newton_linalg)
 
 DEFAULTS: dict[str, Any] = {"max_iter": 100, "tol": 1e-10, "tol_abs": 1e-14, "cost_tol": 1e-15,
                             "alpha_max": 1.5, "ls_tol": 1e-6, "ls_max_iter": 100, "warm_start": None}
@@ -85,10 +87,17 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     with watch.time("setup"):
         primal = PrimalProgram.from_conic(program)
         layout = primal.cone_layout
-        hessian = Hessian(primal.A, primal.J, layout)
+        blocks = kernels.block_arrays(layout) if kernels.AVAILABLE else None
+        dense = (blocks is not None and primal.nv <= DENSE_KERNEL_MAX
+                 and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
+        hessian = None if dense else Hessian(primal.A, primal.J, layout)
         v = _initial(primal, opts["warm_start"])
     with watch.time("solve"):
-        status, v, iterations, message = _minimize(primal, layout, hessian, v, opts)
+        if hessian is None:
+            assert blocks is not None
+            status, v, iterations, message = _minimize_compiled(primal, blocks, v, opts)
+        else:
+            status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks)
     gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
     usable = status.usable
     return make_solution(program, solver="newton", status=status,
@@ -107,18 +116,46 @@ def _initial(primal: PrimalProgram, warm_start: Any) -> FloatArray:
     return np.array(start[:primal.nv])
 
 
+_MESSAGES = {
+    kernels.CRITERION: (Status.OPTIMAL, "optimality criterion (S10) met"),
+    kernels.COST_FLOOR: (Status.OPTIMAL, "cost decrease below cost_tol (rounding floor)"),
+    kernels.NO_DESCENT: (Status.OPTIMAL, "no descent direction left (rounding floor)"),
+    kernels.NONFINITE: (Status.NUMERICAL_ERROR, "non-finite cost"),
+    kernels.NOT_PD: (Status.NUMERICAL_ERROR, "Hessian factorization failed: not positive definite"),
+}
+
+
+def _minimize_compiled(primal: PrimalProgram, blocks: tuple[Any, ...], v: FloatArray,
+                       opts: Mapping[str, Any]) -> tuple[Status, FloatArray, int, str]:
+    """The whole Newton loop compiled (:func:`.newton_kernels.dense_newton`), small problems."""
+    A, J = _dense_operators(primal)
+    code, iterations = kernels.dense_newton(
+        A, J, primal.R, primal.v_hat, primal.c, 1.0 / np.sqrt(np.diagonal(A)), *blocks, v, int(opts["max_iter"]),
+        float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]), float(opts["alpha_max"]),
+        float(opts["ls_tol"]), int(opts["ls_max_iter"]))
+    if code == kernels.MAX_ITER:
+        return Status.MAX_ITERATIONS, v, iterations, f"{opts['max_iter']} Newton iterations"
+    status, message = _MESSAGES[code]
+    return status, v, iterations, message
+
+
 def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: Hessian, v: FloatArray,
-              opts: Mapping[str, Any]) -> tuple[Status, FloatArray, int, str]:
-    """Newton's method of the module docstring from ``v``: (status, v, iterations, message)."""
+              opts: Mapping[str, Any], blocks: tuple[Any, ...] | None = None
+              ) -> tuple[Status, FloatArray, int, str]:
+    """Newton's method of the module docstring from ``v``: (status, v, iterations, message).
+    With ``blocks`` (:func:`.newton_kernels.block_arrays`) the projection and the line
+    search run compiled; the factorization is :class:`.Hessian`'s either way."""
     A, J, R, v_hat, c = _operators(primal)
     JT = J.T
     d_inv = 1.0 / np.sqrt(primal.A.diagonal())
     c_norm = float(np.linalg.norm(d_inv * c))
+    project_step: Any = (_compiled_projection(layout, blocks, R) if blocks is not None
+                         else lambda y, want_G: project(layout, y, R, hessian=want_G))
     previous = np.inf
     for iteration in range(int(opts["max_iter"]) + 1):
         vc = J @ v
         y = (v_hat - vc) / R
-        gamma = project(layout, y, R, hessian=False)[0]  # G only when a step follows
+        gamma = project_step(y, False)[0]  # G only when a step follows
         Av = A @ v
         jc = JT @ gamma
         gradient = Av + c - jc
@@ -133,17 +170,48 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: Hessian, v: Fl
         if iteration == int(opts["max_iter"]):
             break
         try:
-            hessian.factor(project(layout, y, R)[1])
+            hessian.factor(project_step(y, True)[1])
             step = -hessian.solve(gradient)
         except (ValueError, np.linalg.LinAlgError) as exc:  # qdldl raises ValueError on a zero pivot
             return Status.NUMERICAL_ERROR, v, iteration, f"Hessian factorization failed: {exc}"
-        alpha = _line_search(primal, layout, vc, J @ step, float(step @ (A @ step)), float(step @ (Av + c)),
-                             float(step @ gradient), opts)
+        w = J @ step
+        a, b, slope = float(step @ (A @ step)), float(step @ (Av + c)), float(step @ gradient)
+        if blocks is None:
+            alpha = _line_search(primal, layout, vc, w, a, b, slope, opts)
+        else:
+            m, dmax = primal.m, int(blocks[1].max(initial=1))
+            alpha = kernels.line_search(vc, w, R, v_hat, *blocks, a, b, slope, float(opts["alpha_max"]),
+                                        float(opts["ls_tol"]), int(opts["ls_max_iter"]), np.empty(m),
+                                        np.empty(m), np.zeros((dmax, dmax)))
         if alpha == 0.0:
             return Status.OPTIMAL, v, iteration, "no descent direction left (rounding floor)"
         v = v + alpha * step
         previous = cost
     return Status.MAX_ITERATIONS, v, int(opts["max_iter"]), f"{opts['max_iter']} Newton iterations"
+
+
+def _compiled_projection(layout: ConeLayout, blocks: tuple[Any, ...], R: FloatArray) -> Any:
+    """``project(y, want_G) -> (gamma, G per group)`` through :func:`.newton_kernels.project_blocks`
+    (blocks are in group order, so each group's G is a slice of one array)."""
+    start, dim = blocks[0], blocks[1]
+    G = np.zeros((start.shape[0], int(dim.max(initial=1)), int(dim.max(initial=1))))
+    gamma = np.empty(layout.m)
+    slices = []
+    offset = 0
+    for group in layout.groups:
+        nb, d = group.rows.shape
+        slices.append((offset, offset + nb, d))
+        offset += nb
+
+    def run(y: FloatArray, want_G: bool) -> tuple[FloatArray, list[FloatArray]]:
+        kernels.project_blocks(y, R, *blocks, gamma, G, want_G)
+        return gamma.copy(), [G[low:high, :d, :d] for low, high, d in slices] if want_G else []
+
+    return run
+
+
+def _dense_operators(primal: PrimalProgram) -> tuple[FloatArray, FloatArray]:
+    return np.ascontiguousarray(primal.A.toarray()), np.ascontiguousarray(primal.J.toarray())
 
 
 def _operators(primal: PrimalProgram) -> tuple[Any, Any, FloatArray, FloatArray, FloatArray]:
