@@ -49,7 +49,7 @@ from contactopt.programs.cone_projection import ConeLayout, project
 from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers import newton_kernels as kernels
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
-from contactopt.solvers.newton_linalg import Hessian
+from contactopt.solvers.newton_linalg import ActiveHessian
 
 FloatArray = NDArray[np.float64]
 
@@ -90,7 +90,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         blocks = kernels.block_arrays(layout) if kernels.AVAILABLE else None
         dense = (blocks is not None and primal.nv <= DENSE_KERNEL_MAX
                  and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
-        hessian = None if dense else Hessian(primal.A, primal.J, layout)
+        hessian = None if dense else ActiveHessian(primal.A, primal.J, layout)
         v = _initial(primal, opts["warm_start"])
     with watch.time("solve"):
         if hessian is None:
@@ -139,12 +139,12 @@ def _minimize_compiled(primal: PrimalProgram, blocks: tuple[Any, ...], v: FloatA
     return status, v, iterations, message
 
 
-def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: Hessian, v: FloatArray,
+def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian, v: FloatArray,
               opts: Mapping[str, Any], blocks: tuple[Any, ...] | None = None
               ) -> tuple[Status, FloatArray, int, str]:
     """Newton's method of the module docstring from ``v``: (status, v, iterations, message).
     With ``blocks`` (:func:`.newton_kernels.block_arrays`) the projection and the line
-    search run compiled; the factorization is :class:`.Hessian`'s either way."""
+    search run compiled; the factorization is :class:`.ActiveHessian`'s either way."""
     A, J, R, v_hat, c = _operators(primal)
     JT = J.T
     d_inv = 1.0 / np.sqrt(primal.A.diagonal())
