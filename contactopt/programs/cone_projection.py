@@ -80,12 +80,11 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
     tangential ``R`` go to ``soc_general``. Returns a reason string when a block is no friction
     cone (unequal tangential ``scale``). Vectorized over the cones of each size (a pile step
     has hundreds)."""
-    kinds = np.array([cone.kind for cone in cones], dtype=object)
     dims = np.array([cone.dim for cone in cones], dtype=np.int_)
     starts = np.cumsum(dims) - dims
     m = int(dims.sum())
-    free = kinds == "zero"
-    scalar = ~free & ((kinds == "nonneg") | (dims == 1))
+    free = np.array([cone.kind == "zero" for cone in cones], dtype=bool)
+    scalar = ~free & (np.array([cone.kind == "nonneg" for cone in cones], dtype=bool) | (dims == 1))
     groups: list[Group] = []
     for kind, mask in (("free", free), ("nonneg", scalar)):
         if dims[mask].sum():
@@ -95,11 +94,11 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
         first = starts[soc & (dims == dim)]
         rows = first[:, None] + np.arange(dim)
         tangent_scale, tangent_R = scale[rows[:, 1:]], R[rows[:, 1:]]
-        bad = np.flatnonzero(np.ptp(tangent_scale, axis=1) > rtol * np.abs(tangent_scale).max(axis=1))
+        bad = np.flatnonzero(_spread(tangent_scale) > rtol * np.abs(tangent_scale).max(axis=1))
         if bad.size:
             return (f"SOC block at row {int(first[bad[0]])}: unequal tangential row scale "
                     f"{tangent_scale[bad[0]].tolist()} (not a friction cone {{||g_t|| <= mu g_n}})")
-        isotropic = np.ptp(tangent_R, axis=1) <= rtol * np.abs(tangent_R).max(axis=1)
+        isotropic = _spread(tangent_R) <= rtol * np.abs(tangent_R).max(axis=1)
         mu = scale[first + 1] / scale[first]
         for kind, pick in (("soc", isotropic), ("soc_general", ~isotropic)):
             if pick.any():
@@ -109,6 +108,10 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
 
 
 _ORDER = {"free": 0, "nonneg": 1, "soc": 2, "soc_general": 3}  # stable sort keeps sizes ascending
+
+
+def _spread(values: FloatArray) -> FloatArray:
+    return np.asarray(values.max(axis=1) - values.min(axis=1))  # np.ptp without its wrapper cost
 
 
 def _expand(starts: IntArray, dims: IntArray) -> IntArray:

@@ -93,12 +93,14 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         hessian = None if dense else ActiveHessian(primal.A, primal.J, layout)
         v = _initial(primal, opts["warm_start"])
     with watch.time("solve"):
+        gamma = None
         if hessian is None:
             assert blocks is not None
-            status, v, iterations, message = _minimize_compiled(primal, blocks, v, opts)
+            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts)
         else:
             status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks)
-    gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
+        if gamma is None or not np.all(np.isfinite(v)):
+            gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
     usable = status.usable
     return make_solution(program, solver="newton", status=status,
                          x=np.concatenate([v, gamma]) if usable else None,
@@ -126,17 +128,19 @@ _MESSAGES = {
 
 
 def _minimize_compiled(primal: PrimalProgram, blocks: tuple[Any, ...], v: FloatArray,
-                       opts: Mapping[str, Any]) -> tuple[Status, FloatArray, int, str]:
-    """The whole Newton loop compiled (:func:`.newton_kernels.dense_newton`), small problems."""
+                       opts: Mapping[str, Any]) -> tuple[Status, FloatArray, FloatArray, int, str]:
+    """The whole Newton loop compiled (:func:`.newton_kernels.dense_newton`), small problems:
+    (status, v, gamma(v), iterations, message)."""
     A, J = _dense_operators(primal)
+    gamma = np.empty(primal.m)
     code, iterations = kernels.dense_newton(
-        A, J, primal.R, primal.v_hat, primal.c, 1.0 / np.sqrt(np.diagonal(A)), *blocks, v, int(opts["max_iter"]),
+        A, J, primal.R, primal.v_hat, primal.c, 1.0 / np.sqrt(np.diagonal(A)), *blocks, v, gamma, int(opts["max_iter"]),
         float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]), float(opts["alpha_max"]),
         float(opts["ls_tol"]), int(opts["ls_max_iter"]))
     if code == kernels.MAX_ITER:
-        return Status.MAX_ITERATIONS, v, iterations, f"{opts['max_iter']} Newton iterations"
+        return Status.MAX_ITERATIONS, v, gamma, iterations, f"{opts['max_iter']} Newton iterations"
     status, message = _MESSAGES[code]
-    return status, v, iterations, message
+    return status, v, gamma, iterations, message
 
 
 def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian, v: FloatArray,

@@ -40,25 +40,24 @@ except ImportError:  # pragma: no cover - exercised by forcing AVAILABLE off in 
     AVAILABLE = False
 
 
+_CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC}
+
+
 def block_arrays(layout: ConeLayout) -> tuple[IntArray, IntArray, IntArray, FloatArray] | None:
     """``(start, dim, kind, mu)`` of every block, or None when a block has no kernel (a
     ``soc_general`` friction cone: those stay on the NumPy path)."""
-    starts: list[Any] = []
-    dims: list[Any] = []
-    kinds: list[Any] = []
-    mus: list[Any] = []
-    for group in layout.groups:
-        if group.kind == "soc_general":
-            return None
-        nb, d = group.rows.shape
-        starts.append(group.rows[:, 0])
-        dims.append(np.full(nb, d))
-        kinds.append(np.full(nb, {"free": FREE, "nonneg": NONNEG, "soc": SOC}[group.kind]))
-        mus.append(group.mu if group.kind == "soc" else np.zeros(nb))
-    if not starts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    return (np.concatenate(starts).astype(np.int64), np.concatenate(dims).astype(np.int64),
-            np.concatenate(kinds).astype(np.int64), np.concatenate(mus).astype(np.float64))
+    if any(group.kind == "soc_general" for group in layout.groups):
+        return None
+    parts = [(group.rows[:, 0], group.rows.shape[1], _CODES[group.kind], group.mu) for group in layout.groups]
+    if len(parts) == 1:  # the common case (one kind of block) without concatenation
+        first, d, code, mu = parts[0]
+        n = first.shape[0]
+        return (first.astype(np.int64), np.full(n, d, np.int64), np.full(n, code, np.int64),
+                mu.astype(np.float64) if code == SOC else np.zeros(n))
+    return (np.concatenate([p[0] for p in parts]).astype(np.int64),
+            np.concatenate([np.full(p[0].shape[0], p[1], np.int64) for p in parts]),
+            np.concatenate([np.full(p[0].shape[0], p[2], np.int64) for p in parts]),
+            np.concatenate([p[3] if p[2] == SOC else np.zeros(p[0].shape[0]) for p in parts]).astype(np.float64))
 
 
 def _jit(function: Any) -> Any:
@@ -193,48 +192,79 @@ def line_search(vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray,
 
 
 @_jit
+def _matvec(M: FloatArray, x: FloatArray, out: FloatArray, transpose: bool) -> None:
+    """``out = M x`` (or ``M' x``) without temporaries (BLAS call overhead dominates here)."""
+    rows, cols = M.shape
+    if transpose:
+        for j in range(cols):
+            out[j] = 0.0
+        for i in range(rows):
+            xi = x[i]
+            if xi != 0.0:
+                for j in range(cols):
+                    out[j] += M[i, j] * xi
+        return
+    for i in range(rows):
+        value = 0.0
+        for j in range(cols):
+            value += M[i, j] * x[j]
+        out[i] = value
+
+
+@_jit
+def _scaled_norm(d: FloatArray, x: FloatArray) -> float:
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += (d[i] * x[i]) ** 2
+    return math.sqrt(total)
+
+
+@_jit
 def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray, c: FloatArray,
                  d_inv: FloatArray, start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray,
-                 v: FloatArray, max_iter: int, tol: float, tol_abs: float, cost_tol: float, alpha_max: float,
-                 ls_tol: float, ls_max_iter: int) -> tuple[int, int]:
+                 v: FloatArray, gamma: FloatArray, max_iter: int, tol: float, tol_abs: float, cost_tol: float,
+                 alpha_max: float, ls_tol: float, ls_max_iter: int) -> tuple[int, int]:
     """Newton's method of :mod:`contactopt.solvers.newton` on dense ``A``, ``J`` with a
     Cholesky factorization written out (sizes of a few dozen: no LAPACK call overhead).
-    Updates ``v`` in place; returns ``(status code, iterations)``."""
+    Updates ``v`` in place and leaves ``gamma(v)`` in ``gamma``; returns ``(status code,
+    iterations)``."""
     nv = v.shape[0]
     m = R.shape[0]
     dmax = 1
     for k in range(dim.shape[0]):
         dmax = max(dmax, dim[k])
     y = np.empty(m)
-    gamma = np.empty(m)
+    vc = np.empty(m)
+    w = np.empty(m)
     G = np.zeros((dim.shape[0], dmax, dmax))
     scratch_y = np.empty(m)
     scratch_g = np.empty(m)
     scratch_G = np.zeros((dmax, dmax))
     H = np.empty((nv, nv))
     step = np.empty(nv)
-    c_norm = 0.0
-    for i in range(nv):
-        c_norm += (d_inv[i] * c[i]) ** 2
-    c_norm = math.sqrt(c_norm)
+    Av = np.empty(nv)
+    jc = np.empty(nv)
+    gradient = np.empty(nv)
+    Astep = np.empty(nv)
+    c_norm = _scaled_norm(d_inv, c)
     previous = np.inf
     for iteration in range(max_iter + 1):
-        vc = J @ v
+        _matvec(J, v, vc, False)
         for i in range(m):
             y[i] = (v_hat[i] - vc[i]) / R[i]
         project_blocks(y, R, start, dim, kind, mu, gamma, G, False)
-        Av = A @ v
-        jc = J.T @ gamma
-        gradient = Av + c - jc
+        _matvec(A, v, Av, False)
+        _matvec(J, gamma, jc, True)
         cost = 0.0
         for i in range(nv):
+            gradient[i] = Av[i] + c[i] - jc[i]
             cost += 0.5 * v[i] * Av[i] + c[i] * v[i]
         for i in range(m):
             cost += 0.5 * gamma[i] * R[i] * gamma[i]
         if not math.isfinite(cost):
             return NONFINITE, iteration
-        size = max(math.sqrt(np.sum((d_inv * Av) ** 2)), c_norm, math.sqrt(np.sum((d_inv * jc) ** 2)))
-        if math.sqrt(np.sum((d_inv * gradient) ** 2)) <= tol_abs + tol * size:
+        size = max(_scaled_norm(d_inv, Av), c_norm, _scaled_norm(d_inv, jc))
+        if _scaled_norm(d_inv, gradient) <= tol_abs + tol * size:
             return CRITERION, iteration
         if iteration > 0 and previous - cost <= cost_tol * max(abs(cost), abs(previous)):
             return COST_FLOOR, iteration
@@ -277,9 +307,16 @@ def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray,
             for k in range(i + 1, nv):
                 value -= H[k, i] * step[k]
             step[i] = value / H[i, i]
-        Astep = A @ step
-        alpha = line_search(vc, J @ step, R, v_hat, start, dim, kind, mu, float(step @ Astep),
-                            float(step @ (Av + c)), float(step @ gradient), alpha_max, ls_tol, ls_max_iter,
+        _matvec(A, step, Astep, False)
+        _matvec(J, step, w, False)
+        a = 0.0
+        b = 0.0
+        slope = 0.0
+        for i in range(nv):
+            a += step[i] * Astep[i]
+            b += step[i] * (Av[i] + c[i])
+            slope += step[i] * gradient[i]
+        alpha = line_search(vc, w, R, v_hat, start, dim, kind, mu, a, b, slope, alpha_max, ls_tol, ls_max_iter,
                             scratch_y, scratch_g, scratch_G)
         if alpha == 0.0:
             return NO_DESCENT, iteration
