@@ -49,6 +49,8 @@ def block_arrays(layout: ConeLayout) -> tuple[IntArray, IntArray, IntArray, Floa
     if any(group.kind == "soc_general" for group in layout.groups):
         return None
     parts = [(group.rows[:, 0], group.rows.shape[1], _CODES[group.kind], group.mu) for group in layout.groups]
+    if not parts:  # no constraint rows
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     if len(parts) == 1:  # the common case (one kind of block) without concatenation
         first, d, code, mu = parts[0]
         n = first.shape[0]
