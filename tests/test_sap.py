@@ -320,3 +320,28 @@ def test_compiled_and_numpy_paths_agree(problem: str, monkeypatch: pytest.Monkey
     assert compiled.status is plain.status is co.solvers.Status.OPTIMAL
     assert compiled.iterations == plain.iterations
     assert relative(compiled.x, plain.x) <= 1e-12
+
+
+def test_active_hessian_solves_with_the_full_hessian() -> None:
+    # Blocks with G = 0 leave the pattern; the answer must be that of the whole A + J'GJ
+    # (dense solve) as blocks switch on and off, the pattern growing (1e-10: two direct solves
+    # of a matrix with condition number ~1e3).
+    from contactopt.solvers.newton_linalg import ActiveHessian
+
+    rng = np.random.default_rng(3)
+    nv, nb = 12, 10
+    n = nb * 3
+    A = sp.csc_matrix(np.diag(rng.uniform(1.0, 2.0, nv)))
+    J = sp.random(n, nv, density=0.3, random_state=4, format="csr") + sp.eye(n, nv, format="csr")
+    layout = cone_layout(tuple(SOC(3) for _ in range(nb)), np.ones(n), np.ones(n))
+    assert not isinstance(layout, str)
+    hessian = ActiveHessian(A, sp.csr_matrix(J), layout)
+    for on in ([0, 1], [1, 2, 3], [0], list(range(nb)), [5]):
+        blocks = np.zeros((nb, 3, 3))
+        for b in on:
+            root = rng.normal(size=(3, 3))
+            blocks[b] = root @ root.T
+        hessian.factor([blocks])
+        rhs = rng.normal(size=nv)
+        dense = A.toarray() + J.toarray().T @ sp.block_diag(list(blocks)).toarray() @ J.toarray()
+        assert np.allclose(hessian.solve(rhs), np.linalg.solve(dense, rhs), rtol=1e-10, atol=1e-12)

@@ -38,6 +38,15 @@ step exactly as under ``ccp`` (same stop distance, 0.1014 m), then hovers at a g
 ``h mu |v_t|``; with ``epsilon = 0`` the hovering contact would leave the program. With
 ``tau_d > 0`` (S8) acts ``tau_d`` early on separated contacts: use ``epsilon = 0`` there,
 as Drake's point contact reports only overlapping pairs.
+**Scenes that start in penetration** (MJCF scenes settled under MuJoCo's soft contacts,
+e.g. the sphere pile at up to 0.7 mm): in the rigid limit with ``tau_d = 0`` (S8) removes the
+penetration within one step, ``v_hat_n = -phi / h`` (0.3 m/s for the pile), which throws the
+spheres apart (0.5 m/s, spinning at 10 rad/s) and makes every step a sliding-to-stiction
+problem for ``newton`` (about 28 iterations). Pick ``dissipation_time_scale = 0.05``
+(``epsilon = 0``): the penetration is resolved over ``h + tau_d`` instead, the pile stays at
+rest (6 mm/s, 0.2 rad/s over 40 steps; MuJoCo's own mj_step: 0.03 m/s, 0.8 rad/s) and newton
+takes about 10 iterations. A finite ``stiffness`` (1e4-1e5 N/m) with that ``tau_d`` behaves
+the same way on the pile.
 Bilateral rows ``H v' = r`` enter as SAP's holonomic constraints: free impulses (no cone),
 near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``.
 
