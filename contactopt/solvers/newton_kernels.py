@@ -10,13 +10,14 @@ iteration: overhead, not arithmetic. Compiled, a whole solve is tens of microsec
 
 Blocks are described by flat arrays: ``start`` (first row), ``dim``, ``kind`` (FREE,
 NONNEG or SOC; a ``nonneg`` row is a 1-row block) and ``mu``. When numba is not installed
-``AVAILABLE`` is False and :mod:`contactopt.solvers.newton` uses its NumPy path (same
-results to rounding, tested).
+(or ``CONTACTOPT_NO_NUMBA`` is set) ``AVAILABLE`` is False and
+:mod:`contactopt.solvers.newton` uses its NumPy path (same results to rounding, tested).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,9 @@ CRITERION, COST_FLOOR, NO_DESCENT, MAX_ITER, NONFINITE, NOT_PD = range(6)
 try:
     import numba
 
-    AVAILABLE = True
+    # The first compilation takes 10-60 s (cached on disk afterwards, in __pycache__):
+    # CONTACTOPT_NO_NUMBA=1 keeps the NumPy path, e.g. for a one-off run on a fresh checkout.
+    AVAILABLE = not os.environ.get("CONTACTOPT_NO_NUMBA")
 except ImportError:  # pragma: no cover - exercised by forcing AVAILABLE off in the tests
     numba = None  # type: ignore[assignment]
     AVAILABLE = False
