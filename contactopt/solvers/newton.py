@@ -108,6 +108,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         primal = PrimalProgram.from_conic(program)
         layout = primal.cone_layout
         blocks = kernels.block_arrays(layout) if kernels.AVAILABLE else None
+        if blocks is not None:
+            kernels.ensure_compiled()
         dense = (blocks is not None and primal.nv <= DENSE_KERNEL_MAX
                  and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
         hessian = None if dense else ActiveHessian(primal.A, primal.J, layout)
@@ -147,7 +149,7 @@ _MESSAGES = {
 }
 
 
-def _minimize_compiled(primal: PrimalProgram, blocks: tuple[Any, ...], v: FloatArray,
+def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray,
                        opts: Mapping[str, Any]) -> tuple[Status, FloatArray, FloatArray, int, str]:
     """The whole Newton loop compiled (:func:`.newton_kernels.dense_newton`), small problems:
     (status, v, gamma(v), iterations, message)."""
@@ -164,7 +166,7 @@ def _minimize_compiled(primal: PrimalProgram, blocks: tuple[Any, ...], v: FloatA
 
 
 def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian, v: FloatArray,
-              opts: Mapping[str, Any], blocks: tuple[Any, ...] | None = None
+              opts: Mapping[str, Any], blocks: kernels.Blocks | None = None
               ) -> tuple[Status, FloatArray, int, str]:
     """Newton's method of the module docstring from ``v``: (status, v, iterations, message).
     With ``blocks`` (:func:`.newton_kernels.block_arrays`) the projection and the line
@@ -214,7 +216,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
     return Status.MAX_ITERATIONS, v, int(opts["max_iter"]), f"{opts['max_iter']} Newton iterations"
 
 
-def _compiled_projection(layout: ConeLayout, blocks: tuple[Any, ...], R: FloatArray) -> Any:
+def _compiled_projection(layout: ConeLayout, blocks: kernels.Blocks, R: FloatArray) -> Any:
     """``project(y, want_G) -> (gamma, G per group)`` through :func:`.newton_kernels.project_blocks`
     (blocks are in group order, so each group's G is a slice of one array)."""
     start, dim = blocks[0], blocks[1]

@@ -16,9 +16,9 @@ NONNEG or SOC; a ``nonneg`` row is a 1-row block) and ``mu``. When numba is not 
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -28,25 +28,39 @@ from contactopt.programs.cone_projection import ConeLayout
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
+Blocks = tuple[IntArray, IntArray, IntArray, FloatArray]  # (start, dim, kind, mu)
 FREE, NONNEG, SOC = 0, 1, 2
 #: Status codes of :func:`dense_newton`, read by the solver.
 CRITERION, COST_FLOOR, NO_DESCENT, MAX_ITER, NONFINITE, NOT_PD = range(6)
 
-try:
+# numba is imported on first use (:func:`ensure_compiled`), not with contactopt: it costs
+# ~0.4 s of import time that a CLI call without newton should not pay. The first compilation
+# takes 10-60 s (cached on disk afterwards, in __pycache__); CONTACTOPT_NO_NUMBA=1 keeps the
+# NumPy path, e.g. for a one-off run on a fresh checkout.
+AVAILABLE = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+_KERNELS = ("_soc_block", "project_blocks", "line_derivatives", "line_search", "_matvec", "_scaled_norm",
+            "dense_newton")
+_compiled = False
+
+
+def ensure_compiled() -> None:
+    """Replace this module's kernels by numba dispatchers (compiled lazily, at their first
+    call, each against the others' dispatchers: numba resolves globals when it compiles)."""
+    global _compiled
+    if _compiled or not AVAILABLE:
+        return
     import numba
 
-    # The first compilation takes 10-60 s (cached on disk afterwards, in __pycache__):
-    # CONTACTOPT_NO_NUMBA=1 keeps the NumPy path, e.g. for a one-off run on a fresh checkout.
-    AVAILABLE = not os.environ.get("CONTACTOPT_NO_NUMBA")
-except ImportError:  # pragma: no cover - exercised by forcing AVAILABLE off in the tests
-    numba = None  # type: ignore[assignment]
-    AVAILABLE = False
+    namespace = globals()
+    for name in _KERNELS:
+        namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
+    _compiled = True
 
 
 _CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC}
 
 
-def block_arrays(layout: ConeLayout) -> tuple[IntArray, IntArray, IntArray, FloatArray] | None:
+def block_arrays(layout: ConeLayout) -> Blocks | None:
     """``(start, dim, kind, mu)`` of every block, or None when a block has no kernel (a
     ``soc_general`` friction cone: those stay on the NumPy path)."""
     if any(group.kind == "soc_general" for group in layout.groups):
@@ -65,11 +79,6 @@ def block_arrays(layout: ConeLayout) -> tuple[IntArray, IntArray, IntArray, Floa
             np.concatenate([p[3] if p[2] == SOC else np.zeros(p[0].shape[0]) for p in parts]).astype(np.float64))
 
 
-def _jit(function: Any) -> Any:
-    return numba.njit(cache=True, fastmath=False, nogil=True)(function) if AVAILABLE else function
-
-
-@_jit
 def _soc_block(y: FloatArray, R: FloatArray, s: int, d: int, mu: float, gamma: FloatArray,
                G: FloatArray, want_G: bool) -> None:
     """One isotropic friction cone at rows ``s..s+d``: ``gamma[s:s+d]`` and, if ``want_G``,
@@ -113,7 +122,6 @@ def _soc_block(y: FloatArray, R: FloatArray, s: int, d: int, mu: float, gamma: F
             G[i, i] += curvature
 
 
-@_jit
 def project_blocks(y: FloatArray, R: FloatArray, start: IntArray, dim: IntArray, kind: IntArray,
                    mu: FloatArray, gamma: FloatArray, G: FloatArray, want_G: bool) -> None:
     """``gamma`` (m,) and, if ``want_G``, ``G`` (nb, dmax, dmax) of every block."""
@@ -128,7 +136,6 @@ def project_blocks(y: FloatArray, R: FloatArray, start: IntArray, dim: IntArray,
             G[b, 0, 0] = 1.0 / R[s] if positive else 0.0
 
 
-@_jit
 def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray,
                      start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray, a: float, b: float,
                      want_second: bool, y: FloatArray, gamma: FloatArray, G: FloatArray) -> tuple[float, float]:
@@ -158,7 +165,6 @@ def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray,
     return first, second
 
 
-@_jit
 def line_search(vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray, start: IntArray,
                 dim: IntArray, kind: IntArray, mu: FloatArray, a: float, b: float, slope: float,
                 alpha_max: float, ls_tol: float, ls_max_iter: int, y: FloatArray, gamma: FloatArray,
@@ -196,7 +202,6 @@ def line_search(vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray,
     return alpha
 
 
-@_jit
 def _matvec(M: FloatArray, x: FloatArray, out: FloatArray, transpose: bool) -> None:
     """``out = M x`` (or ``M' x``) without temporaries (BLAS call overhead dominates here)."""
     rows, cols = M.shape
@@ -216,7 +221,6 @@ def _matvec(M: FloatArray, x: FloatArray, out: FloatArray, transpose: bool) -> N
         out[i] = value
 
 
-@_jit
 def _scaled_norm(d: FloatArray, x: FloatArray) -> float:
     total = 0.0
     for i in range(x.shape[0]):
@@ -224,7 +228,6 @@ def _scaled_norm(d: FloatArray, x: FloatArray) -> float:
     return math.sqrt(total)
 
 
-@_jit
 def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray, c: FloatArray,
                  d_inv: FloatArray, start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray,
                  v: FloatArray, gamma: FloatArray, max_iter: int, tol: float, tol_abs: float, cost_tol: float,
