@@ -40,6 +40,9 @@ import contactopt as co
 METHODS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("sap/newton", "sap", "newton", {}),
     ("sap/clarabel", "sap", "clarabel", {}),
+    # SAP with dissipation: penetration resolved over h + tau_d (what MJCF scenes settled under
+    # MuJoCo's soft contacts need, see contactopt.formulations.sap).
+    ("sap(tau_d=0.05)/newton", "sap", "newton", {"dissipation_time_scale": 0.05, "epsilon": 0.0}),
     ("regularized/newton", "regularized", "newton", {"form": "primal"}),
     ("regularized/clarabel", "regularized", "clarabel", {}),
 ]

@@ -78,35 +78,46 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
     """Group the rows of ``cones`` (the conic form's ``K``, see :mod:`contactopt.programs.primal`);
     an SOC block's friction coefficient is ``mu = scale_t / scale_n``; blocks with unequal
     tangential ``R`` go to ``soc_general``. Returns a reason string when a block is no friction
-    cone (unequal tangential ``scale``)."""
-    free: list[int] = []
-    nonneg: list[int] = []
-    soc: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
-    row = 0
-    for cone in cones:
-        rows = list(range(row, row + cone.dim))
-        row += cone.dim
-        if cone.kind == "zero":
-            free += rows
-        elif cone.kind == "nonneg" or cone.dim == 1:
-            nonneg += rows
-        else:
-            tangent = np.array(rows[1:])
-            if np.ptp(scale[tangent]) > rtol * np.abs(scale[tangent]).max():
-                return (f"SOC block at row {rows[0]}: unequal tangential row scale "
-                        f"{scale[tangent].tolist()} (not a friction cone {{||g_t|| <= mu g_n}})")
-            isotropic = np.ptp(R[tangent]) <= rtol * np.abs(R[tangent]).max()
-            starts, mus = soc.setdefault(("soc" if isotropic else "soc_general", cone.dim), ([], []))
-            starts.append(rows[0])
-            mus.append(float(scale[rows[1]] / scale[rows[0]]))
+    cone (unequal tangential ``scale``). Vectorized over the cones of each size (a pile step
+    has hundreds)."""
+    dims = np.array([cone.dim for cone in cones], dtype=np.int_)
+    starts = np.cumsum(dims) - dims
+    m = int(dims.sum())
+    free = np.array([cone.kind == "zero" for cone in cones], dtype=bool)
+    scalar = ~free & (np.array([cone.kind == "nonneg" for cone in cones], dtype=bool) | (dims == 1))
     groups: list[Group] = []
-    for kind, rows_list in (("free", free), ("nonneg", nonneg)):
-        if rows_list:
-            groups.append(Group(kind, np.array(rows_list, dtype=np.int_)[:, None], np.zeros(0)))
-    for (kind, dim), (starts, mus) in sorted(soc.items()):
-        rows_array = np.array(starts, dtype=np.int_)[:, None] + np.arange(dim)
-        groups.append(Group(kind, rows_array, np.array(mus)))
-    return ConeLayout(tuple(groups), row)
+    for kind, mask in (("free", free), ("nonneg", scalar)):
+        if dims[mask].sum():
+            groups.append(Group(kind, _expand(starts[mask], dims[mask])[:, None], np.zeros(0)))
+    soc = ~(free | scalar)
+    for dim in sorted(set(dims[soc].tolist())):
+        first = starts[soc & (dims == dim)]
+        rows = first[:, None] + np.arange(dim)
+        tangent_scale, tangent_R = scale[rows[:, 1:]], R[rows[:, 1:]]
+        bad = np.flatnonzero(_spread(tangent_scale) > rtol * np.abs(tangent_scale).max(axis=1))
+        if bad.size:
+            return (f"SOC block at row {int(first[bad[0]])}: unequal tangential row scale "
+                    f"{tangent_scale[bad[0]].tolist()} (not a friction cone {{||g_t|| <= mu g_n}})")
+        isotropic = _spread(tangent_R) <= rtol * np.abs(tangent_R).max(axis=1)
+        mu = scale[first + 1] / scale[first]
+        for kind, pick in (("soc", isotropic), ("soc_general", ~isotropic)):
+            if pick.any():
+                groups.append(Group(kind, rows[pick], mu[pick]))
+    groups.sort(key=lambda group: _ORDER[group.kind])
+    return ConeLayout(tuple(groups), m)
+
+
+_ORDER = {"free": 0, "nonneg": 1, "soc": 2, "soc_general": 3}  # stable sort keeps sizes ascending
+
+
+def _spread(values: FloatArray) -> FloatArray:
+    return np.asarray(values.max(axis=1) - values.min(axis=1))  # np.ptp without its wrapper cost
+
+
+def _expand(starts: IntArray, dims: IntArray) -> IntArray:
+    """The rows ``starts[i] .. starts[i] + dims[i]`` of every block, concatenated."""
+    offsets = np.repeat(starts - (np.cumsum(dims) - dims), dims)
+    return np.asarray(offsets + np.arange(int(dims.sum())), dtype=np.int_)
 
 
 def project(layout: ConeLayout, y: FloatArray, R: FloatArray,

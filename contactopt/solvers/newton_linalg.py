@@ -34,14 +34,16 @@ import scipy.linalg
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.programs.cone_projection import ConeLayout
+from contactopt.programs.cone_projection import ConeLayout, Group
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
 DENSE_MIN_SIZE, DENSE_FILL = 48, 0.25
-_CACHE_SIZE = 4
+FULL_FRACTION = 0.5
+_CACHE_SIZE = 16  # patterns: a solve meets a few active sets, a step the next ones
 _TABLE_MAX = 4_000_000  # index tables up to this many entries (32 MB) replace sorting
+_SPARSE_KEYS = 32  # ... when the keys fill 1/32 of the table: filling a sparse table costs more than a sort
 
 
 @dataclass
@@ -118,7 +120,7 @@ def _analyse(A: sp.csc_matrix, J: sp.csr_matrix, layout: ConeLayout) -> Pattern:
     indptr = np.concatenate([[0], np.cumsum(np.bincount(columns, minlength=nv))])
     nnz = unique_keys.shape[0]
     table = None
-    if nv * nv <= _TABLE_MAX:  # a direct index table beats a binary search
+    if nv * nv <= _TABLE_MAX and _SPARSE_KEYS * all_keys.shape[0] >= nv * nv:  # a table beats a binary search
         table = np.empty(nv * nv, dtype=np.int64)
         table[unique_keys] = np.arange(nnz)
 
@@ -136,8 +138,8 @@ def _analyse(A: sp.csc_matrix, J: sp.csr_matrix, layout: ConeLayout) -> Pattern:
 
 def _unique(keys: IntArray, bound: int) -> tuple[IntArray, IntArray]:
     """``numpy.unique(keys, return_inverse=True)`` for keys in ``[0, bound)``; by marking a
-    table when ``bound`` is moderate (linear time instead of a sort)."""
-    if bound > _TABLE_MAX:
+    table when ``bound`` is moderate and the keys dense in it (linear time instead of a sort)."""
+    if bound > _TABLE_MAX or _SPARSE_KEYS * keys.shape[0] < bound:
         unique, inverse = np.unique(keys, return_inverse=True)
         return unique, inverse.reshape(-1)
     mark = np.zeros(bound, dtype=bool)
@@ -206,3 +208,44 @@ class Hessian:
         if self.pattern.dense:
             return np.asarray(scipy.linalg.cho_solve(self._factor, rhs, check_finite=False))
         return np.asarray(self._factor.solve(rhs))
+
+
+class ActiveHessian:
+    """``A + J^T G J`` in the pattern of the blocks that have been active during this solve
+    (a block whose ``G`` is zero, a contact in its no-contact regime or a half line at
+    ``y <= 0``, adds nothing). Most candidate contacts of a pile are separated: factorizing in
+    the pattern of the active blocks is far cheaper (sphere pile, 80 of 485 contacts active:
+    QDLDL update 0.04 ms against 2.6 ms for all candidates, a fresh analysis 0.3 ms against
+    7 ms). The set only grows (a block that was active stays in the pattern with whatever
+    ``G`` it has, zero included), so a solve re-analyses only when a block becomes active for
+    the first time, a handful of times; :func:`pattern_for` caches the patterns. Once more
+    than ``FULL_FRACTION`` of the blocks are in, all are (one last analysis; the regularized
+    pile has 80-90 % of its pyramid edges active, where growing would re-analyse every step)."""
+
+    def __init__(self, A: sp.csc_matrix, J: sp.csr_matrix, layout: ConeLayout) -> None:
+        self.A, self.J, self.layout = A, J, layout
+        self._union = [np.zeros(group.rows.shape[0], dtype=bool) for group in layout.groups]
+        self._hessian: Hessian | None = None
+        self._kept: list[int] = []
+
+    def factor(self, G: list[FloatArray]) -> None:
+        grown = False
+        for union, Gb in zip(self._union, G, strict=True):
+            active = np.any(Gb.reshape(Gb.shape[0], -1) != 0.0, axis=1)
+            if np.any(active & ~union):
+                union |= active
+                grown = True
+        if grown and sum(int(u.sum()) for u in self._union) > FULL_FRACTION * sum(u.size for u in self._union):
+            for union in self._union:  # mostly active (MuJoCo's soft contacts): one analysis for all
+                union[:] = True
+        if self._hessian is None or grown:
+            self._kept = [i for i, union in enumerate(self._union) if union.any()]
+            groups = tuple(Group(self.layout.groups[i].kind, self.layout.groups[i].rows[self._union[i]],
+                                 self.layout.groups[i].mu[self._union[i]] if self.layout.groups[i].mu.size
+                                 else self.layout.groups[i].mu) for i in self._kept)
+            self._hessian = Hessian(self.A, self.J, ConeLayout(groups, self.layout.m))
+        self._hessian.factor([G[i][self._union[i]] for i in self._kept])
+
+    def solve(self, rhs: FloatArray) -> FloatArray:
+        assert self._hessian is not None, "factor first"
+        return self._hessian.solve(rhs)
