@@ -76,8 +76,9 @@ def active_rows(program: ConicProgram, s: np.ndarray, y: np.ndarray) -> np.ndarr
 
 def _kkt_solve(program: ConicProgram, rows: np.ndarray) -> np.ndarray | None:
     n = program.n
-    A_E = program.A.tocsr()[rows]
-    K = sp.bmat([[program.P, A_E.T], [A_E, None]], format="csc")
+    A_E = sp.csc_matrix(program.A.tocsr()[rows])
+    zeros = sp.csc_matrix((rows.size, rows.size))
+    K = sp.csc_matrix(sp.vstack([sp.hstack([program.P, A_E.T]), sp.hstack([A_E, zeros])]))
     rhs = np.concatenate([-program.c, program.b[rows]])
     try:
         z = spla.splu(K).solve(rhs)
