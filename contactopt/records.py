@@ -236,7 +236,7 @@ class Trajectory:
                                  message=header["message"])
         except ContactoptError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # a damaged file in any way: one line naming it
             raise ContactoptError(f"{path}: cannot read trajectory: {type(exc).__name__}: {exc}") from exc
         _check_shapes(path, trajectory)
         return trajectory

@@ -392,7 +392,7 @@ def classify(case: Case) -> Outcome:
             if "\n" in text.strip() or not text.strip():
                 return Outcome(case.category, case.label, "traceback", f"multi-line or empty message: {text!r}")
             return Outcome(case.category, case.label, "clear", text)
-        except Exception as exc:
+        except Exception as exc:  # what the table is about
             return Outcome(case.category, case.label, "traceback", f"{type(exc).__name__}: {exc}")
     if isinstance(result, CliResult):
         lines = result.stderr.strip().splitlines()

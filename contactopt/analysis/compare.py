@@ -318,7 +318,7 @@ def _load_cell(cache: Path | None, ident: str, cell: Cell) -> tuple[dict[str, An
         if not isinstance(row, dict) or row.get("status") not in ("completed", "stopped") or any(
                 row.get(key) != value for key, value in expected.items()):
             raise ValueError(f"not the row of {cell.formulation} x {cell.solver}, dt={cell.dt:g}")
-    except Exception as exc:
+    except Exception as exc:  # whatever is wrong with the file, recompute the cell
         warnings.warn(f"compare: ignoring the stored cell {path.name} ({type(exc).__name__}: {exc}); recomputing it",
                       ContactoptWarning, stacklevel=3)
         return None

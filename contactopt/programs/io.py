@@ -90,5 +90,5 @@ def load_program(path: str | Path) -> ConicProgram | LCP:
         if str(path) in str(exc):
             raise
         raise ContactoptError(f"{path}: cannot read program: {exc}") from exc
-    except Exception as exc:
+    except Exception as exc:  # a damaged file in any way: one line naming it
         raise ContactoptError(f"{path}: cannot read program: {type(exc).__name__}: {exc}") from exc

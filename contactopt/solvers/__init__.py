@@ -10,6 +10,7 @@ names the solvers that can take the program.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -31,7 +32,7 @@ from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToL
 from contactopt.programs.residuals import cone_violation
 from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
 from contactopt.solvers import newton as _newton
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
 __all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "kinds", "names", "solve", "spec"]
 
@@ -165,14 +166,30 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     if not isinstance(refine, bool):
         raise OptionError(f"solver {solver!r}: option refine must be true or false, got {refine!r}")
     if route is None:
-        solution = backend.solve(program, variant, merged)
-        if refine and isinstance(program, ConicProgram):
-            from contactopt.solvers.refine import refine as refine_solution
-
-            return refine_solution(program, solution)
-        return solution
+        return _refined(program, backend.solve(program, variant, merged), refine)
     converted, data = route.apply(program)
-    return route.invert(backend.solve(converted, variant, merged), data)
+    solution = _refined(converted, backend.solve(converted, variant, merged), refine)
+    return _rejudge(program, route.invert(solution, data))
+
+
+def _refined(program: Program, solution: Solution, refine: bool) -> Solution:
+    """The active-set refinement (:mod:`contactopt.solvers.refine`) of an interior-point answer
+    on the program the backend solved (before a conversion is inverted)."""
+    if not (refine and isinstance(program, ConicProgram)):
+        return solution
+    from contactopt.solvers.refine import refine as refine_solution
+
+    return refine_solution(program, solution)
+
+
+def _rejudge(program: Program, solution: Solution) -> Solution:
+    """A converted program's answer judged again on the program that was given: a status
+    earned on the converted program does not carry over when the recovered answer's residuals
+    contradict it (e.g. ``x = -P^{-1}(c + A'z)`` with ``P`` nearly singular)."""
+    if not solution.status.usable:
+        return solution
+    status, message = judge(program, solution.x, solution.y, solution.residuals, solution.status, solution.message)
+    return dataclasses.replace(solution, status=status, message=message)
 
 
 _KINDS = frozenset({"qp", "socp", "lcp"})

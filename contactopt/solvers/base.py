@@ -134,7 +134,9 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
     size = scale(program, x, y)
     linear = max(res.primal, res.dual)
     products = max((v for v in (res.gap, res.complementarity) if not np.isnan(v)), default=0.0)
-    worst = max(linear / size, products / size**2)
+    if not isinstance(program, LCP) and np.isnan(res.gap):  # inf - inf: the gap overflowed, unverifiable
+        products = np.inf
+    worst = max(linear / size, products / size / size)  # size**2 raises OverflowError past 1e154
     if worst > WRONG_LEVEL:
         return Status.NUMERICAL_ERROR, f"{message}; residuals {worst:.1e} (relative) contradict the solver"
     if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:

@@ -49,5 +49,5 @@ def check_solver_options(program: Program, solver: str, options: Mapping[str, An
         solvers.solve(program, solver, options)
     except OptionError:
         raise
-    except Exception:
+    except Exception:  # not an option problem: the run reports it in its step record
         return

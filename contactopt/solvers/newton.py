@@ -32,7 +32,7 @@ stationarity residual is ``g``. Iterations are Newton steps.
 
 **How it runs.** The Hessian is factorized over the blocks that have been active during the
 solve (:class:`.newton_linalg.ActiveHessian`: separated contacts add nothing). With numba
-installed (extra ``numba``) the projection and the line search are compiled, and programs
+installed (extra ``fast``) the projection and the line search are compiled, and programs
 with at most ``DENSE_KERNEL_MAX`` unknowns run the whole loop compiled with a dense Cholesky
 (:mod:`.newton_kernels`); without it the same algorithm runs in NumPy.
 

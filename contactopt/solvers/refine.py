@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -49,8 +48,8 @@ RATIO = 1e-3
 #: Both sides below this (relative to the data) is a degenerate block: either choice is
 #: tried as apex first (s = 0), and the residual test decides.
 FLOOR = 1e-6
-#: Dense least squares when the sparse LU finds the KKT matrix singular, up to this size.
-DENSE_LIMIT = 3000
+#: KKT systems up to this size are solved dense (LAPACK), larger ones by sparse LU.
+DENSE_LIMIT = 400
 
 
 def active_rows(program: ConicProgram, s: np.ndarray, y: np.ndarray) -> np.ndarray | str:
@@ -74,17 +73,29 @@ def active_rows(program: ConicProgram, s: np.ndarray, y: np.ndarray) -> np.ndarr
     return np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
 
 
-def _kkt_solve(program: ConicProgram, rows: np.ndarray) -> np.ndarray | None:
-    n = program.n
-    A_E = program.A.tocsr()[rows]
-    K = sp.bmat([[program.P, A_E.T], [A_E, None]], format="csc")
+def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> np.ndarray | None:
+    """``(x, y)`` from the KKT system of step 2, as the interior-point answer ``(x0, y0)`` plus
+    the minimum-norm correction. Where the system is singular (more active rows than degrees
+    of freedom: a box resting on four corners is statically indeterminate, Stewart 2000,
+    SIAM Review 42(1) §4) the multipliers are not unique; the smallest change keeps those the
+    interior-point method chose (strictly inside the cone), instead of an arbitrary one."""
+    n, size = program.n, program.n + rows.size
     rhs = np.concatenate([-program.c, program.b[rows]])
-    try:
-        z = spla.splu(K).solve(rhs)
-    except RuntimeError:  # singular (redundant active rows, P singular on a free direction)
-        if K.shape[0] > DENSE_LIMIT:
+    start = np.concatenate([x0, y0[rows]])
+    A_E = program.A.tocsr()[rows]
+    if size <= DENSE_LIMIT:  # time steps are small: dense LAPACK beats assembling a sparse matrix
+        K = np.zeros((size, size))
+        K[:n, :n] = program.P.toarray()
+        K[n:, :n] = A_E.toarray()
+        K[:n, n:] = K[n:, :n].T
+        z = start + np.linalg.lstsq(K, rhs - K @ start, rcond=None)[0]
+    else:
+        zeros = sp.csc_matrix((rows.size, rows.size))
+        K_sparse = sp.csc_matrix(sp.vstack([sp.hstack([program.P, A_E.T]), sp.hstack([A_E, zeros])]))
+        try:
+            z = start + spla.splu(K_sparse).solve(rhs - K_sparse @ start)
+        except RuntimeError:  # singular: no sparse least squares precise enough, leave the answer
             return None
-        z = scipy.linalg.lstsq(K.toarray(), rhs, lapack_driver="gelsy")[0]
     if not np.all(np.isfinite(z)):
         return None
     y = np.zeros(program.m)
@@ -100,7 +111,7 @@ def refine(program: ConicProgram, solution: Solution) -> Solution:
     rows = active_rows(program, solution.s, solution.y)
     if isinstance(rows, str):
         return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: {rows}")
-    xy = _kkt_solve(program, rows)
+    xy = _kkt_solve(program, rows, solution.x, solution.y)
     if xy is None:
         return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: KKT system not solvable")
     x, y = xy[: program.n], xy[program.n:]
