@@ -273,7 +273,8 @@ def test_qpsolvers_registry_and_errors() -> None:
     assert "qpsolvers" in solvers.names() and "qpsolvers" in solvers.available()
     assert solvers.kinds("qpsolvers") == frozenset({"qp"})
     assert solvers.kinds(f"qpsolvers:{INNER[0]}") == frozenset({"qp"})
-    assert solvers.kinds("qpsolvers:nosuchsolver") == frozenset()
+    with pytest.raises(co.UnknownNameError, match="nosuchsolver"):  # refused by name (issue 12)
+        solvers.kinds("qpsolvers:nosuchsolver")
     program = _step_programs("cart_wall", "gauss", {}, [0])[0]
     with pytest.raises(co.SolverUnavailableError, match="installed:.*" + INNER[0]):
         from contactopt.solvers import qpsolvers_

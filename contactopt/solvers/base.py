@@ -139,6 +139,14 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
     worst = max(linear / size, products / size / size)  # size**2 raises OverflowError past 1e154
     if worst > WRONG_LEVEL:
         return Status.NUMERICAL_ERROR, f"{message}; residuals {worst:.1e} (relative) contradict the solver"
+    if isinstance(program, ConicProgram):
+        # Relative to |A x| and |P x| alone, a diverging iterate (|x| ~ 1e11 on an infeasible
+        # program) hides a row violated by 0.5: the constraints and stationarity must also
+        # hold to WRONG_LEVEL of the data itself (a correct answer misses by ~eps |A| |x|).
+        data = max(1.0, float(np.abs(program.b).max(initial=0.0)), float(np.abs(program.c).max(initial=0.0)))
+        if linear > WRONG_LEVEL * data:
+            return Status.NUMERICAL_ERROR, (f"{message}; residuals {linear:.1e} (absolute) against data of size "
+                                            f"{data:.1e} contradict the solver")
     if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
         return Status.INACCURATE, f"{message}; residuals {worst:.1e} (relative) above {INACCURATE_LEVEL:g}"
     return status, message
