@@ -29,7 +29,7 @@ def _spheres_and_boxes(rng: np.random.Generator, count: int, pair_margin: float 
                                 "position": rng.uniform(-0.5, 0.5, size=3).tolist(),
                                 "orientation": (quat / np.linalg.norm(quat)).tolist()}
         body["size"] = rng.uniform(0.05, 0.2, size=3).tolist() if i % 3 == 0 else [float(rng.uniform(0.05, 0.3))]
-        bodies.append(co.systems.rigid3d._parse_body(body, f"b{i}", i))
+        bodies.append(co.systems.rigid3d_bodies.parse_body(body, f"b{i}", i))
     return co.systems.Rigid3D(bodies, {"mu": 0.3}, pair_margin=pair_margin, sparse=sparse)
 
 

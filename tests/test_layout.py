@@ -1,4 +1,5 @@
-"""The package's layout: no import cycles between modules, and the one table printer."""
+"""The package's layout: no import cycles between modules, no module over 400 lines (issue 15),
+and the one table printer."""
 
 from __future__ import annotations
 
@@ -68,6 +69,17 @@ def test_no_import_cycles_and_analysis_never_imports_cli() -> None:
     assert _cycle(graph) is None
     assert not any(target.startswith("contactopt.cli") for name, targets in graph.items()
                    if name.startswith("contactopt.analysis") for target in targets)
+
+
+MAX_MODULE_LINES = 400  # issue 15: a module that outgrows this is split by responsibility
+
+
+def test_no_module_is_over_400_lines() -> None:
+    sizes = {str(path.relative_to(PACKAGE.parent)): len(path.read_text().splitlines())
+             for path in PACKAGE.rglob("*.py")}
+    assert len(sizes) > 50  # the walk found the package
+    too_long = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not too_long, f"split these modules: {too_long}"
 
 
 def test_format_table_text_and_markdown() -> None:

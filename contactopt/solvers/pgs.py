@@ -79,17 +79,16 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError, UnsupportedProgramError
-from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP, Solution, Status
+from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers import pgs_kernel
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
+from contactopt.solvers.pgs_setup import Setup, build_setup, check, refusal
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -107,46 +106,12 @@ DEFAULT_TOL = 1e-10
 DEFAULT_OMEGA = 1.0
 EXACT_GRADIENT_EVERY = 50  # sweeps between exact recomputations of g = H u + f
 
-_NONNEG = -1.0  # the ``m`` of a block that is a single Nonneg row
-
-
-@dataclass(frozen=True)
-class _Setup:
-    """A program in the coordinates ``u = E x`` that the sweeps work in (module docstring).
-
-    ``blocks`` are ``(start, stop, m, step)`` in sweep order: ``m`` is the circular cone's
-    slope, or ``_NONNEG`` for one Nonneg row; ``step`` is ``1/H_ii`` or ``1/L_b``.
-    ``HT`` holds the columns of ``H`` as rows (``H`` itself when symmetric).
-    """
-
-    H: FloatArray
-    HT: FloatArray
-    f: FloatArray
-    E: FloatArray
-    blocks: tuple[tuple[int, int, float, float], ...]
-    nonneg: IntArray
-    fixed: IntArray  # Zero rows: x_i = 0
-    cone_groups: tuple[tuple[IntArray, FloatArray], ...]
-    D: FloatArray | None  # -diag(A) of a cone program; None for an LCP
-
-    @property
-    def arrays(self) -> tuple[Any, IntArray, IntArray, FloatArray, FloatArray]:
-        """``HT`` in CSR form and ``blocks`` as arrays, for the sweep kernel (once per set-up)."""
-        cached = self.__dict__.get("_arrays")
-        if cached is None:
-            table = np.array(self.blocks, dtype=np.float64).reshape(-1, 4)
-            cached = (sp.csr_matrix(self.HT), table[:, 0].astype(np.intp), table[:, 1].astype(np.intp),
-                      np.ascontiguousarray(table[:, 2]), np.ascontiguousarray(table[:, 3]))
-            object.__setattr__(self, "_arrays", cached)
-        return cached
-
-
 def accepts(program: Program) -> str | None:
     """None if pgs takes ``program``, else the reason it does not (for the registry's routing).
 
     Cheap (structure and diagonals, O(nnz)); the dense set-up happens in :func:`solve`.
     """
-    return _check(program)
+    return check(program)
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
@@ -154,10 +119,10 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     max_iter, tol, omega = _scalar_options(options)
     watch = Stopwatch()
     with watch.time("setup"):
-        reason = _check(program)
+        reason = check(program)
         if reason is not None:
-            raise UnsupportedProgramError(_refusal(program, reason))
-        setup = _setup(program)
+            raise UnsupportedProgramError(refusal(program, reason))
+        setup = build_setup(program)
         u0 = _initial_point(setup, options.get("warm_start"), program.n)
     with watch.time("solve"), np.errstate(over="ignore", invalid="ignore"):
         u, status, sweeps, residual, tol_abs = _iterate(setup, u0, max_iter, tol, omega)
@@ -208,7 +173,7 @@ def _real(options: Mapping[str, Any], key: str, default: float) -> float:
         raise OptionError(f"solver 'pgs': {key} must be a number, got {value!r}") from None
 
 
-def _initial_point(setup: _Setup, warm_start: Any, n: int) -> FloatArray:
+def _initial_point(setup: Setup, warm_start: Any, n: int) -> FloatArray:
     """The warm start (default 0) in ``u`` coordinates, projected onto the feasible set."""
     if warm_start is None:
         return np.zeros(n)
@@ -224,118 +189,10 @@ def _initial_point(setup: _Setup, warm_start: Any, n: int) -> FloatArray:
     return _project(setup, setup.E * x0)
 
 
-# --------------------------------------------------------------------------- analysis
-
-
-def _check(program: Program) -> str | None:
-    """Why pgs cannot take ``program`` (structure and diagonals only: O(nnz)), or None."""
-    if isinstance(program, LCP):
-        diagonal = np.diag(program.M)
-        bad = np.flatnonzero(~(diagonal > 0))
-        if bad.size:
-            i = int(bad[0])
-            return (f"projected Gauss-Seidel divides by the diagonal of M, and M[{i},{i}] = "
-                    f"{diagonal[i]:.3g} is not positive ({bad.size} such entries; LCPs with zero "
-                    "diagonal blocks, like the Stewart-Trinkle LCP, need pivoting)")
-        return None
-    if not isinstance(program, ConicProgram):
-        return f"it is a {type(program).__name__}, not an LCP or a ConicProgram"
-    n, m = program.n, program.m
-    if m != n:
-        return f"{_DUAL_SHAPE}; this one has {m} rows for {n} variables"
-    A = program.A.tocoo()
-    if np.any((A.row != A.col) & (A.data != 0)):
-        return f"{_DUAL_SHAPE}; this one's A has off-diagonal entries"
-    if np.any(program.b != 0):
-        return f"{_DUAL_SHAPE}; this one has b != 0"
-    D = -program.A.diagonal()
-    if np.any(~(D > 0)):
-        i = int(np.flatnonzero(~(D > 0))[0])
-        return f"{_DUAL_SHAPE}; this one has D[{i}] = -A[{i},{i}] = {D[i]:.3g}, not > 0"
-    # A block needs curvature for its step: P_ii > 0 on a Nonneg row, some P_ii > 0 in an SOC
-    # block (then lambda_max(H_bb) >= max_i H_ii > 0).
-    curvature = program.P.diagonal()
-    row = 0
-    for cone in program.cones:
-        start, row = row, row + cone.dim
-        if cone.kind == "zero" or cone.dim == 0:
-            continue
-        flat = curvature[start:row] <= 0
-        if (cone.kind == "nonneg" and np.any(flat)) or (cone.kind == "soc" and np.all(flat)):
-            where = start + int(np.flatnonzero(flat)[0])
-            return (f"P[{where},{where}] = {curvature[where]:.3g}: the objective has no curvature "
-                    f"in the {cone.kind} block at row {where if cone.kind == 'nonneg' else start} "
-                    "to scale a Gauss-Seidel step")
-    return None
-
-
-_DUAL_SHAPE = ("pgs takes LCPs and dual cone programs 'minimize 1/2 x'Px + c'x subject to D x in K' "
-               "(A = -D with D diagonal and positive, b = 0, cones Nonneg, SOC, Zero)")
-
-
-def _setup(program: Program) -> _Setup:
-    """The sweep data of a program that :func:`_check` accepted."""
-    if isinstance(program, LCP):
-        M = np.array(program.M, dtype=np.float64)
-        n = program.n
-        blocks = tuple((i, i + 1, _NONNEG, 1.0 / float(M[i, i])) for i in range(n))
-        HT = M if program.is_symmetric(tol=0.0) else np.ascontiguousarray(M.T)
-        return _Setup(H=M, HT=HT, f=np.array(program.q), E=np.ones(n), blocks=blocks,
-                      nonneg=np.arange(n), fixed=np.zeros(0, dtype=np.intp), cone_groups=(),
-                      D=None)
-    D = -program.A.diagonal()
-    E = np.ones(program.n)
-    specs: list[tuple[int, int, float]] = []  # (start, stop, m), m = _NONNEG for one row
-    fixed: list[int] = []
-    row = 0
-    for cone in program.cones:
-        start, row = row, row + cone.dim
-        if cone.kind == "zero":
-            fixed += range(start, row)
-        elif cone.kind == "nonneg":
-            specs += [(i, i + 1, _NONNEG) for i in range(start, row)]
-        elif cone.dim:
-            tangential = D[start + 1 : row]
-            s = float(np.sqrt(np.mean(tangential**2))) if tangential.size else 1.0
-            E[start] = s
-            E[start + 1 : row] = tangential
-            specs.append((start, row, float(D[start]) / s))
-    H = program.P.toarray() / np.outer(E, E)
-    blocks = tuple(
-        (start, stop, slope, 1.0 / float(H[start, start] if slope == _NONNEG else
-                                         np.linalg.eigvalsh(H[start:stop, start:stop])[-1]))
-        for start, stop, slope in specs)
-    nonneg = np.array([start for start, _, slope in specs if slope == _NONNEG], dtype=np.intp)
-    by_dim: dict[int, list[tuple[int, float]]] = {}
-    for start, stop, slope in specs:
-        if slope != _NONNEG:
-            by_dim.setdefault(stop - start, []).append((start, slope))
-    groups = tuple((np.array([[s + k for k in range(dim)] for s, _ in members], dtype=np.intp),
-                    np.array([slope for _, slope in members]))
-                   for dim, members in by_dim.items())
-    return _Setup(H=H, HT=H, f=program.c / E, E=E, blocks=blocks, nonneg=nonneg,
-                  fixed=np.array(fixed, dtype=np.intp), cone_groups=groups, D=D)
-
-
-def _refusal(program: Program, reason: str) -> str:
-    """The error message: why, and which solvers can take the program."""
-    if isinstance(program, LCP):
-        who = ["lemke"]
-        if LCPToQP().accepts(program) is None:
-            who += ["clarabel", "osqp", "cvxpy (through the lcp->qp conversion)"]
-        kind = "this LCP"
-    else:
-        who = ["clarabel", "cvxpy"] + (["osqp"] if program.kind == "qp" else [])
-        if QPToLCP().accepts(program) is None:
-            who.append("lemke (through the qp->lcp conversion)")
-        kind = f"this {program.kind.upper()}"
-    return f"solver 'pgs' cannot take {kind}: {reason}; solvers that can: {', '.join(who)}"
-
-
 # --------------------------------------------------------------------------- iteration
 
 
-def _iterate(setup: _Setup, u: FloatArray, max_iter: int, tol: float, omega: float,
+def _iterate(setup: Setup, u: FloatArray, max_iter: int, tol: float, omega: float,
              ) -> tuple[FloatArray, Status, int, float, float]:
     """Sweep until converged, capped or non-finite: ``(u, status, sweeps, residual, tol_abs)``."""
     H, f = setup.H, setup.f
@@ -367,7 +224,7 @@ def _iterate(setup: _Setup, u: FloatArray, max_iter: int, tol: float, omega: flo
     return u, Status.OPTIMAL, sweeps, residual, tol_abs
 
 
-def _sweep(setup: _Setup, u: FloatArray, g: FloatArray, omega: float) -> None:
+def _sweep(setup: Setup, u: FloatArray, g: FloatArray, omega: float) -> None:
     """One Gauss-Seidel sweep over the blocks, updating ``u`` and ``g = H u + f`` in place;
     compiled with numba when installed (:mod:`contactopt.solvers.pgs_kernel`)."""
     rows, starts, stops, slopes, steps = setup.arrays
@@ -404,7 +261,7 @@ def _project_cones(V: FloatArray, slopes: FloatArray) -> FloatArray:
     return out
 
 
-def _project(setup: _Setup, v: FloatArray) -> FloatArray:
+def _project(setup: Setup, v: FloatArray) -> FloatArray:
     """Projection onto the feasible set in ``u`` coordinates (all blocks at once)."""
     out = v.copy()
     out[setup.nonneg] = np.maximum(v[setup.nonneg], 0.0)
@@ -414,7 +271,7 @@ def _project(setup: _Setup, v: FloatArray) -> FloatArray:
     return out
 
 
-def _residual(setup: _Setup, u: FloatArray, g: FloatArray) -> float:
+def _residual(setup: Setup, u: FloatArray, g: FloatArray) -> float:
     """Natural-map residual ``||u - Proj(u - g)||_inf`` (NaN-propagating: inf if non-finite)."""
     if u.size == 0:
         return 0.0
@@ -422,7 +279,7 @@ def _residual(setup: _Setup, u: FloatArray, g: FloatArray) -> float:
     return float(r.max()) if np.all(np.isfinite(r)) else math.inf
 
 
-def _duals(program: Program, setup: _Setup, x: FloatArray) -> FloatArray:
+def _duals(program: Program, setup: Setup, x: FloatArray) -> FloatArray:
     """``y = D^-1 (P x + c)``: stationarity ``P x + c + A'y = 0`` with ``A = -D``."""
     assert isinstance(program, ConicProgram) and setup.D is not None
     return np.asarray(program.P @ x + program.c) / setup.D

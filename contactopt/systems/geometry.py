@@ -24,7 +24,9 @@ __all__ = [
     "perp2",
     "point_row",
     "quat_exp",
+    "quat_exp_rows",
     "quat_multiply",
+    "quat_multiply_rows",
     "quat_normalize",
     "quat_to_matrix",
     "rot2",
@@ -127,3 +129,18 @@ def perp2(offset: ArrayLike) -> FloatArray:
     the velocity of a point at ``offset`` on a body turning at unit rate."""
     a, b = np.asarray(offset, dtype=np.float64)
     return np.array([-b, a])
+
+
+def quat_multiply_rows(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Row-wise Hamilton products ``a_i * b_i`` of (N, 4) scalar-first quaternions."""
+    aw, ax, ay, az = a.T
+    bw, bx, by, bz = b.T
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=1)
+
+
+def quat_exp_rows(theta: FloatArray) -> FloatArray:
+    """Row-wise ``exp(theta / 2)`` of (N, 3) rotation vectors (see ``geometry.quat_exp``)."""
+    angle = np.linalg.norm(theta, axis=1)
+    return np.concatenate([np.cos(0.5 * angle)[:, None],
+                           (0.5 * np.sinc(angle / (2.0 * math.pi)))[:, None] * theta], axis=1)

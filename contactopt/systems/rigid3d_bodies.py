@@ -1,0 +1,147 @@
+"""The bodies of :mod:`contactopt.systems.rigid3d`: :class:`RigidBody` and the parsing of a
+scene's ``[[system.bodies]]`` tables (errors name the key, e.g. ``system.bodies[2].mass``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.model import as_vector
+from contactopt.systems import validation as validate
+from contactopt.systems.base import ParameterError
+from contactopt.systems.geometry import box_inertia, quat_normalize
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["BODY_KEYS", "QUATERNION_NORM_TOLERANCE", "SHAPES", "RigidBody", "parse_body"]
+
+#: Shapes a body may have.
+SHAPES: tuple[str, ...] = ("box", "sphere")
+#: Keys a ``[[system.bodies]]`` table may hold.
+BODY_KEYS: frozenset[str] = frozenset({
+    "name", "shape", "size", "radius", "mass", "position", "orientation", "velocity",
+    "angular_velocity",
+})
+#: How far from 1 the norm of a given orientation quaternion may be before it is rejected
+#: (it is normalized otherwise); 1% admits quaternions written with two decimals.
+QUATERNION_NORM_TOLERANCE = 1e-2
+
+
+@dataclass(frozen=True)
+class RigidBody:
+    """One uniform solid body and its initial state.
+
+    Attributes:
+        name: label used in coordinate names (``"box.x"``).
+        shape: ``"box"`` or ``"sphere"``.
+        size: box half extents ``(a, b, c)``, or ``(r,)`` for a sphere.
+        mass: kg, > 0.
+        position, orientation, velocity, angular_velocity: initial state; orientation a unit
+            quaternion ``[w, x, y, z]``; velocities in the world frame.
+    """
+
+    name: str
+    shape: str
+    size: FloatArray
+    mass: float
+    position: FloatArray
+    orientation: FloatArray
+    velocity: FloatArray
+    angular_velocity: FloatArray
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPES:
+            raise ValueError(f"RigidBody {self.name!r}: unknown shape {self.shape!r}; known: {SHAPES}")
+        length = 3 if self.shape == "box" else 1
+        size = as_vector(self.size, f"RigidBody {self.name!r}.size", length)
+        if np.any(size <= 0):
+            raise ValueError(f"RigidBody {self.name!r}: size must be positive, got {size}")
+        if not (math.isfinite(self.mass) and self.mass > 0):
+            raise ValueError(f"RigidBody {self.name!r}: mass must be > 0, got {self.mass}")
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "mass", float(self.mass))
+        for attr, n in (("position", 3), ("velocity", 3), ("angular_velocity", 3), ("orientation", 4)):
+            value = as_vector(getattr(self, attr), f"RigidBody {self.name!r}.{attr}", n)
+            object.__setattr__(self, attr, value)
+        unit = quat_normalize(self.orientation, f"RigidBody {self.name!r}.orientation")
+        unit.setflags(write=False)
+        object.__setattr__(self, "orientation", unit)
+
+    @property
+    def radius(self) -> float:
+        """Sphere radius (raises for a box)."""
+        if self.shape != "sphere":
+            raise AttributeError(f"body {self.name!r} is a {self.shape}, it has no radius")
+        return float(self.size[0])
+
+    @property
+    def inertia(self) -> FloatArray:
+        """Principal moments about the centre of mass, body frame (uniform solid)."""
+        if self.shape == "box":
+            return box_inertia(self.mass, self.size)
+        return np.full(3, 0.4 * self.mass * self.size[0] ** 2)
+
+def parse_body(table: Any, prefix: str, index: int) -> RigidBody:
+    """One ``[[system.bodies]]`` table -> :class:`RigidBody`; errors name ``prefix.key``."""
+    if not isinstance(table, Mapping):
+        raise ParameterError(prefix, f"{prefix}: expected a table, got {table!r}")
+    validate.reject_unknown(table, BODY_KEYS, prefix)
+    name = table.get("name", f"body{index}")
+    if not isinstance(name, str) or not name:
+        raise ParameterError(f"{prefix}.name", f"{prefix}.name: expected a non-empty string, got {name!r}")
+    if "shape" not in table:
+        raise ParameterError(f"{prefix}.shape", f"{prefix}.shape: missing; one of {', '.join(SHAPES)}")
+    shape = table["shape"]
+    if shape not in SHAPES:
+        raise ParameterError(f"{prefix}.shape", f"{prefix}.shape: unknown shape {shape!r}; known: "
+                             f"{', '.join(SHAPES)}")
+    if shape == "box":
+        if "radius" in table:
+            raise ParameterError(f"{prefix}.radius", f"{prefix}.radius: only spheres have a radius; "
+                                 "give a box its half extents as size = [a, b, c]")
+        if "size" not in table:
+            raise ParameterError(f"{prefix}.size", f"{prefix}.size: missing; a box needs its half "
+                                 "extents [a, b, c]")
+        size = validate.vector(table["size"], f"{prefix}.size", 3)
+        if np.any(size <= 0):
+            raise ParameterError(f"{prefix}.size",
+                                 f"{prefix}.size: half extents must be > 0, got {list(size)}")
+    else:
+        if ("size" in table) == ("radius" in table):
+            which = "both given" if "size" in table else "neither given"
+            raise ParameterError(f"{prefix}.radius", f"{prefix}.radius: give a sphere exactly one of "
+                                 f"radius = r or size = [r] ({which})")
+        if "radius" in table:
+            size = np.array([validate.number(table["radius"], f"{prefix}.radius", positive=True)])
+        else:
+            size = validate.vector(table["size"], f"{prefix}.size", 1)
+            if not size[0] > 0:
+                raise ParameterError(f"{prefix}.size", f"{prefix}.size: radius must be > 0, got {size[0]}")
+    if "mass" not in table:
+        raise ParameterError(f"{prefix}.mass", f"{prefix}.mass: missing (kg, > 0)")
+    mass = validate.number(table["mass"], f"{prefix}.mass", positive=True)
+    if "position" not in table:
+        raise ParameterError(f"{prefix}.position", f"{prefix}.position: missing ([x, y, z] of the "
+                             "centre of mass)")
+    position = validate.vector(table["position"], f"{prefix}.position", 3)
+    orientation = (validate.vector(table["orientation"], f"{prefix}.orientation", 4) if "orientation" in table
+                   else np.array([1.0, 0.0, 0.0, 0.0]))
+    norm = float(np.linalg.norm(orientation))
+    if norm == 0.0:
+        raise ParameterError(f"{prefix}.orientation", f"{prefix}.orientation: the zero quaternion is "
+                             "not a rotation; give a unit quaternion [w, x, y, z]")
+    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+        raise ParameterError(f"{prefix}.orientation", f"{prefix}.orientation: not a unit quaternion "
+                             f"(norm {norm:.6g}); give [w, x, y, z] with norm 1 "
+                             f"(within {QUATERNION_NORM_TOLERANCE:g}, then normalized)")
+    velocity = (validate.vector(table["velocity"], f"{prefix}.velocity", 3) if "velocity" in table
+                else np.zeros(3))
+    angular = (validate.vector(table["angular_velocity"], f"{prefix}.angular_velocity", 3)
+               if "angular_velocity" in table else np.zeros(3))
+    return RigidBody(name=name, shape=shape, size=size, mass=mass, position=position,
+                     orientation=orientation / norm, velocity=velocity, angular_velocity=angular)
