@@ -32,7 +32,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
-from bench_step import time_mj_step
+from bench_step import mj_step_time
 from common import OUT, ROOT, print_table, write_results
 
 import contactopt as co
@@ -64,6 +64,12 @@ def objective_gap(scene: co.Scene, traj: co.Trajectory, formulation: str, option
         gap = (program.objective(newton.x) - reference) / max(abs(reference), 1e-300)
         worst = gap if np.isnan(worst) else max(worst, gap)
     return worst
+
+
+def time_mj_step(mj_scene: co.Scene, steps: int) -> tuple[float, int]:
+    """Seconds per ``mj_step`` on the unmodified MJCF model of ``mj_scene`` from its initial state."""
+    path = getattr(mj_scene.system, "path", None)
+    return mj_step_time(path, None, mj_scene.q0, mj_scene.v0, mj_scene.dt, max(steps, 200))
 
 
 def run_scene(scene: co.Scene, steps: int, mj_scene: co.Scene | None, gap_steps: int) -> list[dict[str, Any]]:
