@@ -314,7 +314,9 @@ def corrupted_scenes(draw: st.DrawFn) -> tuple[dict[str, Any], set[str]]:
         if action == "delete":
             parent.pop(path[-1], None)
         elif action == "replace":
-            parent[path[-1]] = draw(bad_values)
+            # a copy: a later mutation must not change the strategy's own sample (that made
+            # data generation depend on earlier cases: hypothesis' FlakyStrategyDefinition)
+            parent[path[-1]] = copy.deepcopy(draw(bad_values))
         else:
             target = parent.get(path[-1])
             if isinstance(target, dict):

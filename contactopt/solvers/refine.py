@@ -31,8 +31,10 @@ ch. 7), which shows as a slow creep over many steps. The fix is the classical
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, cast
 
 import numpy as np
+import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -50,6 +52,12 @@ RATIO = 1e-3
 FLOOR = 1e-6
 #: KKT systems up to this size are solved dense (LAPACK), larger ones by sparse LU.
 DENSE_LIMIT = 400
+#: Reciprocal condition number above which a dense KKT system is solved by LDL^T rather than
+#: by least squares (:func:`_dense_correction`): the correction ``dz`` is then accurate to
+#: about 1e-7 of itself at worst, and it is small (the interior-point answer is already within
+#: its tolerance), while the residual test of :func:`refine` still decides acceptance. Below
+#: it the system is treated as singular and the minimum-norm correction chooses.
+RCOND_LDL = 1e-9
 
 
 def active_rows(program: ConicProgram, s: np.ndarray, y: np.ndarray) -> np.ndarray | str:
@@ -88,7 +96,7 @@ def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.n
         K[:n, :n] = program.P.toarray()
         K[n:, :n] = A_E.toarray()
         K[:n, n:] = K[n:, :n].T
-        z = start + np.linalg.lstsq(K, rhs - K @ start, rcond=None)[0]
+        z = start + _dense_correction(K, rhs - K @ start)
     else:
         zeros = sp.csc_matrix((rows.size, rows.size))
         K_sparse = sp.csc_matrix(sp.vstack([sp.hstack([program.P, A_E.T]), sp.hstack([A_E, zeros])]))
@@ -105,6 +113,25 @@ def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.n
     tiny = 1e-14 * max(1.0, float(np.abs(y).max(initial=0.0)))
     y[nonneg & (y < 0) & (y > -tiny)] = 0.0
     return np.concatenate([z[:n], y])
+
+
+def _dense_correction(K: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    """``K dz = residual`` for the symmetric KKT matrix ``K``: LDL^T (Bunch-Kaufman, LAPACK
+    ``sytrf``/``sytrs``) when its estimated reciprocal condition number (``sycon``) is above
+    :data:`RCOND_LDL`, where the solution is unique to working accuracy; otherwise the
+    minimum-norm least-squares correction (SVD), which keeps the interior-point multipliers on
+    a statically indeterminate step. The SVD costs 5-10x the factorization (9 ms against
+    1-2 ms at 300 unknowns on this machine), so it is kept for the steps that need it."""
+    sytrf, sytrs, sycon, lange = cast(tuple[Any, Any, Any, Any],
+                                      la.get_lapack_funcs(("sytrf", "sytrs", "sycon", "lange"), (K,)))
+    factor, pivots, info = sytrf(K, lower=1)
+    if info == 0:
+        rcond, info = sycon(factor, pivots, lange("1", K), lower=1)
+        if info == 0 and rcond > RCOND_LDL:
+            dz, info = sytrs(factor, pivots, residual, lower=1)
+            if info == 0 and np.all(np.isfinite(dz)):
+                return np.asarray(dz)
+    return np.linalg.lstsq(K, residual, rcond=None)[0]
 
 
 def refine(program: ConicProgram, solution: Solution) -> Solution:
