@@ -15,7 +15,8 @@ OpenGL context can be made; otherwise, with one note saying why, and for every o
 by matplotlib from the system's drawing (:func:`contactopt.systems.drawings.drawing_of`), or
 as a plot of its coordinates when it has none. Contact forces (the step's impulses over its
 length, at the contact points of the drawing; DESIGN.md "Contacts") are arrows with one
-length scale per video: the largest force spans 30 % of the view.
+length scale per video: the median of the frames' largest forces spans 30 % of the
+view's diagonal, and longer arrows (impacts, a launch) are cut at twice that.
 
 **Files.** ``.mp4`` through imageio's ffmpeg plugin (H.264; needs ``imageio-ffmpeg``), ``.gif``
 through imageio's Pillow plugin.
@@ -46,6 +47,8 @@ __all__ = ["Panel", "RenderResult", "default_stride", "frame_indices", "render"]
 
 RENDERERS = ("auto", "mujoco", "matplotlib")
 DPI = 100
+#: Height [px] of the line at the top of every frame that holds the heading and the time.
+HEADING = 22
 #: Longest force arrow as a fraction of the view's diagonal.
 ARROW_FRACTION = 0.3
 
@@ -98,8 +101,9 @@ def _check(fps: float, size: tuple[int, int], stride: int | None, renderer: str)
 
 
 def _bounds(drawings: list[Drawing], dim: int) -> FloatArray:
-    """(2, dim) view box around every drawing, 15 % margin, at least 0.2 m wide per axis;
-    in 3-D it reaches down to the ground plane."""
+    """(2, dim) view box around every drawing, 15 % margin, at least 0.2 m wide per axis (in
+    3-D at least 60 % of the widest, so that the ground shows); in 3-D it reaches down to the
+    ground plane."""
     points = np.concatenate([d.extent() for d in drawings]) if drawings else np.zeros((0, dim))
     points = points[np.all(np.isfinite(points), axis=1)] if points.size else points
     if not points.size:
@@ -110,7 +114,7 @@ def _bounds(drawings: list[Drawing], dim: int) -> FloatArray:
         if heights:
             low[2] = min(low[2], min(heights))
     centre, half = 0.5 * (low + high), 0.5 * (high - low)
-    half = np.maximum(1.15 * half, max(0.1, 0.15 * float(half.max())))
+    half = np.maximum(1.15 * half, max(0.1, (0.6 if dim == 3 else 0.15) * float(half.max())))
     return np.array([centre - half, centre + half])
 
 
@@ -126,6 +130,20 @@ def _arrows(drawing: Drawing, trajectory: Trajectory, index: int) -> list[tuple[
         return []
     return [(point, force) for point, force in zip(drawing.contacts.points, forces, strict=True)
             if float(np.linalg.norm(force)) > 0.0]
+
+
+def _arrow_scale(arrows: list[list[list[tuple[FloatArray, FloatArray]]]], diagonal: float) -> tuple[float, float]:
+    """(metres per newton, longest arrow) of a video (module docstring)."""
+    peaks = [max(float(np.linalg.norm(force)) for _, force in frame) for row in arrows for frame in row if frame]
+    if not peaks:
+        return 0.0, 0.0
+    typical = float(np.median(peaks))
+    return (ARROW_FRACTION * diagonal / typical if typical > 0 else 0.0), 2.0 * ARROW_FRACTION * diagonal
+
+
+def _clip(vector: FloatArray, longest: float) -> FloatArray:
+    norm = float(np.linalg.norm(vector))
+    return vector * (longest / norm) if norm > longest else vector
 
 
 def _decimals(times: FloatArray) -> int:
@@ -199,14 +217,14 @@ class _Layout:
     """Pixel layout of a video: a grid of panels of ``size`` each, under a line for the time;
     ``kind`` is "2d" (axes with ticks), "3d", "image" (MuJoCo pictures) or "plot"."""
 
-    TOP, TITLE = 22, 16
+    TITLE = 16
 
     def __init__(self, n: int, size: tuple[int, int], kind: str, titled: bool) -> None:
         self.n, self.kind, self.titled = n, kind, titled
         self.cols = math.ceil(math.sqrt(n))
         self.rows = math.ceil(n / self.cols)
         self.size = size
-        width, height = self.cols * size[0], self.rows * size[1] + self.TOP
+        width, height = self.cols * size[0], self.rows * size[1] + HEADING
         self.width, self.height = width + width % 2, height + height % 2  # H.264 needs even sizes
         ticks = kind in ("2d", "plot")
         title = self.TITLE if titled else 0
@@ -219,7 +237,7 @@ class _Layout:
         row, col = divmod(k, self.cols)
         left, _right, top, _bottom = self.margins
         x0 = col * self.size[0] + left
-        y_top = self.TOP + row * self.size[1] + top
+        y_top = HEADING + row * self.size[1] + top
         return (x0 / self.width, 1.0 - (y_top + self.inner[1]) / self.height,
                 self.inner[0] / self.width, self.inner[1] / self.height)
 
@@ -234,17 +252,16 @@ def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArr
     from contactopt.analysis.render_mpl import paint_coordinates, paint_drawing, paint_image
 
     fig = Figure(figsize=(layout.width / DPI, layout.height / DPI), dpi=DPI)
-    FigureCanvasAgg(fig)
+    canvas = FigureCanvasAgg(fig)
     dim = drawings[0][0].dim if drawings is not None else 0
     axes = [fig.add_axes(layout.rect(k), projection="3d" if layout.kind == "3d" else None)
             for k in range(len(items))]
     bounds = _bounds([d for row in drawings for d in row], dim) if drawings is not None else None
     arrows = [[_arrows(d, p.trajectory, i) if forces else [] for d, i in zip(row, idx, strict=True)]
               for p, row, idx in zip(items, drawings, samples, strict=True)] if drawings is not None else None
-    scale = 0.0
+    scale, longest = 0.0, 0.0
     if arrows is not None and bounds is not None:
-        largest = max((float(np.linalg.norm(f)) for row in arrows for frame in row for _, f in frame), default=0.0)
-        scale = ARROW_FRACTION * float(np.linalg.norm(bounds[1] - bounds[0])) / largest if largest > 0 else 0.0
+        scale, longest = _arrow_scale(arrows, float(np.linalg.norm(bounds[1] - bounds[0])))
     decimals = _decimals(times)
     bar = tqdm(total=len(times), desc=f"render {path.name}", unit="frame", disable=not progress, leave=False)
     try:
@@ -256,9 +273,9 @@ def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArr
                         paint_coordinates(ax, traj.t, traj.q, list(traj.info.get("q_names") or []), float(now))
                     else:
                         assert arrows is not None and bounds is not None
-                        pairs = [(p, p + scale * F) for p, F in arrows[k][f]]
+                        pairs = [(p, p + _clip(scale * F, longest)) for p, F in arrows[k][f]]
                         if painter is not None:
-                            paint_image(ax, painter.render(traj.q[index], pairs, 0.004 * float(
+                            paint_image(ax, painter.render(traj.q[index], pairs, 0.008 * float(
                                 np.linalg.norm(bounds[1] - bounds[0]))))
                         else:
                             paint_drawing(ax, drawings[k][f], bounds, pairs)
@@ -267,8 +284,8 @@ def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArr
                         ax.set_title(f"{item.title}{stopped}", fontsize="small", pad=3)
                 fig.suptitle(f"{heading}   t = {now:.{decimals}f} s".strip(), fontsize="small",
                              y=1.0 - 4.0 / layout.height, va="top")
-                fig.canvas.draw()
-                writer.append(np.asarray(fig.canvas.buffer_rgba())[..., :3])
+                canvas.draw()
+                writer.append(np.asarray(canvas.buffer_rgba())[..., :3])
                 bar.update()
     finally:
         bar.close()

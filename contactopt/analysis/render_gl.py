@@ -77,6 +77,9 @@ class MujocoPainter:
         visual = self.model.vis.global_
         visual.offwidth = max(int(visual.offwidth), self.width)
         visual.offheight = max(int(visual.offheight), self.height)
+        if int(self.model.nlight) == 0:  # only the headlight: MuJoCo's default one leaves grey geoms dark
+            self.model.vis.headlight.ambient[:] = np.maximum(self.model.vis.headlight.ambient, 0.35)
+            self.model.vis.headlight.diffuse[:] = np.maximum(self.model.vis.headlight.diffuse, 0.65)
         self.context, self.backend = _make_context(self.width, self.height)
         try:
             self.data = mujoco.MjData(self.model)

@@ -62,6 +62,13 @@ def _tube_quads(start: FloatArray, end: FloatArray, radius: float, sides: int = 
     return [np.array([start + ring[i], start + ring[i + 1], end + ring[i + 1], end + ring[i]]) for i in range(sides)]
 
 
+def _grid_step(span: float) -> float:
+    """A 1-2-5 step giving 4 to 10 ground grid lines over ``span`` (so sliding shows)."""
+    raw = span / 6.0 if span > 0 else 0.1
+    base = 10.0 ** np.floor(np.log10(raw))
+    return float(min((m * base for m in (1.0, 2.0, 5.0, 10.0)), key=lambda step: abs(step - raw)))
+
+
 def paint_drawing(ax: Any, drawing: Drawing, bounds: FloatArray,
                   arrows: list[tuple[FloatArray, FloatArray]]) -> None:
     """Draw ``drawing`` and the force ``arrows`` (start, end) into ``ax`` (cleared first),
@@ -113,12 +120,19 @@ def _paint_3d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     low, high = bounds
+    ax.computed_zorder = False  # drawn in order: ground, bodies (each sorted by depth), then arrows on top
     for shape in drawing.shapes:
         if isinstance(shape, Plane):
             z = shape.height
             square = np.array([[low[0], low[1], z], [high[0], low[1], z], [high[0], high[1], z],
                                [low[0], high[1], z]])
-            ax.add_collection3d(Poly3DCollection([square], facecolor=GROUND, alpha=0.5, edgecolor="none"))
+            ax.add_collection3d(Poly3DCollection([square], facecolor=GROUND, alpha=0.5, edgecolor="none", zorder=0))
+            step = _grid_step(float(np.max(high[:2] - low[:2])))
+            for axis in (0, 1):
+                for value in np.arange(np.ceil(low[axis] / step) * step, high[axis], step):
+                    ends = np.array([[low[0], low[1], z], [high[0], high[1], z]])
+                    ends[:, axis] = value
+                    ax.plot(*ends.T, color="#8C8C8C", lw=0.5, zorder=0.5)
         elif isinstance(shape, Box):
             corners = shape.corners()
             faces = [corners[list(face)] for face in BOX_FACES]
@@ -139,7 +153,8 @@ def _paint_3d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[
             ax.plot(*np.asarray(shape.point).reshape(3, 1), "o", ms=shape.size, color=JOINT)
     for start, end in arrows:
         d = end - start
-        ax.quiver(start[0], start[1], start[2], d[0], d[1], d[2], color=ARROW, arrow_length_ratio=0.25, lw=1.5)
+        ax.quiver(start[0], start[1], start[2], d[0], d[1], d[2], color=ARROW, arrow_length_ratio=0.25, lw=1.5,
+                  zorder=5)
     ax.set_xlim(low[0], high[0])
     ax.set_ylim(low[1], high[1])
     ax.set_zlim(low[2], high[2])
