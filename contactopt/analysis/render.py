@@ -6,9 +6,9 @@ and always its last sample, so it has ``ceil((N - 1) / s) + 1`` frames for ``N``
 stride ``s`` (``N`` frames with ``s = 1``). The default stride plays the run in real time at
 ``fps`` (``s = round(1 / (fps h))``, at least 1). Other panels show, at each frame's time, their
 last sample at or before it (a run that stopped early stays at its last state). Every frame
-carries its time (``t = ... s``, with enough decimals to tell consecutive frames apart), so
-no two consecutive frames are identical and a GIF (whose writer merges identical frames)
-keeps them all.
+carries its time (``t = ... s`` at the left of the heading line, with enough decimals to tell
+consecutive frames apart), so no two consecutive frames are identical and a GIF (whose writer
+merges identical frames) keeps them all.
 
 **Pictures.** MJCF systems are drawn by MuJoCo (:mod:`.render_gl`, off screen) when an
 OpenGL context can be made; otherwise, with one note saying why, and for every other system,
@@ -49,6 +49,8 @@ RENDERERS = ("auto", "mujoco", "matplotlib")
 DPI = 100
 #: Height [px] of the line at the top of every frame that holds the heading and the time.
 HEADING = 22
+#: Smallest panel width and height [px]: the time (left in the heading line) stays readable.
+MIN_SIZE = 64
 #: Longest force arrow as a fraction of the view's diagonal.
 ARROW_FRACTION = 0.3
 
@@ -92,8 +94,9 @@ def default_stride(t: FloatArray, fps: float) -> int:
 def _check(fps: float, size: tuple[int, int], stride: int | None, renderer: str) -> None:
     if not (isinstance(fps, int | float) and math.isfinite(fps) and fps > 0):
         raise OptionError(f"fps must be a positive number, got {fps!r}")
-    if len(size) != 2 or not all(isinstance(n, int) and 16 <= n <= 4096 for n in size):
-        raise OptionError(f"size must be two integers between 16 and 4096 pixels (width, height), got {size!r}")
+    if len(size) != 2 or not all(isinstance(n, int) and MIN_SIZE <= n <= 4096 for n in size):
+        raise OptionError(f"size must be two integers between {MIN_SIZE} and 4096 pixels (width, height), "
+                          f"got {size!r}")
     if stride is not None and (isinstance(stride, bool) or not isinstance(stride, int) or stride < 1):
         raise OptionError(f"stride must be a positive integer, got {stride!r}")
     if renderer not in RENDERERS:
@@ -249,7 +252,7 @@ def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArr
     from matplotlib.figure import Figure
     from tqdm import tqdm
 
-    from contactopt.analysis.render_mpl import paint_coordinates, paint_drawing, paint_image
+    from contactopt.analysis.render_mpl import paint_coordinates, paint_drawing, paint_image, setup_axes
 
     fig = Figure(figsize=(layout.width / DPI, layout.height / DPI), dpi=DPI)
     canvas = FigureCanvasAgg(fig)
@@ -262,6 +265,9 @@ def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArr
     scale, longest = 0.0, 0.0
     if arrows is not None and bounds is not None:
         scale, longest = _arrow_scale(arrows, float(np.linalg.norm(bounds[1] - bounds[0])))
+    for ax in axes:
+        setup_axes(ax, layout.kind, bounds, drawings[0][0].axes if drawings is not None else ())
+    shown: list[list[Any]] = [[] for _ in axes]  # the artists of the previous frame, per panel
     decimals = _decimals(times)
     bar = tqdm(total=len(times), desc=f"render {path.name}", unit="frame", disable=not progress, leave=False)
     try:
@@ -269,6 +275,9 @@ def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArr
             for f, now in enumerate(times):
                 for k, (item, ax) in enumerate(zip(items, axes, strict=True)):
                     traj, index = item.trajectory, int(samples[k][f])
+                    for artist in shown[k]:
+                        artist.remove()
+                    before = set(ax.get_children())
                     if drawings is None:
                         paint_coordinates(ax, traj.t, traj.q, list(traj.info.get("q_names") or []), float(now))
                     else:
@@ -279,11 +288,12 @@ def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArr
                                 np.linalg.norm(bounds[1] - bounds[0]))))
                         else:
                             paint_drawing(ax, drawings[k][f], bounds, pairs)
+                    shown[k] = [artist for artist in ax.get_children() if artist not in before]
                     if layout.titled:
                         stopped = " (stopped)" if not traj.completed and now > traj.t[-1] + 1e-12 else ""
                         ax.set_title(f"{item.title}{stopped}", fontsize="small", pad=3)
-                fig.suptitle(f"{heading}   t = {now:.{decimals}f} s".strip(), fontsize="small",
-                             y=1.0 - 4.0 / layout.height, va="top")
+                fig.suptitle(f"t = {now:.{decimals}f} s   {heading}".strip(), fontsize=8, x=4.0 / layout.width,
+                             y=1.0 - 5.0 / layout.height, ha="left", va="top")
                 canvas.draw()
                 writer.append(np.asarray(canvas.buffer_rgba())[..., :3])
                 bar.update()

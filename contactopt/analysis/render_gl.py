@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -54,9 +55,11 @@ def _make_context(width: int, height: int) -> tuple[Any, str]:
     errors = []
     for backend in _backends():
         try:
-            module = importlib.import_module(f"mujoco.{backend}")
-            context = module.GLContext(width, height)
-            context.make_current()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # GLFW warns before it fails without a display
+                module = importlib.import_module(f"mujoco.{backend}")
+                context = module.GLContext(width, height)
+                context.make_current()
             return context, backend
         except Exception as exc:  # a missing library raises anything from ImportError to FatalError
             errors.append(f"{backend}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")

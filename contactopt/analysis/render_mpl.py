@@ -20,7 +20,7 @@ from contactopt.systems.drawing import Ball, Box, Disk, Dot, Drawing, Line, Plan
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["paint_coordinates", "paint_drawing", "paint_image"]
+__all__ = ["paint_coordinates", "paint_drawing", "paint_image", "setup_axes"]
 
 BODY = "#4C72B0"
 LINK = "#2F3E56"
@@ -69,11 +69,37 @@ def _grid_step(span: float) -> float:
     return float(min((m * base for m in (1.0, 2.0, 5.0, 10.0)), key=lambda step: abs(step - raw)))
 
 
+def setup_axes(ax: Any, kind: str, bounds: FloatArray | None, names: tuple[str, ...] = ()) -> None:
+    """Fix the view of ``ax`` once per video (limits, aspect, labels; autoscaling off), so that
+    each frame only adds and removes its own artists: ``kind`` "2d", "3d", "image" or "plot"."""
+    if kind == "image":
+        ax.set_axis_off()
+        return
+    ax.tick_params(labelsize="xx-small")
+    if kind == "plot" or bounds is None:
+        ax.set_xlabel("t [s]", fontsize="x-small")
+        ax.set_ylabel("q", fontsize="x-small")
+        return
+    low, high = bounds
+    ax.set_xlim(low[0], high[0])
+    ax.set_ylim(low[1], high[1])
+    if kind == "3d":
+        ax.set_zlim(low[2], high[2])
+        ax.set_box_aspect(tuple(np.maximum(high - low, 1e-9)))
+        ax.view_init(elev=ELEVATION, azim=AZIMUTH)
+        ax.set_axis_off()
+        ax.computed_zorder = False  # drawn in order: ground, bodies (each sorted by depth), then arrows on top
+    else:
+        ax.set_aspect("equal", adjustable="box")
+        ax.set_xlabel(f"{names[0]} [m]", fontsize="x-small")
+        ax.set_ylabel(f"{names[1]} [m]", fontsize="x-small")
+    ax.set_autoscale_on(False)
+
+
 def paint_drawing(ax: Any, drawing: Drawing, bounds: FloatArray,
                   arrows: list[tuple[FloatArray, FloatArray]]) -> None:
-    """Draw ``drawing`` and the force ``arrows`` (start, end) into ``ax`` (cleared first),
-    with the view fixed to ``bounds`` (2, dim)."""
-    ax.cla()
+    """Add ``drawing`` and the force ``arrows`` (start, end) to ``ax`` (set up by
+    :func:`setup_axes` with the view ``bounds`` (2, dim))."""
     if drawing.dim == 2:
         _paint_2d(ax, drawing, bounds, arrows)
     else:
@@ -108,19 +134,12 @@ def _paint_2d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[
     for start, end in arrows:
         ax.annotate("", xy=tuple(end), xytext=tuple(start),
                     arrowprops={"arrowstyle": "-|>", "color": ARROW, "lw": 1.8, "shrinkA": 0, "shrinkB": 0})
-    ax.set_xlim(low[0], high[0])
-    ax.set_ylim(low[1], high[1])
-    ax.set_aspect("equal", adjustable="box")
-    ax.set_xlabel(f"{drawing.axes[0]} [m]", fontsize="x-small")
-    ax.set_ylabel(f"{drawing.axes[1]} [m]", fontsize="x-small")
-    ax.tick_params(labelsize="xx-small")
 
 
 def _paint_3d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[FloatArray, FloatArray]]) -> None:
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     low, high = bounds
-    ax.computed_zorder = False  # drawn in order: ground, bodies (each sorted by depth), then arrows on top
     for shape in drawing.shapes:
         if isinstance(shape, Plane):
             z = shape.height
@@ -155,32 +174,20 @@ def _paint_3d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[
         d = end - start
         ax.quiver(start[0], start[1], start[2], d[0], d[1], d[2], color=ARROW, arrow_length_ratio=0.25, lw=1.5,
                   zorder=5)
-    ax.set_xlim(low[0], high[0])
-    ax.set_ylim(low[1], high[1])
-    ax.set_zlim(low[2], high[2])
-    ax.set_box_aspect(tuple(np.maximum(high - low, 1e-9)))
-    ax.view_init(elev=ELEVATION, azim=AZIMUTH)
-    ax.set_axis_off()
 
 
 def paint_image(ax: Any, image: NDArray[np.uint8]) -> None:
     """Show a picture rendered elsewhere (MuJoCo) in ``ax``."""
-    ax.cla()
     ax.imshow(image, interpolation="nearest")
-    ax.set_axis_off()
 
 
 def paint_coordinates(ax: Any, t: FloatArray, q: FloatArray, names: list[str], now: float) -> None:
     """The generic picture of a system without a drawing: every coordinate against time,
     a cursor at ``now`` and a dot at each coordinate's current value."""
-    ax.cla()
     index = int(np.clip(np.searchsorted(t, now, side="right") - 1, 0, len(t) - 1))
     for i in range(q.shape[1]):
         (line,) = ax.plot(t, q[:, i], lw=1.0, alpha=0.6, label=names[i] if i < len(names) else f"q[{i}]")
         ax.plot(t[index], q[index, i], "o", ms=4, color=line.get_color())
     ax.axvline(now, color="k", lw=0.8)
-    ax.set_xlabel("t [s]", fontsize="x-small")
-    ax.set_ylabel("q", fontsize="x-small")
-    ax.tick_params(labelsize="xx-small")
     if q.shape[1] <= 8:
         ax.legend(fontsize="xx-small", loc="upper right")

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contactopt.analysis.render import RENDERERS, Panel, RenderResult, render
+from contactopt.analysis.render import MIN_SIZE, RENDERERS, Panel, RenderResult, render
 from contactopt.cli.common import _options, positive_float
 from contactopt.errors import ContactoptError, ContactoptWarning, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.records import Trajectory
@@ -39,8 +39,8 @@ def _size(text: str) -> tuple[int, int]:
         size = (int(width), int(height))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels (e.g. 480x360), got {text!r}") from None
-    if not sep or not all(16 <= n <= 4096 for n in size):
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT with each between 16 and 4096, got {text!r}")
+    if not sep or not all(MIN_SIZE <= n <= 4096 for n in size):
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT with each between {MIN_SIZE} and 4096, got {text!r}")
     return size
 
 
@@ -119,13 +119,18 @@ def _is_run(target: str) -> Path | None:
 def system_of_run(traj: Trajectory, scene: str | None, where: Path) -> System:
     """The system a saved run was simulated with (module docstring)."""
     nq = traj.q.shape[1]
-    if scene is not None:
-        system = load_scene(scene).system
-        if system.nq != nq:
-            raise OptionError(f"--scene {scene}: its system has nq = {system.nq}, the run {where} has {nq}")
-        return system
     name = str(traj.info.get("scene", ""))
     described = traj.info.get("system_description")
+    if scene is not None:
+        system = load_scene(scene).system
+        kind = traj.info.get("system", system.type_name)
+        if system.type_name != kind or system.nq != nq:
+            raise OptionError(f"--scene {scene}: a {system.type_name} system with nq = {system.nq}; the run {where} "
+                              f"is of a {kind} system with nq = {nq}")
+        if described is not None and system.describe() != described:
+            print(f"contactopt: note: --scene {scene} describes {system.describe()}; the run was simulated with "
+                  f"{described}", file=sys.stderr)
+        return system
     for candidate in (name, problems_dir() / "mjcf" / f"{name}.xml"):
         if name and find_problem(candidate).exists():
             found = load_scene(candidate).system
