@@ -82,10 +82,11 @@ def test_render_scene_frame_count_and_motion(tmp_path: Path, suffix: str, stride
 
 def test_gif_without_opengl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                             capsys: pytest.CaptureFixture[str]) -> None:
-    """No OpenGL at all (CONTACTOPT_NO_GL makes every context fail as on a machine without the
-    libraries): an MJCF model is drawn by matplotlib, with one note saying why; the GIF has
-    one frame per sample and the falling arm moves."""
-    monkeypatch.setenv("CONTACTOPT_NO_GL", "1")
+    """No OpenGL at all (MuJoCo's own switch MUJOCO_GL=disable; CONTACTOPT_NO_GL makes every
+    context fail as on a machine without the libraries): an MJCF model is drawn by matplotlib,
+    with one note saying why; the GIF has one frame per sample and the falling arm moves. Asking
+    for MuJoCo's renderer then is one clear error."""
+    monkeypatch.setenv("MUJOCO_GL", "disable")
     out = tmp_path / "arm.gif"
     code = main(["render", "two_link_arm_mjcf", "--dt", "0.01", "--duration", "0.1", "--stride", "1",
                  "--size", "96x72", "--out", str(out), "--no-progress"])
