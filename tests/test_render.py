@@ -135,7 +135,8 @@ def test_render_saved_run_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
             (["render", str(run), "--out", str(tmp_path / "v.avi")], "unsupported video format '.avi'"),
             (["render", str(run), "--scene", "pendulum"], "a pendulum system with nq = 1; the run"),
             (["render", str(tmp_path)], "a folder without trajectory.npz"),
-            (["render", "cart_wall", "--scene", "pendulum"], "--scene: only for a saved run")):
+            (["render", "cart_wall", "--scene", "pendulum"], "--scene: only for a saved run"),
+            (["render", str(run), "--renderer", "mujoco"], "renderer 'mujoco' draws MJCF models")):
         assert main([*argv, "--no-progress"]) == 1
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err

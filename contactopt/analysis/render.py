@@ -172,6 +172,9 @@ def render(panels: Trajectory | Sequence[Panel], system: System, path: str | Pat
         if q.ndim != 2 or q.shape[1] != system.nq or q.shape[0] == 0:
             raise ContactoptError(f"trajectory {item.title or ''!s} has states of shape {q.shape}; the "
                                   f"{system.type_name} system has nq = {system.nq}")
+    if renderer == "mujoco" and system.type_name != "mjcf":
+        raise OptionError(f"renderer 'mujoco' draws MJCF models; this is a {system.type_name} system "
+                          "(use 'auto' or 'matplotlib')")
     t_ref = items[0].trajectory.t
     shown = frame_indices(len(t_ref), stride or default_stride(t_ref, fps))
     times = t_ref[shown]
