@@ -206,6 +206,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                columns, notes)
         print(f"wrote {out}/table.csv, table.parquet, traces.parquet, "
               + ", ".join(p.name for p in written))
+    if args.render is not None:
+        from contactopt.cli.render import render_comparison
+
+        render_comparison(scene, table, args.render, out, args, _options(args.solver_option))
     errors = table["status"].eq("error").sum()
     return EXIT_STOPPED if errors else 0
 
@@ -265,9 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from contactopt.cli.bench import add_bench_parser
     from contactopt.cli.export import add_export_parser
+    from contactopt.cli.render import add_compare_render_argument, add_render_parser
 
+    add_compare_render_argument(p_cmp)
     add_export_parser(sub)
     add_bench_parser(sub)
+    add_render_parser(sub)
 
     p_prog = sub.add_parser("program", help="show (and save) the program of one step",
                             description="Simulate SCENE up to step N, print the program that "

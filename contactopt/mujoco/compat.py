@@ -10,6 +10,7 @@ became ``MjData.M``); the constraint Jacobian ``efc_J`` is dense (``nefc x nv``)
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 import numpy as np
@@ -26,8 +27,12 @@ def load() -> Any:
     """The ``mujoco`` module, or a clear error with the install hint."""
     if importlib.util.find_spec("mujoco") is None:
         raise SolverUnavailableError(f"MJCF scenes need the mujoco package: {INSTALL_HINT}")
-    import mujoco
-
+    try:
+        import mujoco
+    except Exception as exc:  # e.g. MUJOCO_GL=osmesa without the OSMesa library fails inside the import
+        gl = os.environ.get("MUJOCO_GL")
+        raise SolverUnavailableError(f"cannot import mujoco{f' (MUJOCO_GL={gl})' if gl else ''}: "
+                                     f"{type(exc).__name__}: {exc}") from exc
     return mujoco
 
 

@@ -15,12 +15,15 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.model import Bilateral, Contacts, Dynamics
+
+if TYPE_CHECKING:
+    from contactopt.systems.drawing import Drawing
 
 FloatArray = NDArray[np.float64]
 
@@ -170,6 +173,13 @@ class System(ABC):
 
     def potential_energy(self, q: ArrayLike) -> float:
         return 0.0
+
+    def drawing(self, q: ArrayLike) -> Drawing | None:
+        """What the system looks like at ``q`` (:mod:`contactopt.systems.drawing` shapes, with
+        contact points and frames for force arrows), for ``contactopt render``. None here:
+        built-in types are drawn by :mod:`contactopt.systems.drawings`; a plugin system
+        overrides this, and one that does not is shown as a plot of its coordinates."""
+        return None
 
     def describe(self) -> str:
         params = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
