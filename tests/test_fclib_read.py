@@ -225,7 +225,7 @@ def test_global_with_equality_constraint(tmp_path: Path) -> None:
 def test_bad_fclib_files_give_one_clear_error(tmp_path: Path) -> None:
     with h5py.File(tmp_path / "empty.hdf5", "w") as handle:
         handle.create_group("step_000001")
-    with pytest.raises(co.ContactoptError, match="no /fclib_local or /fclib_global.*step_NNNNNN"):
+    with pytest.raises(co.ContactoptError, match=r"no /fclib_local or /fclib_global.*step_NNNNNN"):
         co.load_program(tmp_path / "empty.hdf5")
     path = point_on_plane(tmp_path / "bad.hdf5", 0.0, "triplet")
     with h5py.File(path, "r+") as handle:
