@@ -147,6 +147,29 @@ def test_fclib_files_read_back_to_the_local_problems(box_run: tuple[co.Scene, co
         np.testing.assert_array_equal(loaded.A.toarray(), dual.A.toarray())
 
 
+@pytest.mark.parametrize("solver", ["clarabel", "pgs"])
+def test_exported_fclib_step_solved_for_coulomb(fclib_export: Path, solver: str) -> None:
+    """Step 0 of the box slide (1 kg, v0 = 1 m/s along x, mu = 0.5, on the ground): 8 corner
+    contacts, W of rank 6. Coulomb's law: the box keeps sliding on the ground, so the impulses
+    sum to m g h up and mu m g h back, and every touching corner slides at v0 - mu g h. The
+    convex program alone hydroplanes: sum r_N = m (g h + mu v0) / (1 + mu^2)."""
+    m, g, h, mu, v0 = 1.0, 9.81, 1e-3, 0.5, 1.0
+    path = fclib_export / "step_000000.hdf5"
+    problem = co.programs.read_fclib(path)
+    program = co.load_program(path)
+    solution = co.solve(program, solver)
+    ccp = program.variable(solution.x, "impulse").reshape(-1, 3).sum(axis=0)
+    assert ccp[0] == pytest.approx(m * (g * h + mu * v0) / (1 + mu**2), rel=1e-6)
+    result = co.programs.solve_coulomb(problem, solver, tol=1e-9)
+    assert result.converged and result.error <= 1e-9
+    total = result.answer.r.reshape(-1, 3).sum(axis=0)
+    np.testing.assert_allclose(total, [m * g * h, -mu * m * g * h, 0.0], rtol=1e-6, atol=1e-10)
+    u = result.answer.u.reshape(-1, 3)
+    touching = problem.q[::3] < 0  # the 4 bottom corners (phi = 0); the top ones are 0.2 m up
+    assert touching.sum() == 4
+    np.testing.assert_allclose(u[touching], [[0.0, v0 - mu * g * h, 0.0]] * 4, atol=1e-7)
+
+
 def test_fclib_mixed_problem_with_bilateral_rows(tmp_path: Path) -> None:
     """A planar pendulum on a rod (one bilateral row) above a floor: FCLIB's V, R, s."""
     scene = co.load_scene(Path(__file__).resolve().parent.parent / "problems" / "cartesian_pendulum_floor.toml")

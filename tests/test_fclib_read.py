@@ -269,3 +269,20 @@ def test_bench_reads_fclib_files_and_refuses_idle_solvers(tmp_path: Path,
                               "--out", str(tmp_path / "out"), "--no-progress"])
     assert args.func(args) == 0
     assert "2/2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_cone_projection_is_the_moreau_decomposition(dim: int) -> None:
+    """FCLIB's error projects onto the Coulomb cones: x = P(x) + d with P(x) in the cone, d in
+    its polar cone {mu ||d_T|| <= -d_N} and P(x) . d = 0 (Moreau), mu = 0 (a ray) included."""
+    from contactopt.programs.fclib_coulomb import project_cones
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(4000, dim))
+    mu = np.concatenate([np.zeros(100), rng.uniform(0.0, 2.0, 3900)])
+    P = project_cones(X, mu)
+    D = X - P
+    assert np.all(np.linalg.norm(P[:, 1:], axis=1) <= mu * P[:, 0] + 1e-12)
+    assert np.all(mu * np.linalg.norm(D[:, 1:], axis=1) <= -D[:, 0] + 1e-12)
+    assert np.abs(np.sum(P * D, axis=1)).max() < 1e-12
+    assert np.any(np.all(P == X, axis=1)) and np.any(np.all(P == 0, axis=1))  # both easy cases occur

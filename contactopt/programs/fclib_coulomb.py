@@ -38,7 +38,8 @@ from contactopt.programs.conic import ConicProgram
 from contactopt.programs.fclib import FclibGlobal, FclibLocal, FclibProblem, fclib_program
 from contactopt.programs.solution import Solution, Status
 
-__all__ = ["CoulombResult", "FclibAnswer", "answer_of", "fclib_merit", "natural_map", "solve_coulomb"]
+__all__ = ["CoulombResult", "FclibAnswer", "answer_of", "fclib_merit", "natural_map", "project_cones",
+           "solve_coulomb"]
 
 FloatArray = NDArray[np.float64]
 
@@ -54,31 +55,28 @@ class FclibAnswer:
     v: FloatArray | None = None
 
 
-def _project(x: FloatArray, mu: float) -> FloatArray:
-    """Euclidean projection of ``x = [x_N, x_T]`` onto ``{||x_T|| <= mu x_N}``."""
-    normal, tangent = x[0], x[1:]
-    norm = float(np.linalg.norm(tangent))
-    if norm <= mu * normal:
-        return x.copy()
-    if mu * norm <= -normal:
-        return np.zeros_like(x)
-    out = np.empty_like(x)
-    out[0] = (normal + mu * norm) / (1.0 + mu * mu)
-    out[1:] = mu * out[0] * tangent / norm
+def project_cones(X: FloatArray, mu: FloatArray) -> FloatArray:
+    """Row-wise Euclidean projection of ``X = [x_N, x_T]`` (nc, dim) onto ``{||x_T|| <= mu x_N}``:
+    unchanged inside, 0 in the polar cone, else ``(x_N + mu ||x_T||) / (1 + mu^2) (1, mu x_T / ||x_T||)``."""
+    normal, tangent = X[:, 0], X[:, 1:]
+    norm = np.linalg.norm(tangent, axis=1)
+    inside = norm <= mu * normal
+    polar = ~inside & (mu * norm <= -normal)
+    edge = ~inside & ~polar  # here norm > 0
+    out = np.where(inside[:, None], X, 0.0)
+    scale = (normal[edge] + mu[edge] * norm[edge]) / (1.0 + mu[edge] ** 2)
+    out[edge, 0] = scale
+    out[edge, 1:] = (mu[edge] * scale / norm[edge])[:, None] * tangent[edge]
     return out
 
 
 def natural_map(r: ArrayLike, u: ArrayLike, mu: ArrayLike, dim: int) -> FloatArray:
     """(nc, dim) ``e_c = r_c - P_C(r_c - û_c)`` with De Saxcé's ``û`` (module docstring)."""
     R = np.asarray(r, dtype=np.float64).reshape(-1, dim)
-    U = np.asarray(u, dtype=np.float64).reshape(-1, dim)
+    hat = np.array(u, dtype=np.float64).reshape(-1, dim)
     mus = np.asarray(mu, dtype=np.float64).reshape(-1)
-    out = np.empty_like(R)
-    for c in range(R.shape[0]):
-        hat = U[c].copy()
-        hat[0] += mus[c] * np.linalg.norm(U[c, 1:])
-        out[c] = R[c] - _project(R[c] - hat, float(mus[c]))
-    return out
+    hat[:, 0] += mus * np.linalg.norm(hat[:, 1:], axis=1)
+    return R - project_cones(R - hat, mus)
 
 
 def _norm(x: ArrayLike) -> float:
