@@ -132,6 +132,27 @@ def answer_of(problem: FclibProblem, program: ConicProgram, solution: Solution) 
     return FclibAnswer(r=r, u=problem.H.T @ x + problem.w, lam=lam, v=x)
 
 
+def _scaled(problem: FclibProblem, k: float) -> FclibProblem:
+    """The problem with its right-hand sides (q, s / f, w, b) times ``k``: its CCP answer is
+    ``k`` times the original's (the program is positively homogeneous in them)."""
+    if isinstance(problem, FclibLocal):
+        return dataclasses.replace(problem, q=k * problem.q, s=None if problem.s is None else k * problem.s)
+    return dataclasses.replace(problem, f=k * problem.f, w=k * problem.w,
+                               b=None if problem.b is None else k * problem.b)
+
+
+def _load_scale(problem: FclibProblem) -> float:
+    """The largest entry that drives the impulses: tangential entries of ``q`` (``w``) and the
+    negative (closing) normal ones, and ``f`` of a global problem; a positive normal entry (an
+    open gap) drives nothing and would hide the others."""
+    data = problem.q if isinstance(problem, FclibLocal) else problem.w
+    rows = data.reshape(-1, problem.spacedim)
+    drivers = [np.abs(rows[:, 1:]).reshape(-1), np.maximum(-rows[:, 0], 0.0)]
+    if isinstance(problem, FclibGlobal):
+        drivers.append(np.abs(problem.f))
+    return float(max(np.max(d, initial=0.0) for d in drivers))
+
+
 def _shifted(problem: FclibProblem, shift: FloatArray) -> FclibProblem:
     offset = np.zeros(problem.contacts * problem.spacedim)
     offset[:: problem.spacedim] = shift
@@ -153,21 +174,32 @@ class CoulombResult:
 
 
 def solve_coulomb(problem: FclibProblem, solver: str = "clarabel", options: Mapping[str, Any] | None = None,
-                  *, form: str | None = None, tol: float = 1e-9, max_iter: int = 200) -> CoulombResult:
+                  *, form: str | None = None, tol: float = 1e-9, max_iter: int = 200,
+                  normalize: bool = True) -> CoulombResult:
     """FCLIB's problem with Coulomb's law (De Saxcé's term) by the fixed point of the module
     docstring; ``solver`` and ``options`` solve each convex program, ``form`` as in
-    :func:`~contactopt.programs.fclib.fclib_program`. ``converged`` is False (with the last
-    answer) if ``max_iter`` iterations do not bring FCLIB's error below ``tol``."""
+    :func:`~contactopt.programs.fclib.fclib_program`. ``converged`` is False (with the answer of
+    smallest error) if ``max_iter`` iterations do not bring FCLIB's error below ``tol``; a
+    convex solve without a usable answer is an error.
+
+    ``normalize`` solves the problem with its right-hand sides divided by the largest entry that
+    drives the impulses (tangential and closing normal entries of ``q`` / ``w``, and ``f``) and
+    scales the answer back (exact: every program of the iteration is positively homogeneous
+    in them). Interior-point solvers stop on absolute tolerance floors, so on problems with
+    small data (impulses of 1e-5 N·s) the unnormalized answer can be limited to an FCLIB error
+    of about 1e-6 (FCLIB's BoxesStack test problem: 1.2e-6 unnormalized, 5e-17 normalized).
+    """
     from contactopt.solvers import solve
 
     if max_iter < 1:
         raise ContactoptError(f"max_iter must be at least 1, got {max_iter}")
+    peak = _load_scale(problem)
+    k = 1.0 / peak if normalize and peak > 0 else 1.0
+    scaled = _scaled(problem, k)
     shift = np.zeros(problem.contacts)
-    answer = None
-    error = np.inf
-    status = Status.NUMERICAL_ERROR
+    best: tuple[float, FclibAnswer, Status] | None = None
     for iteration in range(1, max_iter + 1):
-        shifted = _shifted(problem, shift)
+        shifted = _shifted(scaled, shift)
         program = fclib_program(shifted, form)  # type: ignore[arg-type]
         solution = solve(program, solver, options)
         status = solution.status
@@ -177,11 +209,15 @@ def solve_coulomb(problem: FclibProblem, solver: str = "clarabel", options: Mapp
         shifted_answer = answer_of(shifted, program, solution)
         offset = np.zeros_like(shifted_answer.u)
         offset[:: problem.spacedim] = shift
-        answer = dataclasses.replace(shifted_answer, u=shifted_answer.u - offset)  # u of the original q / w
+        u = shifted_answer.u - offset  # u of the unshifted q / w
+        U = u.reshape(-1, problem.spacedim)
+        answer = FclibAnswer(r=shifted_answer.r / k, u=u / k, lam=shifted_answer.lam / k,
+                             v=None if shifted_answer.v is None else shifted_answer.v / k)
         error = fclib_merit(problem, answer)
         if error <= tol:
             return CoulombResult(answer, error, iteration, status, True)
-        U = answer.u.reshape(-1, problem.spacedim)
+        if best is None or error < best[0]:
+            best = (error, answer, status)
         shift = problem.mu * np.linalg.norm(U[:, 1:], axis=1)
-    assert answer is not None
-    return CoulombResult(answer, float(error), max_iter, status, False)
+    assert best is not None
+    return CoulombResult(best[1], float(best[0]), max_iter, best[2], False)
