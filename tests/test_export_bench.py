@@ -10,6 +10,7 @@ qpbenchmark's own loader and runner, and each of its problems with qpsolvers' Pr
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -168,6 +169,12 @@ def test_exported_fclib_step_solved_for_coulomb(fclib_export: Path, solver: str)
     touching = problem.q[::3] < 0  # the 4 bottom corners (phi = 0); the top ones are 0.2 m up
     assert touching.sum() == 4
     np.testing.assert_allclose(u[touching], [[0.0, v0 - mu * g * h, 0.0]] * 4, atol=1e-7)
+    # the same problem with every right-hand side 1e-6 times smaller has the answer 1e-6 times
+    # smaller (homogeneity); solve_coulomb normalises the data so the solver's absolute
+    # tolerance floors do not swamp it
+    small = dataclasses.replace(problem, q=1e-6 * problem.q)
+    tiny = co.programs.solve_coulomb(small, solver, tol=1e-15, max_iter=20)
+    np.testing.assert_allclose(tiny.answer.r.reshape(-1, 3).sum(axis=0), 1e-6 * total, rtol=1e-6, atol=1e-16)
 
 
 def test_fclib_mixed_problem_with_bilateral_rows(tmp_path: Path) -> None:
