@@ -235,6 +235,8 @@ def read_fclib(path: str | Path) -> FclibProblem:
                                   f"at the root{hint}")
     except OSError as exc:
         raise ContactoptError(f"{path}: cannot read as HDF5: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # any other misshapen layout
+        raise ContactoptError(f"{path}: malformed FCLIB file: {type(exc).__name__}: {exc}") from None
 
 
 def _spacedim(root: Any, where: str) -> int:
