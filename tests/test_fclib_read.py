@@ -101,6 +101,12 @@ def point_on_plane(path: Path, v_t: float, storage: str = "csc") -> Path:
     return write_local(path, np.eye(3) / M_, [-G_ * H_, v_t, 0.0], [MU], storage=storage)
 
 
+def load(path: Path, form: str | None = None) -> co.ConicProgram:
+    program = co.load_program(path, form=form)
+    assert isinstance(program, co.ConicProgram)
+    return program
+
+
 def _impulses(program: co.ConicProgram, solution: co.Solution) -> np.ndarray:
     assert solution.status is co.Status.OPTIMAL, solution.message
     return program.variable(solution.x, "impulse")
@@ -114,7 +120,7 @@ def _impulses(program: co.ConicProgram, solution: co.Solution) -> np.ndarray:
 def test_sticking_point_on_a_plane(tmp_path: Path, storage: str, solver: str) -> None:
     v_t = 0.5 * MU * G_ * H_  # inside the cone: sticks
     path = point_on_plane(tmp_path / "stick.hdf5", v_t, storage)
-    program = co.load_program(path)
+    program = load(path)
     assert isinstance(program, co.ConicProgram) and program.kind == "socp"
     assert program.metadata["format"] == "fclib" and program.metadata["problem"] == "local"
     solution = co.solve(program, solver)
@@ -128,7 +134,7 @@ def test_sticking_point_on_a_plane(tmp_path: Path, storage: str, solver: str) ->
 def test_sliding_point_convex_program_and_coulomb(tmp_path: Path, solver: str) -> None:
     v_t = 1.0  # far outside the cone: slides
     path = point_on_plane(tmp_path / "slide.hdf5", v_t, "triplet")
-    program = co.load_program(path)
+    program = load(path)
     solution = co.solve(program, solver)
     r = _impulses(program, solution)
     rn = M_ * (G_ * H_ + MU * v_t) / (1 + MU**2)  # the convex program's closed form
@@ -153,7 +159,7 @@ def test_two_dimensional_rod_on_two_supports(tmp_path: Path, solver: str) -> Non
     Minv = np.diag([1 / M_, 1 / M_, 1 / inertia])
     q = J @ np.array([0.0, -G_ * H_, 0.0])
     path = write_local(tmp_path / "rod.hdf5", J @ Minv @ J.T, q, [0.5, 0.5], dim=2, storage="csr")
-    program = co.load_program(path)
+    program = load(path)
     r = _impulses(program, co.solve(program, solver)).reshape(2, 2)
     np.testing.assert_allclose(r[:, 0], [M_ * G_ * H_ / 2] * 2, rtol=1e-7)
     assert abs(r[:, 1].sum()) < 1e-8 and np.all(np.abs(r[:, 1]) <= 0.5 * r[:, 0] + 1e-9)
@@ -166,7 +172,7 @@ def test_mixed_local_problem_with_an_equality(tmp_path: Path) -> None:
     V = np.array([[0.0], [0.0], [1 / M_]])
     path = write_local(tmp_path / "mixed.hdf5", np.eye(3) / M_, [-G_ * H_, 0.0, v_y], [MU],
                        V=V, R=[[1 / M_]], s=[v_y])
-    program = co.load_program(path)
+    program = load(path)
     solution = co.solve(program, "clarabel")
     np.testing.assert_allclose(program.variable(solution.x, "impulse"), [M_ * G_ * H_, 0, 0], atol=1e-8)
     np.testing.assert_allclose(program.variable(solution.x, "bilateral"), [-M_ * v_y], rtol=1e-8)
@@ -190,12 +196,13 @@ def test_global_point_sliding(tmp_path: Path, form: str, solver: str) -> None:
     v0 = 1.0
     path = write_global(tmp_path / "global.hdf5", M_ * np.eye(3), H_FRAME, M_ * np.array([v0, 0, -G_ * H_]),
                         np.zeros(3), [MU])
-    program = co.load_program(path, form=form)
+    program = load(path, form=form)
     problem = read_fclib(path)
     solution = co.solve(program, solver)
     assert solution.status is co.Status.OPTIMAL
     rn = M_ * (G_ * H_ + MU * v0) / (1 + MU**2)
-    np.testing.assert_allclose(answer_of(problem, program, solution).r, [rn, -MU * rn, 0], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(answer_of(problem, program, solution).r, np.array([rn, -MU * rn, 0]),
+                               rtol=1e-7, atol=1e-9)
     result = solve_coulomb(problem, solver, form=form, tol=1e-9)
     assert result.converged
     np.testing.assert_allclose(result.answer.r, [M_ * G_ * H_, -MU * M_ * G_ * H_, 0], rtol=1e-7)
@@ -209,14 +216,14 @@ def test_global_with_equality_constraint(tmp_path: Path) -> None:
                         np.zeros(3), [MU], G=[[0.0], [1.0], [0.0]], b=[0.0])
     problem = read_fclib(path)
     for form in ("primal", "dual"):
-        program = co.load_program(path, form=form)
+        program = load(path, form=form)
         solution = co.solve(program, "clarabel")
         answer = answer_of(problem, program, solution)
         np.testing.assert_allclose(answer.r, [M_ * G_ * H_, 0, 0], atol=1e-8)
         np.testing.assert_allclose(answer.lam, [-0.3 * M_], rtol=1e-8)
         assert fclib_merit(problem, answer) < 1e-8
     with pytest.raises(co.UnsupportedProgramError, match="solvers that can"):
-        co.solve(co.load_program(path), "pgs")
+        co.solve(load(path), "pgs")
 
 
 # --- bad files ----------------------------------------------------------------------------
@@ -226,17 +233,17 @@ def test_bad_fclib_files_give_one_clear_error(tmp_path: Path) -> None:
     with h5py.File(tmp_path / "empty.hdf5", "w") as handle:
         handle.create_group("step_000001")
     with pytest.raises(co.ContactoptError, match=r"no /fclib_local or /fclib_global.*step_NNNNNN"):
-        co.load_program(tmp_path / "empty.hdf5")
+        load(tmp_path / "empty.hdf5")
     path = point_on_plane(tmp_path / "bad.hdf5", 0.0, "triplet")
     with h5py.File(path, "r+") as handle:
         handle["fclib_local/W/p"][0] = 7  # a row index past m = 3
     with pytest.raises(co.ContactoptError, match="fclib_local/W: malformed matrix"):
-        co.load_program(path)
+        load(path)
     write_local(tmp_path / "dim.hdf5", np.eye(4), np.zeros(4), [0.1, 0.1], dim=4)
     with pytest.raises(co.ContactoptError, match="spacedim must be 2 or 3"):
-        co.load_program(tmp_path / "dim.hdf5")
+        load(tmp_path / "dim.hdf5")
     with pytest.raises(co.ContactoptError, match="no primal"):
-        co.load_program(point_on_plane(tmp_path / "ok.hdf5", 0.0), form="primal")
+        load(point_on_plane(tmp_path / "ok.hdf5", 0.0), form="primal")
 
 
 # --- the benchmark on FCLIB files ---------------------------------------------------------
