@@ -266,6 +266,14 @@ def test_bench_reads_fclib_files_and_refuses_idle_solvers(tmp_path: Path,
     errors = df.set_index(["program", "solver"])["fclib_error"]
     assert errors[("stick.hdf5", "clarabel")] < 1e-9 and errors[("stick.hdf5", "pgs")] < 1e-9
     assert errors[("slide.hdf5", "clarabel")] > 1e-2  # the convex program is not Coulomb's law there
+    # a global problem: primal (velocities) by default, which pgs cannot take; --fclib-form dual
+    globals_ = tmp_path / "global"
+    globals_.mkdir()
+    write_global(globals_ / "g.hdf5", M_ * np.eye(3), H_FRAME, M_ * np.array([0.01, 0, -G_ * H_]), np.zeros(3), [MU])
+    with pytest.raises(co.UnsupportedProgramError, match=r"pgs can take none"):
+        run_benchmark(globals_, ["clarabel", "pgs"], ["default"])
+    df = run_benchmark(globals_, ["clarabel", "pgs"], ["default"], fclib_form="dual")
+    assert df["success"].all() and (df["fclib_error"] < 1e-9).all()  # sticks: v0 = 0.01 < mu g h
     parser = _parser()
     args: argparse.Namespace = parser.parse_args(["bench", str(folder), "--solvers", "clarabel,osqp",
                                                   "--out", str(tmp_path / "out"), "--no-progress"])
