@@ -1,9 +1,9 @@
-"""Program export (npz, FCLIB HDF5, qpbenchmark test set), the solver benchmark and the
-qpsolvers backend.
+"""Program export (npz, qpbenchmark test set), the solver benchmark and the qpsolvers
+backend (the FCLIB export: tests/test_export_fclib.py).
 
-The exported files are read back by other code than the writer: the FCLIB file with h5py
-directly, against the local problem computed here from the system's own dynamics and
-contacts; the qpbenchmark test set through qpbenchmark's own loader and runner.
+The exported files are read back by other code than the writer: the qpbenchmark test set
+through qpbenchmark's own loader and runner, and each of its problems with qpsolvers'
+Problem.load.
 """
 
 from __future__ import annotations
@@ -14,24 +14,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 import pandas as pd
 import pytest
-import scipy.sparse as sp
 
 import contactopt as co
 from contactopt import solvers
 from contactopt.analysis.bench import (
     PROFILES,
     Profile,
+    display_summary,
     performance_profile,
     performance_ratios,
     run_benchmark,
     shifted_geometric_mean,
     summarize,
 )
-from contactopt.analysis.export import export_run, extract_fclib_step, qpbenchmark_class_name
+from contactopt.analysis.export import export_run, qpbenchmark_class_name
 from contactopt.cli.bench import add_bench_parser
 from contactopt.cli.common import _Parser
 from contactopt.cli.export import add_export_parser
@@ -60,14 +59,6 @@ def qp_export(box_run: tuple[co.Scene, co.Trajectory], tmp_path_factory: pytest.
 
 
 @pytest.fixture(scope="module")
-def fclib_export(box_run: tuple[co.Scene, co.Trajectory], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    scene, traj = box_run
-    written = export_run(scene, traj, tmp_path_factory.mktemp("fclib_export"), formats="fclib",
-                         formulation="ccp")
-    return written["fclib"]
-
-
-@pytest.fixture(scope="module")
 def bench_programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """10 step programs of a table resting on four legs (anitescu dual: 32 edge impulses, P
     only semidefinite, every step with real contact forces)."""
@@ -75,87 +66,6 @@ def bench_programs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     traj = co.simulate(scene, formulation="anitescu", duration=STEPS * scene.dt)
     folder = tmp_path_factory.mktemp("bench_programs")
     return export_run(scene, traj, folder, formats="npz", formulation="anitescu", options={"form": "dual"})["npz"]
-
-
-def _independent_local(system: Any, q: np.ndarray, v: np.ndarray, h: float) -> dict[str, np.ndarray]:
-    """FCLIB's W, q, mu computed here from the system: W = J M^-1 J^T, q = J v_free + [phi/h, 0..]."""
-    dyn = system.dynamics(q, v)
-    contacts = system.contacts(q)
-    M, J = dyn.M_dense, contacts.J_dense
-    v_free = v + h * np.linalg.solve(M, dyn.tau)
-    local_q = J @ v_free
-    local_q[:: contacts.dim] += contacts.phi / h
-    return {"W": J @ np.linalg.solve(M, J.T), "q": local_q, "mu": contacts.mu, "dim": contacts.dim,
-            "J": J, "M": M, "v_free": v_free}
-
-
-def _read_fclib_matrix(group: h5py.Group) -> np.ndarray:
-    m, n, nz = int(group["m"][0]), int(group["n"][0]), int(group["nz"][0])
-    assert nz == -1  # compressed columns
-    assert group["p"].shape == (n + 1,) and group["i"].shape == group["x"].shape == (int(group["nzmax"][0]),)
-    return sp.csc_matrix((group["x"][:], group["i"][:], group["p"][:]), shape=(m, n)).toarray()
-
-
-# --- FCLIB --------------------------------------------------------------------------------
-
-
-def test_fclib_file_reads_back_to_the_local_problems(box_run: tuple[co.Scene, co.Trajectory],
-                                                     fclib_export: Path) -> None:
-    scene, traj = box_run
-    h = traj.dt
-    with h5py.File(fclib_export, "r") as handle:
-        assert handle.attrs["format"] == "contactopt-fclib-run"
-        steps = handle["index/step"][:]
-        assert steps.tolist() == list(range(STEPS))
-        for i in steps:
-            local = handle[f"step_{i:06d}/fclib_local"]
-            assert local["spacedim"].dtype == np.int32 and local["spacedim"][:].tolist() == [3]
-            W = _read_fclib_matrix(local["W"])
-            q, mu = local["vectors/q"][:], local["vectors/mu"][:]
-            assert "V" not in local and "R" not in local  # no bilateral rows in this scene
-            ref = _independent_local(scene.system, traj.q[i], traj.v[i], h)
-            assert W.shape == (3 * mu.size, 3 * mu.size)
-            np.testing.assert_allclose(W, ref["W"], rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(q, ref["q"], rtol=1e-12, atol=1e-12)
-            np.testing.assert_array_equal(mu, ref["mu"])
-            assert np.allclose(W, W.T) and np.linalg.eigvalsh(W).min() > -1e-12
-            # the ccp dual program of the step is min 1/2 r'Wr + q'r over the friction cones
-            dual = co.formulate(scene.system, traj.q[i], traj.v[i], h, "ccp", {"form": "dual"})
-            np.testing.assert_allclose(dual.P.toarray(), W, atol=1e-12)
-            np.testing.assert_allclose(dual.c, q, atol=1e-12)
-
-
-def test_fclib_step_extracts_to_a_standalone_fclib_file(fclib_export: Path, tmp_path: Path) -> None:
-    out = extract_fclib_step(fclib_export, 4, tmp_path / "step4.hdf5")
-    with h5py.File(out, "r") as single, h5py.File(fclib_export, "r") as run:
-        assert list(single) == ["fclib_local"]
-        np.testing.assert_array_equal(single["fclib_local/vectors/q"][:], run["step_000004/fclib_local/vectors/q"][:])
-
-
-def test_fclib_mixed_problem_with_bilateral_rows(tmp_path: Path) -> None:
-    """A planar pendulum on a rod (one bilateral row) above a floor: FCLIB's V, R, s."""
-    scene = co.load_scene(Path(__file__).resolve().parent.parent / "problems" / "cartesian_pendulum_floor.toml")
-    traj = co.simulate(scene, duration=3 * scene.dt)
-    path = export_run(scene, traj, tmp_path, formats=["fclib"])["fclib"]
-    i, h = 2, traj.dt
-    ref = _independent_local(scene.system, traj.q[i], traj.v[i], h)
-    H = scene.system.constraints(traj.q[i], traj.v[i], traj.t[i]).H
-    with h5py.File(path, "r") as handle:
-        local = handle[f"step_{i:06d}/fclib_local"]
-        assert local["spacedim"][0] == 2
-        np.testing.assert_allclose(_read_fclib_matrix(local["W"]), ref["W"], atol=1e-12)
-        np.testing.assert_allclose(_read_fclib_matrix(local["R"]), H @ np.linalg.solve(ref["M"], H.T), atol=1e-12)
-        np.testing.assert_allclose(_read_fclib_matrix(local["V"]), ref["J"] @ np.linalg.solve(ref["M"], H.T),
-                                   atol=1e-12)
-        np.testing.assert_allclose(local["vectors/s"][:], H @ ref["v_free"], atol=1e-12)  # drift "none"
-
-
-def test_fclib_skips_normal_only_contacts(tmp_path: Path) -> None:
-    scene = co.load_scene(Path(__file__).resolve().parent.parent / "problems" / "cart_wall.toml")
-    traj = co.simulate(scene, duration=3 * scene.dt)
-    with pytest.warns(UserWarning, match="spacedim 2 or 3"):
-        written = export_run(scene, traj, tmp_path, formats=["npz", "fclib"])
-    assert set(written) == {"npz"}
 
 
 # --- npz ----------------------------------------------------------------------------------
@@ -195,7 +105,9 @@ def test_qpbenchmark_test_set_loads_and_equals_the_programs(
         tmp_path: Path) -> None:
     scene, traj = box_run
     module = qp_export["qpbenchmark"]
-    assert module.name == "contactopt_box_slide.py" and module.with_suffix(".npz").exists()
+    assert module.name == "contactopt_box_slide.py"
+    files = sorted((module.parent / "contactopt_box_slide").glob("*.npz"))
+    assert [f.stem for f in files] == [f"contactopt_box_slide_step_{i:06d}" for i in range(STEPS)]
     test_set = _load_with_qpbenchmark(module, monkeypatch)
     assert type(test_set).__name__ == qpbenchmark_class_name("contactopt_box_slide") == "ContactoptBoxSlide"
     assert set(test_set.tolerances) == set(test_set.solver_settings) == set(PROFILES)
@@ -215,6 +127,10 @@ def test_qpbenchmark_test_set_loads_and_equals_the_programs(
         assert problem.lb is None and problem.ub is None
         reference = co.solve(program, "clarabel")
         assert problem.optimal_cost == pytest.approx(program.objective(reference.x), abs=1e-9)
+        alone = qpsolvers.Problem.load(str(files[i]))  # qpsolvers' own loader, one file
+        np.testing.assert_array_equal(np.asarray(alone.P), program.P.toarray())
+        np.testing.assert_array_equal(np.asarray(alone.G), A[ineq])
+        assert alone.A is None and alone.lb is None and alone.ub is None
     # and qpbenchmark's own runner solves it, with a small cost error against the reference
     if "daqp" in test_set.solvers:
         from qpsolvers_benchmark.results import Results
@@ -344,7 +260,8 @@ def test_benchmark_on_exported_programs(bench_programs: Path, tmp_path: Path) ->
     assert df["success"].all(), df[~df["success"]].to_string()
     summary = summarize(df)
     assert list(summary.columns) == ["solver", "profile", "problems", "solved", "success_rate", "time_sgm",
-                                     "time_sgm_ratio", "residual_sgm", "residual_sgm_ratio", "unsupported"]
+                                     "time_sgm_ratio", "time_sgm_solved", "residual_sgm", "residual_sgm_ratio",
+                                     "unsupported"]
     assert len(summary) == 4 and (summary["problems"] == STEPS).all()
     png = performance_profile(df, tmp_path / "profile.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -359,27 +276,63 @@ def test_benchmark_success_needs_residuals_not_just_status(bench_programs: Path)
     assert (df.loc[usable, "residual"] > 1e-12).all()
 
 
-def test_export_and_bench_subcommands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _cli() -> _Parser:
     parser = _Parser(prog="contactopt")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_export_parser(sub)
     add_bench_parser(sub)
+    return parser
+
+
+def test_export_and_bench_subcommands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = _cli()
     out = tmp_path / "exported"
+    # no --format: npz, fclib and (anitescu dual builds QPs) the qpbenchmark test set
     args: argparse.Namespace = parser.parse_args(
-        ["export", "box_slide", "--duration", "0.005", "--format", "npz,qpbenchmark", "--format", "fclib",
-         "-o", "form=dual", "--out", str(out), "--no-progress"])
+        ["export", "box_slide", "--duration", "0.005", "-f", "anitescu", "-o", "form=dual", "--out", str(out),
+         "--no-progress"])
     assert args.func(args) == 0
     assert len(list((out / "npz").glob("*.npz"))) == 5
-    assert (out / "fclib" / "box_slide.hdf5").exists()
+    assert len(list((out / "fclib" / "box_slide").glob("step_*.hdf5"))) == 5
     assert (out / "qpbenchmark" / "contactopt_box_slide.py").exists()
-    args = parser.parse_args(["bench", str(out), "--solvers", "clarabel,osqp", "--profiles",
+    args = parser.parse_args(["bench", str(out / "npz"), "--solvers", "clarabel,osqp", "--profiles",
                               "default,high_accuracy", "--out", str(tmp_path / "bench"), "--no-progress"])
     assert args.func(args) == 0
     printed = capsys.readouterr().out
-    assert "success_rate" in printed and "time_sgm" in printed
+    assert "success_rate" in printed and "time_sgm_solved [s]" in printed and "5/5" in printed
     for name in ("results.csv", "summary.csv", "performance_profile.png"):
         assert (tmp_path / "bench" / name).exists()
     assert len(pd.read_csv(tmp_path / "bench" / "results.csv")) == 5 * 2 * 2
+    # the whole export folder: 5 QPs (npz) and 5 FCLIB SOCPs; qpbenchmark's problem files are
+    # not contactopt programs and are left out. osqp takes the QPs only: run, not refused.
+    df = run_benchmark(out, ["clarabel", "osqp"], ["default"])
+    assert len(df) == 10 * 2
+    assert (df[df["solver"] == "osqp"]["status"] == "unsupported").sum() == 5
+    assert df[df["solver"] == "clarabel"]["success"].all()
     with pytest.raises(co.ContactoptError, match="unknown export format"):
         parser.parse_args(["export", "box_slide", "--format", "xml"]).func(
             parser.parse_args(["export", "box_slide", "--format", "xml"]))
+
+
+def test_export_default_leaves_qpbenchmark_out_for_socps(tmp_path: Path, recwarn: pytest.WarningsRecorder) -> None:
+    parser = _cli()
+    args = parser.parse_args(["export", "box_slide", "--duration", "0.003", "-f", "ccp", "--out", str(tmp_path),
+                              "--no-progress"])
+    assert args.func(args) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fclib", "npz"]
+    assert not [w for w in recwarn if "qpbenchmark" in str(w.message)]
+
+
+def test_failures_are_shown_as_failed_not_as_times(tmp_path: Path) -> None:
+    table = _tiny_table()
+    failing = table[table["solver"] == "B"].assign(solver="C", success=False, status="max_iterations",
+                                                   residual=np.inf)
+    summary = summarize(pd.concat([table, failing], ignore_index=True))
+    rows = {row["solver"]: row for row in display_summary(summary)}
+    assert rows["A"]["time_sgm_solved [s]"] == f"{math.sqrt(10.5 * 11.0) - 10.0:.4g}"
+    assert rows["B"]["time_sgm_solved [s]"] == "2 (1/2)"  # the solved 2 s solve, not the 10 s penalty
+    assert rows["C"]["time_sgm_solved [s]"] == rows["C"]["time_score"] == rows["C"]["residual_sgm"] == "failed"
+    assert summary.set_index("solver").loc["C", "time_sgm"] == pytest.approx(10.0)  # the penalty, in the stats
+    assert math.isnan(summary.set_index("solver").loc["C", "time_sgm_solved"])
+    png = performance_profile(pd.concat([table, failing], ignore_index=True), tmp_path / "p.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -9,7 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from contactopt.analysis.bench import PROFILES, get_profile, performance_profile, run_benchmark, summarize
+from contactopt.analysis.bench import (
+    PROFILES,
+    display_summary,
+    get_profile,
+    performance_profile,
+    run_benchmark,
+    summarize,
+)
 from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
@@ -24,17 +31,24 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``contactopt bench PROGRAMS... --solvers S1,S2 --profiles P1,P2 --out DIR``."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bench", help="benchmark solvers on exported programs",
-        description="Solve exported programs (.npz files, or folders of them, e.g. the npz folder "
-        "written by 'contactopt export') with each solver at each tolerance profile; print the "
-        "summary (success rate, shifted geometric means of time and residuals, shift 10) and write "
-        "results.csv, summary.csv and performance_profile.png to --out. Profiles: "
+        description="Solve programs (contactopt .npz files, FCLIB problem files .hdf5 written by "
+        "contactopt or any other tool, or folders of them, e.g. the npz or fclib folder written by "
+        "'contactopt export') with each solver at each tolerance profile; print the summary "
+        "(solved, shifted geometric means of time over the solved programs and of residuals, shift "
+        "10; a failure is shown as failed, never as a time) and write results.csv, summary.csv and "
+        "performance_profile.png to --out. FCLIB problems are solved as their cone complementarity "
+        "program; results.csv gives FCLIB's own error of each answer (fclib_error). A solver that "
+        "can take none of the programs is refused. Profiles: "
         + "; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()) + ".")
-    parser.add_argument("programs", nargs="+", help="program files (.npz) or folders of them")
+    parser.add_argument("programs", nargs="+", help="program files (.npz, FCLIB .hdf5) or folders of them")
     parser.add_argument("--solvers", action="append", metavar="S1,S2",
                         help="solvers, comma separated or repeated (default: clarabel,osqp); e.g. "
                         "qpsolvers:proxqp")
     parser.add_argument("--profiles", action="append", metavar="P1,P2",
                         help=f"tolerance profiles (default: default); known: {', '.join(PROFILES)}")
+    parser.add_argument("--fclib-form", choices=("primal", "dual"),
+                        help="program of a global FCLIB problem: primal (velocities, default) or dual "
+                        "(condensed to impulses, e.g. for pgs)")
     parser.add_argument("--out", default="bench", help="output folder (default: bench)")
     parser.add_argument("--no-plot", action="store_true", help="skip the performance profile plot")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -52,7 +66,8 @@ def run_bench(args: argparse.Namespace) -> int:
         get_profile(name)
     out = Path(args.out)
     start = time.perf_counter()
-    df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress)
+    df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress,
+                       fclib_form=args.fclib_form)
     summary = summarize(df)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.csv", out / "summary.csv"]
@@ -61,7 +76,7 @@ def run_bench(args: argparse.Namespace) -> int:
     if not args.no_plot:
         written.append(performance_profile(df, out / "performance_profile.png"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(format_table(summary))
+        print(format_table(display_summary(summary)))
     errors = df[df["error"] != ""]
     if len(errors):
         print(f"contactopt: {len(errors)} solve(s) failed or were refused; see the error column of "

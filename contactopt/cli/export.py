@@ -20,12 +20,14 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "export", help="simulate a scene and export every step's program (npz, FCLIB, qpbenchmark)",
         description="Simulate SCENE, then write every step's program: contactopt .npz files "
-        "(OUT/npz/step_NNNNNN.npz), FCLIB local problems in one HDF5 file (OUT/fclib/SCENE.hdf5) "
-        "and a qpbenchmark test set (OUT/qpbenchmark/contactopt_SCENE.py + .npz).")
+        "(OUT/npz/step_NNNNNN.npz), FCLIB local problems, one FCLIB file per step "
+        "(OUT/fclib/SCENE/step_NNNNNN.hdf5, /fclib_local at the root), and for QP formulations a "
+        "qpbenchmark test set (OUT/qpbenchmark/contactopt_SCENE.py + one qpsolvers Problem .npz per "
+        "step in OUT/qpbenchmark/contactopt_SCENE/).")
     parser.add_argument("scene", help="scene file or bundled problem name (see 'contactopt list problems')")
     parser.add_argument("--format", action="append", metavar="FORMAT",
                         help=f"export format, repeatable or comma separated: {', '.join(FORMATS)} "
-                        "(default: all)")
+                        "(default: npz and fclib, and qpbenchmark for a QP formulation)")
     parser.add_argument("--out", help="output folder (default: exports/SCENE-FORMULATION)")
     parser.add_argument("--formulation", "-f", help="formulation to simulate (default: the scene's)")
     parser.add_argument("--solver", "-s", help="solver to simulate with (default: the scene's)")
@@ -49,7 +51,7 @@ def run_export(args: argparse.Namespace) -> int:
     from contactopt.simulate import simulate
 
     scene = load_scene(args.scene)
-    formats = parse_formats(args.format or list(FORMATS))
+    formats = parse_formats(args.format) if args.format else None
     options = _options(args.option)
     formulation = args.formulation or scene.formulation
     out = Path(args.out) if args.out else Path("exports") / f"{scene.name}-{formulation}"
@@ -70,7 +72,7 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"contactopt: the run stopped early ({traj.message}); exported its "
               f"{len(traj.steps)} started steps", file=sys.stderr)
     if not written:
-        raise ContactoptError(f"nothing exported: none of the formats {', '.join(formats)} applies "
+        raise ContactoptError(f"nothing exported: none of the formats {', '.join(formats or FORMATS)} applies "
                               f"to {scene.name!r}")
     for fmt, path in written.items():
         print(f"wrote {fmt}: {path}")

@@ -1,4 +1,5 @@
-"""Save and load programs as ``.npz`` (plain arrays and a JSON header; never pickle)."""
+"""Save and load programs as ``.npz`` (plain arrays and a JSON header; never pickle); load
+FCLIB problems (HDF5, :mod:`contactopt.programs.fclib`) as their convex program too."""
 
 from __future__ import annotations
 
@@ -68,9 +69,21 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def load_program(path: str | Path) -> ConicProgram | LCP:
-    """Read a program written by :func:`save_program`."""
+def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram | LCP:
+    """Read a program written by :func:`save_program`, or an FCLIB problem file (HDF5).
+
+    An FCLIB file (``/fclib_local`` or ``/fclib_global`` at its root, written by any tool)
+    becomes the convex program of :func:`contactopt.programs.fclib.fclib_program`: the cone
+    complementarity relaxation, in impulses for a local problem; ``form`` picks ``"primal"``
+    (velocities, default) or ``"dual"`` (condensed to impulses) for a global one.
+    """
     path = Path(path)
+    if _is_hdf5(path):
+        from contactopt.programs.fclib import fclib_program, read_fclib
+
+        return fclib_program(read_fclib(path), form, source=str(path))  # type: ignore[arg-type]
+    if form is not None:
+        raise ContactoptError(f"{path}: form= applies to FCLIB files only")
     try:
         with np.load(path, allow_pickle=False) as arrays:
             header = json.loads(str(arrays["header"]))
@@ -92,3 +105,11 @@ def load_program(path: str | Path) -> ConicProgram | LCP:
         raise ContactoptError(f"{path}: cannot read program: {exc}") from exc
     except Exception as exc:  # a damaged file in any way: one line naming it
         raise ContactoptError(f"{path}: cannot read program: {type(exc).__name__}: {exc}") from exc
+
+
+def _is_hdf5(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(8) == b"\x89HDF\r\n\x1a\n"
+    except OSError:
+        return False

@@ -23,6 +23,12 @@ The metrics follow qpbenchmark (Caron et al., ``qpsolvers_benchmark``; its ``shg
 * **performance profile** (Dolan & Moré, Math. Program. 91, 2002): with ``t_ps`` the run time of
   solver ``s`` on program ``p`` (infinity if it failed) and ``r_ps = t_ps / min_s t_ps``,
   ``rho_s(tau) = |{p : r_ps <= tau}| / n_p``, plotted against ``tau`` on a log2 axis.
+* **what a reader is shown** (:func:`display_summary`, the table ``contactopt bench`` prints):
+  the penalty is a score, never a time. Times are means over the *solved* programs
+  (``time_sgm_solved``), marked ``(k/N)`` when some failed and ``failed`` when none was
+  solved; the penalised mean appears only as the dimensionless ``time_score`` (its ratio to
+  the best solver). In the performance profile a solver that solved nothing has no curve and
+  is listed as ``failed all N`` in the legend; a partial one says ``k/N solved``.
 
 Tolerance profiles (:data:`PROFILES`; backend option names in :func:`solver_options`):
 
@@ -45,11 +51,12 @@ from contactopt.analysis.bench.profiles import PROFILES, Profile, get_profile, s
 from contactopt.analysis.bench.run import collect_programs, run_benchmark
 from contactopt.analysis.bench.stats import (
     SHIFT,
+    display_summary,
     performance_profile,
     performance_ratios,
     shifted_geometric_mean,
     summarize,
 )
 
-__all__ = ["PROFILES", "SHIFT", "Profile", "collect_programs", "get_profile", "performance_profile",
+__all__ = ["PROFILES", "SHIFT", "Profile", "collect_programs", "display_summary", "get_profile", "performance_profile",
            "performance_ratios", "run_benchmark", "shifted_geometric_mean", "solver_options", "summarize"]

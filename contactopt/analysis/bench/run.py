@@ -1,8 +1,21 @@
 """Running the benchmark: every program with every solver at every tolerance profile, one
-row each, success judged on contactopt's own residuals (:mod:`contactopt.analysis.bench`)."""
+row each, success judged on contactopt's own residuals (:mod:`contactopt.analysis.bench`).
+
+Programs are contactopt ``.npz`` files or FCLIB problem files (``.hdf5``/``.h5`` with
+``/fclib_local`` or ``/fclib_global`` at the root, written by contactopt or any other tool),
+read by :func:`contactopt.programs.load_program` as their convex (cone complementarity)
+program, :mod:`contactopt.programs.fclib`. For those, the row also gives ``fclib_error``:
+FCLIB's own error measure of the answer (:func:`contactopt.programs.fclib_merit`, De Saxcé's
+natural map), which is 0 only where the answer also obeys Coulomb's law exactly (the convex
+program drops De Saxcé's term: a sliding contact keeps an error of order ``mu ||u_T||``).
+
+A solver that can take none of the programs is refused before any solve, in one line naming
+it, the program kinds and the solvers that could (a benchmark of it would only be failures).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import warnings
@@ -15,7 +28,9 @@ import numpy as np
 from contactopt.analysis.bench.profiles import Profile, get_profile, solver_options
 from contactopt.errors import ContactoptError, OptionError, SolverUnavailableError, UnsupportedProgramError
 from contactopt.programs import load_program
-from contactopt.solvers import parse_name, spec
+from contactopt.programs.fclib import FclibProblem, fclib_program, is_fclib_file, read_fclib
+from contactopt.programs.fclib_coulomb import answer_of, fclib_merit
+from contactopt.solvers import available, can_take, parse_name, spec
 from contactopt.solvers import solve as solve_program
 
 __all__ = ["collect_programs", "run_benchmark"]
@@ -23,25 +38,28 @@ __all__ = ["collect_programs", "run_benchmark"]
 
 
 def collect_programs(programs: str | Path | Iterable[str | Path]) -> list[Path]:
-    """Program files from a folder (every ``*.npz`` below it, sorted), a file, or a list of both.
+    """Program files from a folder (every ``*.npz``, ``*.hdf5``, ``*.h5`` below it, sorted), a
+    file, or a list of both.
 
-    ``.npz`` files found in folders that are not contactopt programs (a qpbenchmark data file)
-    are left out; a file named explicitly must be a program.
+    Files found in folders that are not contactopt programs or FCLIB problems (a qpbenchmark
+    problem file, another HDF5 file) are left out; a file named explicitly must be one.
     """
     items = [programs] if isinstance(programs, str | Path) else list(programs)
     found: list[Path] = []
     for item in items:
         path = Path(item)
         if path.is_dir():
-            for candidate in sorted(path.rglob("*.npz")):
-                if _is_program(candidate):
+            candidates = [c for pattern in ("*.npz", "*.hdf5", "*.h5") for c in path.rglob(pattern)]
+            for candidate in sorted(candidates):
+                if _is_program(candidate) or is_fclib_file(candidate):
                     found.append(candidate)
         elif path.is_file():
             found.append(path)
         else:
             raise ContactoptError(f"{path}: no such program file or folder")
     if not found:
-        raise ContactoptError(f"no program files (.npz written by contactopt) in {', '.join(map(str, items))}")
+        raise ContactoptError(f"no program files (.npz written by contactopt, or FCLIB .hdf5) in "
+                              f"{', '.join(map(str, items))}")
     return found
 
 
@@ -68,19 +86,20 @@ def _row(program: str, solver: str, prof: Profile, kind: str) -> dict[str, Any]:
     return {"program": program, "solver": solver, "profile": prof.name, "kind": kind, "status": "error",
             "success": False, "solve_time": nan, "setup_time": nan, "runtime": nan, "residual": nan,
             "primal": nan, "dual": nan, "gap": nan, "complementarity": nan, "iterations": 0,
-            "tolerance": prof.tolerance, "time_limit": prof.time_limit, "error": ""}
+            "tolerance": prof.tolerance, "time_limit": prof.time_limit, "fclib_error": nan, "error": ""}
 
 
 def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence[str],
                   profiles: Sequence[str | Profile] = ("default",), *, warmup: bool = True,
-                  progress: bool = False) -> Any:
+                  progress: bool = False, fclib_form: str | None = None) -> Any:
     """Solve every program with every solver at every profile; one row each (pandas DataFrame).
 
     Columns: program, solver, profile, kind, status, success, solve_time, setup_time, runtime
     (seconds), residual (``residuals.worst``), primal, dual, gap, complementarity, iterations,
-    tolerance, time_limit, error. ``success`` is defined in the module docstring. With
-    ``warmup`` each (solver, profile) first solves the first program once, untimed (imports,
-    first-call costs).
+    tolerance, time_limit, fclib_error (FCLIB files only; module docstring), error. ``success``
+    is defined in :mod:`contactopt.analysis.bench`. With ``warmup`` each (solver, profile) first
+    solves the first program once, untimed (imports, first-call costs). ``fclib_form`` is the
+    ``form`` of global FCLIB problems (:func:`~contactopt.programs.load_program`).
     """
     import pandas as pd
 
@@ -95,7 +114,8 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
     paths = collect_programs(programs)
     labels = [_label(path, roots) for path in paths]
     labels = [label if labels.count(label) == 1 else path.as_posix() for label, path in zip(labels, paths, strict=True)]
-    loaded = [(label, load_program(path)) for label, path in zip(labels, paths, strict=True)]
+    loaded = [_load(label, path, fclib_form) for label, path in zip(labels, paths, strict=True)]
+    _refuse_idle_solvers(solvers, [program for _, program, _ in loaded])
     rows: list[dict[str, Any]] = []
     bar = _bar(len(loaded) * len(solvers) * len(chosen), progress)
     try:
@@ -104,12 +124,32 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
                 options = solver_options(solver, prof)
                 if warmup:
                     _solve_quietly(loaded[0][1], solver, options)
-                for label, program in loaded:
-                    rows.append(_run_one(label, program, solver, prof, options))
+                for label, program, problem in loaded:
+                    rows.append(_run_one(label, program, solver, prof, options, problem))
                     bar.update(1)
     finally:
         bar.close()
     return pd.DataFrame(rows, columns=list(_row("", "", chosen[0], "")))
+
+
+def _load(label: str, path: Path, fclib_form: str | None) -> tuple[str, Any, FclibProblem | None]:
+    """``(label, program, FCLIB problem or None)``."""
+    if is_fclib_file(path):
+        problem = read_fclib(path)
+        return label, fclib_program(problem, fclib_form, source=str(path)), problem  # type: ignore[arg-type]
+    return label, load_program(path), None
+
+
+def _refuse_idle_solvers(solvers: Sequence[str], programs: Sequence[Any]) -> None:
+    """One error line for the solvers that can take none of ``programs`` (module docstring)."""
+    idle = [solver for solver in solvers if not any(can_take(program, solver) for program in programs)]
+    if not idle:
+        return
+    kinds = sorted({program.kind.upper() for program in programs})
+    able = [name for name in available() if any(can_take(program, name) for program in programs)]
+    raise UnsupportedProgramError(
+        f"solver(s) {', '.join(idle)} can take none of the {len(programs)} program(s) ({', '.join(kinds)}); "
+        f"solvers that can: {', '.join(able) or 'none'}")
 
 
 def _check_solver(solver: str) -> None:
@@ -135,7 +175,8 @@ def _solve_quietly(program: Any, solver: str, options: Mapping[str, Any]) -> Non
         return
 
 
-def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapping[str, Any]) -> dict[str, Any]:
+def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapping[str, Any],
+             problem: FclibProblem | None = None) -> dict[str, Any]:
     row = _row(label, solver, prof, program.kind)
     try:
         with warnings.catch_warnings():
@@ -157,6 +198,9 @@ def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapp
                           and runtime <= prof.time_limit)
     if not row["success"] and not solution.status.usable:
         row["error"] = solution.message
+    if problem is not None and solution.status.usable:
+        with contextlib.suppress(ContactoptError):  # no finite iterate: left NaN
+            row["fclib_error"] = fclib_merit(problem, answer_of(problem, program, solution))
     return row
 
 

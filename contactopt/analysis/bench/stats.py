@@ -11,7 +11,8 @@ from numpy.typing import ArrayLike
 
 from contactopt.errors import OptionError
 
-__all__ = ["SHIFT", "performance_profile", "performance_ratios", "shifted_geometric_mean", "summarize"]
+__all__ = ["SHIFT", "display_summary", "performance_profile", "performance_ratios", "shifted_geometric_mean",
+           "summarize"]
 
 #: Shift of the shifted geometric means (qpbenchmark's value).
 SHIFT = 10.0
@@ -48,8 +49,10 @@ def shifted_geometric_mean(values: ArrayLike, shift: float = SHIFT) -> float:
 def summarize(df: Any, shift: float = SHIFT) -> Any:
     """Per (solver, profile): problems, solved, success_rate (fraction in [0, 1]), time_sgm [s]
     and residual_sgm (shifted geometric means, failures counted at the time limit / at the
-    tolerance, see the module docstring), their ratios to the best solver of the profile,
-    and unsupported (programs the solver could not take, counted as failures)."""
+    tolerance, see the module docstring: qpbenchmark's scores, not times of any solve), their
+    ratios to the best solver of the profile, time_sgm_solved [s] (the same mean over the
+    solved programs only; NaN if none), and unsupported (programs the solver could not take,
+    counted as failures). :func:`display_summary` is the table to show a reader."""
     import pandas as pd
 
     records: list[dict[str, Any]] = []
@@ -63,16 +66,42 @@ def summarize(df: Any, shift: float = SHIFT) -> Any:
             "solver": solver, "profile": profile, "problems": len(group), "solved": int(success.sum()),
             "success_rate": float(success.mean()) if len(group) else float("nan"),
             "time_sgm": shifted_geometric_mean(times, shift),
+            "time_sgm_solved": shifted_geometric_mean(times[success], shift),
             "residual_sgm": shifted_geometric_mean(residual, shift),
             "unsupported": int((group["status"] == "unsupported").sum()),
         })
     summary = pd.DataFrame(records, columns=["solver", "profile", "problems", "solved", "success_rate",
-                                             "time_sgm", "residual_sgm", "unsupported"])
+                                             "time_sgm", "time_sgm_solved", "residual_sgm", "unsupported"])
     for column in ("time_sgm", "residual_sgm"):
         best = summary.groupby("profile")[column].transform("min")
         summary[f"{column}_ratio"] = [_ratio(v, b) for v, b in zip(summary[column], best, strict=True)]
     return summary[["solver", "profile", "problems", "solved", "success_rate", "time_sgm",
-                    "time_sgm_ratio", "residual_sgm", "residual_sgm_ratio", "unsupported"]]
+                    "time_sgm_ratio", "time_sgm_solved", "residual_sgm", "residual_sgm_ratio", "unsupported"]]
+
+
+def display_summary(summary: Any) -> list[dict[str, Any]]:
+    """The rows of :func:`summarize` as a reader sees them: no penalty shown as a time.
+
+    ``solved`` as ``k/N``; ``time_sgm_solved [s]`` the mean over the solved programs, ``failed``
+    where none was solved and ``(k/N)`` after it where some were not; ``time_score`` the
+    penalised ratio ``time_sgm_ratio`` (qpbenchmark's ranking, dimensionless), ``failed`` where
+    nothing was solved; ``residual_sgm`` likewise ``failed`` where nothing was solved.
+    """
+    rows: list[dict[str, Any]] = []
+    for record in summary.to_dict("records"):
+        solved, problems = int(record["solved"]), int(record["problems"])
+        none = solved == 0
+        time = "failed" if none else f"{record['time_sgm_solved']:.4g}"
+        if 0 < solved < problems:
+            time += f" ({solved}/{problems})"
+        rows.append({
+            "solver": record["solver"], "profile": record["profile"], "solved": f"{solved}/{problems}",
+            "success_rate": record["success_rate"], "time_sgm_solved [s]": time,
+            "time_score": "failed" if none else f"{record['time_sgm_ratio']:.4g}",
+            "residual_sgm": "failed" if none else f"{record['residual_sgm']:.3g}",
+            "unsupported": record["unsupported"],
+        })
+    return rows
 
 
 def _ratio(value: float, best: float) -> float:
@@ -104,25 +133,27 @@ def performance_ratios(df: Any, profile: str) -> Any:
 
 def performance_profile(df: Any, path: str | Path, *, title: str | None = None) -> Path:
     """Dolan-Moré performance profile of run time, one panel per profile, written to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: a running notebook's backend is left alone
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     profiles = list(dict.fromkeys(df["profile"]))
-    fig, axes = plt.subplots(1, max(1, len(profiles)), figsize=(5.5 * max(1, len(profiles)), 4.2),
-                             squeeze=False)
+    fig = Figure(figsize=(7.0 * max(1, len(profiles)), 4.2), layout="constrained")
+    axes = fig.subplots(1, max(1, len(profiles)), squeeze=False)
     for ax, profile in zip(axes[0], profiles, strict=False):
         ratios = performance_ratios(df, profile)
         finite = ratios.to_numpy()[np.isfinite(ratios.to_numpy())]
         top = max(2.0, 1.2 * float(finite.max())) if finite.size else 2.0
         for solver in ratios.columns:
             r = np.sort(ratios[solver].to_numpy())
+            solved = int(np.isfinite(r).sum())
+            if solved == 0:  # no curve: a failure is not a time; said in the legend
+                ax.plot([], [], linestyle="none", marker="x", label=f"{solver}: failed all {r.size}")
+                continue
             taus = np.concatenate([[1.0], r[np.isfinite(r)], [top]])
             rho = np.array([np.mean(r <= tau) for tau in taus])
-            ax.step(taus, rho, where="post", label=solver, linewidth=2)
+            label = solver if solved == r.size else f"{solver} ({solved}/{r.size} solved)"
+            ax.step(taus, rho, where="post", label=label, linewidth=2)
         ax.set_xscale("log", base=2)
         ax.set_xlim(1.0, top)
         ax.set_ylim(-0.02, 1.02)
@@ -130,10 +161,8 @@ def performance_profile(df: Any, path: str | Path, *, title: str | None = None) 
         ax.set_ylabel("fraction of programs solved")
         ax.set_title(f"profile {profile} ({len(ratios)} programs)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(loc="lower right")
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")  # outside the data
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

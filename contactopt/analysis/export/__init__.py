@@ -9,12 +9,17 @@ under ``folder``:
     ``folder/npz/step_%06d.npz``: one :func:`~contactopt.programs.save_program` file per step.
 
 ``fclib``
-    ``folder/fclib/<scene>.hdf5``: the local frictional contact problem of every step with an
-    active contact (:mod:`contactopt.analysis.export.fclib` gives the layout and the math).
+    ``folder/fclib/<scene>/step_%06d.hdf5``: one FCLIB file (``/fclib_local`` at the root) per
+    step with an active contact (:mod:`contactopt.analysis.export.fclib`: layout and math).
 
 ``qpbenchmark``
-    ``folder/qpbenchmark/contactopt_<scene>.py`` and ``.npz``: a qpbenchmark test set of the step
-    QPs (:mod:`contactopt.analysis.export.qpbenchmark`).
+    ``folder/qpbenchmark/contactopt_<scene>.py`` and ``contactopt_<scene>/*.npz``: a qpbenchmark
+    test set of the step QPs, one qpsolvers ``Problem`` file each
+    (:mod:`contactopt.analysis.export.qpbenchmark`).
+
+Without ``formats`` every format that applies is written: ``npz`` and ``fclib`` always (FCLIB
+skipped with a warning where it cannot represent the contacts), ``qpbenchmark`` when the
+formulation builds QPs (silently left out for SOCPs and LCPs; asked for by name, it warns).
 """
 
 from __future__ import annotations
@@ -25,18 +30,18 @@ from typing import Any
 
 from contactopt.analysis.export.fclib import (
     FCLIB_CONVENTION,
-    FclibLocal,
-    extract_fclib_step,
+    FclibStep,
     fclib_local_problem,
     write_fclib,
 )
 from contactopt.analysis.export.qpbenchmark import qpbenchmark_class_name, slug, write_qpbenchmark
 from contactopt.analysis.export.steps import resolve_formulation, step_programs, write_npz
 from contactopt.errors import OptionError
+from contactopt.programs import ConicProgram
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 
-__all__ = ["FCLIB_CONVENTION", "FORMATS", "FclibLocal", "export_run", "extract_fclib_step", "fclib_local_problem",
+__all__ = ["FCLIB_CONVENTION", "FORMATS", "FclibStep", "export_run", "fclib_local_problem",
            "parse_formats", "qpbenchmark_class_name", "step_programs", "write_fclib", "write_npz", "write_qpbenchmark"]
 
 FORMATS = ("npz", "fclib", "qpbenchmark")
@@ -61,7 +66,7 @@ def parse_formats(formats: str | Iterable[str]) -> tuple[str, ...]:
 
 
 def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
-               formats: str | Iterable[str] = FORMATS, formulation: str | None = None,
+               formats: str | Iterable[str] | None = None, formulation: str | None = None,
                options: Mapping[str, Any] | None = None, *,
                reference_solver: str | None = "clarabel") -> dict[str, Path]:
     """Export every step's program of ``traj`` (a run of ``scene``) under ``folder``.
@@ -72,22 +77,24 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
     run's drift options (``drift``, ``alpha``, ``beta``) carry over unless ``options`` sets them.
     The FCLIB problems do not depend on the formulation except through its ``epsilon`` option.
 
-    Returns ``{format: path}``: the ``npz`` folder, the FCLIB ``.hdf5`` file, the qpbenchmark
-    module ``.py`` (module docstring for the layouts). A format that does not apply (FCLIB with
-    normal-only contacts, qpbenchmark without a QP) is skipped with a warning and left out.
+    Returns ``{format: path}``: the ``npz`` folder, the FCLIB folder, the qpbenchmark module
+    ``.py`` (module docstring for the layouts). A format asked for that does not apply (FCLIB
+    with normal-only contacts, qpbenchmark without a QP) is skipped with a warning and left
+    out; ``formats=None`` writes every format that applies (module docstring).
     """
-    chosen = parse_formats(formats)
+    chosen = parse_formats(FORMATS if formats is None else formats)
     folder = Path(folder)
     name, resolved = resolve_formulation(traj, formulation, options)
     written: dict[str, Path] = {}
     programs = step_programs(scene, traj, name, resolved) if {"npz", "qpbenchmark"} & set(chosen) else []
+    if formats is None and not any(isinstance(p, ConicProgram) and p.kind == "qp" for _, _, p in programs):
+        chosen = tuple(fmt for fmt in chosen if fmt != "qpbenchmark")  # the default: QP formulations only
     for fmt in chosen:
         result: Path | None
         if fmt == "npz":
             result = write_npz(programs, folder / "npz")
         elif fmt == "fclib":
-            result = write_fclib(scene, traj, folder / "fclib" / f"{slug(scene.name)}.hdf5",
-                                 resolved, name)
+            result = write_fclib(scene, traj, folder / "fclib" / slug(scene.name), resolved, name)
         else:
             result = write_qpbenchmark(programs, folder / "qpbenchmark", scene.name, name, reference_solver)
         if result is not None:

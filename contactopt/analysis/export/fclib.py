@@ -1,27 +1,24 @@
-"""FCLIB export: the local frictional contact problem of every step, in one HDF5 file.
+"""FCLIB export: the local frictional contact problem of every step, one FCLIB file per step.
 
-``folder/fclib/<scene>.hdf5``: ONE HDF5 file holding the *local* frictional contact problem
-of every step with at least one active contact, each in FCLIB's local-problem layout
-(Acary, Brémond, Koziara, Pérignon, "FCLIB: a collection of discrete 3D frictional contact
-problems", 2014; ``fclib.h``/``fclib.c`` of the FCLIB project) under its own group::
+``folder/fclib/<scene>/step_000012.hdf5``: one file per step with at least one active contact,
+each holding ONE problem at the root in FCLIB's local-problem layout (Acary, Brémond, Huber,
+Pérignon et al., "FCLIB: a collection of discrete 3D frictional contact problems", 2014; the
+layout ``fclib_write_local`` / ``fclib_read_local`` of ``fclib.c`` write and read, described in
+:mod:`contactopt.programs.fclib`), as the files of the public FCLIB collection are::
 
-    /step_000012/fclib_local/spacedim        int32 (1,)       2 or 3 (rows per contact)
-    /step_000012/fclib_local/W/{nzmax,m,n,nz} int32 (1,)      CSC: nz = -1, m = n = spacedim nc
-    /step_000012/fclib_local/W/p             int32 (n+1,)     column pointers
-    /step_000012/fclib_local/W/i             int32 (nzmax,)   row indices
-    /step_000012/fclib_local/W/x             float64 (nzmax,) values
-    /step_000012/fclib_local/vectors/q       float64 (m,)
-    /step_000012/fclib_local/vectors/mu      float64 (nc,)
-    /step_000012/fclib_local/V, R            (only with bilateral rows) same matrix layout
-    /step_000012/fclib_local/vectors/s       (only with bilateral rows) float64 (p,)
-    /step_000012/fclib_local/info/{title,description,math_info}   strings
-    /step_000012/contactopt/{active,phi}     which candidate contacts are in the problem
-    /index/{step,t,contacts}                 one entry per exported step
-    /  attributes: format, scene, dt, spacedim, epsilon, convention, steps_skipped
+    /fclib_local/spacedim          int32 (1,)       2 or 3 (rows per contact)
+    /fclib_local/W/{nzmax,m,n,nz}  int32 (1,)       CSC: nz = -1, m = n = spacedim nc
+    /fclib_local/W/{p,i,x}         int32, int32, float64: column pointers, row indices, values
+    /fclib_local/vectors/q, mu     float64 (m,), (nc,)
+    /fclib_local/V, R, vectors/s   only with bilateral rows (FCLIB's mixed local problem)
+    /fclib_local/info/{title,description,math_info}   strings
+    /contactopt/{active,phi}       which candidate contacts are in the problem (FCLIB readers
+                                   ignore this group); attributes scene, step, t, dt, epsilon,
+                                   formulation, convention
 
-FCLIB tools read one problem per file at ``/fclib_local``; one step is made a standalone
-FCLIB file by copying its group (``h5copy -i run.hdf5 -o step.hdf5 -s
-/step_000012/fclib_local -d /fclib_local`` or :func:`extract_fclib_step`).
+FCLIB defines no multi-problem file, so a run is a folder of such files (the FCLIB
+collection's own shape); ``contactopt bench`` and ``co.load_program`` read them back, as they
+read FCLIB files written by other tools.
 
 The problem is FCLIB's ``u = W r + q (+ De Saxcé term), C*_mu ∋ û ⟂ r ∈ C_mu`` with ``r``
 the contact **impulses** (N·s) and ``u`` the local velocity at the end of the step, both
@@ -41,8 +38,9 @@ driver's velocity target) make it FCLIB's mixed local problem with ``R = H M^{-1
 ``V = J M^{-1} H^T``, ``s = H v_free - r_h`` (``V^T r + R lambda + s = 0``). Only contacts with
 ``phi <= epsilon`` enter (the formulation's ``epsilon`` option; default: every candidate).
 The ``ccp`` dual program of the same step is exactly ``min 1/2 r'Wr + q'r, r in C_mu`` (its
-``P`` and ``c`` are ``W`` and ``q``). FCLIB needs ``spacedim`` 2 or 3 and finite ``mu``:
-systems with normal-only contacts or ``mu = inf`` are skipped with a warning.
+``P`` and ``c`` are ``W`` and ``q``), which is also what ``co.load_program`` makes of the file.
+FCLIB needs ``spacedim`` 2 or 3 and finite ``mu``: systems with normal-only contacts or
+``mu = inf`` are skipped with a warning.
 """
 
 from __future__ import annotations
@@ -59,14 +57,15 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.analysis.export.steps import step_count
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.errors import OptionError
 from contactopt.formulations.common import active_contacts
 from contactopt.integrators.drift import Drift
 from contactopt.integrators.time_stepping import build_step_problem, split_drift_options
+from contactopt.programs.fclib import FclibLocal, write_fclib_problem
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 
-__all__ = ["FCLIB_CONVENTION", "FclibLocal", "extract_fclib_step", "fclib_local_problem", "write_fclib"]
+__all__ = ["FCLIB_CONVENTION", "FclibStep", "fclib_local_problem", "write_fclib"]
 
 FloatArray = NDArray[np.float64]
 FCLIB_CONVENTION = (
@@ -79,8 +78,9 @@ FCLIB_CONVENTION = (
 
 
 @dataclass(frozen=True)
-class FclibLocal:
-    """One step's local frictional contact problem (module docstring, ``fclib``)."""
+class FclibStep:
+    """One step's local frictional contact problem (module docstring), dense, with the
+    candidate contacts it holds (``active``) and their gaps."""
 
     W: FloatArray
     q: FloatArray
@@ -98,7 +98,7 @@ class FclibLocal:
 
 
 def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
-                        epsilon: float = math.inf, drift: Drift | None = None) -> FclibLocal:
+                        epsilon: float = math.inf, drift: Drift | None = None) -> FclibStep:
     """The FCLIB local problem of the step from ``(q, v)`` (module docstring, ``fclib``)."""
     problem = build_step_problem(scene.system, q, v, dt, t, drift=drift)
     active = active_contacts(problem.contacts, epsilon)
@@ -117,28 +117,8 @@ def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
         R = 0.5 * (R + R.T)
         V = J @ dynamics.solve_M(H.T)
         s = H @ problem.v_free - problem.bilateral_target
-    return FclibLocal(W=W, q=local_q, mu=active.mu.copy(), spacedim=dim, active=active.index,
+    return FclibStep(W=W, q=local_q, mu=active.mu.copy(), spacedim=dim, active=active.index,
                       phi=active.phi.copy(), V=V, R=R, s=s)
-
-
-def _write_int(group: Any, name: str, value: int) -> None:
-    group.create_dataset(name, data=np.array([value], dtype=np.int32))
-
-
-def _write_string(group: Any, name: str, text: str) -> None:
-    group.create_dataset(name, data=np.bytes_(text.encode("ascii", "replace")))
-
-
-def _write_fclib_matrix(group: Any, matrix: FloatArray) -> None:
-    """FCLIB's ``fclib_matrix`` in compressed columns (``nz = -1``)."""
-    csc = sp.csc_matrix(matrix)
-    csc.sort_indices()
-    m, n = matrix.shape
-    for name, value in (("nzmax", csc.nnz), ("m", m), ("n", n), ("nz", -1)):
-        _write_int(group, name, int(value))
-    group.create_dataset("p", data=csc.indptr.astype(np.int32))
-    group.create_dataset("i", data=csc.indices.astype(np.int32))
-    group.create_dataset("x", data=csc.data.astype(np.float64))
 
 
 def _fclib_options(options: Mapping[str, Any]) -> tuple[float, Drift]:
@@ -151,15 +131,15 @@ def _fclib_options(options: Mapping[str, Any]) -> tuple[float, Drift]:
     return epsilon, Drift.from_options(drift_options, "fclib export")
 
 
-def write_fclib(scene: Scene, traj: Trajectory, path: Path, options: Mapping[str, Any],
+def write_fclib(scene: Scene, traj: Trajectory, folder: Path, options: Mapping[str, Any],
                 formulation: str = "") -> Path | None:
-    """Write the run's local problems to one HDF5 file (module docstring); None if skipped."""
+    """Write one FCLIB file per step with contacts under ``folder`` (module docstring); returns
+    ``folder``, or None (with a warning) if FCLIB cannot represent the scene's contacts."""
     import h5py
 
     dt = float(traj.info["dt"])
     epsilon, drift = _fclib_options(options)
-    locals_: list[tuple[int, float, FclibLocal]] = []
-    skipped = 0
+    locals_: list[tuple[int, float, FclibStep]] = []
     for i in range(step_count(traj)):
         t = float(traj.t[i])
         local = fclib_local_problem(scene, traj.q[i], traj.v[i], dt, t, epsilon, drift)
@@ -171,57 +151,27 @@ def write_fclib(scene: Scene, traj: Trajectory, path: Path, options: Mapping[str
             warnings.warn(f"fclib export skipped: {scene.name!r} has contacts with mu = inf, which FCLIB "
                           "cannot represent", stacklevel=3)
             return None
-        if local.contacts == 0:
-            skipped += 1
-            continue
-        locals_.append((i, t, local))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    spacedim = locals_[0][2].spacedim if locals_ else 0
-    with h5py.File(path, "w") as handle:
-        handle.attrs.update({
-            "format": "contactopt-fclib-run", "scene": scene.name, "dt": dt, "spacedim": spacedim,
-            "epsilon": epsilon, "convention": FCLIB_CONVENTION, "formulation": formulation,
-            "steps_skipped_without_contacts": skipped,
-        })
-        index = handle.create_group("index")
-        index.create_dataset("step", data=np.array([i for i, _, _ in locals_], dtype=np.int64))
-        index.create_dataset("t", data=np.array([t for _, t, _ in locals_], dtype=np.float64))
-        index.create_dataset("contacts", data=np.array([loc.contacts for _, _, loc in locals_],
-                                                       dtype=np.int64))
-        for i, t, local in locals_:
-            step = handle.create_group(f"step_{i:06d}")
-            root = step.create_group("fclib_local")
-            _write_int(root, "spacedim", local.spacedim)
-            _write_fclib_matrix(root.create_group("W"), local.W)
-            vectors = root.create_group("vectors")
-            vectors.create_dataset("q", data=local.q)
-            vectors.create_dataset("mu", data=local.mu)
-            if local.V is not None and local.R is not None and local.s is not None:
-                _write_fclib_matrix(root.create_group("V"), local.V)
-                _write_fclib_matrix(root.create_group("R"), local.R)
-                vectors.create_dataset("s", data=local.s)
-            info = root.create_group("info")
-            _write_string(info, "title", f"contactopt {scene.name} step {i}")
-            _write_string(info, "description",
-                          f"{scene.name}: local problem of step {i} (t = {t:.9g} s, h = {dt:g} s), "
-                          f"{local.contacts} active contacts; {FCLIB_CONVENTION}")
-            _write_string(info, "math_info", "W = J M^-1 J^T symmetric positive semidefinite")
-            extra = step.create_group("contactopt")
+        if local.contacts:
+            locals_.append((i, t, local))
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("step_*.hdf5"):  # a previous export of another run
+        old.unlink()
+    for i, t, local in locals_:
+        info = {"title": f"contactopt {scene.name} step {i}",
+                "description": (f"{scene.name}: local problem of step {i} (t = {t:.9g} s, h = {dt:g} s), "
+                                f"{local.contacts} active contacts; {FCLIB_CONVENTION}"),
+                "math_info": "W = J M^-1 J^T symmetric positive semidefinite"}
+        problem = FclibLocal(W=sp.csc_matrix(local.W), q=local.q, mu=local.mu, spacedim=local.spacedim,
+                             V=None if local.V is None else sp.csc_matrix(local.V),
+                             R=None if local.R is None else sp.csc_matrix(local.R), s=local.s, info=info)
+        with h5py.File(folder / f"step_{i:06d}.hdf5", "w") as handle:
+            write_fclib_problem(handle, problem)
+            extra = handle.create_group("contactopt")
+            extra.attrs.update({"scene": scene.name, "step": i, "t": t, "dt": dt, "epsilon": epsilon,
+                                "formulation": formulation, "convention": FCLIB_CONVENTION})
             extra.create_dataset("active", data=local.active.astype(np.int64))
             extra.create_dataset("phi", data=local.phi)
-    return path
-
-
-def extract_fclib_step(path: str | Path, step: int, out: str | Path) -> Path:
-    """Copy step ``step`` of a run file into a standalone FCLIB file (``/fclib_local`` at root)."""
-    import h5py
-
-    out = Path(out)
-    with h5py.File(path, "r") as source:
-        name = f"step_{step:06d}"
-        if name not in source:
-            raise ContactoptError(f"{path}: no local problem for step {step} (steps without active "
-                                  "contacts are not written)")
-        with h5py.File(out, "w") as target:
-            source.copy(source[f"{name}/fclib_local"], target, name="fclib_local")
-    return out
+    if not locals_:
+        warnings.warn(f"fclib export: no step of {scene.name!r} has an active contact; {folder} is empty",
+                      stacklevel=3)
+    return folder

@@ -1,23 +1,26 @@
 """qpbenchmark export: the step QPs of a run as a qpbenchmark (``qpsolvers_benchmark``) test set.
 
-``folder/qpbenchmark/contactopt_<scene>.py`` and ``contactopt_<scene>.npz``: a qpbenchmark
-(``qpsolvers_benchmark``) test set whose class ``ContactoptScene`` (qpbenchmark's own
-naming rule: module name ``.title()`` without underscores) loads its problems from the
-``.npz`` next to it at run time. Run it with ``qpsolvers_benchmark
-folder/qpbenchmark/contactopt_<scene>.py run``. Each problem is one step's QP in qpsolvers'
-form ``min 1/2 x'Px + q'x  s.t.  G x <= h,  A x = b`` (Zero rows -> ``A, b``; Nonneg rows ->
-``G, h``; no ``lb``/``ub``), with matrices dense (contact QPs are small and mostly dense);
-its ``optimal_cost`` is the objective of a reference solve (``clarabel`` by default; None
-where that solve fails), which qpbenchmark needs to count a solve as a success. SOCPs and
-LCPs are skipped with a warning. Tolerances per settings are those of
-:data:`contactopt.analysis.bench.PROFILES` (``default``, ``high_accuracy``, ``mid_accuracy``,
-``low_accuracy``: the names qpbenchmark's ``TestSet`` defines solver settings for).
+``folder/qpbenchmark/contactopt_<scene>.py``: a qpbenchmark test set (a ``TestSet`` subclass
+named by qpbenchmark's own rule for ``load_test_set``: the module name ``.title()`` without
+underscores, e.g. ``ContactoptBoxSlide``) whose problems are the files
+``folder/qpbenchmark/contactopt_<scene>/<problem>.npz``, one per step QP, each in the layout of
+qpsolvers' ``Problem.save`` / ``Problem.load`` (arrays ``P, q, G, h, A, b, lb, ub``, an absent
+one stored as ``None`` the way ``Problem.save`` stores it), so ``qpsolvers.Problem.load(path)``
+(inherited by ``qpsolvers_benchmark.problem.Problem``) reads any of them alone. The module lists
+the problem names with their ``optimal_cost`` and loads each file with ``Problem.load``. Run it
+with ``qpsolvers_benchmark folder/qpbenchmark/contactopt_<scene>.py run``.
+
+Each problem is one step's QP in qpsolvers' form ``min 1/2 x'Px + q'x  s.t.  G x <= h,
+A x = b`` (Zero rows -> ``A, b``; Nonneg rows -> ``G, h``; no ``lb``/``ub``), with dense matrices
+(contact QPs are small and mostly dense); its ``optimal_cost`` is the objective of a reference
+solve (``clarabel`` by default; None where that solve fails), which qpbenchmark needs to count
+a solve as a success. SOCPs and LCPs are skipped with a warning. Tolerances per settings are
+those of :data:`contactopt.analysis.bench.PROFILES` (``default``, ``high_accuracy``,
+``mid_accuracy``, ``low_accuracy``: the names qpbenchmark's ``TestSet`` defines settings for).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 import warnings
 from collections.abc import Sequence
@@ -50,25 +53,20 @@ _MODULE_TEMPLATE = '''"""qpbenchmark test set: the step QPs of contactopt scene 
 contactopt.analysis.export (formulation {formulation!r}).
 
 Each problem is one time step's QP  min 1/2 x'Px + q'x  s.t.  G x <= h,  A x = b  (contactopt's
-Nonneg rows -> G, h; Zero rows -> A, b). The data are loaded from {data!r} next to this file.
+Nonneg rows -> G, h; Zero rows -> A, b), one file per problem in {folder!r} next to this file,
+each readable alone with qpsolvers' Problem.load.
 Run:  qpsolvers_benchmark {module}.py run
 """
 
 from pathlib import Path
 
-import numpy as np
 from qpsolvers_benchmark import TestSet
 from qpsolvers_benchmark.problem import Problem
 from qpsolvers_benchmark.tolerance import Tolerance
 
-DATA = Path(__file__).resolve().with_name({data!r})
+FOLDER = Path(__file__).resolve().with_name({folder!r})
 TOLERANCES = {tolerances!r}
-
-
-def _matrix(data, prefix):
-    if prefix + "_dense" not in data:
-        return None
-    return np.array(data[prefix + "_dense"], dtype=float)
+PROBLEMS = {problems!r}  # (name, optimal cost or None)
 
 
 class {cls}(TestSet):
@@ -93,19 +91,9 @@ class {cls}(TestSet):
         }}
 
     def __iter__(self):
-        with np.load(DATA, allow_pickle=False) as data:
-            names = [str(name) for name in data["names"]]
-            costs = np.array(data["optimal_cost"], dtype=float)
-            for j, name in enumerate(names):
-                prefix = "p%d" % j
-                G, A = _matrix(data, prefix + "_G"), _matrix(data, prefix + "_A")
-                yield Problem(
-                    np.array(data[prefix + "_P_dense"], dtype=float), np.array(data[prefix + "_q"]),
-                    G, np.array(data[prefix + "_h"]) if G is not None else None,
-                    A, np.array(data[prefix + "_b"]) if A is not None else None,
-                    None, None, name=name,
-                    optimal_cost=float(costs[j]) if np.isfinite(costs[j]) else None,
-                )
+        for name, cost in PROBLEMS:
+            qp = Problem.load(str(FOLDER / (name + ".npz")))
+            yield Problem(qp.P, qp.q, qp.G, qp.h, qp.A, qp.b, qp.lb, qp.ub, name=name, optimal_cost=cost)
 '''
 
 
@@ -126,21 +114,25 @@ def write_qpbenchmark(programs: Sequence[tuple[int, float, Program]], folder: Pa
         warnings.warn(f"qpbenchmark export skipped: formulation {formulation!r} built no QP", stacklevel=3)
         return None
     module = _module_name(scene_name)
-    folder.mkdir(parents=True, exist_ok=True)
-    arrays: dict[str, Any] = {}
-    names, costs = [], []
-    for j, (i, _, program) in enumerate(qps):
+    problem_folder = folder / module
+    problem_folder.mkdir(parents=True, exist_ok=True)
+    for old in problem_folder.glob("*.npz"):  # a previous export of another run
+        old.unlink()
+    problems: list[tuple[str, float | None]] = []
+    for i, _, program in qps:
         assert isinstance(program, ConicProgram)
         qp = to_qpsolvers_arrays(program)
-        prefix = f"p{j}"
-        arrays[f"{prefix}_P_dense"] = qp["P"].toarray()
-        arrays[f"{prefix}_q"] = qp["q"]
-        for key, vector in (("G", "h"), ("A", "b")):
-            if qp[key] is not None:
-                arrays[f"{prefix}_{key}_dense"] = qp[key].toarray()
-                arrays[f"{prefix}_{vector}"] = qp[vector]
-        names.append(f"{module}_step_{i:06d}")
-        cost = math.nan
+        name = f"{module}_step_{i:06d}"
+        arrays: dict[str, Any] = {"P": qp["P"].toarray(), "q": qp["q"]}
+        for key in ("G", "h", "A", "b"):
+            value = qp[key]
+            arrays[key] = value.toarray() if hasattr(value, "toarray") else value
+        # qpsolvers' Problem.save stores an absent entry as np.array(None), which its load
+        # (allow_pickle=False) reads back as None; the same here, lb and ub always absent
+        arrays.update(lb=None, ub=None)
+        stored: dict[str, Any] = {key: np.array(value) for key, value in arrays.items()}
+        np.savez(problem_folder / f"{name}.npz", **stored)
+        cost: float | None = None
         if reference_solver:
             try:
                 reference = solve(program, reference_solver)
@@ -148,18 +140,11 @@ def write_qpbenchmark(programs: Sequence[tuple[int, float, Program]], folder: Pa
                     cost = program.objective(reference.x)
             except ContactoptError:
                 pass
-        costs.append(cost)
-    arrays["names"] = np.array(names, dtype=str)
-    arrays["optimal_cost"] = np.array(costs, dtype=np.float64)
-    arrays["header"] = np.array(json.dumps({"format": "contactopt-qpbenchmark", "scene": scene_name,
-                                            "formulation": formulation, "steps": [i for i, _, _ in qps],
-                                            "reference_solver": reference_solver}))
-    data_path = folder / f"{module}.npz"
-    np.savez_compressed(data_path, **arrays)
+        problems.append((name, cost))
     tolerances = {name: (profile.tolerance, profile.time_limit) for name, profile in PROFILES.items()}
     source = _MODULE_TEMPLATE.format(
-        scene=scene_name, formulation=formulation, data=data_path.name, module=module,
-        cls=qpbenchmark_class_name(module), tolerances=tolerances,
+        scene=scene_name, formulation=formulation, folder=module, module=module,
+        cls=qpbenchmark_class_name(module), tolerances=tolerances, problems=problems,
         description=(f"Step QPs of contactopt scene {scene_name!r}, formulation {formulation!r} "
                      f"({len(qps)} problems)"),
         title=f"contactopt {scene_name} ({formulation})")
