@@ -241,7 +241,7 @@ def _import(name: str, base: str | None) -> Controller:
     function = getattr(module, attr, None)
     if not callable(function):
         raise OptionError(f"control.function: {module_name!r} has no callable {attr!r}")
-    return function  # type: ignore[no-any-return]
+    return function
 
 
 def _function_name(value: Any) -> str:

@@ -184,7 +184,7 @@ def _describe_control(spec: Any) -> str | None:
     if isinstance(spec, ControlSpec):
         return spec.describe()
     if isinstance(spec, Mapping):
-        return str(dict(spec))
+        return ControlSpec(str(spec.get("type")), {k: v for k, v in spec.items() if k != "type"}).describe()
     return str(getattr(spec, "__qualname__", None) or type(spec).__name__)
 
 
