@@ -103,13 +103,14 @@ def test_pd_holds_target_with_gravity_load_over_gain(system: str, formulation: s
         scene = co.load_scene(ROOT / "problems/double_pendulum.toml")
         target, kp, kd, load, mass = np.array([0.6, 0.4]), np.array([400.0, 150.0]), np.array([100.0, 14.0]), \
             _pendulum_load, _pendulum_mass
+        duration = 1.5
     else:
         pytest.importorskip("mujoco")
         scene = co.load_scene(ROOT / "problems/two_link_arm_mjcf.toml")  # gear 1, no ctrlrange
         target, kp, kd, load, mass = np.array([-0.4, 0.8]), np.array([60.0, 20.0]), np.array([5.0, 1.0]), \
             _arm_load, _arm_mass
+        duration = 1.0
     scene = dataclasses.replace(scene, q0=target, v0=np.zeros(2))
-    duration = 1.5
     q_star = fsolve(lambda q: kp * (target - q) + load(q), target, xtol=1e-12)
     controller = {"type": "pd", "kp": kp.tolist(), "kd": kd.tolist(), "target": target.tolist()}
     traj = co.simulate(scene, formulation=formulation, solver=None if solver == "-" else solver, dt=5e-3,

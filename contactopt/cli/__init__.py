@@ -42,7 +42,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 scene = load_scene(path)
                 print(f"  {path.stem:24s} {scene.system.type_name:12s} {scene.description}")
             except ContactoptError as exc:
-                print(f"  {path.stem:24s} (invalid: {exc})")
+                from contactopt.mujoco.suite import INSTALL_HINT
+
+                if INSTALL_HINT in str(exc):  # a dm-control suite scene without the package
+                    print(f"  {path.stem:24s} {'mjcf':12s} (needs dm-control: {INSTALL_HINT})")
+                else:
+                    print(f"  {path.stem:24s} (invalid: {exc})")
     if what in ("formulations", "all"):
         from contactopt import integrators
 
