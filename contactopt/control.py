@@ -148,9 +148,10 @@ def make_controller(controller: Controller | ControlSpec | Mapping[str, Any] | N
     return controller
 
 
-def check_output(value: Any, system: System, step: int, t: float) -> FloatArray:
-    """``value`` as (nu,) finite floats, or a one-line :class:`OptionError` naming the step."""
-    where = f"controller output at step {step} (t={t:.6g})"
+def check_output(value: Any, system: System, step: int, t: float, where: str | None = None) -> FloatArray:
+    """``value`` as (nu,) finite floats, or a one-line :class:`OptionError` naming the step
+    (or ``where``)."""
+    where = where or f"controller output at step {step} (t={t:.6g})"
     try:
         u = np.atleast_1d(np.asarray(value, dtype=np.float64))
     except (TypeError, ValueError) as exc:

@@ -31,12 +31,21 @@ FloatArray = NDArray[np.float64]
 
 
 def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation: str = "gauss",
-              options: Mapping[str, Any] | None = None, t: float = 0.0) -> Program:
-    """The explicit program that ``formulation`` builds for one step from ``(q, v)``."""
+              options: Mapping[str, Any] | None = None, t: float = 0.0,
+              control: ArrayLike | None = None) -> Program:
+    """The explicit program that ``formulation`` builds for one step from ``(q, v)``, with the
+    input ``control`` ((nu,): ``B u`` or MuJoCo's ``ctrl``; see :mod:`contactopt.control`)
+    held over the step (None: no input)."""
     form = formulations.get(formulation)
     drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
-    problem = build_step_problem(system, q, v, dt, t, drift=drift)
+    held = system.control
+    try:
+        if control is not None:
+            system.set_control(check_output(control, system, 0, t, "formulate: control"))
+        problem = build_step_problem(system, q, v, dt, t, drift=drift)
+    finally:
+        system.set_control(held)
     return form.build(problem, form.resolve_options(rest))
 
 

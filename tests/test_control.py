@@ -232,3 +232,27 @@ def test_a_system_without_inputs_refuses_a_controller() -> None:
     scene = co.load_scene(ROOT / "problems/box_slide.toml")
     with pytest.raises(co.ContactoptError, match="takes no control input"):
         co.simulate(scene, duration=0.01, controller=lambda t, q, v: [])
+
+
+def test_formulate_and_program_take_the_control(tmp_path: Path) -> None:
+    """Gauss without contacts: ``c = -M v_free`` and ``v_free = v + h M^-1 (tau_g - C v + B u)``,
+    so ``u`` moves ``c`` by exactly ``-h B u`` (``B = I``); ``contactopt program --step k`` builds
+    step k with the scene's controller evaluated at that step's state."""
+    scene = co.load_scene(ROOT / "problems/double_pendulum.toml")
+    base = co.formulate(scene.system, scene.q0, scene.v0, 0.01, "gauss")
+    driven = co.formulate(scene.system, scene.q0, scene.v0, 0.01, "gauss", control=[1.0, -2.0])
+    assert np.allclose(driven.c - base.c, [-0.01, 0.02], rtol=0, atol=1e-15)
+    assert scene.system.control is None  # nothing left held
+    with pytest.raises(co.ContactoptError, match=r"formulate: control: expected 2 values"):
+        co.formulate(scene.system, scene.q0, scene.v0, 0.01, "gauss", control=[1.0])
+    scene_file = tmp_path / "pd.toml"
+    scene_file.write_text((ROOT / "problems/double_pendulum.toml").read_text()
+                          + '\n[control]\ntype = "pd"\nkp = 50.0\nkd = 2.0\ntarget = [0.3, 0.1]\n')
+    from contactopt.cli import main
+    from contactopt.programs import load_program
+
+    assert main(["program", str(scene_file), "--formulation", "gauss", "--step", "3", "--out",
+                 str(tmp_path / "step3.npz")]) == 0
+    traj = co.simulate(co.load_scene(scene_file), formulation="gauss", duration=4 * scene.dt)
+    expected = co.formulate(scene.system, traj.q[3], traj.v[3], scene.dt, "gauss", control=traj.controls()[3])
+    assert np.array_equal(load_program(tmp_path / "step3.npz").c, expected.c)
