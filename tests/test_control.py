@@ -256,3 +256,20 @@ def test_formulate_and_program_take_the_control(tmp_path: Path) -> None:
     traj = co.simulate(co.load_scene(scene_file), formulation="gauss", duration=4 * scene.dt)
     expected = co.formulate(scene.system, traj.q[3], traj.v[3], scene.dt, "gauss", control=traj.controls()[3])
     assert np.array_equal(load_program(tmp_path / "step3.npz").c, expected.c)
+
+
+def test_cli_run_and_compare_use_the_scenes_control(tmp_path: Path) -> None:
+    """``pushed_box_mjcf``'s ``[control]`` (10 N asked, 8 N by ctrlrange) reaches the CLI run and
+    every row of ``compare``: the box slides under both regularized and the mujoco row."""
+    pytest.importorskip("mujoco")
+    from contactopt.cli import main
+
+    assert main(["run", "pushed_box_mjcf", "-f", "mujoco", "--duration", "0.01", "--out", str(tmp_path / "run")]) == 0
+    saved = co.Trajectory.load(tmp_path / "run" / "trajectory.npz")
+    assert np.all(saved.controls() == 10.0) and saved.info["control"] == "constant(u=[10.0])"
+    scene = co.load_scene(ROOT / "problems/pushed_box_mjcf.toml")
+    table, traces = co.compare(scene, ["regularized", "mujoco"], ["clarabel"], dts=[2e-3], duration=0.1,
+                               return_traces=True)
+    assert set(table["formulation"]) == {"regularized", "mujoco"} and set(table["status"]) == {"completed"}
+    for _, rows in traces.groupby("formulation"):  # pushed from rest: x grows (no push: it stays at 0)
+        assert rows["q[0]"].iloc[-1] > 0.01
