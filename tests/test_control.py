@@ -8,10 +8,8 @@
   pendulum, reference 000 "Simple Double Pendulum"; two uniform capsules for the arm, checked
   against MuJoCo's ``qfrc_bias`` below), and ``q*`` is solved from it with ``fsolve``.
   The discrete step has the same equilibrium (``v = 0`` makes every step's ``v' = v``), so the
-  only error left after ``T`` is the closed loop's transient, bounded by ``|q0 - q*| exp(-sigma T)``
-  with ``sigma`` the slowest decay rate of the loop linearized at ``q*`` (eigenvalues of
-  ``[[0, I], [-M^-1 (K + G), -M^-1 D]]``, ``G = -dtau_g/dq``), times 10 for the non-normal
-  transient growth of the coupled modes.
+  only error left after ``T`` is the closed loop's transient, which the loop linearized at ``q*``
+  and stepped the same way predicts (:func:`_transient`).
 * The same constant ``ctrl`` on ``problems/mjcf/pushed_box.xml`` gives the same trajectory
   under ``regularized`` (elliptic cone, the model's solref/solimp/impratio) and under MuJoCo's
   ``mj_step`` (see :func:`test_constant_ctrl_regularized_matches_mujoco` for the tolerance).
@@ -73,15 +71,19 @@ def _arm_mass(q: np.ndarray) -> np.ndarray:
     return np.array([[i1 + i2 + M2 * L1**2 + 2.0 * M2 * L1 * C2 * c, m12], [m12, m22]])
 
 
-def _transient_bound(load: Any, mass: Any, q_star: np.ndarray, kp: np.ndarray, kd: np.ndarray,
-                     q0: np.ndarray, duration: float) -> float:
+def _transient(load: Any, mass: Any, q_star: np.ndarray, kp: np.ndarray, kd: np.ndarray,
+               q0: np.ndarray, h: float, steps: int) -> float:
+    """``|q_N - q*|_inf`` of the closed loop linearized at ``q*`` and stepped by semi-implicit
+    Euler like the simulation: ``v' = v - h M^-1 ((K + G) e + D v)``, ``e' = e + h v'`` with
+    ``G = -dtau_g/dq`` (central differences), from ``e_0 = q0 - q*``, ``v_0 = 0``."""
     eps = 1e-6
     G_ = -np.column_stack([(load(q_star + eps * e) - load(q_star - eps * e)) / (2 * eps) for e in np.eye(2)])
     Minv = np.linalg.inv(mass(q_star))
-    loop = np.block([[np.zeros((2, 2)), np.eye(2)], [-Minv @ (np.diag(kp) + G_), -Minv @ np.diag(kd)]])
-    sigma = -np.linalg.eigvals(loop).real.max()
-    assert sigma > 0
-    return 10.0 * float(np.abs(q0 - q_star).max()) * math.exp(-sigma * duration)
+    e, v = q0 - q_star, np.zeros(2)
+    for _ in range(steps):
+        v = v - h * Minv @ ((np.diag(kp) + G_) @ e + np.diag(kd) @ v)
+        e = e + h * v
+    return float(np.abs(e).max())
 
 
 def test_arm_gravity_closed_form_is_mujocos() -> None:
@@ -118,8 +120,13 @@ def test_pd_holds_target_with_gravity_load_over_gain(system: str, formulation: s
     assert traj.completed
     error = traj.q[-1] - target
     assert np.abs(error).min() > 0.04  # gravity sags it visibly: a controller that does nothing fails
-    bound = _transient_bound(load, mass, q_star, kp, kd, scene.q0, duration)
-    assert np.abs(traj.q[-1] - q_star).max() < max(bound, 1e-9), (error, q_star - target, bound)
+    # what is left of the transient, from the linearized loop (the arm's 0.05 N m s joint
+    # damping added to kd), with a factor 3 for the linearization (|e| <= 0.1 rad) and the arm's
+    # thin-rod inertia (measured: the pendulum's left-over is the prediction to 1 %, the arm's
+    # 1.45 times it); a floor of 1e-9 rad for the solvers' tolerances
+    damping = kd + (0.05 if system == "two_link_arm" else 0.0)
+    left = _transient(load, mass, q_star, kp, damping, scene.q0, 5e-3, round(duration / 5e-3))
+    assert np.abs(traj.q[-1] - q_star).max() < max(3.0 * left, 1e-9), (error, q_star - target, left)
     # the recorded inputs are the law's: u_k = kp (target - q_k) - kd v_k
     expected = kp * (target - traj.q[:-1]) - kd * traj.v[:-1]
     assert np.allclose(traj.controls(), expected, rtol=0, atol=1e-12)
@@ -132,12 +139,15 @@ def test_constant_ctrl_regularized_matches_mujoco() -> None:
     rows differ only in where their solvers stop.
 
     Tolerance: the dual program's Hessian ``A + R`` is at least ``R_min = (1 - dmax)/dmax / m``
-    (``dmax = solimp[1] = 0.95``), so an answer with KKT residual ``r`` is within ``r / R_min``
-    of the optimum (strong convexity), a velocity error ``r / (m R_min) = 19 r`` per step. Summed
-    over the steps (contact damps errors, it does not amplify them; the run is 250 steps) with
-    both rows' residuals recorded each step: ``|dv| <= sum_k 19 (r_a + r_b)_k`` and
-    ``|dq| <= T |dv|``. The push goes through ``ctrlrange``: asking for 10 N or 8 N (the cap) is
-    the same trajectory, and 7 N is not."""
+    (``dmax = solimp[1] = 0.95``, m = 1 kg), so an answer whose KKT residuals are at most ``r``
+    (inf-norm, over its ``n <= 12`` rows: 4 box-plane contacts x 3) is within
+    ``sqrt(n) r / R_min`` of the optimum in 2-norm (strong convexity), and the velocity
+    ``v' = v_free + M^-1 J^T lambda`` within ``|J|_2 sqrt(n) r / (m R_min)``, ``|J|_2 = sqrt(4)``
+    (each contact's frame is orthonormal): ``132 r`` per step. Summed over the 250 steps with
+    both rows' residuals as recorded each step, assuming the step map does not amplify
+    differences (a damped, short run): ``|dv| <= sum_k 132 (r_a + r_b)_k``, ``|dq| <= T |dv|``.
+    The push goes through ``ctrlrange``: asking for 10 N or 8 N (the cap) is the same
+    trajectory, and 7 N is not."""
     pytest.importorskip("mujoco")
     scene = co.load_scene(ROOT / "problems/pushed_box_mjcf.toml")  # [control] u = [10]
     model = scene.system.model  # type: ignore[attr-defined]
@@ -146,9 +156,10 @@ def test_constant_ctrl_regularized_matches_mujoco() -> None:
     ours = co.simulate(scene, formulation="regularized", solver="clarabel", options=options)
     ref = co.simulate(scene, formulation="mujoco", options={"cone": "elliptic", "tolerance": 1e-12})
     assert ours.completed and ref.completed and ours.q.shape == ref.q.shape
-    r_min = (1.0 - options["solimp"][1]) / options["solimp"][1]
-    dv = sum((a.residuals.worst + b.residuals.worst) / r_min for a, b in zip(ours.steps, ref.steps, strict=True))
-    assert 0 < dv < 1e-5
+    r_min = (1.0 - options["solimp"][1]) / options["solimp"][1]  # times 1/m, m = 1
+    per_step = math.sqrt(4) * math.sqrt(12) / r_min
+    dv = sum(per_step * (a.residuals.worst + b.residuals.worst) for a, b in zip(ours.steps, ref.steps, strict=True))
+    assert 0 < dv < 1e-4  # far below the push's effect (x = 0.39 m, v = 1.4 m/s)
     assert np.abs(ours.v - ref.v).max() <= dv
     assert np.abs(ours.q - ref.q).max() <= scene.duration * dv
     assert ref.q[-1, 0] > 0.3  # it was pushed (from rest; 8 N against 4.9 N of friction)
