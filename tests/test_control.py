@@ -279,11 +279,11 @@ def test_cli_run_and_compare_use_the_scenes_control(tmp_path: Path) -> None:
     saved = co.Trajectory.load(tmp_path / "run" / "trajectory.npz")
     assert np.all(saved.controls() == 10.0) and saved.info["control"] == "constant(u=[10.0])"
     scene = co.load_scene(ROOT / "problems/pushed_box_mjcf.toml")
-    table, traces = co.compare(scene, ["regularized", "mujoco"], ["clarabel"], dts=[2e-3], duration=0.1,
+    table, traces = co.compare(scene, ["regularized", "mujoco"], ["clarabel"], dts=[2e-3], duration=0.05,
                                return_traces=True)
     assert set(table["formulation"]) == {"regularized", "mujoco"} and set(table["status"]) == {"completed"}
     for _, rows in traces.groupby("formulation"):  # pushed from rest: x grows (no push: it stays at 0)
-        assert rows["q[0]"].iloc[-1] > 0.01
+        assert rows["q[0]"].iloc[-1] > 1e-3
 
 
 @pytest.mark.parametrize("method", ["gauss", "ode", "variational", "compliant", "hybrid"])
