@@ -74,6 +74,8 @@ class StepRecord:
             (continuous-time methods; 0 where not applicable).
         refined: whether the solver's interior-point answer was replaced by the exact
             active-set KKT point (:mod:`contactopt.solvers.refine`).
+        control: (nu,) the input held over the step (:mod:`contactopt.control`); empty
+            without a controller.
     """
 
     t: float
@@ -93,6 +95,7 @@ class StepRecord:
     impacts: tuple[Impact, ...] = ()
     substeps: int = 0
     refined: bool = False
+    control: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -134,6 +137,14 @@ class Trajectory:
     def forces(self) -> FloatArray:
         """(N, nc, dim) average contact forces over each step, impulses / dt [N]."""
         return self.impulses() / self.dt
+
+    def controls(self) -> FloatArray:
+        """(N, nu) the input held over each step ((N, 0) without a controller)."""
+        sizes = {record.control.shape[0] for record in self.steps}
+        if len(sizes) > 1:
+            raise ContactoptError("the number of control inputs varies between steps; use steps[i].control")
+        return (np.stack([record.control for record in self.steps]) if self.steps
+                else np.zeros((0, 0)))
 
     def constraint_errors(self) -> FloatArray:
         """(N,) constraint violation at the start of each step (see StepRecord)."""
@@ -197,6 +208,8 @@ class Trajectory:
             "constraint_error": np.array([r.constraint_error for r in steps]),
             "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
             "refined": np.array([r.refined for r in steps], dtype=bool),
+            "control_counts": np.array([r.control.shape[0] for r in steps], dtype=np.int64),
+            "control": np.concatenate([r.control for r in steps]) if steps else np.zeros(0),
             **_impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=_json_default)),
         }
@@ -218,6 +231,7 @@ class Trajectory:
                 impacts = _read_impacts(a, n_steps)
                 substeps = a["substeps"] if "substeps" in a.files else np.zeros(n_steps, dtype=np.int64)
                 refined = a["refined"] if "refined" in a.files else np.zeros(n_steps, dtype=bool)
+                controls = _read_controls(a, n_steps)
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -231,7 +245,7 @@ class Trajectory:
                         solver=str(a["solver"][i]), conversion=str(a["conversion"][i]) or None,
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
-                        substeps=int(substeps[i]), refined=bool(refined[i])))
+                        substeps=int(substeps[i]), refined=bool(refined[i]), control=controls[i]))
                 trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                                  message=header["message"])
         except ContactoptError:
@@ -273,6 +287,14 @@ def _impact_arrays(steps: list[StepRecord], nv: int) -> dict[str, Any]:
         "impact_impulses": (np.concatenate([i.impulses.reshape(-1, dim) for i in impacts]) if impacts
                             else np.zeros((0, dim))),
     }
+
+
+def _read_controls(a: Any, n_steps: int) -> list[FloatArray]:
+    """The per-step inputs (``control``, ``control_counts``); empty for files without them."""
+    if "control_counts" not in a.files:
+        return [np.zeros(0) for _ in range(n_steps)]
+    offsets = np.concatenate([[0], np.cumsum(a["control_counts"])])
+    return [np.array(a["control"][int(offsets[i]):int(offsets[i + 1])]) for i in range(n_steps)]
 
 
 def _read_impacts(a: Any, n_steps: int) -> list[tuple[Impact, ...]]:

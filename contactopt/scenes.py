@@ -11,6 +11,11 @@ Shape of a scene file (every table rejects unknown keys)::
     [contact]                   # mu (default 0; inf allowed), restitution (default 0)
     [options]                   # formulation options, e.g. form = "dual"
     [solver_options]            # passed to the solver backend
+    [control]                   # the input u(t, q, v): constant, pd, sinusoid or python
+                                # (:mod:`contactopt.control`)
+
+An MJCF scene may name a dm-control suite model instead of a file: ``file = "dm_control:hopper"``
+(:mod:`contactopt.mujoco.suite`; the ``robots`` extra).
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt import integrators, solvers, systems
+from contactopt.control import ControlSpec, parse_control
 from contactopt.errors import ContactoptError, SceneError
+from contactopt.mujoco.suite import SUITE_PREFIX, suite_path
 from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError, System
 
@@ -35,7 +42,7 @@ FloatArray = NDArray[np.float64]
 
 __all__ = ["Scene", "find_problem", "load_scene", "problems_dir"]
 
-_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options"}
+_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options", "control"}
 _SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description"}
 _INITIAL_KEYS = {"q", "v"}
 
@@ -53,6 +60,8 @@ class Scene:
         formulation, solver: defaults for :func:`contactopt.simulate`.
         options: formulation options; solver_options: solver options.
         name, description: for tables and plots; source: the file it came from.
+        control: the scene's ``[control]`` table (None: no input), the default controller of
+            :func:`contactopt.simulate`.
     """
 
     system: System
@@ -67,6 +76,7 @@ class Scene:
     name: str = "scene"
     description: str = ""
     source: Path | None = None
+    control: ControlSpec | None = None
 
     def __post_init__(self) -> None:
         where = f"scene {self.name!r}"
@@ -184,7 +194,9 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
     system_cls = systems.get(type_name)
     validate.reject_unknown(system_table, {"type", *system_cls.config_keys}, "system")
     config = {key: value for key, value in system_table.items() if key != "type"}
-    if isinstance(config.get("file"), str):  # files named by a scene are relative to it
+    if isinstance(config.get("file"), str) and config["file"].startswith(SUITE_PREFIX):
+        config["file"] = str(suite_path(config["file"]))
+    elif isinstance(config.get("file"), str):  # files named by a scene are relative to it
         config["file"] = str((path.parent / config["file"]).resolve())
     contact = validate.table(data, "contact")
     system = system_cls.from_config(config, contact)
@@ -218,4 +230,6 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         solver_options=validate.table(data, "solver_options"),
         name=validate.string(meta.get("name", path.stem), "scene.name"),
         description=validate.string(meta.get("description", ""), "scene.description"), source=path,
+        control=(parse_control(validate.table(data, "control"), system, path.parent)
+                 if "control" in data else None),
     )

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from contactopt import formulations
+from contactopt.control import ControlError, Controller, ControlSpec, check_output, make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.formulations.base import Program
 from contactopt.integrators import make_stepper
@@ -25,14 +27,25 @@ from contactopt.systems.base import System
 
 __all__ = ["formulate", "simulate"]
 
+FloatArray = NDArray[np.float64]
+
 
 def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation: str = "gauss",
-              options: Mapping[str, Any] | None = None, t: float = 0.0) -> Program:
-    """The explicit program that ``formulation`` builds for one step from ``(q, v)``."""
+              options: Mapping[str, Any] | None = None, t: float = 0.0,
+              control: ArrayLike | None = None) -> Program:
+    """The explicit program that ``formulation`` builds for one step from ``(q, v)``, with the
+    input ``control`` ((nu,): ``B u`` or MuJoCo's ``ctrl``; see :mod:`contactopt.control`)
+    held over the step (None: no input)."""
     form = formulations.get(formulation)
     drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
-    problem = build_step_problem(system, q, v, dt, t, drift=drift)
+    held = system.control
+    try:
+        if control is not None:
+            system.set_control(check_output(control, system, 0, t, "formulate: control"))
+        problem = build_step_problem(system, q, v, dt, t, drift=drift)
+    finally:
+        system.set_control(held)
     return form.build(problem, form.resolve_options(rest))
 
 
@@ -48,6 +61,7 @@ def simulate(
     fallback: str | None = None,
     on_failure: Literal["stop", "raise"] = "stop",
     progress: bool = False,
+    controller: Controller | ControlSpec | Mapping[str, Any] | None = None,
 ) -> Trajectory:
     """Simulate ``scene``; arguments left None take the scene's defaults.
 
@@ -67,6 +81,13 @@ def simulate(
     and ``message`` says why) or raises (``"raise"``). Ctrl-C stops the run the same way.
     An unexpected exception inside a step raises :class:`~contactopt.errors.SimulationError`
     whose ``trajectory`` holds every finished step.
+
+    ``controller`` (default: the scene's ``[control]`` table, if any) is ``f(t, q, v) -> u``,
+    a :class:`~contactopt.control.ControlSpec` or a ``[control]``-shaped mapping; ``u`` is
+    evaluated at the start of each step and held over it (:mod:`contactopt.control`), and
+    recorded in ``steps[k].control``. A controller that raises or returns the wrong length or
+    a non-finite value raises :class:`~contactopt.control.ControlError` naming the step, with
+    every finished step in its ``trajectory``.
     """
     formulation = formulation or scene.formulation
     dt = float(scene.dt if dt is None else dt)
@@ -95,12 +116,15 @@ def simulate(
         if fallback:
             choose(program, fallback, explicit=True)
     backup = make_stepper(scene.system, formulation, fallback, dt, merged_options) if fallback else None
+    spec = controller if controller is not None else scene.control
+    control = make_controller(spec, scene.system)
     n_steps = round(duration / dt)
     info = {"scene": scene.name, "system": scene.system.type_name,
             "system_description": scene.system.describe(), "formulation": formulation.strip().lower(),
             "solver": solver, "solver_choice": choice, "fallback": fallback, "dt": dt, "duration": duration,
             "options": stepper.options, "solver_options": dict(solver_options or {}),
-            "q_names": list(scene.system.q_names), "v_names": list(scene.system.v_names)}
+            "q_names": list(scene.system.q_names), "v_names": list(scene.system.v_names),
+            "control": _describe_control(spec)}
 
     state = State(scene.q0, scene.v0, 0.0)
     times, qs, vs = [state.t], [state.q], [state.v]
@@ -114,6 +138,10 @@ def simulate(
 
     try:
         for _ in range(n_steps):
+            u = None
+            if control is not None:
+                u = _control_at(control, scene.system, len(steps), state, partial)
+                scene.system.set_control(u)
             try:
                 next_state, record = stepper.step(state)
                 if next_state is None and backup is not None:
@@ -121,6 +149,8 @@ def simulate(
             except Exception as exc:  # a bug or a system error: keep what was computed
                 reason = f"step {len(steps)} at t={state.t:.6g} raised {type(exc).__name__}: {exc}"
                 raise SimulationError(reason, partial(reason)) from exc
+            if u is not None:
+                record = dataclasses.replace(record, control=u)
             steps.append(record)
             if next_state is None:
                 message = (f"step {len(steps) - 1} at t={state.t:.6g} failed: "
@@ -137,9 +167,34 @@ def simulate(
         message = f"interrupted by the user after {len(times) - 1} steps"
     finally:
         bar.close()
+        if control is not None:
+            scene.system.set_control(None)
     if message:
         warnings.warn(f"{scene.name}: the trajectory is partial: {message}", PartialTrajectoryWarning, stacklevel=2)
     return partial(message)
+
+
+def _control_at(control: Controller, system: System, step: int, state: State,
+                partial: Callable[[str], Trajectory]) -> FloatArray:
+    """``u`` of step ``step``, checked; a failing controller keeps every finished step."""
+    try:
+        value = control(state.t, state.q.copy(), state.v.copy())
+        return check_output(value, system, step, state.t)
+    except OptionError as exc:
+        raise ControlError(str(exc), partial(str(exc))) from exc
+    except Exception as exc:  # the user's code
+        reason = f"controller raised {type(exc).__name__} at step {step} (t={state.t:.6g}): {exc}"
+        raise ControlError(reason, partial(reason)) from exc
+
+
+def _describe_control(spec: Any) -> str | None:
+    if spec is None:
+        return None
+    if isinstance(spec, ControlSpec):
+        return spec.describe()
+    if isinstance(spec, Mapping):
+        return ControlSpec(str(spec.get("type")), {k: v for k, v in spec.items() if k != "type"}).describe()
+    return str(getattr(spec, "__qualname__", None) or type(spec).__name__)
 
 
 class _NoBar:

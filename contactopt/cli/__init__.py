@@ -21,6 +21,7 @@ import numpy as np
 from contactopt import solvers, systems
 from contactopt._version import __version__
 from contactopt.cli.common import _options, _Parser, positive_float
+from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
@@ -42,7 +43,12 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 scene = load_scene(path)
                 print(f"  {path.stem:24s} {scene.system.type_name:12s} {scene.description}")
             except ContactoptError as exc:
-                print(f"  {path.stem:24s} (invalid: {exc})")
+                from contactopt.mujoco.suite import INSTALL_HINT
+
+                if INSTALL_HINT in str(exc):  # a dm-control suite scene without the package
+                    print(f"  {path.stem:24s} {'mjcf':12s} (needs dm-control: {INSTALL_HINT})")
+                else:
+                    print(f"  {path.stem:24s} (invalid: {exc})")
     if what in ("formulations", "all"):
         from contactopt import integrators
 
@@ -141,8 +147,9 @@ def _save_programs(scene: Scene, traj: Trajectory, folder: Path) -> Path:
     dt = traj.dt
     options = traj.info["options"]
     for i in range(min(len(traj.steps), traj.q.shape[0])):
+        control = traj.steps[i].control
         program = formulate(scene.system, traj.q[i], traj.v[i], dt, traj.info["formulation"],
-                            options, t=float(traj.t[i]))
+                            options, t=float(traj.t[i]), control=control if control.size else None)
         save_program(program, folder / f"step_{i:06d}.npz")
     return folder
 
@@ -163,7 +170,9 @@ def _cmd_program(args: argparse.Namespace) -> int:
         if traj.q.shape[0] <= args.step:
             raise ContactoptError(f"the run stopped before step {args.step}: {traj.message}")
         q, v, t = traj.q[args.step], traj.v[args.step], float(traj.t[args.step])
-    program = formulate(scene.system, q, v, dt, formulation, options, t=t)
+    control = make_controller(scene.control, scene.system)  # the scene's input at that step
+    u = None if control is None else control(t, np.array(q), np.array(v))
+    program = formulate(scene.system, q, v, dt, formulation, options, t=t, control=u)
     print(f"step {args.step} (t = {t:.6g}) of {scene.name}, formulation {formulation}: {program.summary()}")
     for block in program.variables:
         print(f"  variables {block.name}: [{block.start}, {block.stop})")

@@ -101,7 +101,7 @@ class VariationalIntegrator:
         # Non-conservative forces: what tau holds beyond the Lagrangian's tau_g - C v (zero
         # for the textbook systems without inputs, whose tau is exactly that).
         forcing = system.dynamics(qm, vd).tau - (system.tau_g(qm) - system.C(qm, vd) @ vd) \
-            if self.nonconservative else 0.0
+            if self.nonconservative or system.control is not None else 0.0  # B u of a controller
         return system.M(qm) @ vd, 0.5 * h * (self._dT_dq(qm, vd) + system.tau_g(qm) + forcing)
 
     def _residual(self, x: FloatArray, q0: FloatArray, p0: FloatArray, t: float) -> FloatArray:

@@ -84,6 +84,8 @@ class MujocoStepper:
         data.qpos[:] = state.q
         data.qvel[:] = state.v
         data.time = state.t
+        control = self.system.control  # the same held control as every other method
+        data.ctrl[:] = 0.0 if control is None else control
         start = time.perf_counter()
         mujoco.mj_step(model, data)
         elapsed = time.perf_counter() - start

@@ -63,7 +63,7 @@ class MjcfSystem(System):
         self.nq, self.nv = int(self.model.nq), int(self.model.nv)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
         self.q_names, self.v_names = self._coordinate_names()
-        self._at: tuple[bytes, bytes] | None = None
+        self._at: tuple[bytes, bytes, bytes] | None = None
         self._chains = Chains(self.model)
 
     @classmethod
@@ -85,16 +85,36 @@ class MjcfSystem(System):
     # --- MuJoCo evaluation (cached per state) ---------------------------------------------
     def _evaluate(self, q: ArrayLike, v: ArrayLike) -> Any:
         qv, vv = as_vector(q, "q", self.nq), as_vector(v, "v", self.nv)
-        key = (qv.tobytes(), vv.tobytes())
+        ctrl = np.zeros(self.model.nu) if self.control is None else self.control
+        key = (qv.tobytes(), vv.tobytes(), ctrl.tobytes())
         if key != self._at:
             data = self.data
             data.qpos[:] = qv
             data.qvel[:] = vv
+            data.ctrl[:] = ctrl  # the held control: MuJoCo applies gains, biases and ctrlrange
             self.mujoco.mj_fwdPosition(self.model, data)
             self.mujoco.mj_fwdVelocity(self.model, data)
             self.mujoco.mj_fwdActuation(self.model, data)
             self._at = key
         return self.data
+
+    @property
+    def control_size(self) -> int:
+        """``nu``: MuJoCo's actuators; a controller's output becomes ``data.ctrl``."""
+        return int(self.model.nu)
+
+    def control_names(self) -> tuple[str, ...]:
+        return tuple(self.model.actuator(i).name or f"actuator{i}" for i in range(self.model.nu))
+
+    def set_control(self, u: FloatArray | None) -> None:
+        """``data.ctrl`` for the next step. Actuators with their own state (``na > 0``: filters,
+        integrators) are refused: contactopt's state is ``(qpos, qvel)`` without ``act``."""
+        if u is not None and self.model.na:
+            from contactopt.errors import OptionError
+
+            raise OptionError(f"{self.path.name}: actuators with activation states (na = {self.model.na}) "
+                              "are not supported with a controller: the state holds no activations")
+        super().set_control(u)
 
     def _evaluate_position(self, q: ArrayLike) -> Any:
         if self._at is not None and self._at[0] == as_vector(q, "q", self.nq).tobytes():

@@ -115,6 +115,9 @@ class System(ABC):
     contact_dim: int
     q_names: tuple[str, ...]
     v_names: tuple[str, ...]
+    #: The control input held over the current step (zero-order hold), set by ``simulate``
+    #: from a controller (:mod:`contactopt.control`); None: no input.
+    control: FloatArray | None = None
 
     def __init__(self, params: Mapping[str, float], contact: Mapping[str, float]) -> None:
         self.params = dict(params)
@@ -142,6 +145,20 @@ class System(ABC):
     @abstractmethod
     def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
         """``M(q)`` and ``tau(q, v, u)``; ``u`` None means the system's own input."""
+
+    @property
+    def control_size(self) -> int:
+        """Number of control inputs ``nu`` a controller returns (0: the system takes none)."""
+        return 0
+
+    def control_names(self) -> tuple[str, ...]:
+        """A name per control input (for tables and error messages)."""
+        return tuple(f"u{i}" for i in range(self.control_size))
+
+    def set_control(self, u: FloatArray | None) -> None:
+        """Hold ``u`` ((nu,) finite, checked by the caller) over the next step; None clears it.
+        :meth:`dynamics` with ``u=None`` then applies it."""
+        self.control = None if u is None else np.array(u, dtype=np.float64)
 
     @abstractmethod
     def contacts(self, q: ArrayLike) -> Contacts:

@@ -46,9 +46,16 @@ class ManipulatorSystem(System):
         qv = as_vector(q, "q", self.nq)
         vv = as_vector(v, "v", self.nv)
         tau = self.tau_g(qv) - self.C(qv, vv) @ vv
+        if u is None:
+            u = self.control  # held by ``simulate`` from a controller (None: no input)
         if u is not None:
             tau = tau + self.B @ as_vector(u, "u", self.B.shape[1])
         return Dynamics(M=self.M(qv), tau=tau)
+
+    @property
+    def control_size(self) -> int:
+        """``nu``: the columns of ``B``."""
+        return int(self.B.shape[1])
 
     def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
         vv = np.asarray(v, dtype=np.float64)
