@@ -11,10 +11,12 @@ Shape of a scene file (every table rejects unknown keys)::
     [contact]                   # mu (default 0; inf allowed), restitution (default 0)
     [options]                   # formulation options, e.g. form = "dual"
     [solver_options]            # passed to the solver backend
+    [observables]               # what the scene is about, with references (contactopt.observables)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tomllib
@@ -28,6 +30,7 @@ from numpy.typing import NDArray
 
 from contactopt import integrators, solvers, systems
 from contactopt.errors import ContactoptError, SceneError
+from contactopt.observables import Observable, parse_observables
 from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError, System
 
@@ -35,7 +38,7 @@ FloatArray = NDArray[np.float64]
 
 __all__ = ["Scene", "find_problem", "load_scene", "problems_dir"]
 
-_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options"}
+_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options", "observables"}
 _SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description"}
 _INITIAL_KEYS = {"q", "v"}
 
@@ -53,6 +56,7 @@ class Scene:
         formulation, solver: defaults for :func:`contactopt.simulate`.
         options: formulation options; solver_options: solver options.
         name, description: for tables and plots; source: the file it came from.
+        observables: what the scene is about, with reference values (:mod:`contactopt.observables`).
     """
 
     system: System
@@ -67,6 +71,7 @@ class Scene:
     name: str = "scene"
     description: str = ""
     source: Path | None = None
+    observables: tuple[Observable, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"scene {self.name!r}"
@@ -210,7 +215,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
     except ContactoptError as exc:
         raise SceneError(f"{path}: options: {exc}") from exc
 
-    return Scene(
+    scene = Scene(
         system=system, q0=q0, v0=v0,
         dt=_scene_number(meta, "dt", positive=True),
         duration=_scene_number(meta, "duration", positive=True),
@@ -219,3 +224,6 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         name=validate.string(meta.get("name", path.stem), "scene.name"),
         description=validate.string(meta.get("description", ""), "scene.description"), source=path,
     )
+    observables = parse_observables(data.get("observables"), data, system, scene.q0, scene.v0, scene.dt,
+                                    scene.duration, path)
+    return dataclasses.replace(scene, observables=observables) if observables else scene

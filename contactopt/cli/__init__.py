@@ -121,7 +121,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from contactopt.analysis.plotting import plot_trajectory
 
-        written.append(plot_trajectory(traj, out / "trajectory.png"))
+        plot_trajectory(traj, out / "trajectory.png")
+        written.append(out / "trajectory.png")
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))
     print(format_table([row]))
@@ -201,11 +202,27 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     notes = [f"skipped (the solver cannot take the program): {', '.join(skipped)}"] if skipped else []
     for note in notes:
         print(note)
+    written_tables = "table.csv, table.parquet, traces.parquet"
+    if table.attrs.get("observables"):
+        from contactopt.analysis.convergence import orders
+        from contactopt.analysis.observations import display_table, long_table
+
+        print(f"\nobservables of {scene.name} (value (error against the reference) ok|OFF: within tolerance or "
+              "not):")
+        print(format_table(display_table(table)))
+        fitted = orders(long_table(table))
+        if len(fitted):
+            print("\nconvergence (order p of |error| ~ dt^p, least squares over the step sizes):")
+            print(format_table(fitted))
+            fitted.to_csv(out / "convergence.csv", index=False)
+            written_tables += ", convergence.csv"
+        written_tables += ", observables.csv"
     if not args.no_plot:
         written = write_report(f"{scene.name}: formulations and solvers compared", table, traces, out,
-                               columns, notes)
-        print(f"wrote {out}/table.csv, table.parquet, traces.parquet, "
-              + ", ".join(p.name for p in written))
+                               columns, notes, scene=scene)
+        print(f"wrote {out}/{written_tables}, " + ", ".join(p.name for p in written))
+    else:
+        print(f"wrote {out}/{written_tables}")
     errors = table["status"].eq("error").sum()
     return EXIT_STOPPED if errors else 0
 

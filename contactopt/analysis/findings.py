@@ -1,0 +1,121 @@
+"""Findings written from a comparison table (not hand-authored): per observable, which cells
+are within tolerance of the reference and which are not and by how much, the fastest
+formulation/solver per accuracy level, and the fitted convergence orders."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from contactopt.analysis.convergence import orders
+
+__all__ = ["ACCURACY_LEVELS", "findings"]
+
+#: Accuracy levels as multiples of an observable's tolerance.
+ACCURACY_LEVELS = (0.1, 1.0, 10.0)
+
+
+def _label(row: pd.Series, several_dt: bool) -> str:
+    return f"{row['formulation']}/{row['solver']}" + (f" dt={row['dt']:g}" if several_dt else "")
+
+
+def _error(value: float, kind: str, unit: str) -> str:
+    return f"{100 * value:+.3g} %" if kind == "relative" else f"{value:+.3g}{' ' + unit if unit else ''}"
+
+
+def _tolerance(value: float, kind: str, unit: str) -> str:
+    return f"{100 * value:.3g} %" if kind == "relative" else f"{value:.3g}{' ' + unit if unit else ''}"
+
+
+def findings(long: pd.DataFrame, table: pd.DataFrame, descriptions: dict[str, str] | None = None) -> list[str]:
+    """Markdown lines: the findings of a comparison. ``long`` is
+    :func:`~contactopt.analysis.observations.long_table` of ``table`` (which gives the
+    ``time_per_step`` of each cell); ``descriptions`` the observables' descriptions."""
+    if not len(long):
+        return ["- The scene declares no observables (see `contactopt.observables`): nothing to compare "
+                "against a reference."]
+    lines: list[str] = []
+    several_dt = long["dt"].nunique() > 1
+    speed = {(r.formulation, r.solver, float(r.dt)): float(r.time_per_step)
+             for r in table.itertuples() if hasattr(r, "time_per_step")}
+    dts = sorted(long["dt"].unique())
+    shown_dts = dts if len(dts) <= 3 else [dts[0], dts[-1]]
+    for observable, part in long.groupby("observable", sort=False):
+        first = part.iloc[0]
+        kind, unit, tolerance = str(first["error_kind"]), str(first["unit"]), float(first["tolerance"])
+        about = (descriptions or {}).get(str(observable), "")
+        lines.append(f"### {observable}" + (f": {about}" if about else ""))
+        lines.append("")
+        if not np.isfinite(part["reference"]).any():
+            lines.append("- No reference value: measured only (see the table).")
+            lines.append("")
+            continue
+        for dt in shown_dts:
+            at = part[part["dt"] == dt]
+            reference = at["reference"].dropna()
+            ref_text = f"{reference.iloc[0]:.6g}{' ' + unit if unit else ''}" if len(reference) else "n/a"
+            inside = at[at["within"]].sort_values("error", key=np.abs)
+            outside = at[~at["within"] & np.isfinite(at["error"])].sort_values("error", key=np.abs)
+            missing = at[~np.isfinite(at["error"])]
+            prefix = f"- dt = {dt:g}: " if several_dt or len(shown_dts) > 1 else "- "
+            lines.append(f"{prefix}reference {ref_text}, tolerance {_tolerance(tolerance, kind, unit)}.")
+            within = ", ".join(f"{_label(r, False)} ({_error(r['error'], kind, unit)})" for _, r in inside.iterrows())
+            lines.append(f"  - within tolerance: {within or 'none'}.")
+            if len(outside):
+                lines.append("  - outside: " + ", ".join(
+                    f"{_label(r, False)} ({_error(r['error'], kind, unit)}, "
+                    f"{abs(r['error']) / tolerance:.3g} x the tolerance)" for _, r in outside.iterrows()) + ".")
+            if len(missing):
+                lines.append("  - not measured (the run did not show it, e.g. never stopped, or failed): "
+                             + ", ".join(_label(r, False) for _, r in missing.iterrows()) + ".")
+        lines.append("- fastest per accuracy level (time per step): " + "; ".join(
+            _fastest(part, level, tolerance, kind, unit, speed, several_dt) for level in ACCURACY_LEVELS) + ".")
+        lines.append("")
+    lines += _overall(long, speed, several_dt)
+    fitted = orders(long)
+    fitted = fitted[np.isfinite(fitted["order"])]
+    if len(fitted):
+        lines.append("### Convergence (order p of |error| ~ dt^p, least squares over the step sizes)")
+        lines.append("")
+        for observable, part in fitted.groupby("observable", sort=False):
+            lines.append(f"- {observable}: " + ", ".join(
+                f"{r['formulation']}/{r['solver']} p = {r['order']:.2f}" for _, r in part.iterrows()) + ".")
+        lines.append("")
+    return lines
+
+
+def _fastest(part: pd.DataFrame, level: float, tolerance: float, kind: str, unit: str,
+             speed: dict[tuple[str, str, float], float], several_dt: bool) -> str:
+    bound = level * tolerance
+    good = part[np.abs(part["error"]) <= bound]
+    what = f"|error| <= {_tolerance(bound, kind, unit)}"
+    timed = [(speed.get((r["formulation"], r["solver"], float(r["dt"])), math.nan), r) for _, r in good.iterrows()]
+    timed = [(t, r) for t, r in timed if math.isfinite(t)]
+    if not timed:
+        return f"{what}: none"
+    t, best = min(timed, key=lambda item: item[0])
+    return f"{what}: {_label(best, several_dt)} ({1e3 * t:.3g} ms)"
+
+
+def _overall(long: pd.DataFrame, speed: dict[tuple[str, str, float], float], several_dt: bool) -> list[str]:
+    """The cells within every tolerance, and the fastest of them."""
+    cells = long.groupby(["formulation", "solver", "dt"], sort=False)
+    rows: Sequence[tuple[tuple[str, str, float], bool]] = [
+        (key, bool(group["within"].all())) for key, group in cells if np.isfinite(group["reference"]).any()]
+    good = [key for key, ok in rows if ok]
+    lines = ["### Overall", ""]
+    if not good:
+        lines.append("- No run is within the tolerance of every observable.")
+    else:
+        timed = sorted((speed.get(key, math.nan), key) for key in good)
+        listed = ", ".join(f"{f}/{s}" + (f" dt={d:g}" if several_dt else "") for _, (f, s, d) in timed)
+        t, (f, s, d) = timed[0]
+        lines.append(f"- Within the tolerance of every observable: {listed}.")
+        if math.isfinite(t):
+            lines.append(f"- Fastest of them: {f}/{s}" + (f" dt={d:g}" if several_dt else "")
+                         + f" ({1e3 * t:.3g} ms per step).")
+    lines.append("")
+    return lines
