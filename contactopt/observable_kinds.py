@@ -86,14 +86,17 @@ def _final(traj: Trajectory, settings: Mapping[str, Any], run: Mapping[str, Any]
 
 
 def _stop_index(traj: Trajectory, settings: Mapping[str, Any]) -> int | None:
-    """First state from which the speed stays at or below ``threshold``; None if it never does."""
+    """The state from which the body rests: ``k`` such that every velocity after it,
+    ``v[k+1], v[k+2], ...``, is within ``threshold`` (semi-implicit Euler moves by ``h v[k+1]``
+    over the step from ``t[k]``, so the position is constant from ``t[k]`` on; the cart of
+    ``cart_wall`` that reaches the wall at t = 0.5 rests from 0.5). None if the run ends moving."""
     v = traj.v if settings.get("velocity_index") is None else traj.v[:, [settings["velocity_index"]]]
     speed = np.abs(v).max(axis=1) if v.size else np.zeros(traj.t.shape[0])
     moving = np.flatnonzero(~(speed <= settings["threshold"]))
     if moving.size == 0:
         return 0
-    stop = int(moving[-1]) + 1
-    return stop if stop < speed.shape[0] else None
+    last = int(moving[-1])
+    return last if last + 1 < speed.shape[0] else None
 
 
 def _stop_time(traj: Trajectory, settings: Mapping[str, Any], run: Mapping[str, Any]) -> float:
@@ -171,8 +174,8 @@ _APEX = frozenset({"index", "offset"})
 KINDS: dict[str, Kind] = {
     "final_position": Kind(_final, "the coordinate at the end of the run", "q"),
     "final_velocity": Kind(_final, "the velocity coordinate at the end of the run", "v"),
-    "stop_time": Kind(_stop_time, "time from which every velocity (or `velocity`) stays within `threshold` "
-                      "(default 1e-3)", None, _STOP, "s"),
+    "stop_time": Kind(_stop_time, "time from which the body rests: every later velocity (or `velocity`) "
+                      "within `threshold` (default 1e-3)", None, _STOP, "s"),
     "stop_distance": Kind(_stop_distance, "the coordinate's change from the start to the stop time", "q", _STOP),
     "apex_height": Kind(_apex_height, "the `index`-th local maximum of the coordinate (parabola-refined) "
                         "minus `offset`", "q", _APEX),

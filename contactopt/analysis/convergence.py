@@ -55,7 +55,8 @@ def orders(long: pd.DataFrame) -> pd.DataFrame:
             rows.append({"formulation": formulation, "solver": solver, "observable": observable, "order": order,
                          "points": n, "dt_min": float(group["dt"].min()), "dt_max": float(group["dt"].max()),
                          "error_at_dt_min": float(finest["error"])})
-    return pd.DataFrame(rows, columns=CONVERGENCE_COLUMNS)
+    numeric = {"order": float, "points": int, "dt_min": float, "dt_max": float, "error_at_dt_min": float}
+    return pd.DataFrame(rows, columns=CONVERGENCE_COLUMNS).astype(numeric)
 
 
 def plot_convergence(long: pd.DataFrame, path: str | Path | None = None) -> Figure:

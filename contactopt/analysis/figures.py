@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from contactopt.analysis.style import Styles, new_figure, save
 from contactopt.observable_kinds import coordinate_unit
@@ -128,6 +129,7 @@ def plot_metrics(table: pd.DataFrame, path: str | Path | None = None) -> Figure:
         for bar, hatch in zip(bars, hatches, strict=True):
             bar.set_hatch(hatch)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(title, fontsize="small")
         ax.grid(True, axis="x", alpha=0.3)
     axes[0].set_yticks(np.arange(len(labels)), labels, fontsize="x-small")
@@ -151,7 +153,7 @@ def plot_time_per_step(traces: pd.DataFrame, path: str | Path | None = None) -> 
     fig = new_figure(9, 0.32 * len(rows) + 1.6)
     ax = fig.subplots()
     if rows:
-        parts = ax.boxplot([r[3] for r in rows], vert=False, widths=0.6, patch_artist=True,
+        parts = ax.boxplot([r[3] for r in rows], orientation="horizontal", widths=0.6, patch_artist=True,
                            flierprops={"markersize": 2, "alpha": 0.4})
         for patch, row in zip(parts["boxes"], rows, strict=True):
             patch.set_facecolor(styles.colour(row[0]))

@@ -39,8 +39,8 @@ def findings(long: pd.DataFrame, table: pd.DataFrame, descriptions: dict[str, st
                 "against a reference."]
     lines: list[str] = []
     several_dt = long["dt"].nunique() > 1
-    speed = {(r.formulation, r.solver, float(r.dt)): float(r.time_per_step)
-             for r in table.itertuples() if hasattr(r, "time_per_step")}
+    speed = {(r.formulation, r.solver, float(r.dt)): (float(r.time_per_step), float(r.time_per_step) * float(r.steps))
+             for r in table.itertuples() if hasattr(r, "time_per_step") and hasattr(r, "steps")}
     dts = sorted(long["dt"].unique())
     shown_dts = dts if len(dts) <= 3 else [dts[0], dts[-1]]
     for observable, part in long.groupby("observable", sort=False):
@@ -71,7 +71,7 @@ def findings(long: pd.DataFrame, table: pd.DataFrame, descriptions: dict[str, st
             if len(missing):
                 lines.append("  - not measured (the run did not show it, e.g. never stopped, or failed): "
                              + ", ".join(_label(r, False) for _, r in missing.iterrows()) + ".")
-        lines.append("- fastest per accuracy level (time per step): " + "; ".join(
+        lines.append("- fastest per accuracy level (build + solve time of the run): " + "; ".join(
             _fastest(part, level, tolerance, kind, unit, speed, several_dt) for level in ACCURACY_LEVELS) + ".")
         lines.append("")
     lines += _overall(long, speed, several_dt)
@@ -87,20 +87,28 @@ def findings(long: pd.DataFrame, table: pd.DataFrame, descriptions: dict[str, st
     return lines
 
 
+def _cost(speed: dict[tuple[str, str, float], tuple[float, float]], key: tuple[str, str, float]) -> str:
+    per_step, total = speed[key]
+    return f"{total:.3g} s, {1e3 * per_step:.3g} ms per step"
+
+
 def _fastest(part: pd.DataFrame, level: float, tolerance: float, kind: str, unit: str,
-             speed: dict[tuple[str, str, float], float], several_dt: bool) -> str:
+             speed: dict[tuple[str, str, float], tuple[float, float]], several_dt: bool) -> str:
+    """The cell with the least total build + solve time among those within ``level`` tolerances
+    (a finer step costs more steps: the run's total, not the time per step, decides)."""
     bound = level * tolerance
     good = part[np.abs(part["error"]) <= bound]
     what = f"|error| <= {_tolerance(bound, kind, unit)}"
-    timed = [(speed.get((r["formulation"], r["solver"], float(r["dt"])), math.nan), r) for _, r in good.iterrows()]
-    timed = [(t, r) for t, r in timed if math.isfinite(t)]
-    if not timed:
+    keys = [(r["formulation"], r["solver"], float(r["dt"])) for _, r in good.iterrows()]
+    keys = [k for k in keys if k in speed and math.isfinite(speed[k][1])]
+    if not keys:
         return f"{what}: none"
-    t, best = min(timed, key=lambda item: item[0])
-    return f"{what}: {_label(best, several_dt)} ({1e3 * t:.3g} ms)"
+    best = min(keys, key=lambda k: speed[k][1])
+    return f"{what}: {best[0]}/{best[1]}" + (f" dt={best[2]:g}" if several_dt else "") + f" ({_cost(speed, best)})"
 
 
-def _overall(long: pd.DataFrame, speed: dict[tuple[str, str, float], float], several_dt: bool) -> list[str]:
+def _overall(long: pd.DataFrame, speed: dict[tuple[str, str, float], tuple[float, float]],
+             several_dt: bool) -> list[str]:
     """The cells within every tolerance, and the fastest of them."""
     cells = long.groupby(["formulation", "solver", "dt"], sort=False)
     rows: Sequence[tuple[tuple[str, str, float], bool]] = [
@@ -110,12 +118,12 @@ def _overall(long: pd.DataFrame, speed: dict[tuple[str, str, float], float], sev
     if not good:
         lines.append("- No run is within the tolerance of every observable.")
     else:
-        timed = sorted((speed.get(key, math.nan), key) for key in good)
-        listed = ", ".join(f"{f}/{s}" + (f" dt={d:g}" if several_dt else "") for _, (f, s, d) in timed)
-        t, (f, s, d) = timed[0]
-        lines.append(f"- Within the tolerance of every observable: {listed}.")
-        if math.isfinite(t):
+        timed = sorted(good, key=lambda key: speed.get(key, (math.nan, math.inf))[1])
+        listed = ", ".join(f"{f}/{s}" + (f" dt={d:g}" if several_dt else "") for f, s, d in timed)
+        lines.append(f"- Within the tolerance of every observable (fastest first): {listed}.")
+        if timed[0] in speed:
+            f, s, d = timed[0]
             lines.append(f"- Fastest of them: {f}/{s}" + (f" dt={d:g}" if several_dt else "")
-                         + f" ({1e3 * t:.3g} ms per step).")
+                         + f" ({_cost(speed, timed[0])}).")
     lines.append("")
     return lines
