@@ -5,7 +5,9 @@ formulation with every solver that can take its program, at every step size), ru
 serially, on a local process pool or on Dask, and returns a tidy :class:`pandas.DataFrame`
 with one row per cell: ``formulation``, ``solver``, ``dt``, ``status``
 (``completed`` | ``stopped`` | ``error``), the run's metrics (:mod:`contactopt.analysis.metrics`), the
-error text if any and wall time.
+scene's observables (:mod:`contactopt.observables`: columns ``NAME``, ``NAME_ref`` and ``NAME_err``;
+their units and tolerances in ``table.attrs["observables"]``; one row per cell and observable:
+:func:`contactopt.analysis.observations.long_table`), the error text if any and wall time.
 
 A formulation is named with its options as ``"name:key=value:key=value"`` (values in TOML
 syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational``,
