@@ -46,20 +46,43 @@ the work of bilateral impulses (Baumgarte stabilization, a driven joint) and sem
 Euler's ``-(h/2) tau_g·(v' - v)``. Non-conservative non-contact forces (joint damping, an
 actuator not expressed as a potential by the system) show too.
 
-For the continuous-time methods (``ode``, ``compliant``, ``hybrid``) the record's impulse is
+Impacts recorded by the event-driven ``hybrid`` method (``StepRecord.impacts``, each with
+``v-`` and ``v+``) are counted exactly instead: an impact's work is the kinetic energy change
+``1/2 (v+ - v-)^T M (v+ + v-)`` (M at the step's start; the same identity, over the impact),
+admissible when <= 0 (restitution e <= 1), and the rest of the record's impulse works at
+``v̄``. For the other continuous-time methods (``ode``, ``compliant``) the record's impulse is
 the integral over the step and ``v̄`` an approximation of the velocity it acted at: their
-balance is accurate to O(h) per impact, not to round-off.
+balance is accurate to O(h) per step in contact, not to round-off.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import NDArray
+
+from contactopt.records import StepRecord
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["balance", "dissipation"]
+__all__ = ["balance", "dissipation", "impacts"]
+
+
+def impacts(record: StepRecord, M: Any) -> tuple[FloatArray, FloatArray]:
+    """``(rest, [work, admissible])``: the record's impulses less those of its recorded
+    impacts (which then work at ``v̄``), and the impacts' total kinetic-energy change and its
+    admissible part ``sum_k min(0, work_k)`` [J]. No impacts: the impulses as they are, zeros."""
+    rest = np.array(record.impulses, dtype=np.float64, copy=True)
+    totals = np.zeros(2)
+    for impact in record.impacts:
+        dv, sv = impact.v_post - impact.v_pre, impact.v_post + impact.v_pre
+        work = 0.5 * float(dv @ (M @ sv))
+        totals += (work, min(0.0, work))
+        if impact.impulses.shape[1] <= rest.shape[1] and impact.contacts.size:
+            rest[impact.contacts, : impact.impulses.shape[1]] -= impact.impulses
+    return rest, totals
 
 
 def dissipation(r: FloatArray, u_mid: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -71,16 +94,18 @@ def dissipation(r: FloatArray, u_mid: FloatArray) -> tuple[FloatArray, FloatArra
 
 
 def balance(energy: FloatArray, n_steps: int, step: IntArray, r: FloatArray, u_mid: FloatArray,
-            evaluated: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray, FloatArray]:
+            evaluated: NDArray[np.bool_], impact_work: FloatArray | None = None,
+            ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(work, dissipated, B)``: per step the total contact work and the admissible
     dissipation ``D`` (NaN where the step's velocities are unknown), and per *state* the
     balance ``B_k`` (``energy.shape``; NaN after a step whose work is unknown).
 
     ``energy`` (n_states,) is ``E`` of every state; ``step``, ``r``, ``u_mid`` stack every
-    contact of every evaluated step (see :mod:`contactopt.analysis.metrics`)."""
+    contact of every evaluated step (see :mod:`contactopt.analysis.metrics`); ``impact_work``
+    (n_steps, 2) the recorded impacts' work and admissible part per step (:func:`impacts`)."""
     work_rows, dissipated_rows = dissipation(r, u_mid)
-    work = np.zeros(n_steps)
-    dissipated = np.zeros(n_steps)
+    work = np.zeros(n_steps) if impact_work is None else impact_work[:, 0].copy()
+    dissipated = np.zeros(n_steps) if impact_work is None else impact_work[:, 1].copy()
     np.add.at(work, step, work_rows)
     np.add.at(dissipated, step, dissipated_rows)
     work[~evaluated] = np.nan

@@ -65,6 +65,7 @@ from numpy.typing import NDArray
 
 from contactopt.analysis.cones import RHO, desaxce_residual, project_cone
 from contactopt.analysis.energy import balance as energy_balance
+from contactopt.analysis.energy import impacts
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 
@@ -158,6 +159,8 @@ class _ContactData:
     evaluated: NDArray[np.bool_]  # (n,) steps whose v'-based metrics are defined
     q_norm: FloatArray  # (n,) ||q||_2 of the free local velocity (FCLIB normalization)
     energy: FloatArray  # (n + 1,) or fewer: energy of every state of the trajectory
+    r_work: FloatArray  # (m, 3) the impulses less the recorded impacts' (those work at v̄: energy balance)
+    impact_work: FloatArray  # (n, 2) per step: the impacts' work and its admissible part (energy.impacts)
 
 
 def _step_length(scene: Scene, traj: Trajectory) -> float:
@@ -184,6 +187,8 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
     us: list[FloatArray] = []
     mids: list[FloatArray] = []
     mus: list[FloatArray] = []
+    works: list[FloatArray] = []
+    impact_work = np.zeros((n, 2))
     for i, record in enumerate(traj.steps):
         if i + 1 >= n_states:
             continue  # no v': the failed last record of a run that stopped
@@ -208,12 +213,14 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
         us.append(_pad(u, dim))
         mids.append(_pad((contacts.J @ (0.5 * (v + v_next))).reshape(nc, dim), dim))
         mus.append(np.asarray(contacts.mu, dtype=np.float64))
+        rest, impact_work[i] = impacts(record, dynamics.M)
+        works.append(_pad(rest, dim))
     if steps:
         return _ContactData(np.concatenate(steps), np.vstack(rs), np.vstack(us), np.vstack(mids),
-                            np.concatenate(mus), evaluated, q_norm, energy)
+                            np.concatenate(mus), evaluated, q_norm, energy, np.vstack(works), impact_work)
     empty = np.zeros((0, 3))
     return _ContactData(np.zeros(0, dtype=np.int_), empty, empty.copy(), empty.copy(), np.zeros(0), evaluated,
-                        q_norm, energy)
+                        q_norm, energy, empty.copy(), impact_work)
 
 
 def _per_contact(data: _ContactData) -> dict[str, FloatArray]:
@@ -279,7 +286,8 @@ def _step_table(scene: Scene, traj: Trajectory) -> tuple[pd.DataFrame, _ContactD
     energy[:known] = data.energy[:known]
     columns["energy"] = energy
     columns["energy_drift"] = energy - (data.energy[0] if data.energy.size else np.nan)
-    work, dissipated, balance = energy_balance(data.energy, n, data.step, data.r, data.u_mid, data.evaluated)
+    work, dissipated, balance = energy_balance(data.energy, n, data.step, data.r_work, data.u_mid, data.evaluated,
+                                               data.impact_work)
     columns["contact_work"], columns["dissipation"] = work, dissipated
     balance_at_start = np.full(n, np.nan)
     balance_at_start[:known] = balance[:known]
@@ -341,7 +349,8 @@ def _aggregate(scene: Scene, traj: Trajectory, table: pd.DataFrame,
     final_t = float(traj.t[-1]) if traj.t.size else 0.0
     final_constraint = system.constraints(final_q, final_v, final_t).violation(final_v)
     drift = data.energy - data.energy[0] if data.energy.size else np.zeros(0)
-    balance = energy_balance(data.energy, steps, data.step, data.r, data.u_mid, data.evaluated)[2]
+    balance = energy_balance(data.energy, steps, data.step, data.r_work, data.u_mid, data.evaluated,
+                             data.impact_work)[2]
     build = float(table["build_time"].sum())
     solve = float(table["solve_time"].sum())
     iterations = int(table["iterations"].sum())
