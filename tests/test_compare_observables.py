@@ -133,3 +133,17 @@ def test_trajectory_has_short_repr_html_and_dataframe() -> None:
     np.testing.assert_array_equal(frame["box.vx"], traj.v[:, 0])
     assert frame["n_contacts"].iloc[0] == 8 and frame["normal_impulse"].iloc[0] == pytest.approx(9.81e-3)
     assert frame["status"].iloc[-1] == "" and np.isnan(frame["build_time"].iloc[-1])
+
+
+def test_cli_run_prints_the_scenes_observables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The cart of cart_wall (h = 0.1) rests against the wall from t = x0 / |v0| = 0.5 exactly."""
+    import json
+
+    from contactopt.cli import main
+
+    assert main(["run", "cart_wall", "--out", str(tmp_path), "--no-plot", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "stop_time = 0.5 s, reference 0.5 s, error +0% (tolerance 1%): ok" in printed
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    observed = summary["observables"]
+    assert observed["stop_time"] == pytest.approx(0.5) and observed["final_position_ref"] == 0

@@ -21,7 +21,7 @@ from contactopt.observables import Observable
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 
-__all__ = ["LONG_COLUMNS", "display_table", "long_table", "measure_all", "metadata"]
+__all__ = ["LONG_COLUMNS", "describe", "display_table", "long_table", "measure_all", "metadata"]
 
 LONG_COLUMNS = ["formulation", "solver", "dt", "status", "observable", "kind", "unit", "value", "reference",
                 "error", "error_kind", "tolerance", "within"]
@@ -104,3 +104,21 @@ def display_table(table: pd.DataFrame, meta: Sequence[Mapping[str, Any]] | None 
             cells.append(text)
         out[header] = cells
     return out
+
+
+def describe(observables: Sequence[Observable], values: Mapping[str, float]) -> list[str]:
+    """One line per observable of a single run (``contactopt run``): value, reference, error,
+    tolerance and whether it is within."""
+    lines = []
+    for o in observables:
+        value, reference, error = values[o.name], values[f"{o.name}_ref"], values[f"{o.name}_err"]
+        unit = f" {o.unit}" if o.unit else ""
+        text = f"{o.name} = {'n/a' if not math.isfinite(value) else f'{value:.6g}{unit}'}"
+        if math.isfinite(reference):
+            text += f", reference {reference:.6g}{unit}"
+        if math.isfinite(error):
+            within = "ok" if abs(error) <= o.tolerance else "OFF"
+            text += (f", error {_format_error(error, o.error, o.unit)} (tolerance "
+                     f"{_format_error(o.tolerance, o.error, o.unit).lstrip('+')}): {within}")
+        lines.append(text)
+    return lines

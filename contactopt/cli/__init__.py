@@ -126,6 +126,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))
     print(format_table([row]))
+    if scene.observables:
+        from contactopt.analysis.metrics import run_metrics
+        from contactopt.analysis.observations import describe, measure_all
+
+        values, problems = measure_all(scene, traj, run_metrics(scene, traj), traj.dt,
+                                       float(args.duration or scene.duration))
+        print("observables:", *describe(scene.observables, values), *problems, sep="\n  ")
+        summary = json.loads((out / "summary.json").read_text())
+        (out / "summary.json").write_text(json.dumps({**summary, "observables": values}, indent=2, default=str))
     if traj.info.get("solver_choice"):
         print(f"note: {traj.info['solver_choice']}")
     for path in written:
