@@ -35,7 +35,7 @@ def test_expressions_follow_arithmetic_and_read_tables() -> None:
     assert expressions.evaluate("system.bodies.box.size[2] + system.bodies[0].size[0]", names) == pytest.approx(0.4)
     assert expressions.evaluate('system["floor"]', names) == -0.8
     assert expressions.evaluate("sqrt(max(4, 9)) + hypot(3, 4) + abs(-1)", names) == pytest.approx(9.0)
-    # K(m) in the parameter convention: K(1/2) = Gamma(1/4)^2 / (4 sqrt(pi)) (A&S 17.3.1, 17.4.?)
+    # K(m) in the parameter convention: the lemniscatic case K(1/2) = Gamma(1/4)^2 / (4 sqrt(pi))
     assert expressions.evaluate("ellipk(0.5)", names) == pytest.approx(math.gamma(0.25) ** 2 / (4 * math.sqrt(math.pi)))
     assert expressions.evaluate(2, names) == 2.0
 
