@@ -173,6 +173,64 @@ class Trajectory:
             "completed": self.completed,
         }
 
+    # --- notebook display and tables ----------------------------------------------------
+    def __repr__(self) -> str:
+        """One line: what was run, how long, and how it ended."""
+        info = self.info
+        span = f"t = {self.t[0]:g} .. {self.t[-1]:g} s" if self.t.size else "no states"
+        ending = "completed" if self.completed else f"stopped: {self.message}"
+        counts = ", ".join(f"{name}: {count}" for name, count in self.status_counts().items())
+        return (f"Trajectory({info.get('scene', '?')}, {info.get('formulation', '?')} / {info.get('solver', '?')}, "
+                f"dt = {self.dt:g}, {len(self.steps)} steps, {span}, {ending}" + (f"; {counts}" if counts else "")
+                + ")")
+
+    def _repr_html_(self) -> str:
+        """A small table for Jupyter: the run and :meth:`summary`."""
+        import html
+
+        summary = self.summary()
+        rows = {"scene": self.info.get("scene", ""), "formulation": self.info.get("formulation", ""),
+                "solver": self.info.get("solver", ""), "dt [s]": f"{self.dt:g}", "steps": summary["steps"],
+                "t final [s]": f"{summary['t_final']:g}",
+                "ended": "completed" if self.completed else f"stopped: {self.message}",
+                "statuses": ", ".join(f"{k}: {v}" for k, v in summary["status"].items()),
+                "min phi [m]": f"{summary['min_phi']:.4g}", "max residual": f"{summary['max_residual']:.3g}",
+                "build / solve time [s]": f"{summary['build_time']:.3g} / {summary['solve_time']:.3g}"}
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in rows.items())
+        return f"<table><caption>Trajectory</caption>{body}</table>"
+
+    def to_dataframe(self) -> Any:
+        """A :class:`pandas.DataFrame` with one row per state: ``t``, the coordinates and
+        velocities by name (``info["q_names"]``, ``info["v_names"]``; ``q[i]``/``v[i]`` without),
+        and the step that starts there: ``status``, ``n_contacts``, ``min_phi`` [m],
+        ``normal_impulse`` (sum over contacts [N·s]), ``build_time``, ``solve_time`` (setup + solve)
+        [s], ``iterations`` (the final state, which starts no step, has NaN/empty there)."""
+        import pandas as pd
+
+        n = self.t.shape[0]
+        q_names = list(self.info.get("q_names") or [f"q[{i}]" for i in range(self.q.shape[1])])
+        v_names = list(self.info.get("v_names") or [f"v[{i}]" for i in range(self.v.shape[1])])
+        if set(q_names) & set(v_names):
+            q_names, v_names = [f"q:{x}" for x in q_names], [f"v:{x}" for x in v_names]
+        columns: dict[str, Any] = {"t": self.t}
+        columns.update({name: self.q[:n, i] for i, name in enumerate(q_names)})
+        columns.update({name: self.v[:n, i] for i, name in enumerate(v_names)})
+        records = self.steps[:n]
+
+        def per_step(values: list[Any], fill: Any) -> list[Any]:
+            return values + [fill] * (n - len(values))
+
+        columns["status"] = per_step([str(r.status) for r in records], "")
+        columns["n_contacts"] = per_step([int(r.phi.shape[0]) for r in records], 0)
+        columns["min_phi"] = per_step([float(r.phi.min()) if r.phi.size else np.nan for r in records], np.nan)
+        columns["normal_impulse"] = per_step([float(np.nansum(r.impulses[:, 0])) if r.impulses.size else 0.0
+                                              for r in records], np.nan)
+        columns["build_time"] = per_step([r.build_time for r in records], np.nan)
+        columns["solve_time"] = per_step([r.setup_time + r.solve_time for r in records], np.nan)
+        columns["iterations"] = per_step([r.iterations for r in records], 0)
+        return pd.DataFrame(columns)
+
     # --- persistence -------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
         """Write to ``path`` (``.npz``): arrays plus a JSON header, loadable without pickle."""

@@ -16,10 +16,12 @@ Shape of a scene file (every table rejects unknown keys)::
 
 An MJCF scene may name a dm-control suite model instead of a file: ``file = "dm_control:hopper"``
 (:mod:`contactopt.mujoco.suite`; the ``robots`` extra).
+    [observables]               # what the scene is about, with references (contactopt.observables)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tomllib
@@ -35,6 +37,7 @@ from contactopt import integrators, solvers, systems
 from contactopt.control import ControlSpec, parse_control
 from contactopt.errors import ContactoptError, SceneError
 from contactopt.mujoco.suite import SUITE_PREFIX, suite_path
+from contactopt.observables import Observable, parse_observables
 from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError, System
 
@@ -42,7 +45,7 @@ FloatArray = NDArray[np.float64]
 
 __all__ = ["Scene", "find_problem", "load_scene", "problems_dir"]
 
-_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options", "control"}
+_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options", "control", "observables"}
 _SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description"}
 _INITIAL_KEYS = {"q", "v"}
 
@@ -62,6 +65,7 @@ class Scene:
         name, description: for tables and plots; source: the file it came from.
         control: the scene's ``[control]`` table (None: no input), the default controller of
             :func:`contactopt.simulate`.
+        observables: what the scene is about, with reference values (:mod:`contactopt.observables`).
     """
 
     system: System
@@ -77,6 +81,7 @@ class Scene:
     description: str = ""
     source: Path | None = None
     control: ControlSpec | None = None
+    observables: tuple[Observable, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"scene {self.name!r}"
@@ -222,7 +227,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
     except ContactoptError as exc:
         raise SceneError(f"{path}: options: {exc}") from exc
 
-    return Scene(
+    scene = Scene(
         system=system, q0=q0, v0=v0,
         dt=_scene_number(meta, "dt", positive=True),
         duration=_scene_number(meta, "duration", positive=True),
@@ -233,3 +238,6 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         control=(parse_control(validate.table(data, "control"), system, path.parent)
                  if "control" in data else None),
     )
+    observables = parse_observables(data.get("observables"), data, system, scene.q0, scene.v0, scene.dt,
+                                    scene.duration, path)
+    return dataclasses.replace(scene, observables=observables) if observables else scene

@@ -119,6 +119,10 @@ def test_compare_cli_prints_the_table_and_writes_plots_and_report(
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / "out" / name).exists(), name
     assert "max_penetration" in printed and "lemke" in printed and "skipped" in printed
+    # the scene's observables: printed with their references, one row per cell and observable on disk
+    assert "observables of box_slide" in printed and "stop_distance [m] ref 0.1019" in printed
+    observed = pd.read_csv(tmp_path / "out" / "observables.csv")
+    assert len(observed) == 4 * len(table) and set(observed["observable"]) >= {"stop_distance", "energy_balance"}
     report = (tmp_path / "out" / "report.md").read_text().splitlines()
     assert report[2].split("|")[1].strip() == "formulation" and set(report[3]) <= {"|", "-"}  # a Markdown table
 

@@ -5,7 +5,9 @@ formulation with every solver that can take its program, at every step size), ru
 serially, on a local process pool or on Dask, and returns a tidy :class:`pandas.DataFrame`
 with one row per cell: ``formulation``, ``solver``, ``dt``, ``status``
 (``completed`` | ``stopped`` | ``error``), the run's metrics (:mod:`contactopt.analysis.metrics`), the
-error text if any and wall time.
+scene's observables (:mod:`contactopt.observables`: columns ``NAME``, ``NAME_ref`` and ``NAME_err``;
+their units and tolerances in ``table.attrs["observables"]``; one row per cell and observable:
+:func:`contactopt.analysis.observations.long_table`), the error text if any and wall time.
 
 A formulation is named with its options as ``"name:key=value:key=value"`` (values in TOML
 syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational``,
@@ -38,7 +40,7 @@ import pandas as pd
 
 from contactopt import integrators, solvers
 from contactopt._version import __version__
-from contactopt.analysis import metrics
+from contactopt.analysis import metrics, observations
 from contactopt.errors import ContactoptError, ContactoptWarning, OptionError
 from contactopt.scenes import Scene
 from contactopt.simulate import formulate, simulate
@@ -157,8 +159,10 @@ def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any]) -> tup
                             solver_options={**scene.solver_options, **solver_options})
         trace, aggregated = metrics.evaluate(scene, traj)
         row.update(aggregated)
+        observed, problems = observations.measure_all(scene, traj, aggregated, cell.dt, cell.duration)
+        row.update(observed)
         row["status"] = "completed" if traj.completed else "stopped"
-        row["message"] = traj.message
+        row["message"] = "; ".join(filter(None, [traj.message, *problems]))
         row["error"] = ""
         states = pd.DataFrame(traj.q[: len(trace)], columns=[f"q[{i}]" for i in range(traj.q.shape[1])])
         trace = pd.concat([trace.reset_index(drop=True), states], axis=1)
@@ -245,6 +249,7 @@ def compare(
     table = pd.DataFrame([{**rows[i], "cell": i} for i in order if i in rows])
     table = _tidy(table)
     table.attrs["skipped"] = skipped
+    table.attrs["observables"] = observations.metadata(scene.observables)
     trace_table = pd.concat([traces[i] for i in order if i in traces and len(traces[i])], ignore_index=True) \
         if any(len(traces.get(i, ())) for i in order) else pd.DataFrame()
     if folder is not None:
@@ -347,10 +352,14 @@ def _tidy(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_tables(table: pd.DataFrame, traces: pd.DataFrame, folder: Path) -> list[Path]:
-    """``table.csv``, ``table.parquet`` and ``traces.parquet`` in ``folder``."""
+    """``table.csv``, ``table.parquet``, ``traces.parquet`` and (for a scene with observables)
+    ``observables.csv`` (:func:`~contactopt.analysis.observations.long_table`) in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     written = [folder / "table.csv", folder / "table.parquet"]
     table.to_csv(written[0], index=False)
+    if table.attrs.get("observables"):
+        observations.long_table(table).to_csv(folder / "observables.csv", index=False)
+        written.append(folder / "observables.csv")
     table.astype({c: str for c in table.columns if table[c].dtype == object}).to_parquet(written[1], index=False)
     if len(traces):
         traces.to_parquet(folder / "traces.parquet", index=False)
@@ -377,7 +386,7 @@ def _bar(total: int, label: str, enabled: bool) -> Any:
 def summary_columns(table: pd.DataFrame) -> list[str]:
     """The columns printed by ``contactopt compare``."""
     wanted = ["formulation", "solver", "dt", "status", "steps", "max_penetration", "max_cone_violation",
-              "max_ncp_desaxce", "max_abs_energy_drift", "max_constraint_error", "time_per_step",
+              "max_ncp_desaxce", "max_abs_energy_balance", "max_constraint_error", "time_per_step",
               "status_counts", "error"]
     return [c for c in wanted if c in table.columns]
 

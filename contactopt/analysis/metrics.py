@@ -28,6 +28,10 @@ column (step_metrics)      unit     definition (max over the step's contacts; 0 
 ``fclib_natural_map``      (mixed)  ``sqrt(sum_c ||r - P_K(r - û)||^2) / (1 + sqrt(||q||_2))``
 ``energy``                 J        kinetic + potential at the start of the step
 ``energy_drift``           J        ``energy - energy(t = 0)``
+``contact_work``           J        ``sum_c r_c·J_c (v + v')/2``: the impulses' work over the step
+``dissipation``            J        its admissible part (friction, impact loss; <= 0)
+``energy_balance``         J        ``energy - energy(0) - sum of dissipation`` so far
+                                    (:mod:`contactopt.analysis.energy`: 0 for a correct run)
 ``constraint_error``       m, m/s   the record's bilateral-constraint violation
 ``build_time``             s        the record's formulation build time
 ``solve_time``             s        the record's setup + solve time
@@ -57,8 +61,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
+from contactopt.analysis.cones import RHO, desaxce_residual, project_cone
+from contactopt.analysis.energy import balance as energy_balance
+from contactopt.analysis.energy import impacts
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 
@@ -67,15 +74,11 @@ IntArray = NDArray[np.int_]
 
 __all__ = ["RHO", "STEP_COLUMNS", "desaxce_residual", "evaluate", "project_cone", "run_metrics", "step_metrics"]
 
-#: The natural-map step ``rho`` [kg = N·s / (m/s)] that turns a local velocity into an impulse.
-#: 1, as in FCLIB's merit function; the residual is zero at a solution for any ``rho > 0``.
-RHO = 1.0
-
 #: Columns of :func:`step_metrics`, in order.
 STEP_COLUMNS = (
     "step", "t", "status", "n_contacts", "penetration", "signorini", "cone_violation",
     "dissipation_violation", "ncp_desaxce", "fclib_natural_map", "energy", "energy_drift",
-    "constraint_error", "build_time", "solve_time", "iterations",
+    "contact_work", "dissipation", "energy_balance", "constraint_error", "build_time", "solve_time", "iterations",
 )
 
 # --- definitions ---------------------------------------------------------------------------
@@ -144,50 +147,6 @@ STEP_COLUMNS = (
 #   solve time, and solver iterations (pivots for Lemke, sweeps for PGS).
 
 
-def project_cone(x: ArrayLike, mu: ArrayLike) -> FloatArray:
-    """Euclidean projection of each row of ``x`` (m, dim), normal first, onto ``K_mu``.
-
-    ``K_mu = {||x_t|| <= mu x_n}`` (``mu`` per row, ``mu >= 0``; ``inf`` gives the half-space
-    ``x_n >= 0``). Cases, as in FCLIB's ``projectionOnCone``: in the polar cone
-    (``mu ||x_t|| <= -x_n``) the projection is 0; in the cone it is ``x``; otherwise it is
-    ``(a, mu a x_t / ||x_t||)`` with ``a = (x_n + mu ||x_t||) / (1 + mu^2)``.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    m = x.shape[0]
-    mu_arr = np.broadcast_to(np.asarray(mu, dtype=np.float64), (m,))
-    xn, xt = x[:, 0], x[:, 1:]
-    nt = np.linalg.norm(xt, axis=1)
-    finite = np.isfinite(mu_arr)
-    mu_f = np.where(finite, mu_arr, 0.0)
-    polar = mu_f * nt <= -xn
-    inside = nt <= mu_f * xn
-    a = (xn + mu_f * nt) / (1.0 + mu_f**2)
-    normal = np.where(polar, 0.0, np.where(inside, xn, a))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(polar, 0.0, np.where(inside, 1.0, np.where(nt > 0, mu_f * a / nt, 0.0)))
-    out = np.empty_like(x)
-    out[:, 0] = np.where(finite, normal, np.maximum(xn, 0.0))
-    out[:, 1:] = np.where(finite[:, None], scale[:, None] * xt, xt)
-    return out
-
-
-def desaxce_residual(r: ArrayLike, u: ArrayLike, mu: ArrayLike, rho: float = RHO) -> FloatArray:
-    """(m, dim) natural-map residual ``r - P_K(r - rho û)`` per contact, ``û = u + [mu ||u_t||, 0]``.
-
-    ``r`` impulses and ``u`` local velocities, (m, dim) normal first; ``mu`` per contact. Zero
-    exactly when ``K ∋ r ⟂ û ∈ K*`` (Coulomb friction with Signorini's condition, De Saxcé's
-    bipotential form; Acary, Brémond & Huber 2018). ``mu = inf`` drops the correction (see the
-    module's definitions).
-    """
-    r = np.asarray(r, dtype=np.float64)
-    u = np.asarray(u, dtype=np.float64)
-    mu_arr = np.broadcast_to(np.asarray(mu, dtype=np.float64), (r.shape[0],))
-    u_hat = u.copy()
-    correction = np.where(np.isfinite(mu_arr), mu_arr, 0.0) * np.linalg.norm(u[:, 1:], axis=1)
-    u_hat[:, 0] += correction
-    return r - project_cone(r - rho * u_hat, mu_arr)
-
-
 @dataclass(frozen=True)
 class _ContactData:
     """Every contact of every step with a next velocity, stacked (contact-major per step)."""
@@ -195,10 +154,13 @@ class _ContactData:
     step: IntArray  # (m,) index of the step each row belongs to
     r: FloatArray  # (m, 3) impulses, normal first, zero-padded to 3 columns
     u: FloatArray  # (m, 3) local velocities
+    u_mid: FloatArray  # (m, 3) J (v + v') / 2, the velocity the impulse works at (energy balance)
     mu: FloatArray  # (m,)
     evaluated: NDArray[np.bool_]  # (n,) steps whose v'-based metrics are defined
     q_norm: FloatArray  # (n,) ||q||_2 of the free local velocity (FCLIB normalization)
     energy: FloatArray  # (n + 1,) or fewer: energy of every state of the trajectory
+    r_work: FloatArray  # (m, 3) the impulses less the recorded impacts' (those work at v̄: energy balance)
+    impact_work: FloatArray  # (n, 2) per step: the impacts' work and its admissible part (energy.impacts)
 
 
 def _step_length(scene: Scene, traj: Trajectory) -> float:
@@ -223,7 +185,10 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
     steps: list[IntArray] = []
     rs: list[FloatArray] = []
     us: list[FloatArray] = []
+    mids: list[FloatArray] = []
     mus: list[FloatArray] = []
+    works: list[FloatArray] = []
+    impact_work = np.zeros((n, 2))
     for i, record in enumerate(traj.steps):
         if i + 1 >= n_states:
             continue  # no v': the failed last record of a run that stopped
@@ -246,12 +211,16 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
         steps.append(np.full(nc, i, dtype=np.int_))
         rs.append(_pad(record.impulses, dim))
         us.append(_pad(u, dim))
+        mids.append(_pad((contacts.J @ (0.5 * (v + v_next))).reshape(nc, dim), dim))
         mus.append(np.asarray(contacts.mu, dtype=np.float64))
+        rest, impact_work[i] = impacts(record, dynamics.M)
+        works.append(_pad(rest, dim))
     if steps:
-        return _ContactData(np.concatenate(steps), np.vstack(rs), np.vstack(us), np.concatenate(mus),
-                            evaluated, q_norm, energy)
+        return _ContactData(np.concatenate(steps), np.vstack(rs), np.vstack(us), np.vstack(mids),
+                            np.concatenate(mus), evaluated, q_norm, energy, np.vstack(works), impact_work)
     empty = np.zeros((0, 3))
-    return _ContactData(np.zeros(0, dtype=np.int_), empty, empty.copy(), np.zeros(0), evaluated, q_norm, energy)
+    return _ContactData(np.zeros(0, dtype=np.int_), empty, empty.copy(), empty.copy(), np.zeros(0), evaluated,
+                        q_norm, energy, empty.copy(), impact_work)
 
 
 def _per_contact(data: _ContactData) -> dict[str, FloatArray]:
@@ -317,6 +286,12 @@ def _step_table(scene: Scene, traj: Trajectory) -> tuple[pd.DataFrame, _ContactD
     energy[:known] = data.energy[:known]
     columns["energy"] = energy
     columns["energy_drift"] = energy - (data.energy[0] if data.energy.size else np.nan)
+    work, dissipated, balance = energy_balance(data.energy, n, data.step, data.r_work, data.u_mid, data.evaluated,
+                                               data.impact_work)
+    columns["contact_work"], columns["dissipation"] = work, dissipated
+    balance_at_start = np.full(n, np.nan)
+    balance_at_start[:known] = balance[:known]
+    columns["energy_balance"] = balance_at_start
     columns["constraint_error"] = np.array([record.constraint_error for record in traj.steps], dtype=np.float64)
     columns["build_time"] = np.array([record.build_time for record in traj.steps], dtype=np.float64)
     columns["solve_time"] = np.array([record.setup_time + record.solve_time for record in traj.steps],
@@ -342,6 +317,8 @@ def run_metrics(scene: Scene, traj: Trajectory) -> dict[str, float | int | str]:
     * ``max_signorini``, ``max_cone_violation``, ``max_dissipation_violation``,
       ``max_ncp_desaxce``, ``max_fclib_natural_map``: maxima over the steps, ignoring steps
       where they are undefined (NaN only if undefined everywhere; 0 for a run without steps);
+    * ``max_abs_energy_balance``, ``final_energy_balance``: the energy balance
+      (:mod:`contactopt.analysis.energy`) over every state, final state included [J];
     * ``max_abs_energy_drift``, ``final_energy_drift``: over every state of the trajectory,
       final state included [J];
     * ``max_constraint_error``: over the records and the final state;
@@ -372,6 +349,8 @@ def _aggregate(scene: Scene, traj: Trajectory, table: pd.DataFrame,
     final_t = float(traj.t[-1]) if traj.t.size else 0.0
     final_constraint = system.constraints(final_q, final_v, final_t).violation(final_v)
     drift = data.energy - data.energy[0] if data.energy.size else np.zeros(0)
+    balance = energy_balance(data.energy, steps, data.step, data.r_work, data.u_mid, data.evaluated,
+                             data.impact_work)[2]
     build = float(table["build_time"].sum())
     solve = float(table["solve_time"].sum())
     iterations = int(table["iterations"].sum())
@@ -382,6 +361,8 @@ def _aggregate(scene: Scene, traj: Trajectory, table: pd.DataFrame,
     for name in ("signorini", "cone_violation", "dissipation_violation", "ncp_desaxce", "fclib_natural_map"):
         result[f"max_{name}"] = _nanmax(table[name].to_numpy(dtype=np.float64))
     result.update({
+        "max_abs_energy_balance": _nanmax(np.abs(balance)) if balance.size else 0.0,
+        "final_energy_balance": float(balance[-1]) if balance.size else 0.0,
         "max_abs_energy_drift": float(np.abs(drift).max()) if drift.size else 0.0,
         "final_energy_drift": float(drift[-1]) if drift.size else 0.0,
         "max_constraint_error": max(_nanmax(table["constraint_error"].to_numpy(dtype=np.float64)),

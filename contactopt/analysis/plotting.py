@@ -1,31 +1,35 @@
-"""Matplotlib figures of trajectories (headless: the Agg backend)."""
+"""The figure of one trajectory (a :class:`matplotlib.figure.Figure` built without pyplot: the
+backend of a running notebook is never switched; a file is written only when asked)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
+from contactopt.analysis.style import new_figure, save
+from contactopt.observable_kinds import coordinate_unit
 from contactopt.records import Trajectory
 
 
-def plot_trajectory(traj: Trajectory, path: str | Path, title: str | None = None) -> Path:
-    """Position, velocity and normal contact impulse against time; failed steps marked."""
-    import matplotlib
+def _with_unit(name: str) -> str:
+    unit = coordinate_unit(name)
+    return f"{name} [{unit}]" if unit else name
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def plot_trajectory(traj: Trajectory, path: str | Path | None = None, title: str | None = None) -> Figure:
+    """Position, velocity and normal contact impulse against time; failed steps marked.
+    Written to ``path`` if one is given."""
     q_names = traj.info.get("q_names") or [f"q{i}" for i in range(traj.q.shape[1])]
     v_names = traj.info.get("v_names") or [f"v{i}" for i in range(traj.v.shape[1])]
-    fig, axes = plt.subplots(3, 1, figsize=(8, 8), sharex=True, constrained_layout=True)
+    fig = new_figure(8, 8)
+    axes = fig.subplots(3, 1, sharex=True)
     for i, name in enumerate(q_names):
-        axes[0].plot(traj.t, traj.q[:, i], label=name)
+        axes[0].plot(traj.t, traj.q[:, i], label=_with_unit(name))
     axes[0].set_ylabel("position q")
     for i, name in enumerate(v_names):
-        axes[1].plot(traj.t, traj.v[:, i], label=name)
+        axes[1].plot(traj.t, traj.v[:, i], label=_with_unit(name))
     axes[1].set_ylabel("velocity v")
     step_t = np.array([record.t for record in traj.steps])
     counts = {record.impulses.shape[0] for record in traj.steps}
@@ -49,6 +53,5 @@ def plot_trajectory(traj: Trajectory, path: str | Path, title: str | None = None
     info = traj.info
     fig.suptitle(title or f"{info.get('scene', '')}: {info.get('formulation', '')} / "
                  f"{info.get('solver', '')}, dt = {info.get('dt', float('nan')):g}")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    save(fig, path, dpi=120)
+    return fig

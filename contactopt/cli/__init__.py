@@ -127,10 +127,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from contactopt.analysis.plotting import plot_trajectory
 
-        written.append(plot_trajectory(traj, out / "trajectory.png"))
+        plot_trajectory(traj, out / "trajectory.png")
+        written.append(out / "trajectory.png")
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))
     print(format_table([row]))
+    if scene.observables:
+        from contactopt.analysis.metrics import run_metrics
+        from contactopt.analysis.observations import describe, measure_all
+
+        values, problems = measure_all(scene, traj, run_metrics(scene, traj), traj.dt,
+                                       float(args.duration or scene.duration))
+        print("observables:", *describe(scene.observables, values), *problems, sep="\n  ")
+        summary = json.loads((out / "summary.json").read_text())
+        (out / "summary.json").write_text(json.dumps({**summary, "observables": values}, indent=2, default=str))
     if traj.info.get("solver_choice"):
         print(f"note: {traj.info['solver_choice']}")
     for path in written:
@@ -210,11 +220,27 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     notes = [f"skipped (the solver cannot take the program): {', '.join(skipped)}"] if skipped else []
     for note in notes:
         print(note)
+    written_tables = "table.csv, table.parquet, traces.parquet"
+    if table.attrs.get("observables"):
+        from contactopt.analysis.convergence import orders
+        from contactopt.analysis.observations import display_table, long_table
+
+        print(f"\nobservables of {scene.name} (value (error against the reference) ok|OFF: within tolerance or "
+              "not):")
+        print(format_table(display_table(table)))
+        fitted = orders(long_table(table))
+        if len(fitted):
+            print("\nconvergence (order p of |error| ~ dt^p, least squares over the step sizes):")
+            print(format_table(fitted))
+            fitted.to_csv(out / "convergence.csv", index=False)
+            written_tables += ", convergence.csv"
+        written_tables += ", observables.csv"
     if not args.no_plot:
         written = write_report(f"{scene.name}: formulations and solvers compared", table, traces, out,
-                               columns, notes)
-        print(f"wrote {out}/table.csv, table.parquet, traces.parquet, "
-              + ", ".join(p.name for p in written))
+                               columns, notes, scene=scene)
+        print(f"wrote {out}/{written_tables}, " + ", ".join(p.name for p in written))
+    else:
+        print(f"wrote {out}/{written_tables}")
     if args.render is not None:
         from contactopt.cli.render import render_comparison
 
