@@ -35,6 +35,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 from common import OUT, load, print_table, write_results
+from robots import mj_step_time  # the same ctrl replayed through plain mj_step
 
 import contactopt as co
 
@@ -75,19 +76,6 @@ def foot_slip(scene: co.Scene, traj: co.Trajectory) -> tuple[float, float]:
             slip[i] += scene.dt * np.linalg.norm((jac @ traj.v[k + 1])[:2])
             stance[i] += scene.dt
     return float(slip.mean()), float(slip.sum() / max(stance.sum(), 1e-12))
-
-
-def mj_step_time(scene: co.Scene, controls: np.ndarray) -> float:
-    import mujoco
-
-    model = mujoco.MjModel.from_xml_path(str(scene.system.path))  # type: ignore[attr-defined]
-    data = mujoco.MjData(model)
-    data.qpos[:], data.qvel[:] = scene.q0, scene.v0
-    start = time.perf_counter()
-    for u in controls:
-        data.ctrl[:] = u
-        mujoco.mj_step(model, data)
-    return (time.perf_counter() - start) / max(1, len(controls))
 
 
 def main() -> int:

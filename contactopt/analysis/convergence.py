@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from contactopt.analysis.style import Styles, new_figure, save
+from contactopt.analysis.style import Styles, figure_legend, new_figure, save
 
 __all__ = ["CONVERGENCE_COLUMNS", "fit_order", "orders", "plot_convergence"]
 
@@ -97,14 +97,7 @@ def plot_convergence(long: pd.DataFrame, path: str | Path | None = None) -> Figu
                       else f"|error| of {observable}" + (f" [{unit}]" if unit else ""))
         ax.set_title(observable, fontsize="medium")
         ax.grid(True, which="both", alpha=0.3)
-    handles, labels = [], []
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            if label not in labels:
-                handles.append(handle)
-                labels.append(label)
-    if handles:
-        fig.legend(handles, labels, loc="outside right upper", fontsize="x-small")
+    figure_legend(fig, axes)
     fig.suptitle("Error against step size (colour: formulation, line style: solver)")
     save(fig, path)
     return fig

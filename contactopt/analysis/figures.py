@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
-from contactopt.analysis.style import Styles, new_figure, save
+from contactopt.analysis.style import Styles, figure_legend, new_figure, save
 from contactopt.observable_kinds import coordinate_unit
 from contactopt.observables import Observable
 
@@ -92,15 +92,7 @@ def plot_trajectories(table: pd.DataFrame, traces: pd.DataFrame, path: str | Pat
         ax.set_ylabel(f"{name} [{unit}]" if unit else name)
         ax.grid(True, alpha=0.3)
     axes[-1].set_xlabel("time t [s]")
-    handles, labels = [], []
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            if label not in labels:
-                handles.append(handle)
-                labels.append(label)
-    if handles:
-        fig.legend(handles, labels, loc="outside right upper", fontsize="x-small",
-                   ncol=1 if len(labels) <= 24 else 2)
+    figure_legend(fig, axes, rows_per_column=24)
     fig.suptitle("Trajectories (colour: formulation, line style: solver; black: references)")
     save(fig, path)
     return fig

@@ -58,3 +58,19 @@ def save(fig: Figure, path: str | Path | None, dpi: int = 110) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     return path
+
+
+def figure_legend(fig: Figure, axes: Iterable[Any], rows_per_column: int | None = None) -> None:
+    """One legend for the whole figure, outside the axes on the right, with each label once
+    (the same run drawn in several panels is listed once); a second column beyond
+    ``rows_per_column`` labels."""
+    handles: list[Any] = []
+    labels: list[str] = []
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if handles:
+        columns = 1 if rows_per_column is None or len(labels) <= rows_per_column else 2
+        fig.legend(handles, labels, loc="outside right upper", fontsize="x-small", ncol=columns)
