@@ -141,8 +141,8 @@ class ConicProgram:
         for name, arr in (("c", c), ("b", b), ("P", P.data), ("A", A.data)):
             if not np.all(np.isfinite(arr)):
                 raise ShapeError(f"ConicProgram.{name}: contains NaN or infinite entries")
-        P.sort_indices()
-        A.sort_indices()
+        P.sum_duplicates()  # canonical CSC (sorted, no repeated entries): a no-op when it already is
+        A.sum_duplicates()
         if P.nnz and not _symmetric(P, 1e-9 * max(1.0, float(np.abs(P.data).max()))):
             raise ShapeError("ConicProgram.P: not symmetric (give both triangles)")
         _check_blocks(tuple(self.variables), n, "variable")
@@ -167,6 +167,33 @@ class ConicProgram:
     def m(self) -> int:
         """Number of constraint rows."""
         return int(self.b.shape[0])
+
+    @property
+    def A_T(self) -> sp.csr_matrix:
+        """``A^T`` as CSR over A's own arrays, made once per program (residuals, the judge
+        and refinement multiply by it several times per step)."""
+        cached = self.__dict__.get("_A_T")
+        if cached is None:
+            cached = self.A.T
+            object.__setattr__(self, "_A_T", cached)  # a cache on a frozen program
+        return cached
+
+    @property
+    def P_upper(self) -> sp.csc_matrix:
+        """The upper triangle of ``P`` with its diagonal, CSC (what Clarabel and OSQP take), made
+        once per program by masking P's sorted CSC arrays (``scipy.sparse.triu`` goes through
+        COO and costs several times more for the small programs of a time step)."""
+        cached = self.__dict__.get("_P_upper")
+        if cached is None:
+            P = self.P
+            n = P.shape[0]
+            columns = np.repeat(np.arange(n), np.diff(P.indptr))
+            keep = P.indices <= columns
+            indptr = np.zeros(n + 1, dtype=P.indptr.dtype)
+            np.cumsum(np.bincount(columns[keep], minlength=n), out=indptr[1:])
+            cached = sp.csc_matrix((P.data[keep], P.indices[keep], indptr), shape=(n, n))
+            object.__setattr__(self, "_P_upper", cached)
+        return cached
 
     def cone_rows(self, kind: ConeKind) -> NDArray[np.bool_]:
         """(m,) mask of the rows that belong to cones of ``kind``."""

@@ -65,7 +65,7 @@ def conic_residuals(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> Residu
         return Residuals(np.inf, np.inf, np.inf, np.inf)
     s = program.b - program.A @ xv
     Px = program.P @ xv
-    stationarity = Px + program.c + program.A.T @ yv
+    stationarity = Px + program.c + program.A_T @ yv
     primal = cone_violation(program, s)
     dual = max(float(np.abs(stationarity).max(initial=0.0)), cone_violation(program, yv, dual=True))
     gap = abs(float(xv @ Px + program.c @ xv + program.b @ yv))

@@ -120,7 +120,7 @@ def scale(program: Program, x: np.ndarray, y: np.ndarray) -> float:
         terms = [np.abs(program.q).max(initial=0.0), np.abs(program.M @ x).max(initial=0.0)]
     else:
         terms = [np.abs(program.c).max(initial=0.0), np.abs(program.b).max(initial=0.0),
-                 np.abs(program.P @ x).max(initial=0.0), np.abs(program.A.T @ y).max(initial=0.0),
+                 np.abs(program.P @ x).max(initial=0.0), np.abs(program.A_T @ y).max(initial=0.0),
                  np.abs(program.A @ x).max(initial=0.0)]
     return max(1.0, *map(float, terms))
 

@@ -65,7 +65,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     with watch.time("setup"):
         merged = {**DEFAULTS, **options}
         reuse = bool(merged.pop("reuse", False))
-        P_upper = sp.triu(program.P, format="csc")
+        P_upper = program.P_upper
         key = (workspace.settings_key(merged), program.cones)
         backend = workspace.cached("clarabel", P_upper, program.A, key) if reuse else None
         if backend is not None:

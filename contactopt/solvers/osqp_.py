@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
@@ -63,7 +62,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         lower = np.where(zero_rows, program.b, -np.inf)
         settings = {**DEFAULTS, **options}
         reuse = bool(settings.pop("reuse", True))
-        P_upper = sp.triu(program.P, format="csc")
+        P_upper = program.P_upper
         key = (workspace.settings_key(settings), zero_rows.tobytes())
         backend = workspace.cached("osqp", P_upper, program.A, key) if reuse else None
         reused = backend is not None

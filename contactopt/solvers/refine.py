@@ -52,6 +52,9 @@ RATIO = 1e-3
 FLOOR = 1e-6
 #: KKT systems up to this size are solved dense (LAPACK), larger ones by sparse LU.
 DENSE_LIMIT = 400
+#: Constraint matrices with at most this many entries are made dense to pick the active rows
+#: (sparse fancy indexing costs ~50 us of Python overhead on a time step's small program).
+DENSE_ENTRIES = 200_000
 #: Reciprocal condition number above which a dense KKT system is solved by LDL^T rather than
 #: by least squares (:func:`_dense_correction`): the correction ``dz`` is then accurate to
 #: about 1e-7 of itself at worst, and it is small (the interior-point answer is already within
@@ -90,14 +93,17 @@ def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.n
     n, size = program.n, program.n + rows.size
     rhs = np.concatenate([-program.c, program.b[rows]])
     start = np.concatenate([x0, y0[rows]])
-    A_E = program.A.tocsr()[rows]
     if size <= DENSE_LIMIT:  # time steps are small: dense LAPACK beats assembling a sparse matrix
         K = np.zeros((size, size))
         K[:n, :n] = program.P.toarray()
-        K[n:, :n] = A_E.toarray()
+        if program.m * n <= DENSE_ENTRIES:  # small: one dense copy, then rows by NumPy indexing
+            K[n:, :n] = program.A.toarray()[rows]
+        else:
+            K[n:, :n] = program.A_T[:, rows].T.toarray()
         K[:n, n:] = K[n:, :n].T
         z = start + _dense_correction(K, rhs - K @ start)
     else:
+        A_E = program.A.tocsr()[rows]
         zeros = sp.csc_matrix((rows.size, rows.size))
         K_sparse = sp.csc_matrix(sp.vstack([sp.hstack([program.P, A_E.T]), sp.hstack([A_E, zeros])]))
         try:
