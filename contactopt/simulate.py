@@ -32,8 +32,9 @@ def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation
     form = formulations.get(formulation)
     drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
-    problem = build_step_problem(system, q, v, dt, t, drift=drift)
-    return form.build(problem, form.resolve_options(rest))
+    resolved = form.resolve_options(rest)
+    problem = build_step_problem(system, q, v, dt, t, drift=drift, native=form.native_request(resolved))
+    return form.build(problem, resolved)
 
 
 def simulate(

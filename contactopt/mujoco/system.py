@@ -33,8 +33,10 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.errors import ContactoptError
+from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
 from contactopt.mujoco import compat
+from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, contact_jacobian
 from contactopt.systems.base import ParameterError, System
 
@@ -65,6 +67,8 @@ class MjcfSystem(System):
         self.q_names, self.v_names = self._coordinate_names()
         self._at: tuple[bytes, bytes] | None = None
         self._chains = Chains(self.model)
+        self._scratch: Any = None  # MjData for finite differences of the equality rows
+        self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
@@ -145,6 +149,55 @@ class MjcfSystem(System):
         # 1e-7..1e-5 within 20 steps, and trajectories are kept reproducible.
         return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J.toarray(), mu=mu,
                         restitution=np.zeros(count), dim=3)
+
+    # --- non-contact rows (contactopt.mujoco.constraints) and MuJoCo's own problem ---------
+    def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
+        """MuJoCo's equality constraints as bilateral rows (:mod:`.constraints`)."""
+        data = self._evaluate(q, v)
+        if not int(self.model.neq):
+            return Bilateral.empty(self.nv)
+        if self._scratch is None:
+            self._scratch = self.mujoco.MjData(self.model)
+        return mj_rows.bilateral(self.mujoco, self.model, data, self._scratch, np.array(data.qpos),
+                                 np.array(data.qvel))
+
+    def limits(self, q: ArrayLike) -> Unilateral:
+        """Joint and tendon limits as unilateral rows (:mod:`.constraints`)."""
+        return mj_rows.limit_rows(self.mujoco, self.model, self._evaluate_position(q))
+
+    def friction_loss(self, q: ArrayLike) -> FrictionLoss:
+        """Dof and tendon ``frictionloss`` as box rows (:mod:`.constraints`)."""
+        return mj_rows.friction_rows(self.mujoco, self.model, self._evaluate_position(q))
+
+    def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
+        """MuJoCo's own constraint problem of the step on the unmodified model (:mod:`.native`)."""
+        from contactopt.mujoco.native import native_rows
+
+        cone = settings.pop("cone", None)
+        if settings:
+            raise ContactoptError(f"mjcf native rows: unknown setting(s) {', '.join(map(repr, sorted(settings)))}")
+        return native_rows(self, as_vector(q, "q", self.nq), as_vector(v, "v", self.nv), dt, cone)
+
+    def native_model_data(self) -> tuple[Any, Any]:
+        """The model as written (no detection margin) and its data, loaded once."""
+        if self._native is None:
+            model = self.mujoco.MjModel.from_xml_path(str(self.path))
+            self._native = (model, self.mujoco.MjData(model))
+        return self._native
+
+    def data_at(self, q: ArrayLike) -> Any:
+        """MuJoCo's data of this system's model at ``q`` (positions evaluated)."""
+        return self._evaluate_position(q)
+
+    def contact_keys(self, q: ArrayLike) -> tuple[NDArray[np.int_], FloatArray]:
+        """``(geom pairs, positions)`` of the contact candidates of :meth:`contacts`, in order."""
+        data = self._evaluate_position(q)
+        ncon = int(data.ncon)
+        if not ncon:
+            return np.zeros((0, 2), dtype=np.int_), np.zeros((0, 3))
+        keep = np.flatnonzero(np.asarray(data.contact.exclude)[:ncon] <= 1)
+        return (np.asarray(data.contact.geom)[:ncon][keep].astype(np.int_),
+                np.asarray(data.contact.pos)[:ncon][keep].copy())
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         q_next = np.array(as_vector(q, "q", self.nq))
