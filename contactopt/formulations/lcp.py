@@ -86,6 +86,12 @@ class StewartTrinkleLCP(Formulation):
         # Lemke pivots on a dense LCP matrix: the (small) rows are densified here. Velocity
         # rows in the order of z: [N; D; gamma (none); G; F; -F; zeta (none)].
         velocity_rows = np.vstack([to_dense(N), to_dense(D), G, F, -F])
+        # A direction that moves no degree of freedom (the out-of-plane tangent of a planar
+        # model) is a zero row up to rounding (|row| ~ 1e-17): exactly zero here, so that its
+        # q entry is exactly 0 instead of -1e-16 (which sent Lemke onto a secondary ray).
+        norms = np.linalg.norm(velocity_rows, axis=1)
+        void = norms <= 1e-12 * max(float(norms.max(initial=0.0)), 1e-300)
+        velocity_rows[void] = 0.0
         constrained = Constrained(problem)
         W = velocity_rows @ constrained.solve_M(velocity_rows.T)  # Delassus blocks
         n_contact = na + na * k
@@ -104,9 +110,10 @@ class StewartTrinkleLCP(Formulation):
             M_lcp[sigma, np.tile(zeta, 2)] = 1.0
             M_lcp[np.tile(zeta, 2), sigma] = -1.0
         v_free = constrained.v_free
-        q_lcp = np.concatenate([active.phi / h + N @ v_free, D @ v_free, np.zeros(n_gamma),
-                                problem.unilateral.phi[limits] / h + G @ v_free, F @ v_free, -(F @ v_free),
-                                h * bound])
+        speeds = velocity_rows @ v_free
+        q_lcp = np.concatenate([active.phi / h + speeds[:na], speeds[na:n_contact], np.zeros(n_gamma),
+                                problem.unilateral.phi[limits] / h + speeds[n_contact:n_contact + nu],
+                                speeds[n_contact + nu:], h * bound])
         variables = blocks_from_sizes([("impulse_normal", na, 1), ("impulse_directions", na * k, k),
                                        ("slip_speed", n_gamma, 1), ("limits", nu, 1),
                                        ("friction_loss_positive", nf, 1), ("friction_loss_negative", nf, 1),

@@ -5,11 +5,11 @@ documentation, "Computation: Constraint model"):
   become bilateral rows ``h(q) = 0`` with ``h`` MuJoCo's own violation ``efc_pos`` and
   ``H`` its ``efc_J`` (``mj_fwdPosition`` builds them for every active equality);
   ``Hdot v`` by a central difference of ``H`` along ``v``;
-* **joint limits** (hinge, slide: a row per side; ball: the rotation angle against
-  ``range[1]``) and **tendon limits** (length against ``range``) become unilateral rows with
-  ``phi`` the distance to the bound less the limit's ``margin`` (MuJoCo activates a limit row
-  once ``dist < margin`` and drives ``dist - margin`` to 0), Jacobian ``+-e_dof`` /
-  ``+-ten_J``; every side of every limited joint and tendon is a candidate row;
+* **joint limits** (hinge, slide; ball: the rotation angle against ``range[1]``) and
+  **tendon limits** (length against ``range``) become unilateral rows with ``phi`` the
+  distance to the bound less the limit's ``margin`` (MuJoCo activates a limit row once
+  ``dist < margin`` and drives ``dist - margin`` to 0), Jacobian ``+-e_dof`` / ``+-ten_J``;
+  every limited joint and tendon is a candidate row, on the side of its nearer bound;
 * **dry friction** (``frictionloss`` of a degree of freedom or a tendon) becomes a box row:
   ``F`` the unit row of the dof or the tendon Jacobian, ``bound = frictionloss``.
 
@@ -85,7 +85,7 @@ LimitKey = tuple[str, int, int]  # ("joint" | "tendon", id, +1 lower / -1 upper 
 
 
 def limit_entries(mujoco: Any, model: Any, data: Any) -> list[tuple[LimitKey, float, FloatArray, str]]:
-    """``(key, phi, row, label)`` for every side of every limited joint and tendon."""
+    """``(key, phi, row, label)`` for every limited joint and tendon (its nearer bound)."""
     nv = int(model.nv)
     if disabled(mujoco, model, "mjDSBL_LIMIT"):
         return []
@@ -98,10 +98,10 @@ def limit_entries(mujoco: Any, model: Any, data: Any) -> list[tuple[LimitKey, fl
         qadr, dadr = int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
         if kind in (int(joint_types.mjJNT_HINGE), int(joint_types.mjJNT_SLIDE)):
             value = float(data.qpos[qadr])
-            for side, dist, sign in (("lower", value - lo, 1), ("upper", hi - value, -1)):
-                row = np.zeros(nv)
-                row[dadr] = sign
-                out.append((("joint", j, sign), dist - margin, row, f"{name} {side}"))
+            side, dist, sign = nearer_side(value - lo, hi - value)
+            row = np.zeros(nv)
+            row[dadr] = sign
+            out.append((("joint", j, sign), dist - margin, row, f"{name} {side}"))
         elif kind == int(joint_types.mjJNT_BALL):
             rotation = np.zeros(3)
             mujoco.mju_quat2Vel(rotation, np.array(data.qpos[qadr:qadr + 4]), 1.0)
@@ -118,9 +118,16 @@ def limit_entries(mujoco: Any, model: Any, data: Any) -> list[tuple[LimitKey, fl
             name = model.tendon(t).name or f"tendon{t}"
             lo, hi = (float(x) for x in model.tendon_range[t])
             margin, length = float(model.tendon_margin[t]), float(data.ten_length[t])
-            for side, dist, sign in (("lower", length - lo, 1), ("upper", hi - length, -1)):
-                out.append((("tendon", t, sign), dist - margin, sign * J[t], f"{name} {side}"))
+            side, dist, sign = nearer_side(length - lo, hi - length)
+            out.append((("tendon", t, sign), dist - margin, sign * J[t], f"{name} {side}"))
     return out
+
+
+def nearer_side(lower: float, upper: float) -> tuple[str, float, int]:
+    """``(side, distance, sign)`` of the nearer bound: only one side of a range can be reached
+    within a step, and the two sides' rows are exact negatives of each other (a singular pair
+    in the Delassus matrix, which Lemke's pivoting does not tolerate)."""
+    return ("lower", lower, 1) if lower <= upper else ("upper", upper, -1)
 
 
 def limit_keys(mujoco: Any, model: Any, data: Any) -> list[LimitKey]:
@@ -129,7 +136,7 @@ def limit_keys(mujoco: Any, model: Any, data: Any) -> list[LimitKey]:
 
 
 def limit_rows(mujoco: Any, model: Any, data: Any) -> Unilateral:
-    """Every side of every limited joint and tendon (module docstring)."""
+    """A row per limited joint and tendon, at its nearer bound (module docstring)."""
     entries = limit_entries(mujoco, model, data)
     if not entries:
         return Unilateral.empty(int(model.nv))
