@@ -78,7 +78,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             z, status, pivots, message = lemke(program.M, program.q, pivot_tol=tolerance, covering=vector, **rest)
         solution = make_solution(program, solver="lemke", status=status, x=z, y=None,
                                  iterations=pivots, watch=watch, message=message)
-        if solution.status is Status.OPTIMAL or len(attempts) == 1:
+        if solution.status in (Status.OPTIMAL, Status.MAX_ITERATIONS) or len(attempts) == 1:  # a cap is the user's
             if failures:
                 solution = dataclasses.replace(solution, message=f"{solution.message} (pivot tolerance "
                                                f"{tolerance:g}, covering {covering}; {'; '.join(failures)})")
