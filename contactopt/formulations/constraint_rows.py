@@ -102,15 +102,13 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
                  v_free: FloatArray | None = None, regularization: FloatArray | None = None,
                  bilateral_regularization: FloatArray | None = None, epsilon: float = np.inf,
                  limit_terms: tuple[FloatArray, FloatArray] | None = None,
-                 friction_terms: tuple[FloatArray, FloatArray] | None = None,
-                 bilateral_linear: FloatArray | None = None) -> ConicProgram:
+                 friction_terms: tuple[FloatArray, FloatArray] | None = None) -> ConicProgram:
     """``min 1/2 x^T (K M^{-1} K^T + R) x + c^T x`` over the contact variables (rows ``rows``
     of K, constrained by ``A x + s = 0, s in cones``), free bilateral multipliers (rows ``H``,
     linear term ``H v_free - r``), limit impulses ``>= 0`` (rows ``G``, linear term
     ``G v_free + phi / h``) and box impulses (rows ``F``, linear term ``F v_free``).
     ``limit_terms`` / ``friction_terms`` = ``(linear term, regularization)`` replace the
-    defaults (``regularized`` gives them its reference velocities and ``R``), as
-    ``bilateral_linear`` replaces ``H v_free - r``."""
+    defaults (``regularized`` gives them its reference velocities and ``R``)."""
     dynamics = problem.dynamics if dynamics is None else dynamics
     v_free = problem.v_free if v_free is None else v_free
     h = problem.dt
@@ -164,8 +162,7 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
     for name, start, size in (("bilateral", n, nh), ("limits", n + nh, nu), ("friction_loss", n + nh + nu, nf)):
         if size:
             variable_blocks.append(Block(name, start, start + size))
-    bilateral_c = H @ v_free - problem.bilateral_target if bilateral_linear is None else bilateral_linear
-    linear = np.concatenate([c, bilateral_c, limit_c, friction_c])
+    linear = np.concatenate([c, H @ v_free - problem.bilateral_target, limit_c, friction_c])
     return ConicProgram(
         P=sp.csc_matrix(0.5 * (W + W.T)), c=linear, A=sp.csc_matrix(sp.vstack(blocks_A)),
         b=np.concatenate(b_parts), cones=tuple(cone_list), variables=tuple(variable_blocks),

@@ -187,13 +187,11 @@ class Regularized(Formulation):
         R = np.where(friction_row, R / options["impratio"], R)
         a_ref = -b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1)
         v_star = J @ v + h * a_ref
-        # Bilateral rows are soft too (MuJoCo's equality rows): free multipliers regularized
-        # with the impedance of their violation h(q), reference v* = H v + h a_ref(h(q)) on
-        # position rows; velocity rows (prescribed motions) keep the driver's target.
+        # Bilateral rows are soft too: free multipliers regularized with the impedance of
+        # their violation; their target velocity is the driver's (drift treatment included).
         H = problem.bilateral.H
         d_eq = impedance(problem.bilateral.position_error, options["solimp"])
         R_eq = (1.0 - d_eq) / d_eq * _delassus_diagonal(damped, H)
-        eq_target = bilateral_reference(problem, options, d_eq, solref)
         metadata = {"formulation": self.name, "cone": options["cone"], "dt": h, "t": problem.state.t,
                     "solref": list(solref),
                     "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
@@ -204,8 +202,7 @@ class Regularized(Formulation):
                             cones, (Block(name, 0, rows, per),), (Block("impulse_in_cone", 0, rows, per),),
                             metadata, dynamics=damped, v_free=v_minus, regularization=R,
                             bilateral_regularization=R_eq, epsilon=options["epsilon"],
-                            limit_terms=limit_terms, friction_terms=friction_terms,
-                            bilateral_linear=H @ v_minus - eq_target)
+                            limit_terms=limit_terms, friction_terms=friction_terms)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -258,17 +255,6 @@ def model_recover(problem: StepProblem, program: ConicProgram, solution: Solutio
     impulses = np.asarray(maps["contacts"] @ x).reshape(problem.contacts.count, problem.contacts.dim)
     return StepResult(v_next=v_next, impulses=impulses, bilateral=np.asarray(maps["bilateral"] @ x),
                       limits=np.asarray(maps["limits"] @ x), friction_loss=np.asarray(maps["friction_loss"] @ x))
-
-
-def bilateral_reference(problem: StepProblem, options: Mapping[str, Any], d: FloatArray,
-                        solref: tuple[float, float]) -> FloatArray:
-    """``v*`` of the bilateral rows: MuJoCo's ``H v + h (-b_ref H v - k_ref h(q))`` on
-    position rows, the driver's target ``b`` on velocity rows."""
-    H, v, h = problem.bilateral.H, problem.state.v, problem.dt
-    b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
-    speed = H @ v
-    reference = speed + h * (-b_ref * speed - k_ref * problem.bilateral.position_error)
-    return np.where(problem.bilateral.velocity_rows, problem.bilateral_target, reference)
 
 
 def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics, v_minus: FloatArray,

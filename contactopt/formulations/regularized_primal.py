@@ -70,9 +70,6 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     H = problem.bilateral.H
     d_eq = impedance(problem.bilateral.position_error, options["solimp"])
     R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, H)
-    from contactopt.formulations.regularized import bilateral_reference
-
-    eq_target = bilateral_reference(problem, options, d_eq, solref)
     metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
                 "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                 "impedance": d.tolist(), "b": options["b"]}
@@ -83,7 +80,7 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     index = limit_index(problem, options["epsilon"])
     limit_ref = problem.unilateral.G[index] @ v_minus - limit_c
     return primal_step(problem, damped, v_minus, J[rows], R[rows], v_ref[rows], scale, cones, R_eq, metadata,
-                       (index, limit_R, limit_ref), bilateral_v_hat=eq_target)
+                       (index, limit_R, limit_ref))
 
 
 def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:

@@ -107,8 +107,7 @@ def merge_nonneg(cones: tuple[Cone, ...]) -> tuple[Cone, ...]:
 def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J: FloatArray,
                 R: FloatArray, v_hat: FloatArray, scale: FloatArray, cones: tuple[Cone, ...],
                 bilateral_R: FloatArray, metadata: Mapping[str, Any],
-                limits: tuple[Any, FloatArray, FloatArray] | None = None,
-                bilateral_v_hat: FloatArray | None = None) -> PrimalConicProgram:
+                limits: tuple[Any, FloatArray, FloatArray] | None = None) -> PrimalConicProgram:
     """The conic form (S6) of a step: bilateral rows (free, ``v_hat = r``), limit rows
     (``limits = (index, R, v_hat)``: one ``Nonneg`` row each, like a frictionless normal row),
     then contact rows. Dry-friction (box) rows have no cone: refused by the callers."""
@@ -118,9 +117,7 @@ def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J:
     nh, nu, m = H.shape[0], G.shape[0], J.shape[0]
     primal = PrimalProgram(
         A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, G, J])),
-        R=np.concatenate([bilateral_R, R_u, R]),
-        v_hat=np.concatenate([problem.bilateral_target if bilateral_v_hat is None else bilateral_v_hat,
-                              v_hat_u, v_hat]),
+        R=np.concatenate([bilateral_R, R_u, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat]),
         scale=np.concatenate([np.ones(nh + nu), scale]),
         cones=((Zero(nh),) if nh else ()) + merge_nonneg(((Nonneg(nu),) if nu else ()) + cones),
         constraints=((Block("bilateral", 0, nh),) if nh else ()) + ((Block("limits", nh, nh + nu),) if nu else ())

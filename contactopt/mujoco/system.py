@@ -150,6 +150,26 @@ class MjcfSystem(System):
         return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J.toarray(), mu=mu,
                         restitution=np.zeros(count), dim=3)
 
+    def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
+        """MuJoCo's implicit joint damping (its Euler integrator, and the diagonal part of
+        implicitfast; MuJoCo documentation, "Computation: Numerical integration"): the step
+        uses ``M + h diag(dof_damping)`` with ``tau`` unchanged (it holds ``-D v``), so that
+        every formulation's ``M (v' - v_free) = J^T lambda`` reads
+        ``(M + h D)(v' - v) = h tau + J^T lambda``: damping at ``v'``, stable for any
+        damping. RK4 models and the ``eulerdamp`` disable flag keep it explicit."""
+        damping = np.asarray(self.model.dof_damping, dtype=np.float64)
+        integrators = self.mujoco.mjtIntegrator
+        implicit = int(self.model.opt.integrator) in (int(integrators.mjINT_EULER),
+                                                       int(integrators.mjINT_IMPLICITFAST),
+                                                       int(integrators.mjINT_IMPLICIT))
+        off = int(self.model.opt.disableflags) & int(self.mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+        if not implicit or off or not np.any(damping > 0):
+            return dynamics
+        import scipy.sparse as sp
+
+        M = dynamics.M + dt * (sp.diags(damping, format="csc") if dynamics.is_sparse else np.diag(damping))
+        return Dynamics(M=M, tau=dynamics.tau)
+
     # --- non-contact rows (contactopt.mujoco.constraints) and MuJoCo's own problem ---------
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
         """MuJoCo's equality constraints as bilateral rows (:mod:`.constraints`)."""

@@ -149,6 +149,12 @@ class System(ABC):
         """Bilateral constraints at the state (``t`` for prescribed motions); none by default."""
         return Bilateral.empty(self.nv)
 
+    def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
+        """The ``(M, tau)`` a semi-implicit step of length ``dt`` uses: ``dynamics`` itself by
+        default; a system whose integrator treats some forces implicitly (MuJoCo's Euler:
+        joint damping) returns ``M + dt dtau/dv``-style inertia here."""
+        return dynamics
+
     def limits(self, q: ArrayLike) -> Unilateral:
         """Unilateral rows without friction (joint and tendon limits) at ``q``; none by default."""
         return Unilateral.empty(self.nv)
