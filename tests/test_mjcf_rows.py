@@ -213,3 +213,22 @@ def test_params_model_refuses_own_parameters_and_non_mjcf_systems() -> None:
     scene = co.load_scene("problems/box_slide.toml")
     with pytest.raises(ContactoptError, match="params=model needs an mjcf system"):
         co.formulate(scene.system, scene.q0, scene.v0, 0.001, "regularized", {"params": "model"})
+
+
+@pytest.mark.parametrize("name", ["cheetah", "hopper"])
+def test_lemke_runs_past_the_first_contact(name: str) -> None:
+    """The issue's failure (ray termination after 1 pivot at step 9): the first contact of a
+    planar model, whose out-of-plane friction directions are zero rows (q = -1e-17)."""
+    _, traj = run(suite_model(name), "lcp", "lemke", 0.2)
+    assert all(step.status.usable for step in traj.steps)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("formulation", "solver"), [("lcp", "lemke"), ("regularized", "clarabel")])
+@pytest.mark.parametrize("name", ["hopper", "walker", "cheetah", "humanoid", "ball_in_cup"])
+def test_control_suite_runs_one_second(name: str, formulation: str, solver: str) -> None:
+    system, traj = run(suite_model(name), formulation, solver, 1.0)
+    assert all(step.status.usable for step in traj.steps)
+    # limits hold (hopper starts 0.087 rad outside its knee range: qpos0 = 0, range [5, 150] deg)
+    start = limit_violation(system, traj.q[0])
+    assert max(limit_violation(system, q) for q in traj.q) <= max(start, 0.0) + 0.03
