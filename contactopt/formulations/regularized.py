@@ -35,6 +35,19 @@ instead of stopping; a sliding box then stops ~15 % late (``experiments/box_slid
 relaxed cart-and-wall program exactly (tested). MuJoCo's own implicit damping adds
 ``h * damping`` to M; the reference's ``b`` is that product.
 
+**MuJoCo's own parameters** (``params = "model"``, mjcf systems): the program is MuJoCo's own
+constraint problem at the state, on the model as written (every row MuJoCo builds, its
+``efc_R`` and ``efc_aref`` from the per-row solref/solimp/margin, friction combined by its
+rules, condim 1-6, the model's cone unless ``cone`` is given), and the velocity step is its
+integrator's (Euler: ``(M + h D)^{-1}``; implicitfast: ``(M - h dtau/dv)^{-1}``):
+:mod:`contactopt.mujoco.native`. One step matches ``mj_step`` to 1e-14 where MuJoCo's solver
+converges (``tests/test_mjcf_rows.py``). Options that MuJoCo's model sets are refused with it.
+
+**Non-contact rows** (:mod:`contactopt.formulations.constraint_rows`): limit rows are treated
+like frictionless normal rows (impedance and reference from their ``phi``, entering when
+``phi <= epsilon``), dry-friction rows are boxes ``|sigma| <= h frictionloss`` with the
+impedance ``d(0)`` and reference ``-b_ref F v`` (MuJoCo's frictionloss rows).
+
 **Forms.** ``form = "dual"`` (default) is the program above; ``form = "primal"`` is its
 Lagrangian dual, SAP's unconstrained primal over ``v'``
 (:mod:`contactopt.formulations.regularized_primal`), which the ``newton`` solver takes.

@@ -15,6 +15,16 @@ At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, throu
 and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
 joints). Friction comes from the geoms, so a scene's ``[contact]`` table is rejected.
 
+**Every other constraint MuJoCo builds** (:mod:`.constraints`): equality constraints as
+bilateral rows (``constraints``), joint and tendon limits as unilateral rows (``limits``),
+dof and tendon ``frictionloss`` as box rows (``friction_loss``); every formulation takes them
+through :mod:`contactopt.formulations.constraint_rows`. **Passive forces**: springs, dampers,
+gravity compensation and fluid forces are in ``qfrc_passive`` (hence ``tau``), armature is in
+``M``; with MuJoCo's Euler or implicitfast integrator the step uses ``M + h diag(dof_damping)``
+(:meth:`MjcfSystem.step_dynamics`: damping implicit, as MuJoCo's Euler does). **MuJoCo's own
+constraint problem** on the model as written (``regularized -o params=model``):
+:meth:`MjcfSystem.native_rows` (:mod:`.native`).
+
 **Detection margin.** MuJoCo reports a contact only once ``dist < margin`` (0 by default),
 so a body resting exactly on another (``dist = 0``) or arriving within a step has no contact
 yet. ``detection_margin`` (default 0.01 m) raises every geom's ``margin`` and ``gap`` by the

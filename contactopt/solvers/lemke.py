@@ -78,7 +78,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             z, status, pivots, message = lemke(program.M, program.q, pivot_tol=tolerance, covering=vector, **rest)
         solution = make_solution(program, solver="lemke", status=status, x=z, y=None,
                                  iterations=pivots, watch=watch, message=message)
-        if solution.status in (Status.OPTIMAL, Status.MAX_ITERATIONS) or len(attempts) == 1:  # a cap is the user's
+        capped = solution.status is Status.MAX_ITERATIONS and "max_iter" in options  # the user's cap
+        if solution.status is Status.OPTIMAL or capped or len(attempts) == 1:
             if failures:
                 solution = dataclasses.replace(solution, message=f"{solution.message} (pivot tolerance "
                                                f"{tolerance:g}, covering {covering}; {'; '.join(failures)})")
