@@ -232,3 +232,21 @@ def test_control_suite_runs_one_second(name: str, formulation: str, solver: str)
     # limits hold (hopper starts 0.087 rad outside its knee range: qpos0 = 0, range [5, 150] deg)
     start = limit_violation(system, traj.q[0])
     assert max(limit_violation(system, q) for q in traj.q) <= max(start, 0.0) + 0.03
+
+
+def test_condim_above_three_is_said_once() -> None:
+    """limited_arm's tip (condim 6) rests on the floor after 1 s of MuJoCo: contactopt's
+    3-row frames carry its sliding friction only, and the system says so once."""
+    from contactopt.mujoco.system import UnmodelledFrictionWarning
+
+    model = mujoco.MjModel.from_xml_path(str(MJCF / "limited_arm.xml"))
+    data = mujoco.MjData(model)
+    for _ in range(500):
+        mujoco.mj_step(model, data)
+    assert 6 in [int(c.dim) for c in data.contact[: data.ncon]]
+    system = MjcfSystem(MJCF / "limited_arm.xml")
+    with pytest.warns(UnmodelledFrictionWarning, match="condim \\[6\\]"):
+        system.contacts(data.qpos)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        system.contacts(data.qpos + 1e-9)

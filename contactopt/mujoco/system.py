@@ -10,7 +10,9 @@ At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, throu
   (``contact.frame``, normal from geom1 to geom2), the Jacobian
   ``frame (J_p(body2, p) - J_p(body1, p))`` at the contact point ``p`` (``mj_jac``), the
   separation ``phi = contact.dist`` and ``mu = contact.friction[0]`` (sliding friction; MuJoCo's
-  torsional and rolling friction are not modelled; ``condim = 1`` gives ``mu = 0``);
+  torsional and rolling friction of condim 4 and 6 have no row in the 3-row frames, which an
+  :class:`UnmodelledFrictionWarning` says once per system; ``regularized -o params=model``
+  takes them from MuJoCo's own rows; ``condim = 1`` gives ``mu = 0``);
 
 and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
 joints). Friction comes from the geoms, so a scene's ``[contact]`` table is rejected.
@@ -36,6 +38,7 @@ behaves exactly as before, while the contactopt formulations receive the near co
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -43,7 +46,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
 from contactopt.mujoco import compat
 from contactopt.mujoco import constraints as mj_rows
@@ -51,6 +54,11 @@ from contactopt.mujoco.contacts import Chains, contact_jacobian
 from contactopt.systems.base import ParameterError, System
 
 FloatArray = NDArray[np.float64]
+
+
+class UnmodelledFrictionWarning(ContactoptWarning):
+    """An MJCF model's contacts have torsional or rolling friction (condim 4 or 6), which the
+    3-row contact frames of the formulations do not carry."""
 
 
 class MjcfSystem(System):
@@ -79,6 +87,7 @@ class MjcfSystem(System):
         self._chains = Chains(self.model)
         self._scratch: Any = None  # MjData for finite differences of the equality rows
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
+        self._warned_condim = False
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
@@ -152,7 +161,14 @@ class MjcfSystem(System):
         frames = np.asarray(found.frame)[:ncon][keep].reshape(-1, 3, 3)
         J = contact_jacobian(self._chains, data, self.nv, frames, np.asarray(found.pos)[:ncon][keep],
                              bodies[:, 0], bodies[:, 1])
-        mu = np.where(np.asarray(found.dim)[:ncon][keep] > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
+        dims = np.asarray(found.dim)[:ncon][keep]
+        if not self._warned_condim and np.any(dims > 3):
+            self._warned_condim = True
+            warnings.warn(f"{self.path.name}: contacts of condim {sorted(set(dims[dims > 3].tolist()))}: their "
+                          "torsional/rolling friction rows are not in contactopt's contact frames (sliding friction "
+                          "only); regularized -o params=model solves MuJoCo's own rows", UnmodelledFrictionWarning,
+                          stacklevel=2)
+        mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
         count = keep.shape[0]
         # Dense rows (bit-identical to the per-contact frame @ J they replace): the pile's
         # degenerate interior-point steps amplify 1e-17 reorderings of sparse products to
