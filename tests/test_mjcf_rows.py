@@ -250,3 +250,11 @@ def test_condim_above_three_is_said_once() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         system.contacts(data.qpos + 1e-9)
+
+
+def test_clarabel_retries_a_stalled_step_without_equilibration() -> None:
+    """hopper under gauss: step 12's primal QP (M of condition 98, every row inactive) stalls
+    Clarabel's equilibrated iteration (InsufficientProgress); the retry solves it."""
+    _, traj = run(suite_model("hopper"), "gauss", "clarabel", 0.1)
+    assert "retried without equilibration" in traj.steps[12].message
+    assert traj.steps[12].status.usable
