@@ -258,3 +258,11 @@ def test_clarabel_retries_a_stalled_step_without_equilibration() -> None:
     _, traj = run(suite_model("hopper"), "gauss", "clarabel", 0.1)
     assert "retried without equilibration" in traj.steps[12].message
     assert traj.steps[12].status.usable
+
+
+def test_fclib_export_refuses_rows_it_cannot_hold() -> None:
+    from contactopt.analysis.export.fclib import fclib_local_problem
+
+    scene = co.load_scene(CHAIN)
+    with pytest.raises(ContactoptError, match="limit row"):
+        fclib_local_problem(scene, scene.q0, scene.v0, scene.dt)
