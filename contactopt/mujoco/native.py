@@ -87,9 +87,8 @@ def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str 
     mujoco = system.mujoco
     model, data = system.native_model_data()
     model.opt.timestep = float(dt)
-    if cone is not None:
-        model.opt.cone = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL,
-                          "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}[cone]
+    cones = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
+    model.opt.cone = cones[cone] if cone is not None else system.native_cone  # the file's, unless overridden
     data.qpos[:] = q
     data.qvel[:] = v
     for name in ("ctrl", "qfrc_applied", "xfrc_applied", "act"):  # the system's inputs, if any

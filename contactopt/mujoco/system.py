@@ -87,6 +87,7 @@ class MjcfSystem(System):
         self._chains = Chains(self.model)
         self._scratch: Any = None  # MjData for finite differences of the equality rows
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
+        self.native_cone = 0
         self._warned_condim = False
 
     @classmethod
@@ -228,6 +229,7 @@ class MjcfSystem(System):
         """The model as written (no detection margin) and its data, loaded once."""
         if self._native is None:
             model = self.mujoco.MjModel.from_xml_path(str(self.path))
+            self.native_cone = int(model.opt.cone)
             self._native = (model, self.mujoco.MjData(model))
         return self._native
 
