@@ -248,7 +248,7 @@ def test_condim_above_three_is_said_once() -> None:
             break
     assert 6 in [int(c.dim) for c in data.contact[: data.ncon]]
     system = MjcfSystem(MJCF / "limited_arm.xml")
-    with pytest.warns(UnmodelledFrictionWarning, match="condim \\[6\\]"):
+    with pytest.warns(UnmodelledFrictionWarning, match="condim \\[(4, )?6\\]"):
         system.contacts(data.qpos)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
