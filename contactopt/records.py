@@ -74,6 +74,8 @@ class StepRecord:
             (continuous-time methods; 0 where not applicable).
         refined: whether the solver's interior-point answer was replaced by the exact
             active-set KKT point (:mod:`contactopt.solvers.refine`).
+        limits: (nu,) impulses of the joint/tendon limit rows [N·s or N·m·s], >= 0.
+        friction_loss: (nf,) impulses of the dry-friction (box) rows.
     """
 
     t: float
@@ -93,6 +95,8 @@ class StepRecord:
     impacts: tuple[Impact, ...] = ()
     substeps: int = 0
     refined: bool = False
+    limits: FloatArray = field(default_factory=lambda: np.zeros(0))
+    friction_loss: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -197,6 +201,10 @@ class Trajectory:
             "constraint_error": np.array([r.constraint_error for r in steps]),
             "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
             "refined": np.array([r.refined for r in steps], dtype=bool),
+            **{f"{name}_counts": np.array([getattr(r, name).shape[0] for r in steps], dtype=np.int64)
+               for name in ("limits", "friction_loss")},
+            **{name: (np.concatenate([getattr(r, name) for r in steps]) if steps else np.zeros(0))
+               for name in ("limits", "friction_loss")},
             **_impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=_json_default)),
         }
@@ -218,6 +226,7 @@ class Trajectory:
                 impacts = _read_impacts(a, n_steps)
                 substeps = a["substeps"] if "substeps" in a.files else np.zeros(n_steps, dtype=np.int64)
                 refined = a["refined"] if "refined" in a.files else np.zeros(n_steps, dtype=bool)
+                rows = {name: _row_slices(a, name, n_steps) for name in ("limits", "friction_loss")}
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -231,7 +240,8 @@ class Trajectory:
                         solver=str(a["solver"][i]), conversion=str(a["conversion"][i]) or None,
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
-                        substeps=int(substeps[i]), refined=bool(refined[i])))
+                        substeps=int(substeps[i]), refined=bool(refined[i]),
+                        limits=rows["limits"][i], friction_loss=rows["friction_loss"][i]))
                 trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                                  message=header["message"])
         except ContactoptError:
@@ -303,3 +313,11 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, Mapping):
         return dict(value)
     return str(value)
+
+
+def _row_slices(a: Any, name: str, n_steps: int) -> list[FloatArray]:
+    """Per step, the impulses of the rows ``name`` (empty for files written before them)."""
+    if f"{name}_counts" not in a.files:
+        return [np.zeros(0) for _ in range(n_steps)]
+    offsets = np.concatenate([[0], np.cumsum(a[f"{name}_counts"])]).astype(np.int64)
+    return [a[name][offsets[i]:offsets[i + 1]] for i in range(n_steps)]

@@ -269,3 +269,16 @@ def test_fclib_export_refuses_rows_it_cannot_hold() -> None:
     scene = co.load_scene(CHAIN)
     with pytest.raises(ContactoptError, match="limit row"):
         fclib_local_problem(scene, scene.q0, scene.v0, scene.dt)
+
+
+def test_limit_and_friction_impulses_are_recorded_and_saved(tmp_path: Path) -> None:
+    """The step records carry the limit impulses (>= 0, nonzero once the arm rests in its
+    limits, zero while it falls freely) and the dry-friction impulses, through save/load."""
+    _, traj = run(CHAIN, "lcp", "lemke", 0.4)
+    limits = np.array([step.limits for step in traj.steps])
+    assert limits.min() >= 0 and np.all(limits[0] == 0) and limits[-1].max() > 0
+    _, arm = run(str(MJCF / "limited_arm.xml"), "anitescu", "clarabel", 0.02)
+    assert arm.steps[-1].friction_loss.shape == (5,)  # 4 dofs with frictionloss + the tendon
+    assert np.all(np.abs(arm.steps[-1].friction_loss) <= 0.002 * np.array([0.05] * 4 + [0.02]) * (1 + 1e-9))
+    loaded = co.Trajectory.load(traj.save(tmp_path / "chain.npz"))
+    np.testing.assert_array_equal(np.array([step.limits for step in loaded.steps]), limits)

@@ -137,7 +137,7 @@ class TimeStepping:
             q_next, v_next = project(self.system, q_next, v_next, state.t + self.dt)
         next_state = State(q_next, v_next, state.t + self.dt)
         return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
-                                      **record_args)
+                                      limits=result.limits, friction_loss=result.friction_loss, **record_args)
 
 
 def _same_layout(a: Program, b: Program) -> bool:
