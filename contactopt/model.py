@@ -12,7 +12,6 @@ finiteness), following the conventions of DESIGN.md:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,71 +21,24 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
+from contactopt.arrays import (
+    _DENSE_CHECK_ENTRIES,
+    FloatArray,
+    Matrix,
+    as_matrix,
+    as_sparse,
+    as_vector,
+    debug_checks,
+    is_sparse,
+    to_dense,
+)
 from contactopt.errors import ShapeError
+from contactopt.rows import Bilateral, FrictionLoss, NativeRows, Unilateral
 
-FloatArray = NDArray[np.float64]
-Matrix = Any  # dense, or scipy.sparse (kept sparse throughout)
-
-__all__ = ["Bilateral", "Contacts", "Dynamics", "State", "StepProblem", "as_vector", "debug_checks"]
-
-#: Dense mass matrices up to this many entries are checked for symmetry every step (cheap);
-#: larger dense and all sparse ones only under :func:`debug_checks` (see :class:`Dynamics`).
-_DENSE_CHECK_ENTRIES = 4096
-
-
-def debug_checks() -> bool:
-    """Whether the costly matrix checks run (``CONTACTOPT_DEBUG=1``)."""
-    return os.environ.get("CONTACTOPT_DEBUG", "") not in ("", "0")
-
-
-def as_sparse(value: Any, name: str, shape: tuple[int, int] | None, fmt: str) -> Any:
-    """A ``scipy.sparse`` matrix as float64 CSC/CSR with finite entries, checked in O(nnz)."""
-    out = value.tocsc() if fmt == "csc" else value.tocsr()
-    if out.dtype != np.float64:
-        out = out.astype(np.float64)
-    if shape is not None and out.shape != shape:
-        raise ShapeError(f"{name}: expected shape {shape}, got {out.shape}")
-    if not np.all(np.isfinite(out.data)):
-        raise ShapeError(f"{name}: contains NaN or infinite entries")
-    return out
-
-
-def is_sparse(value: Any) -> bool:
-    """Whether ``value`` is a scipy.sparse matrix (a plain bool: no type narrowing)."""
-    return bool(sp.issparse(value))
-
-
-def to_dense(value: Matrix) -> FloatArray:
-    """A dense copy of a dense or sparse matrix (for the small-system integrators)."""
-    return np.asarray(value.toarray()) if is_sparse(value) else np.asarray(value)
-
-
-def as_vector(value: ArrayLike, name: str, length: int | None = None) -> FloatArray:
-    """Return ``value`` as a finite 1-D float array, or raise :class:`ShapeError` naming it."""
-    arr = np.array(value, dtype=np.float64)
-    if arr.ndim != 1:
-        raise ShapeError(f"{name}: expected a vector, got an array of shape {arr.shape}")
-    if length is not None and arr.shape[0] != length:
-        raise ShapeError(f"{name}: expected length {length}, got {arr.shape[0]}")
-    if not np.all(np.isfinite(arr)):
-        raise ShapeError(f"{name}: contains NaN or infinite entries: {arr}")
-    arr.setflags(write=False)
-    return arr
-
-
-def as_matrix(value: ArrayLike, name: str, shape: tuple[int, int]) -> FloatArray:
-    """Return ``value`` as a finite 2-D float array of ``shape``, or raise :class:`ShapeError`."""
-    arr = np.array(value, dtype=np.float64)
-    if arr.ndim == 1 and shape[0] == 0:
-        arr = arr.reshape(0, shape[1])
-    if arr.shape != shape:
-        raise ShapeError(f"{name}: expected shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ShapeError(f"{name}: contains NaN or infinite entries")
-    arr.setflags(write=False)
-    return arr
+__all__ = ["Bilateral", "Contacts", "Dynamics", "FrictionLoss", "NativeRows", "State", "StepProblem",
+           "Unilateral", "as_matrix", "as_sparse", "as_vector", "debug_checks", "is_sparse", "to_dense"]
 
 
 @dataclass(frozen=True)
@@ -269,91 +221,6 @@ class Contacts:
 
 
 @dataclass(frozen=True)
-class Bilateral:
-    """Bilateral (equality) constraints: position rows ``h(q) = 0`` and velocity rows
-    ``H(q) v = b(t)`` (a joint driven through a prescribed motion).
-
-    Reference 000, "Bilateral Position Constraints" and "Bilateral Velocity Constraints":
-    with ``H = dh/dq`` a position row holds at velocity level as ``H v = 0`` and at
-    acceleration level as ``H vdot + Hdot v = 0``; a velocity row ``H v = b(t)`` holds at
-    acceleration level as ``H vdot + Hdot v = bdot(t)``.
-
-    Attributes:
-        h: (nh,) position-constraint values (0 on velocity rows).
-        H: (nh, nv) constraint Jacobian.
-        Hdot_v: (nh,) the velocity product term ``Hdot v``.
-        target: (nh,) ``b(t)`` of velocity rows ``H v = b`` (0 on position rows).
-        target_rate: (nh,) ``bdot(t)`` (0 on position rows).
-        velocity_rows: (nh,) True for velocity rows, False for position rows.
-    """
-
-    h: FloatArray
-    H: FloatArray
-    Hdot_v: FloatArray
-    target: FloatArray = field(default_factory=lambda: np.zeros(0))
-    target_rate: FloatArray = field(default_factory=lambda: np.zeros(0))
-    velocity_rows: NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
-
-    def __post_init__(self) -> None:
-        h = as_vector(self.h, "Bilateral.h")
-        nh = h.shape[0]
-        H = np.array(self.H, dtype=np.float64)
-        if H.ndim != 2 or H.shape[0] != nh:
-            raise ShapeError(f"Bilateral.H: expected {nh} rows, got shape {H.shape}")
-        H = as_matrix(H, "Bilateral.H", H.shape)
-        Hdot_v = as_vector(self.Hdot_v, "Bilateral.Hdot_v", nh)
-        def given(value: ArrayLike) -> ArrayLike:  # empty means zeros
-            return np.zeros(nh) if np.size(value) == 0 else value
-
-        target = as_vector(given(self.target), "Bilateral.target", nh)
-        rate = as_vector(given(self.target_rate), "Bilateral.target_rate", nh)
-        rows = np.array(self.velocity_rows, dtype=bool).reshape(-1)
-        if rows.size == 0:
-            rows = np.zeros(nh, dtype=bool)
-        if rows.shape != (nh,):
-            raise ShapeError(f"Bilateral.velocity_rows: expected {nh} flags, got shape {rows.shape}")
-        rows.setflags(write=False)
-        for name, value in (("h", h), ("H", H), ("Hdot_v", Hdot_v), ("target", target),
-                            ("target_rate", rate), ("velocity_rows", rows)):
-            object.__setattr__(self, name, value)
-
-    @property
-    def count(self) -> int:
-        return int(self.h.shape[0])
-
-    @property
-    def position_error(self) -> FloatArray:
-        """``h(q)`` on position rows, 0 on velocity rows."""
-        return np.where(self.velocity_rows, 0.0, self.h)
-
-    def velocity_error(self, v: ArrayLike) -> FloatArray:
-        """``H v - b``: ``hdot`` on position rows, the tracking error on velocity rows."""
-        return self.H @ np.asarray(v, dtype=np.float64) - self.target
-
-    def violation(self, v: ArrayLike) -> float:
-        """Largest ``|h(q)|`` over position rows and ``|H v - b|`` over velocity rows."""
-        if not self.count:
-            return 0.0
-        error = np.where(self.velocity_rows, self.velocity_error(v), self.h)
-        return float(np.abs(error).max())
-
-    @staticmethod
-    def empty(nv: int) -> Bilateral:
-        return Bilateral(np.zeros(0), np.zeros((0, nv)), np.zeros(0))
-
-    @staticmethod
-    def stack(parts: list[Bilateral], nv: int) -> Bilateral:
-        """Rows of several constraint sets, in order."""
-        if not parts:
-            return Bilateral.empty(nv)
-        return Bilateral(h=np.concatenate([p.h for p in parts]), H=np.vstack([p.H for p in parts]),
-                         Hdot_v=np.concatenate([p.Hdot_v for p in parts]),
-                         target=np.concatenate([p.target for p in parts]),
-                         target_rate=np.concatenate([p.target_rate for p in parts]),
-                         velocity_rows=np.concatenate([p.velocity_rows for p in parts]))
-
-
-@dataclass(frozen=True)
 class StepProblem:
     """Everything a time-stepping formulation needs for one step of length ``dt``.
 
@@ -366,6 +233,9 @@ class StepProblem:
         bilateral_target: (nh,) the velocity ``H v'`` must reach at the end of the step:
             ``b`` on velocity rows; 0 on position rows, minus ``alpha h(q)`` with Baumgarte
             stabilization (set by the driver's drift treatment). Empty means ``bilateral.target``.
+        unilateral: limit rows ``phi + h G v' >= 0`` (default: none).
+        friction_loss: box rows, dry joint/tendon friction (default: none).
+        native: the system's own constraint problem, when a formulation asked for it.
     """
 
     state: State
@@ -374,6 +244,9 @@ class StepProblem:
     contacts: Contacts
     bilateral: Bilateral
     bilateral_target: FloatArray = field(default_factory=lambda: np.zeros(0))
+    unilateral: Unilateral = field(default_factory=lambda: Unilateral.empty(0))
+    friction_loss: FrictionLoss = field(default_factory=lambda: FrictionLoss.empty(0))
+    native: NativeRows | None = None
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.dt) and self.dt > 0):
@@ -385,6 +258,12 @@ class StepProblem:
             raise ShapeError(f"StepProblem: contact Jacobian has {self.contacts.nv} columns, nv = {nv}")
         if self.bilateral.H.shape[1] != nv:
             raise ShapeError(f"StepProblem: bilateral H has {self.bilateral.H.shape[1]} columns, nv = {nv}")
+        for name, rows, matrix in (("unilateral", self.unilateral, self.unilateral.G),
+                                   ("friction_loss", self.friction_loss, self.friction_loss.F)):
+            if matrix.shape[1] != nv:
+                if rows.count:
+                    raise ShapeError(f"StepProblem: {name} rows have {matrix.shape[1]} columns, nv = {nv}")
+                object.__setattr__(self, name, type(rows).empty(nv))
         target = self.bilateral.target if np.size(self.bilateral_target) == 0 else self.bilateral_target
         object.__setattr__(self, "bilateral_target",
                            as_vector(target, "StepProblem.bilateral_target", self.bilateral.count))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt import records_io
 from contactopt.errors import ContactoptError
 from contactopt.programs import Residuals, Status
 
@@ -76,6 +76,8 @@ class StepRecord:
             active-set KKT point (:mod:`contactopt.solvers.refine`).
         control: (nu,) the input held over the step (:mod:`contactopt.control`); empty
             without a controller.
+        limits: (nu,) impulses of the joint/tendon limit rows [N·s or N·m·s], >= 0.
+        friction_loss: (nf,) impulses of the dry-friction (box) rows.
     """
 
     t: float
@@ -96,6 +98,8 @@ class StepRecord:
     substeps: int = 0
     refined: bool = False
     control: FloatArray = field(default_factory=lambda: np.zeros(0))
+    limits: FloatArray = field(default_factory=lambda: np.zeros(0))
+    friction_loss: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -266,10 +270,12 @@ class Trajectory:
             "constraint_error": np.array([r.constraint_error for r in steps]),
             "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
             "refined": np.array([r.refined for r in steps], dtype=bool),
-            "control_counts": np.array([r.control.shape[0] for r in steps], dtype=np.int64),
-            "control": np.concatenate([r.control for r in steps]) if steps else np.zeros(0),
-            **_impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
-            "header": np.array(json.dumps(header, default=_json_default)),
+            **{f"{name}_counts": np.array([getattr(r, name).shape[0] for r in steps], dtype=np.int64)
+               for name in records_io.ROW_ARRAYS},
+            **{name: (np.concatenate([getattr(r, name) for r in steps]) if steps else np.zeros(0))
+               for name in records_io.ROW_ARRAYS},
+            **records_io.impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
+            "header": np.array(json.dumps(header, default=records_io.json_default)),
         }
         np.savez_compressed(path, **arrays)
         return path
@@ -278,7 +284,8 @@ class Trajectory:
     def load(cls, path: str | Path) -> Trajectory:
         path = Path(path)
         try:
-            with np.load(path, allow_pickle=False) as a:
+            with np.load(path, allow_pickle=False) as archive:  # every member read once (NpzFile
+                a = records_io.Arrays({key: archive[key] for key in archive.files})  # re-reads on each access)
                 header = json.loads(str(a["header"]))
                 if not isinstance(header, dict) or header.get("format") != "contactopt-trajectory":
                     raise ContactoptError(f"{path}: not a contactopt trajectory file")
@@ -286,10 +293,10 @@ class Trajectory:
                 offsets = np.concatenate([[0], np.cumsum(a["contact_counts"])])
                 b_offsets = np.concatenate([[0], np.cumsum(a["bilateral_counts"])])
                 n_steps = a["step_t"].shape[0]
-                impacts = _read_impacts(a, n_steps)
+                impacts = records_io.read_impacts(a, n_steps)
                 substeps = a["substeps"] if "substeps" in a.files else np.zeros(n_steps, dtype=np.int64)
                 refined = a["refined"] if "refined" in a.files else np.zeros(n_steps, dtype=bool)
-                controls = _read_controls(a, n_steps)
+                rows = {name: records_io.row_slices(a, name, n_steps) for name in records_io.ROW_ARRAYS}
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -303,83 +310,13 @@ class Trajectory:
                         solver=str(a["solver"][i]), conversion=str(a["conversion"][i]) or None,
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
-                        substeps=int(substeps[i]), refined=bool(refined[i]), control=controls[i]))
+                        substeps=int(substeps[i]), refined=bool(refined[i]), control=rows["control"][i],
+                        limits=rows["limits"][i], friction_loss=rows["friction_loss"][i]))
                 trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                                  message=header["message"])
         except ContactoptError:
             raise
         except Exception as exc:  # a damaged file in any way: one line naming it
             raise ContactoptError(f"{path}: cannot read trajectory: {type(exc).__name__}: {exc}") from exc
-        _check_shapes(path, trajectory)
+        records_io.check_shapes(path, trajectory)
         return trajectory
-
-
-def _check_shapes(path: Path, traj: Trajectory) -> None:
-    """The arrays of a loaded trajectory fit together (a damaged file is refused, not half-read)."""
-    n = traj.t.shape[0]
-    problems = []
-    if traj.t.ndim != 1:
-        problems.append(f"t has shape {traj.t.shape}")
-    for name, arr in (("q", traj.q), ("v", traj.v)):
-        if arr.ndim != 2 or arr.shape[0] != n:
-            problems.append(f"{name} has shape {arr.shape} for {n} times")
-    if len(traj.steps) not in (n - 1, n):
-        problems.append(f"{len(traj.steps)} step records for {n} times")
-    if problems:
-        raise ContactoptError(f"{path}: cannot read trajectory: {'; '.join(problems)}")
-
-
-def _impact_arrays(steps: list[StepRecord], nv: int) -> dict[str, Any]:
-    """The impacts of every step as flat arrays (``impact_*``), counts per step and per impact."""
-    impacts = [impact for record in steps for impact in record.impacts]
-    dims = {impact.impulses.shape[1] for impact in impacts if impact.impulses.size}
-    dim = dims.pop() if len(dims) == 1 else 1
-    return {
-        "impact_counts": np.array([len(r.impacts) for r in steps], dtype=np.int64),
-        "impact_t": np.array([i.t for i in impacts], dtype=np.float64),
-        "impact_v_pre": np.array([i.v_pre for i in impacts], dtype=np.float64).reshape(len(impacts), nv),
-        "impact_v_post": np.array([i.v_post for i in impacts], dtype=np.float64).reshape(len(impacts), nv),
-        "impact_contact_counts": np.array([i.contacts.shape[0] for i in impacts], dtype=np.int64),
-        "impact_contacts": (np.concatenate([i.contacts for i in impacts]) if impacts
-                            else np.zeros(0, dtype=np.int64)),
-        "impact_impulses": (np.concatenate([i.impulses.reshape(-1, dim) for i in impacts]) if impacts
-                            else np.zeros((0, dim))),
-    }
-
-
-def _read_controls(a: Any, n_steps: int) -> list[FloatArray]:
-    """The per-step inputs (``control``, ``control_counts``); empty for files without them."""
-    if "control_counts" not in a.files:
-        return [np.zeros(0) for _ in range(n_steps)]
-    offsets = np.concatenate([[0], np.cumsum(a["control_counts"])])
-    return [np.array(a["control"][int(offsets[i]):int(offsets[i + 1])]) for i in range(n_steps)]
-
-
-def _read_impacts(a: Any, n_steps: int) -> list[tuple[Impact, ...]]:
-    """The per-step impacts written by :func:`_impact_arrays`; none for files without them."""
-    if "impact_counts" not in a.files:
-        return [() for _ in range(n_steps)]
-    counts = a["impact_counts"]
-    per_impact = np.concatenate([[0], np.cumsum(a["impact_contact_counts"])])
-    out: list[tuple[Impact, ...]] = []
-    k = 0
-    for i in range(n_steps):
-        items = []
-        for _ in range(int(counts[i])):
-            lo, hi = int(per_impact[k]), int(per_impact[k + 1])
-            items.append(Impact(t=float(a["impact_t"][k]), contacts=a["impact_contacts"][lo:hi],
-                                v_pre=a["impact_v_pre"][k], v_post=a["impact_v_post"][k],
-                                impulses=a["impact_impulses"][lo:hi]))
-            k += 1
-        out.append(tuple(items))
-    return out
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        return dict(value)
-    return str(value)

@@ -39,14 +39,15 @@ def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation
     form = formulations.get(formulation)
     drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
+    resolved = form.resolve_options(rest)
     held = system.control
     try:
         if control is not None:
             system.set_control(check_output(control, system, 0, t, "formulate: control"))
-        problem = build_step_problem(system, q, v, dt, t, drift=drift)
+        problem = build_step_problem(system, q, v, dt, t, drift=drift, native=form.native_request(resolved))
     finally:
         system.set_control(held)
-    return form.build(problem, form.resolve_options(rest))
+    return form.build(problem, resolved)
 
 
 def simulate(

@@ -42,9 +42,10 @@ from contactopt.formulations.common import (
     dual_program,
     dual_velocity,
     polyhedral_frame_impulses,
-    prepend_equalities,
     primal_bilateral_impulses,
+    primal_program,
     require_finite_mu,
+    row_impulses,
     scatter_impulses,
     select_contacts,
     tangent_directions,
@@ -87,15 +88,11 @@ class Anitescu(Formulation):
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "k": k, "contacts": active.index.tolist(), "nv": problem.nv}
         if options["form"] == "primal":
-            M = problem.dynamics.M
-            A, b, cones, blocks = prepend_equalities(problem, -J_beta, rhs, (Nonneg(rows),),
-                                                     (Block("cone_edges", 0, rows, per),))
-            return ConicProgram(P=M, c=-(M @ problem.v_free), A=A, b=b, cones=cones,
-                                variables=(Block("v_next", 0, problem.nv),), constraints=blocks,
-                                metadata=metadata)
+            return primal_program(problem, -J_beta, rhs, (Nonneg(rows),), (Block("cone_edges", 0, rows, per),),
+                                  metadata, epsilon=options["epsilon"])
         return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, -sp.identity(rows, format="csc"),
                             (Nonneg(rows),), (Block("impulse_edges", 0, rows, per),),
-                            (Block("impulse_edges_nonneg", 0, rows, per),), metadata)
+                            (Block("impulse_edges_nonneg", 0, rows, per),), metadata, epsilon=options["epsilon"])
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -114,5 +111,7 @@ class Anitescu(Formulation):
             bilateral = primal_bilateral_impulses(program, solution.y)
         else:
             v_next, bilateral = dual_velocity(problem, program, solution.x, active.J, frame.reshape(-1))
+        limits, friction = row_impulses(problem, program, solution.x,
+                                        solution.y if program.metadata["form"] == "primal" else None)
         return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
-                          bilateral=bilateral)
+                          bilateral=bilateral, limits=limits, friction_loss=friction)

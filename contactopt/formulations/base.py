@@ -33,11 +33,15 @@ class StepResult:
         impulses: (nc, dim) contact impulses in N·s, normal first per contact.
         bilateral: (nh,) bilateral-constraint impulses in N·s (``M (v' - v_free)`` includes
             ``H^T bilateral``).
+        limits: (nu,) impulses of the unilateral (limit) rows, >= 0.
+        friction_loss: (nf,) impulses of the dry-friction (box) rows.
     """
 
     v_next: FloatArray
     impulses: FloatArray
     bilateral: FloatArray = field(default_factory=lambda: np.zeros(0))
+    limits: FloatArray = field(default_factory=lambda: np.zeros(0))
+    friction_loss: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 class Formulation(ABC):
@@ -71,6 +75,12 @@ class Formulation(ABC):
         if "epsilon" in merged:
             check_margin(merged, self.name)
         return merged
+
+    def native_request(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The settings with which :meth:`build` needs the system's own constraint problem
+        (``StepProblem.native``, :meth:`System.native_rows`) under these (resolved) options;
+        None when it does not."""
+        return None
 
     @abstractmethod
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:

@@ -40,9 +40,10 @@ from contactopt.formulations.common import (
     active_contacts,
     dual_program,
     dual_velocity,
-    prepend_equalities,
     primal_bilateral_impulses,
+    primal_program,
     require_finite_mu,
+    row_impulses,
     scatter_impulses,
     select_contacts,
 )
@@ -93,18 +94,13 @@ class ConeComplementarity(Formulation):
             scale[:, 1:] = active.mu[:, None]
             scaled = active.scaled_rows(scale.reshape(-1))
             cones = tuple(SOC(dim) if dim > 1 else Nonneg(1) for _ in range(na))
-            M = problem.dynamics.M
-            A, b, cones, blocks = prepend_equalities(
-                problem, -scaled, normal_rhs, cones,
-                (Block("friction_cones", 0, rows, dim),))
-            return ConicProgram(P=M, c=-(M @ problem.v_free), A=A, b=b, cones=cones,
-                                variables=(Block("v_next", 0, problem.nv),), constraints=blocks,
-                                metadata=metadata)
+            return primal_program(problem, -scaled, normal_rhs, cones, (Block("friction_cones", 0, rows, dim),),
+                                  metadata, epsilon=options["epsilon"])
         A_cone, cones = friction_cone_rows(active)
         return dual_program(problem, active.J, active.J @ problem.v_free + normal_rhs,
                             A_cone if rows else sp.csc_matrix((0, 0)), cones,
                             (Block("impulse", 0, rows, dim),), (Block("impulse_in_cone", 0, rows, dim),),
-                            metadata)
+                            metadata, epsilon=options["epsilon"])
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -119,5 +115,7 @@ class ConeComplementarity(Formulation):
         else:
             frame = program.variable(solution.x, "impulse").reshape(active.count, contacts.dim)
             v_next, bilateral = dual_velocity(problem, program, solution.x, active.J, frame.reshape(-1))
+        limits, friction = row_impulses(problem, program, solution.x,
+                                        solution.y if program.metadata["form"] == "primal" else None)
         return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
-                          bilateral=bilateral)
+                          bilateral=bilateral, limits=limits, friction_loss=friction)

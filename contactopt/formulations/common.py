@@ -18,8 +18,21 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError, OptionError
-from contactopt.model import Contacts, Dynamics, Matrix, StepProblem, is_sparse, to_dense
-from contactopt.programs import Block, Cone, ConicProgram, Zero
+from contactopt.formulations.constraint_rows import (
+    dual_program,
+    dual_velocity,
+    limit_index,
+    primal_bilateral_impulses,
+    primal_program,
+    require_no_friction_loss,
+    row_impulses,
+)
+from contactopt.model import Contacts, Dynamics, Matrix, is_sparse, to_dense
+
+__all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
+           "delassus", "dual_program", "dual_velocity", "limit_index", "polyhedral_frame_impulses",
+           "primal_bilateral_impulses", "primal_program", "require_finite_mu", "require_no_friction_loss",
+           "row_impulses", "scatter_impulses", "select_contacts", "tangent_directions"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -170,63 +183,7 @@ def polyhedral_frame_impulses(active: ActiveContacts, normal: FloatArray, beta: 
     return frame
 
 
-# --- bilateral constraints --------------------------------------------------------------
-# Reference 000, "Bilateral Position Constraints": the rows ``H v' = r`` (``r`` the driver's
-# velocity target: ``b`` on velocity rows, 0 or ``-alpha h`` on position rows) enter the
-# primal programs as equality (Zero) rows whose duals are minus the bilateral impulses, and
-# the dual programs as free multipliers ``mu`` (no cone) with ``v' = v_free + M^{-1} H^T mu``.
-
-
-def prepend_equalities(problem: StepProblem, A: Any, b: FloatArray, cones: tuple[Cone, ...],
-                       blocks: tuple[Block, ...]) -> tuple[sp.csc_matrix, FloatArray, tuple[Cone, ...],
-                                                           tuple[Block, ...]]:
-    """Primal form: rows ``H v' = r`` (a Zero cone) before the contact rows."""
-    nh = problem.bilateral.count
-    shifted = tuple(Block(blk.name, blk.start + nh, blk.stop + nh, blk.per) for blk in blocks)
-    A_all = (sp.csc_matrix(sp.vstack([sp.csc_matrix(problem.bilateral.H), sp.csc_matrix(A)])) if nh
-             else sp.csc_matrix(A))
-    return (A_all, np.concatenate([problem.bilateral_target, b]), (Zero(nh), *cones),
-            (Block("bilateral", 0, nh), *shifted))
-
-
-def primal_bilateral_impulses(program: ConicProgram, y: FloatArray) -> FloatArray:
-    """Bilateral impulses of a primal program: stationarity ``M (v' - v_free) + H^T y = ...``
-    makes them ``-y`` on the equality rows."""
-    if not any(block.name == "bilateral" for block in program.constraints):
-        return np.zeros(0)
-    return -program.row_block(y, "bilateral")
-
-
-def dual_program(problem: StepProblem, rows: FloatArray, c: FloatArray, A: Any, cones: tuple[Cone, ...],
-                 variables: tuple[Block, ...], constraints: tuple[Block, ...],
-                 metadata: Mapping[str, Any], dynamics: Dynamics | None = None,
-                 v_free: FloatArray | None = None, regularization: FloatArray | None = None,
-                 bilateral_regularization: FloatArray | None = None) -> ConicProgram:
-    """``min 1/2 x^T (K M^{-1} K^T + R) x + c^T x`` over contact variables (rows ``rows`` of K,
-    constrained by ``A x + s = 0, s in cones``) and free bilateral multipliers ``mu``
-    (rows ``H`` of K, linear term ``H v_free - r``)."""
-    dynamics = problem.dynamics if dynamics is None else dynamics
-    v_free = problem.v_free if v_free is None else v_free
-    H = problem.bilateral.H
-    nh, n = H.shape[0], rows.shape[0]
-    parts: list[Any] = [rows, sp.csr_matrix(H)]
-    K = rows if not nh else sp.vstack(parts, format="csr") if is_sparse(rows) else np.vstack([rows, H])
-    W = delassus(dynamics, K)
-    if regularization is not None or bilateral_regularization is not None:
-        diagonal = np.concatenate([np.zeros(n) if regularization is None else regularization,
-                                   np.zeros(nh) if bilateral_regularization is None
-                                   else bilateral_regularization])
-        if is_sparse(W):
-            W = W + sp.diags(diagonal)
-        else:
-            W[np.diag_indices(n + nh)] += diagonal
-    A_contacts = sp.csc_matrix(A) if A.shape[0] else sp.csc_matrix((0, n))
-    return ConicProgram(
-        P=sp.csc_matrix(0.5 * (W + W.T)), c=np.concatenate([c, H @ v_free - problem.bilateral_target]),
-        A=sp.csc_matrix(sp.hstack([A_contacts, sp.csc_matrix((A_contacts.shape[0], nh))])),
-        b=np.zeros(A_contacts.shape[0]), cones=cones,
-        variables=(*variables, *((Block("bilateral", n, n + nh),) if nh else ())),
-        constraints=constraints, metadata={**metadata, "bilateral": nh})
+# --- non-contact rows (bilateral, limits, dry friction): contactopt.formulations.constraint_rows
 
 
 def delassus(dynamics: Dynamics, rows: Matrix) -> Matrix:
@@ -251,17 +208,6 @@ def delassus(dynamics: Dynamics, rows: Matrix) -> Matrix:
                 return W
             return np.asarray(sparse_rows @ solved)
     return rows @ solved
-
-
-def dual_velocity(problem: StepProblem, program: ConicProgram, x: FloatArray, rows: FloatArray,
-                  contact_x: FloatArray, dynamics: Dynamics | None = None,
-                  v_free: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
-    """``(v', mu)`` of a dual program: ``v' = v_free + M^{-1} (rows^T contact_x + H^T mu)``."""
-    dynamics = problem.dynamics if dynamics is None else dynamics
-    v_free = problem.v_free if v_free is None else v_free
-    mu = program.variable(x, "bilateral") if program.metadata.get("bilateral") else np.zeros(0)
-    generalized = rows.T @ contact_x + problem.bilateral.H.T @ mu
-    return v_free + dynamics.solve_M(generalized), np.array(mu)
 
 
 def require_finite_mu(active: ActiveContacts, formulation: str) -> None:

@@ -41,8 +41,9 @@ from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     dual_program,
     dual_velocity,
-    prepend_equalities,
     primal_bilateral_impulses,
+    primal_program,
+    row_impulses,
 )
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
@@ -64,16 +65,13 @@ class Gauss(Formulation):
             warnings.warn("formulation 'gauss' is frictionless: mu > 0 is ignored",
                           FrictionIgnoredWarning, stacklevel=3)
         h = problem.dt
-        M = problem.dynamics.M
         n = contacts.J_normal
         nc, nv = n.shape
         metadata = {"formulation": self.name, "form": options["form"], "dt": h,
                     "t": problem.state.t, "contacts": nc, "nv": nv}
         if options["form"] == "primal":
-            A, b, cones, blocks = prepend_equalities(problem, -n, contacts.phi / h, (Nonneg(nc),),
-                                                     (Block("nonpenetration", 0, nc),))
-            return ConicProgram(P=M, c=-(M @ problem.v_free), A=A, b=b, cones=cones,
-                                variables=(Block("v_next", 0, nv),), constraints=blocks, metadata=metadata)
+            return primal_program(problem, -n, contacts.phi / h, (Nonneg(nc),),
+                                  (Block("nonpenetration", 0, nc),), metadata)
         return dual_program(problem, n, n @ problem.v_free + contacts.phi / h, -sp.identity(nc, format="csc"),
                             (Nonneg(nc),), (Block("impulse_normal", 0, nc),),
                             (Block("impulse_nonneg", 0, nc),), metadata)
@@ -90,4 +88,7 @@ class Gauss(Formulation):
             v_next, bilateral = dual_velocity(problem, program, solution.x, contacts.J_normal, normal)
         impulses = np.zeros((contacts.count, contacts.dim))
         impulses[:, 0] = normal
-        return StepResult(v_next=v_next, impulses=impulses, bilateral=bilateral)
+        limits, friction = row_impulses(problem, program, solution.x,
+                                        solution.y if program.metadata["form"] == "primal" else None)
+        return StepResult(v_next=v_next, impulses=impulses, bilateral=bilateral, limits=limits,
+                          friction_loss=friction)

@@ -29,6 +29,18 @@ method is the solver for it. Impulses in the contact frame: normal ``lambda_c``,
 ``S = H M^{-1} H^T``, the Schur complement) leaves the standard LCP above with ``M^{-1}``
 replaced by the projected inverse inertia ``M^{-1} - M^{-1} H^T S^{-1} H M^{-1}`` and
 ``v_free`` by ``v_free + M^{-1} H^T S^{-1} (r - H v_free)`` (``S^+`` if rows are redundant).
+
+**Limit rows** ``phi_j + h G_j v' >= 0`` (:mod:`contactopt.formulations.constraint_rows`) are
+normal rows without friction: ``0 <= phi_j / h + G_j v'  _|_  lambda_j >= 0``. **Dry-friction
+rows** (box ``|sigma_i| <= h bound_i``) take the standard split ``sigma = sigma+ - sigma-`` with
+a slip variable ``zeta_i``, the friction rows above with ``mu lambda`` replaced by the constant
+``h bound_i``::
+
+    0 <=  F_i v' + zeta_i             _|_  sigma+_i >= 0
+    0 <= -F_i v' + zeta_i             _|_  sigma-_i >= 0
+    0 <= h bound_i - sigma+_i - sigma-_i  _|_  zeta_i >= 0
+
+with ``v' = v_free + M^{-1} (... + G^T lambda + F^T (sigma+ - sigma-))``.
 """
 
 from __future__ import annotations
@@ -42,6 +54,7 @@ from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
     check_directions,
+    limit_index,
     polyhedral_frame_impulses,
     require_finite_mu,
     scatter_impulses,
@@ -63,28 +76,52 @@ class StewartTrinkleLCP(Formulation):
         require_finite_mu(active, self.name)
         k = check_directions(options["k"], contacts.dim, self.name)
         na, h = active.count, problem.dt
+        limits = limit_index(problem, options["epsilon"])
+        G = problem.unilateral.G[limits]
+        F, bound = problem.friction_loss.F, problem.friction_loss.bound
+        nu, nf = limits.shape[0], bound.shape[0]
         N = active.N
         D = active.directions(k)
         n_gamma = na if k else 0
-        # Lemke pivots on a dense LCP matrix: the (small) rows are densified here.
-        stacked = np.vstack([to_dense(N), to_dense(D)])
+        # Lemke pivots on a dense LCP matrix: the (small) rows are densified here. Velocity
+        # rows in the order of z: [N; D; gamma (none); G; F; -F; zeta (none)].
+        velocity_rows = np.vstack([to_dense(N), to_dense(D), G, F, -F])
+        # A direction that moves no degree of freedom (the out-of-plane tangent of a planar
+        # model) is a zero row up to rounding (|row| ~ 1e-17): exactly zero here, so that its
+        # q entry is exactly 0 instead of -1e-16 (which sent Lemke onto a secondary ray).
+        norms = np.linalg.norm(velocity_rows, axis=1)
+        void = norms <= 1e-12 * max(float(norms.max(initial=0.0)), 1e-300)
+        velocity_rows[void] = 0.0
         constrained = Constrained(problem)
-        W = stacked @ constrained.solve_M(stacked.T)  # Delassus blocks of [N; D]
-        size = na + na * k + n_gamma
+        W = velocity_rows @ constrained.solve_M(velocity_rows.T)  # Delassus blocks
+        n_contact = na + na * k
+        size = n_contact + n_gamma + nu + 3 * nf
+        moving = np.r_[np.arange(n_contact), n_contact + n_gamma + np.arange(nu + 2 * nf)]
         M_lcp = np.zeros((size, size))
-        M_lcp[: na + na * k, : na + na * k] = W
+        M_lcp[np.ix_(moving, moving)] = W
         if k:
             E = np.kron(np.eye(na), np.ones((k, 1)))
-            M_lcp[na : na + na * k, na + na * k :] = E
-            M_lcp[na + na * k :, :na] = np.diag(active.mu)
-            M_lcp[na + na * k :, na : na + na * k] = -E.T
+            M_lcp[na:n_contact, n_contact:n_contact + n_gamma] = E
+            M_lcp[n_contact:n_contact + n_gamma, :na] = np.diag(active.mu)
+            M_lcp[n_contact:n_contact + n_gamma, na:n_contact] = -E.T
+        if nf:  # box rows: 0 <= +-F v' + zeta  _|_  sigma+- >= 0,  0 <= h bound - sigma+ - sigma-  _|_  zeta >= 0
+            start = n_contact + n_gamma + nu
+            sigma, zeta = np.arange(start, start + 2 * nf), np.arange(start + 2 * nf, size)
+            M_lcp[sigma, np.tile(zeta, 2)] = 1.0
+            M_lcp[np.tile(zeta, 2), sigma] = -1.0
         v_free = constrained.v_free
-        q_lcp = np.concatenate([active.phi / h + N @ v_free, D @ v_free, np.zeros(n_gamma)])
+        speeds = velocity_rows @ v_free
+        q_lcp = np.concatenate([active.phi / h + speeds[:na], speeds[na:n_contact], np.zeros(n_gamma),
+                                problem.unilateral.phi[limits] / h + speeds[n_contact:n_contact + nu],
+                                speeds[n_contact + nu:], h * bound])
         variables = blocks_from_sizes([("impulse_normal", na, 1), ("impulse_directions", na * k, k),
-                                       ("slip_speed", n_gamma, 1)])
+                                       ("slip_speed", n_gamma, 1), ("limits", nu, 1),
+                                       ("friction_loss_positive", nf, 1), ("friction_loss_negative", nf, 1),
+                                       ("friction_loss_slip", nf, 1)])
         return LCP(M_lcp, q_lcp, variables=variables, metadata={
             "formulation": self.name, "dt": h, "t": problem.state.t, "k": k,
-            "contacts": active.index.tolist(), "nv": problem.nv, "dim": contacts.dim})
+            "contacts": active.index.tolist(), "nv": problem.nv, "dim": contacts.dim,
+            "limits": limits.tolist(), "friction_loss": nf})
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, LCP)
@@ -94,11 +131,18 @@ class StewartTrinkleLCP(Formulation):
         normal = program.variable(solution.x, "impulse_normal")
         beta = program.variable(solution.x, "impulse_directions")
         frame = polyhedral_frame_impulses(active, normal, beta, k)
-        generalized = active.J.T @ frame.reshape(-1)
+        limits = np.zeros(problem.unilateral.count)
+        index = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
+        limits[index] = program.variable(solution.x, "limits")
+        friction = (program.variable(solution.x, "friction_loss_positive")
+                    - program.variable(solution.x, "friction_loss_negative"))
+        generalized = (active.J.T @ frame.reshape(-1) + problem.unilateral.G.T @ limits
+                       + problem.friction_loss.F.T @ friction)
         constrained = Constrained(problem)
         v_next = constrained.v_free + constrained.solve_M(generalized)
         return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
-                          bilateral=constrained.multipliers(generalized))
+                          bilateral=constrained.multipliers(generalized), limits=limits,
+                          friction_loss=np.array(friction))
 
 
 class Constrained:

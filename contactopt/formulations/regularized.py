@@ -35,6 +35,19 @@ instead of stopping; a sliding box then stops ~15 % late (``experiments/box_slid
 relaxed cart-and-wall program exactly (tested). MuJoCo's own implicit damping adds
 ``h * damping`` to M; the reference's ``b`` is that product.
 
+**MuJoCo's own parameters** (``params = "model"``, mjcf systems): the program is MuJoCo's own
+constraint problem at the state, on the model as written (every row MuJoCo builds, its
+``efc_R`` and ``efc_aref`` from the per-row solref/solimp/margin, friction combined by its
+rules, condim 1-6, the model's cone unless ``cone`` is given), and the velocity step is its
+integrator's (Euler: ``(M + h D)^{-1}``; implicitfast: ``(M - h dtau/dv)^{-1}``):
+:mod:`contactopt.mujoco.native`. One step matches ``mj_step`` to 1e-14 where MuJoCo's solver
+converges (``tests/test_mjcf_rows.py``). Options that MuJoCo's model sets are refused with it.
+
+**Non-contact rows** (:mod:`contactopt.formulations.constraint_rows`): limit rows are treated
+like frictionless normal rows (impedance and reference from their ``phi``, entering when
+``phi <= epsilon``), dry-friction rows are boxes ``|sigma| <= h frictionloss`` with the
+impedance ``d(0)`` and reference ``-b_ref F v`` (MuJoCo's frictionloss rows).
+
 **Forms.** ``form = "dual"`` (default) is the program above; ``form = "primal"`` is its
 Lagrangian dual, SAP's unconstrained primal over ``v'``
 (:mod:`contactopt.formulations.regularized_primal`), which the ``newton`` solver takes.
@@ -46,6 +59,7 @@ Lagrangian dual, SAP's unconstrained primal over ``v'``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -63,7 +77,9 @@ from contactopt.formulations.common import (
     delassus,
     dual_program,
     dual_velocity,
+    limit_index,
     require_finite_mu,
+    row_impulses,
     scatter_impulses,
     select_contacts,
 )
@@ -106,13 +122,26 @@ class Regularized(Formulation):
     description: ClassVar[str] = "MuJoCo-style regularized dual (Todorov 2014), elliptic or pyramidal cone"
     defaults: ClassVar[Mapping[str, Any]] = {
         "cone": "pyramidal", "solref": None, "solimp": (0.9, 0.95, 0.001, 0.5, 2.0),
-        "impratio": 1.0, "b": 0.0, "epsilon": 0.0, "refsafe": True, "form": "dual",
+        "impratio": 1.0, "b": 0.0, "epsilon": 0.0, "refsafe": True, "form": "dual", "params": "contactopt",
     }
-    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"cone": ("pyramidal", "elliptic"),
-                                                        "refsafe": (True, False), "form": ("dual", "primal")}
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"cone": ("pyramidal", "elliptic", "model"),
+                                                        "refsafe": (True, False), "form": ("dual", "primal"),
+                                                        "params": ("contactopt", "model")}
 
     def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        given = dict(options or {})
         merged = super().resolve_options(options)
+        if merged["params"] == "model":
+            own = sorted(set(given) & {"solref", "solimp", "impratio", "b", "epsilon", "refsafe", "form"})
+            if own:
+                raise OptionError(f"formulation {self.name!r}: params=model takes every constraint parameter "
+                                  f"from the model; remove {', '.join(map(repr, own))}")
+            merged.setdefault("cone", "model")
+            if "cone" not in given:
+                merged["cone"] = "model"
+            return merged
+        if merged["cone"] == "model":
+            raise OptionError(f"formulation {self.name!r}: cone='model' needs params=model")
         solref = None if merged["solref"] is None else _numbers(merged["solref"], 2, "solref", self.name)
         signs_agree = solref is None or (solref[0] > 0 and solref[1] > 0) or (solref[0] < 0 and solref[1] < 0)
         if not signs_agree:
@@ -132,7 +161,14 @@ class Regularized(Formulation):
         merged["solref"], merged["solimp"] = solref, solimp
         return merged
 
+    def native_request(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        if options.get("params") != "model":
+            return None
+        return {"cone": None if options["cone"] == "model" else options["cone"]}
+
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        if options.get("params") == "model":
+            return model_program(problem, self.name)
         if options["form"] == "primal":  # SAP-shaped primal: contactopt.formulations.regularized_primal
             from contactopt.formulations import regularized_primal
 
@@ -174,13 +210,17 @@ class Regularized(Formulation):
                     "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                     "impedance": d.tolist(), "b": options["b"]}
         name = "impulse" if options["cone"] == "elliptic" else "impulse_edges"
+        limit_terms, friction_terms = row_terms(problem, options, damped, v_minus, solref)
         return dual_program(problem, J, J @ v_minus - v_star, A_rows if rows else sp.csc_matrix((0, 0)),
                             cones, (Block(name, 0, rows, per),), (Block("impulse_in_cone", 0, rows, per),),
                             metadata, dynamics=damped, v_free=v_minus, regularization=R,
-                            bilateral_regularization=R_eq)
+                            bilateral_regularization=R_eq, epsilon=options["epsilon"],
+                            limit_terms=limit_terms, friction_terms=friction_terms)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
+        if program.metadata.get("params") == "model":
+            return model_recover(problem, program, solution)
         if program.metadata.get("form") == "primal":
             from contactopt.formulations import regularized_primal
 
@@ -199,8 +239,54 @@ class Regularized(Formulation):
                 frame[:, 1:] = active.mu[:, None] * (beta[:, 0::2] - beta[:, 1::2])
         v_next, bilateral = dual_velocity(problem, program, solution.x, active.J, frame.reshape(-1),
                                           dynamics=damped, v_free=v_minus)
+        limits, friction = row_impulses(problem, program, solution.x, None)
         return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
-                          bilateral=bilateral)
+                          bilateral=bilateral, limits=limits, friction_loss=friction)
+
+
+def model_program(problem: StepProblem, name: str) -> ConicProgram:
+    """``params = model``: the system's own constraint problem (MuJoCo's, on the model as
+    written: :mod:`contactopt.mujoco.native`), in impulses."""
+    native = problem.native
+    if native is None:
+        raise OptionError(f"formulation {name!r}: params=model needs the system's own constraint problem "
+                          "(an mjcf system, built through simulate/formulate)")
+    program = native.program
+    metadata = {**program.metadata, "formulation": name, "params": "model", "dt": problem.dt,
+                "t": problem.state.t, "nv": problem.nv, "native": dict(native.info)}
+    return dataclasses.replace(program, metadata=metadata)
+
+
+def model_recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
+    """``v' = v + S^{-1} (h f_smooth + J^T x)`` (``S`` the system's step matrix) and the row
+    impulses mapped onto the step's own contacts, bilateral, limit and friction rows."""
+    native = problem.native
+    assert native is not None
+    x = np.asarray(solution.x, dtype=np.float64)
+    v_next = problem.state.v + np.linalg.solve(native.step_matrix, problem.dt * native.smooth_force + native.J.T @ x)
+    maps = native.maps
+    impulses = np.asarray(maps["contacts"] @ x).reshape(problem.contacts.count, problem.contacts.dim)
+    return StepResult(v_next=v_next, impulses=impulses, bilateral=np.asarray(maps["bilateral"] @ x),
+                      limits=np.asarray(maps["limits"] @ x), friction_loss=np.asarray(maps["friction_loss"] @ x))
+
+
+def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics, v_minus: FloatArray,
+              solref: tuple[float, float]) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
+    """``(linear term, R)`` of the limit rows and of the dry-friction rows, as MuJoCo treats
+    them: a limit row is a frictionless normal row (impedance and reference from its ``phi``);
+    a dry-friction row has violation 0 (impedance ``d(0)``, reference ``a_ref = -b_ref F v``)."""
+    h, v = problem.dt, problem.state.v
+    limits = limit_index(problem, options["epsilon"])
+    G, phi = problem.unilateral.G[limits], problem.unilateral.phi[limits]
+    F = problem.friction_loss.F
+    terms = []
+    for rows, violation in ((G, phi), (F, np.zeros(F.shape[0]))):
+        d = impedance(violation, options["solimp"])
+        b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
+        v_star = rows @ v + h * (-b_ref * (rows @ v) - k_ref * violation)
+        R = (1.0 - d) / d * _delassus_diagonal(damped, rows)
+        terms.append((rows @ v_minus - v_star, R))
+    return terms[0], terms[1]
 
 
 def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:
@@ -258,22 +344,25 @@ def _numbers(value: Any, count: int, key: str, formulation: str) -> tuple[float,
 def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArray, dt: float, J: FloatArray,
                        R: FloatArray, a_ref: FloatArray, cones: tuple[Cone, ...],
                        cone_rows: sp.csc_matrix | None = None,
-                       inverse: Callable[[FloatArray], FloatArray] | None = None) -> ConicProgram:
+                       inverse: Callable[[FloatArray], FloatArray] | None = None,
+                       cone_offset: FloatArray | None = None) -> ConicProgram:
     """The regularized dual fed given constraint data (e.g. MuJoCo's own for a step).
 
     MuJoCo's constraint solve (Todorov 2014) is, in forces ``f``,
     ``min 1/2 f^T (J M^{-1} J^T + R) f + f^T (J a0 - a_ref)  s.t.  f in K``; with impulses
     ``lambda = h f`` (objective scaled by ``h^2``) it is the program :class:`Regularized` builds:
     ``P = J M^{-1} J^T + diag(R)``, ``c = h (J a0 - a_ref) = J v^- - v*``. ``cones`` and
-    ``cone_rows`` (``A``, default ``-I``) say how ``K`` is written (``A x + s = 0, s in cones``);
+    ``cone_rows`` (``A``, default ``-I``) and ``cone_offset`` (``b``, default 0) say how ``K`` is
+    written (``A x + s = b, s in cones``; a box ``|x_i| <= h f_max`` is two rows with ``b = h f_max``);
     ``inverse`` is an optional fast ``M^{-1}`` (e.g. MuJoCo's sparse factorization).
     """
     rows = J.shape[0]
     W = delassus(Dynamics(M, np.zeros(M.shape[0]), inverse=inverse), J) if rows else np.zeros((0, 0))
     P = W + sp.diags(R) if is_sparse(W) else W + np.diag(R)
     A = -sp.identity(rows, format="csc") if cone_rows is None else sp.csc_matrix(cone_rows)
+    b = np.zeros(A.shape[0]) if cone_offset is None else np.asarray(cone_offset, dtype=np.float64)
     return ConicProgram(P=sp.csc_matrix(0.5 * (P + P.T)), c=dt * (J @ acceleration_free - a_ref),
-                        A=A, b=np.zeros(A.shape[0]), cones=cones,
+                        A=A, b=b, cones=cones,
                         variables=(Block("impulse", 0, rows),), constraints=(Block("impulse_in_cone", 0, A.shape[0]),),
                         metadata={"formulation": "regularized", "source": "given constraint data", "dt": dt,
                                   "v": np.asarray(v).tolist()})

@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 
 from contactopt.formulations.base import StepResult
-from contactopt.formulations.common import active_contacts, require_finite_mu, scatter_impulses, select_contacts
+from contactopt.formulations.common import (
+    active_contacts,
+    limit_index,
+    require_finite_mu,
+    require_no_friction_loss,
+    scatter_impulses,
+    select_contacts,
+)
 from contactopt.formulations.regularized import impedance, pyramid_edges, reference_gains
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
 from contactopt.model import Dynamics, StepProblem
@@ -66,7 +73,14 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
                 "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                 "impedance": d.tolist(), "b": options["b"]}
-    return primal_step(problem, damped, v_minus, J[rows], R[rows], v_ref[rows], scale, cones, R_eq, metadata)
+    require_no_friction_loss(problem, name, "a box has no cone in the primal form (use form=dual)")
+    from contactopt.formulations.regularized import row_terms
+
+    (limit_c, limit_R), _ = row_terms(problem, options, damped, v_minus, solref)
+    index = limit_index(problem, options["epsilon"])
+    limit_ref = problem.unilateral.G[index] @ v_minus - limit_c
+    return primal_step(problem, damped, v_minus, J[rows], R[rows], v_ref[rows], scale, cones, R_eq, metadata,
+                       (index, limit_R, limit_ref))
 
 
 def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
@@ -78,13 +92,18 @@ def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> 
     nh = program.metadata.get("bilateral", 0)
     sigma = program.variable(solution.x, "sigma")
     per = program.metadata["per"]
-    beta = sigma[nh:].reshape(active.count, per)
+    limit_rows = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
+    nu = limit_rows.shape[0]
+    limits = np.zeros(problem.unilateral.count)
+    limits[limit_rows] = sigma[nh:nh + nu]
+    beta = sigma[nh + nu:].reshape(active.count, per)
     frame = np.zeros((active.count, contacts.dim))
     frame[:, 0] = beta.sum(axis=1)
     if contacts.dim > 1:
         frame[:, 1:] = active.mu[:, None] * (beta[:, 0::2] - beta[:, 1::2])
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
-                      impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]))
+                      impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
+                      limits=limits)
 
 
 def delassus_diagonal(dynamics: Dynamics, rows: FloatArray) -> FloatArray:

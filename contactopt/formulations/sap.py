@@ -67,7 +67,9 @@ from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
+    limit_index,
     require_finite_mu,
+    require_no_friction_loss,
     scatter_impulses,
     select_contacts,
 )
@@ -104,16 +106,23 @@ def merge_nonneg(cones: tuple[Cone, ...]) -> tuple[Cone, ...]:
 
 def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J: FloatArray,
                 R: FloatArray, v_hat: FloatArray, scale: FloatArray, cones: tuple[Cone, ...],
-                bilateral_R: FloatArray, metadata: Mapping[str, Any]) -> PrimalConicProgram:
-    """The conic form (S6) of a step: bilateral rows (free, ``v_hat = r``) then contact rows."""
+                bilateral_R: FloatArray, metadata: Mapping[str, Any],
+                limits: tuple[Any, FloatArray, FloatArray] | None = None) -> PrimalConicProgram:
+    """The conic form (S6) of a step: bilateral rows (free, ``v_hat = r``), limit rows
+    (``limits = (index, R, v_hat)``: one ``Nonneg`` row each, like a frictionless normal row),
+    then contact rows. Dry-friction (box) rows have no cone: refused by the callers."""
     H = problem.bilateral.H
-    nh, m = H.shape[0], J.shape[0]
+    index, R_u, v_hat_u = limits if limits is not None else (np.zeros(0, dtype=np.int_), np.zeros(0), np.zeros(0))
+    G = problem.unilateral.G[np.asarray(index, dtype=np.int_)]
+    nh, nu, m = H.shape[0], G.shape[0], J.shape[0]
     primal = PrimalProgram(
-        A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, J])),
-        R=np.concatenate([bilateral_R, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat]),
-        scale=np.concatenate([np.ones(nh), scale]), cones=((Zero(nh),) if nh else ()) + merge_nonneg(cones),
-        constraints=((Block("bilateral", 0, nh),) if nh else ()) + (Block("contacts", nh, nh + m),),
-        metadata={**metadata, "bilateral": nh}, v_guess=problem.state.v)
+        A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, G, J])),
+        R=np.concatenate([bilateral_R, R_u, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat]),
+        scale=np.concatenate([np.ones(nh + nu), scale]),
+        cones=((Zero(nh),) if nh else ()) + merge_nonneg(((Nonneg(nu),) if nu else ()) + cones),
+        constraints=((Block("bilateral", 0, nh),) if nh else ()) + ((Block("limits", nh, nh + nu),) if nu else ())
+        + (Block("contacts", nh + nu, nh + nu + m),),
+        metadata={**metadata, "bilateral": nh, "limits": [int(i) for i in index]}, v_guess=problem.state.v)
     return primal.to_conic()
 
 
@@ -170,13 +179,19 @@ class SAP(Formulation):
         v_hat = np.zeros((active.count, dim))
         v_hat[:, 0] = -active.phi / (h + tau_d)  # (S8)
         rows, scale, cones = contact_rows(active.mu, dim)
+        require_no_friction_loss(problem, self.name, "a box has no cone in SAP's primal (use lcp, anitescu, "
+                                 "ccp, gauss or regularized)")
         H = problem.bilateral.H
         w_h = np.einsum("ij,ji->i", H, problem.dynamics.solve_M(H.T)) if H.shape[0] else np.zeros(0)
+        index = limit_index(problem, options["epsilon"])
+        G = problem.unilateral.G[index]
+        w_u = np.einsum("ij,ji->i", G, problem.dynamics.solve_M(G.T)) if G.shape[0] else np.zeros(0)
+        limits = (index, np.maximum(near_rigid * w_u, compliant), -problem.unilateral.phi[index] / (h + tau_d))
         metadata = {"formulation": self.name, "dt": h, "t": problem.state.t, "contacts": active.index.tolist(),
                     "nv": problem.nv, "stiffness": k, "dissipation_time_scale": tau_d,
                     "near_rigid_threshold": options["near_rigid_threshold"], "sigma": options["sigma"]}
         return primal_step(problem, problem.dynamics, problem.v_free, active.J[rows], R_frame.reshape(-1)[rows],
-                           v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h, metadata)
+                           v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h, metadata, limits)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -193,7 +208,12 @@ def recover_primal(problem: StepProblem, program: ConicProgram, solution: Soluti
     active = select_contacts(contacts, index)
     nh = program.metadata.get("bilateral", 0)
     sigma = program.variable(solution.x, "sigma")
+    limit_rows = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
+    nu = limit_rows.shape[0]
+    limits = np.zeros(problem.unilateral.count)
+    limits[limit_rows] = sigma[nh:nh + nu]
     frame = np.zeros(active.count * contacts.dim)
-    frame[np.asarray(frame_rows, dtype=np.int_)] = sigma[nh:]
+    frame[np.asarray(frame_rows, dtype=np.int_)] = sigma[nh + nu:]
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
-                      impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]))
+                      impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
+                      limits=limits)

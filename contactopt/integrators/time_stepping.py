@@ -27,8 +27,10 @@ from contactopt.systems.base import System
 
 
 def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t: float = 0.0,
-                       u: ArrayLike | None = None, drift: Drift | None = None) -> StepProblem:
-    """Ask the system for everything one step needs, at ``(q, v)``."""
+                       u: ArrayLike | None = None, drift: Drift | None = None,
+                       native: Mapping[str, Any] | None = None) -> StepProblem:
+    """Ask the system for everything one step needs, at ``(q, v)`` (with ``native``, also its
+    own constraint problem: :meth:`System.native_rows` with these settings)."""
     state = State(np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64), t)
     if state.q.shape[0] != system.nq or state.v.shape[0] != system.nv:
         raise ContactoptError(f"state has nq={state.q.shape[0]}, nv={state.v.shape[0]}; system "
@@ -40,8 +42,10 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
         # the midpoint rule (error O(h^2)) instead of lagging by about h bdot.
         midpoint = system.constraints(state.q, state.v, t + 0.5 * dt).target
         target = np.where(bilateral.velocity_rows, midpoint, target)
-    return StepProblem(state=state, dt=dt, dynamics=system.dynamics(state.q, state.v, u),
-                       contacts=system.contacts(state.q), bilateral=bilateral, bilateral_target=target)
+    return StepProblem(state=state, dt=dt, dynamics=system.step_dynamics(system.dynamics(state.q, state.v, u), dt),
+                       contacts=system.contacts(state.q), bilateral=bilateral, bilateral_target=target,
+                       unilateral=system.limits(state.q), friction_loss=system.friction_loss(state.q),
+                       native=None if native is None else system.native_rows(state.q, state.v, dt, **native))
 
 
 def split_drift_options(options: Mapping[str, Any] | None,
@@ -84,7 +88,8 @@ class TimeStepping:
         self.warm_start_option = spec.warm_start if spec.warm_start not in self.solver_options else None
 
     def program(self, state: State) -> tuple[StepProblem, Program]:
-        problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t, drift=self.drift)
+        problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t, drift=self.drift,
+                                     native=self.formulation.native_request(self.formulation_options))
         return problem, self.formulation.build(problem, self.formulation_options)
 
     def _options_for(self, program: Program) -> dict[str, Any]:
@@ -132,7 +137,7 @@ class TimeStepping:
             q_next, v_next = project(self.system, q_next, v_next, state.t + self.dt)
         next_state = State(q_next, v_next, state.t + self.dt)
         return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
-                                      **record_args)
+                                      limits=result.limits, friction_loss=result.friction_loss, **record_args)
 
 
 def _same_layout(a: Program, b: Program) -> bool:

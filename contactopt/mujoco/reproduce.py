@@ -6,8 +6,11 @@ follows ``efc_type``:
 
 * pyramidal contact edges, limits, friction-less rows: ``f >= 0`` (Nonneg);
 * equality rows: free (no cone row);
-* elliptic contacts (``condim`` rows ``[n, t1, ...]``): ``||f_t|| <= mu f_n`` with
-  ``mu = contact.friction[0]``, i.e. ``[mu f_n, f_t] in SOC``.
+* elliptic contacts (``condim`` rows ``[n, t1, ...]``, torsional and rolling rows included):
+  MuJoCo's cone ``f_n >= ||(f_i / mu_i)_i||`` with the contact's ``friction`` per row, written
+  ``[mu_1 f_n, (mu_1 / mu_i) f_i] in SOC`` (for ``condim = 3``: ``[mu f_n, f_t]``);
+* dry friction (``frictionloss`` of a dof or a tendon): the box ``|f| <= frictionloss``, two
+  ``Nonneg`` rows ``+-x <= h frictionloss``.
 
 ``efc_force = lambda / h`` at the solution is MuJoCo's ``efc_force`` (same problem; MuJoCo
 solves its primal with Newton's method, contactopt the dual with any conic solver).
@@ -52,31 +55,8 @@ def program_from_mujoco(model: Any, data: Any) -> ConicProgram:
     nefc = int(data.nefc)
     J = compat.constraint_jacobian(model, data)
     M = compat.full_mass_matrix(mujoco, model, data)
-    kinds = mujoco.mjtConstraint
-    scale = np.ones(nefc)  # A = -diag(scale) on the rows that carry a cone
-    in_cone = np.ones(nefc, dtype=bool)
-    cones: list[Cone] = []
-    row = 0
-    while row < nefc:
-        kind = int(data.efc_type[row])
-        if kind == int(kinds.mjCNSTR_EQUALITY):
-            in_cone[row] = False  # free multiplier: no cone row
-            row += 1
-            continue
-        if kind == int(kinds.mjCNSTR_CONTACT_ELLIPTIC):
-            contact = data.contact[int(data.efc_id[row])]
-            dim = int(contact.dim)
-            scale[row] = float(contact.friction[0])  # [mu f_n, f_t] in SOC
-            cones.append(SOC(dim))
-            row += dim
-            continue
-        if kind in (int(kinds.mjCNSTR_FRICTION_DOF), int(kinds.mjCNSTR_FRICTION_TENDON)):
-            raise ContactoptError("MuJoCo frictionloss rows (box-constrained) are not reproduced")
-        cones.append(Nonneg(1))  # limits, pyramidal edges, frictionless contacts
-        row += 1
-    columns = np.flatnonzero(in_cone)
-    A = sp.csc_matrix((-scale[columns], (np.arange(columns.size), columns)), shape=(columns.size, nefc))
-    merged = _merge_nonneg(cones)
+    h = float(model.opt.timestep)
+    A, b, cones = cone_rows(mujoco, data, h)
 
     def inverse(rhs: FloatArray) -> FloatArray:  # MuJoCo's sparse factorization of this state's M
         rows = np.ascontiguousarray(rhs.reshape(model.nv, -1).T)
@@ -84,8 +64,57 @@ def program_from_mujoco(model: Any, data: Any) -> ConicProgram:
         mujoco.mj_solveM(model, data, out, rows)
         return out.T.reshape(rhs.shape)
 
-    return constraint_program(M, np.array(data.qvel), np.array(data.qacc_smooth), float(model.opt.timestep), J,
-                              np.array(data.efc_R), np.array(data.efc_aref), merged, A, inverse=inverse)
+    return constraint_program(M, np.array(data.qvel), np.array(data.qacc_smooth), h, J,
+                              np.array(data.efc_R)[:nefc], np.array(data.efc_aref)[:nefc], cones, A,
+                              inverse=inverse, cone_offset=b)
+
+
+def cone_rows(mujoco: Any, data: Any, h: float) -> tuple[sp.csc_matrix, FloatArray, tuple[Cone, ...]]:
+    """``(A, b, cones)`` with ``A x + s = b, s in cones`` iff the impulses ``x`` of MuJoCo's rows
+    lie in its constraint set (module docstring); ``h`` scales the dry-friction boxes."""
+    nefc = int(data.nefc)
+    kinds = mujoco.mjtConstraint
+    friction = (int(kinds.mjCNSTR_FRICTION_DOF), int(kinds.mjCNSTR_FRICTION_TENDON))
+    entries: list[tuple[int, int, float]] = []  # (cone row, efc row, coefficient)
+    offsets: list[float] = []
+    cones: list[Cone] = []
+    box_rows: list[tuple[int, float]] = []
+    row = 0
+    while row < nefc:
+        kind = int(data.efc_type[row])
+        if kind == int(kinds.mjCNSTR_EQUALITY):  # free multiplier: no cone row
+            row += 1
+        elif kind == int(kinds.mjCNSTR_CONTACT_ELLIPTIC):
+            # MuJoCo's elliptic cone f_n >= ||(f_i / mu_i)_i||, written [mu_1 f_n, (mu_1 / mu_i) f_i] in SOC
+            contact = data.contact[int(data.efc_id[row])]
+            dim = int(contact.dim)
+            mu = np.asarray(contact.friction, dtype=np.float64)[: dim - 1]
+            scale = np.concatenate([[mu[0]], mu[0] / mu])
+            for j in range(dim):
+                entries.append((len(offsets), row + j, -float(scale[j])))
+                offsets.append(0.0)
+            cones.append(SOC(dim))
+            row += dim
+        elif kind in friction:
+            box_rows.append((row, h * float(data.efc_frictionloss[row])))
+            row += 1
+        else:  # limits, pyramidal edges, frictionless contacts
+            entries.append((len(offsets), row, -1.0))
+            offsets.append(0.0)
+            cones.append(Nonneg(1))
+            row += 1
+    for sign in (1.0, -1.0):  # x <= h f_max, then -x <= h f_max
+        for efc_row, bound in box_rows:
+            entries.append((len(offsets), efc_row, sign))
+            offsets.append(bound)
+            cones.append(Nonneg(1))
+    rows = len(offsets)
+    if entries:
+        r, c, values = zip(*entries, strict=True)
+        A = sp.csc_matrix((np.array(values), (np.array(r), np.array(c))), shape=(rows, nefc))
+    else:
+        A = sp.csc_matrix((0, nefc))
+    return A, np.array(offsets), _merge_nonneg(cones)
 
 
 def _merge_nonneg(cones: list[Cone]) -> tuple[Cone, ...]:

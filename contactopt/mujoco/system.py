@@ -10,10 +10,22 @@ At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, throu
   (``contact.frame``, normal from geom1 to geom2), the Jacobian
   ``frame (J_p(body2, p) - J_p(body1, p))`` at the contact point ``p`` (``mj_jac``), the
   separation ``phi = contact.dist`` and ``mu = contact.friction[0]`` (sliding friction; MuJoCo's
-  torsional and rolling friction are not modelled; ``condim = 1`` gives ``mu = 0``);
+  torsional and rolling friction of condim 4 and 6 have no row in the 3-row frames, which an
+  :class:`UnmodelledFrictionWarning` says once per system; ``regularized -o params=model``
+  takes them from MuJoCo's own rows; ``condim = 1`` gives ``mu = 0``);
 
 and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
 joints). Friction comes from the geoms, so a scene's ``[contact]`` table is rejected.
+
+**Every other constraint MuJoCo builds** (:mod:`.constraints`): equality constraints as
+bilateral rows (``constraints``), joint and tendon limits as unilateral rows (``limits``),
+dof and tendon ``frictionloss`` as box rows (``friction_loss``); every formulation takes them
+through :mod:`contactopt.formulations.constraint_rows`. **Passive forces**: springs, dampers,
+gravity compensation and fluid forces are in ``qfrc_passive`` (hence ``tau``), armature is in
+``M``; with MuJoCo's Euler or implicitfast integrator the step uses ``M + h diag(dof_damping)``
+(:meth:`MjcfSystem.step_dynamics`: damping implicit, as MuJoCo's Euler does). **MuJoCo's own
+constraint problem** on the model as written (``regularized -o params=model``):
+:meth:`MjcfSystem.native_rows` (:mod:`.native`).
 
 **Detection margin.** MuJoCo reports a contact only once ``dist < margin`` (0 by default),
 so a body resting exactly on another (``dist = 0``) or arriving within a step has no contact
@@ -26,6 +38,7 @@ behaves exactly as before, while the contactopt formulations receive the near co
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,12 +46,19 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.errors import ContactoptError, ContactoptWarning
+from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
 from contactopt.mujoco import compat
+from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, contact_jacobian
 from contactopt.systems.base import ParameterError, System
 
 FloatArray = NDArray[np.float64]
+
+
+class UnmodelledFrictionWarning(ContactoptWarning):
+    """An MJCF model's contacts have torsional or rolling friction (condim 4 or 6), which the
+    3-row contact frames of the formulations do not carry."""
 
 
 class MjcfSystem(System):
@@ -65,6 +85,10 @@ class MjcfSystem(System):
         self.q_names, self.v_names = self._coordinate_names()
         self._at: tuple[bytes, bytes, bytes] | None = None
         self._chains = Chains(self.model)
+        self._scratch: Any = None  # MjData for finite differences of the equality rows
+        self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
+        self.native_cone = 0
+        self._warned_condim = False
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
@@ -158,13 +182,90 @@ class MjcfSystem(System):
         frames = np.asarray(found.frame)[:ncon][keep].reshape(-1, 3, 3)
         J = contact_jacobian(self._chains, data, self.nv, frames, np.asarray(found.pos)[:ncon][keep],
                              bodies[:, 0], bodies[:, 1])
-        mu = np.where(np.asarray(found.dim)[:ncon][keep] > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
+        dims = np.asarray(found.dim)[:ncon][keep]
+        if not self._warned_condim and np.any(dims > 3):
+            self._warned_condim = True
+            warnings.warn(f"{self.path.name}: contacts of condim {sorted(set(dims[dims > 3].tolist()))}: their "
+                          "torsional/rolling friction rows are not in contactopt's contact frames (sliding friction "
+                          "only); regularized -o params=model solves MuJoCo's own rows", UnmodelledFrictionWarning,
+                          stacklevel=2)
+        mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
         count = keep.shape[0]
         # Dense rows (bit-identical to the per-contact frame @ J they replace): the pile's
         # degenerate interior-point steps amplify 1e-17 reorderings of sparse products to
         # 1e-7..1e-5 within 20 steps, and trajectories are kept reproducible.
         return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J.toarray(), mu=mu,
                         restitution=np.zeros(count), dim=3)
+
+    def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
+        """MuJoCo's implicit joint damping (its Euler integrator, and the diagonal part of
+        implicitfast; MuJoCo documentation, "Computation: Numerical integration"): the step
+        uses ``M + h diag(dof_damping)`` with ``tau`` unchanged (it holds ``-D v``), so that
+        every formulation's ``M (v' - v_free) = J^T lambda`` reads
+        ``(M + h D)(v' - v) = h tau + J^T lambda``: damping at ``v'``, stable for any
+        damping. RK4 models and the ``eulerdamp`` disable flag keep it explicit."""
+        damping = np.asarray(self.model.dof_damping, dtype=np.float64)
+        integrators = self.mujoco.mjtIntegrator
+        implicit = int(self.model.opt.integrator) in (int(integrators.mjINT_EULER),
+                                                       int(integrators.mjINT_IMPLICITFAST),
+                                                       int(integrators.mjINT_IMPLICIT))
+        off = int(self.model.opt.disableflags) & int(self.mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+        if not implicit or off or not np.any(damping > 0):
+            return dynamics
+        import scipy.sparse as sp
+
+        M = dynamics.M + dt * (sp.diags(damping, format="csc") if dynamics.is_sparse else np.diag(damping))
+        return Dynamics(M=M, tau=dynamics.tau)
+
+    # --- non-contact rows (contactopt.mujoco.constraints) and MuJoCo's own problem ---------
+    def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
+        """MuJoCo's equality constraints as bilateral rows (:mod:`.constraints`)."""
+        data = self._evaluate(q, v)
+        if not int(self.model.neq):
+            return Bilateral.empty(self.nv)
+        if self._scratch is None:
+            self._scratch = self.mujoco.MjData(self.model)
+        return mj_rows.bilateral(self.mujoco, self.model, data, self._scratch, np.array(data.qpos),
+                                 np.array(data.qvel))
+
+    def limits(self, q: ArrayLike) -> Unilateral:
+        """Joint and tendon limits as unilateral rows (:mod:`.constraints`)."""
+        return mj_rows.limit_rows(self.mujoco, self.model, self._evaluate_position(q))
+
+    def friction_loss(self, q: ArrayLike) -> FrictionLoss:
+        """Dof and tendon ``frictionloss`` as box rows (:mod:`.constraints`)."""
+        return mj_rows.friction_rows(self.mujoco, self.model, self._evaluate_position(q))
+
+    def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
+        """MuJoCo's own constraint problem of the step on the unmodified model (:mod:`.native`)."""
+        from contactopt.mujoco.native import native_rows
+
+        cone = settings.pop("cone", None)
+        if settings:
+            raise ContactoptError(f"mjcf native rows: unknown setting(s) {', '.join(map(repr, sorted(settings)))}")
+        return native_rows(self, as_vector(q, "q", self.nq), as_vector(v, "v", self.nv), dt, cone)
+
+    def native_model_data(self) -> tuple[Any, Any]:
+        """The model as written (no detection margin) and its data, loaded once."""
+        if self._native is None:
+            model = self.mujoco.MjModel.from_xml_path(str(self.path))
+            self.native_cone = int(model.opt.cone)
+            self._native = (model, self.mujoco.MjData(model))
+        return self._native
+
+    def data_at(self, q: ArrayLike) -> Any:
+        """MuJoCo's data of this system's model at ``q`` (positions evaluated)."""
+        return self._evaluate_position(q)
+
+    def contact_keys(self, q: ArrayLike) -> tuple[NDArray[np.int_], FloatArray]:
+        """``(geom pairs, positions)`` of the contact candidates of :meth:`contacts`, in order."""
+        data = self._evaluate_position(q)
+        ncon = int(data.ncon)
+        if not ncon:
+            return np.zeros((0, 2), dtype=np.int_), np.zeros((0, 3))
+        keep = np.flatnonzero(np.asarray(data.contact.exclude)[:ncon] <= 1)
+        return (np.asarray(data.contact.geom)[:ncon][keep].astype(np.int_),
+                np.asarray(data.contact.pos)[:ncon][keep].copy())
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         q_next = np.array(as_vector(q, "q", self.nq))

@@ -76,6 +76,15 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         result = backend.solve()
     name = str(result.status)
     status = _STATUS.get(name, Status.NUMERICAL_ERROR)
+    if name == "InsufficientProgress" and "equilibrate_enable" not in options:
+        # Clarabel's Ruiz equilibration can stall a well-posed step (hopper, gauss primal: M of
+        # condition 98, five inactive rows): the same program without it is retried once.
+        with watch.time("solve"):
+            retry = _setup(clarabel, program, P_upper, {**merged, "equilibrate_enable": False})
+            result = retry.solve()
+        backend, reuse = retry, False
+        name = f"{result.status} (retried without equilibration after InsufficientProgress)"
+        status = _STATUS.get(str(result.status), Status.NUMERICAL_ERROR)
     usable = status.usable
     if reuse and usable and backend.is_data_update_allowed():
         workspace.keep("clarabel", backend, P_upper, program.A, key)

@@ -24,6 +24,7 @@ column's scale; the basic ``z`` are finally recomputed by a direct solve of
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,14 +45,49 @@ SPEC = SolverSpec(
 OPTIONS = {"max_iter", "pivot_tol", "covering", "refresh_every"}
 
 
+#: Attempts ``(pivot tolerance, covering vector)`` made in turn when the caller sets
+#: neither: degenerate contact LCPs (a walker standing on two feet, normals of rank 4 among 6
+#: contacts; a quadruped's toes on a floor and a height field, 28 contacts of rank 12) have
+#: near-zero pivots and tied ratios whose resolution is decided by round-off, and one
+#: tolerance or the all-ones covering vector can follow it onto a secondary ray or into a
+#: wrong basis where another choice reaches the solution ("generic": entries in [1, 1.5)
+#: from the golden-ratio sequence, which breaks the ties of the all-ones vector). Each
+#: attempt is judged by contactopt's own residuals; the message names the failed ones.
+ATTEMPTS: tuple[tuple[float, str], ...] = ((1e-12, "ones"), (1e-12, "generic"), (1e-9, "ones"),
+                                           (1e-9, "generic"), (1e-14, "ones"), (1e-7, "ones"))
+
+
+def generic_covering(n: int) -> FloatArray:
+    """A deterministic covering vector without ties: ``1 + frac(i phi) / 2``."""
+    return 1.0 + 0.5 * np.modf(np.arange(1, n + 1) * 0.6180339887498949)[0]
+
+
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
     assert isinstance(program, LCP)
     check_options("lemke", options, OPTIONS)
-    watch = Stopwatch()
-    with watch.time("solve"):
-        z, status, pivots, message = lemke(program.M, program.q, **options)
-    return make_solution(program, solver="lemke", status=status, x=z, y=None,
-                         iterations=pivots, watch=watch, message=message)
+    given = "pivot_tol" in options or "covering" in options
+    attempts = ((options.get("pivot_tol", 1e-12), "given"),) if given else ATTEMPTS
+    rest = {key: value for key, value in options.items() if key not in ("pivot_tol", "covering")}
+    first: Solution | None = None
+    failures: list[str] = []
+    for tolerance, covering in attempts:
+        vector = (options.get("covering") if covering == "given"
+                  else generic_covering(program.q.shape[0]) if covering == "generic" else None)
+        watch = Stopwatch()
+        with watch.time("solve"):
+            z, status, pivots, message = lemke(program.M, program.q, pivot_tol=tolerance, covering=vector, **rest)
+        solution = make_solution(program, solver="lemke", status=status, x=z, y=None,
+                                 iterations=pivots, watch=watch, message=message)
+        capped = solution.status is Status.MAX_ITERATIONS and "max_iter" in options  # the user's cap
+        if solution.status is Status.OPTIMAL or capped or len(attempts) == 1:
+            if failures:
+                solution = dataclasses.replace(solution, message=f"{solution.message} (pivot tolerance "
+                                               f"{tolerance:g}, covering {covering}; {'; '.join(failures)})")
+            return solution
+        first = first or solution
+        failures.append(f"pivot tolerance {tolerance:g}, covering {covering}: {solution.message}")
+    assert first is not None
+    return dataclasses.replace(first, message="; ".join(failures))
 
 
 def lemke(
@@ -84,9 +120,12 @@ def lemke(
     basis = np.arange(n)
 
     # First pivot: z0 enters at max_i(-q_i / d_i). Among tied rows the last index keeps the
-    # rows [rhs, B^{-1}] lexicographically positive after the pivot.
+    # rows [rhs, B^{-1}] lexicographically positive after the pivot. Ties are relative to the
+    # minimum itself: an absolute tolerance would tie a q_i = -1e-17 (a tangential speed that
+    # is zero up to rounding) with the q_j = 0 rows, and pivoting on one of those leaves
+    # q_i < 0 in the basis (a secondary ray after 1 pivot on MuJoCo's planar models).
     ratios = q / d
-    tied = np.flatnonzero(ratios <= ratios.min() + pivot_tol * max(1.0, abs(ratios.min())))
+    tied = np.flatnonzero(ratios <= ratios.min() + pivot_tol * abs(ratios.min()))
     row = int(tied[-1])
     entering = _complement(_pivot(T, basis, row, z0), n)
     pivots = 1

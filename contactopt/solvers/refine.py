@@ -16,7 +16,9 @@ ch. 7), which shows as a slow creep over many steps. The fix is the classical
    (``y = 0``) when ``||y|| << ||s||``. A block with both ``s`` and ``y`` on the cone boundary
    has the nonlinear complementarity ``y = alpha R s`` (``R = diag(1, -1, ..., -1)``,
    ``alpha >= 0``: Alizadeh & Goldfarb 2003, "Second-order cone programming", Lemma 15), so
-   the step is left as the interior-point solver gave it (the solution's message says so).
+   the step goes to the semismooth Newton polish of :mod:`contactopt.solvers.polish`
+   (accepted under the same test as below; otherwise left as the interior-point solver gave
+   it, and the solution's message says so).
 2. Solve the equality-constrained KKT system (Nocedal & Wright eq. 16.4) ::
 
        [ P    A_E^T ] [ x   ]   [ -c  ]
@@ -40,6 +42,7 @@ import scipy.sparse.linalg as spla
 
 from contactopt.programs import ConicProgram, Solution
 from contactopt.programs.residuals import conic_residuals
+from contactopt.solvers.polish import polish
 
 __all__ = ["active_rows", "refine"]
 
@@ -146,14 +149,29 @@ def refine(program: ConicProgram, solution: Solution) -> Solution:
     if not solution.status.usable or program.n == 0:
         return solution
     rows = active_rows(program, solution.s, solution.y)
-    if isinstance(rows, str):
-        return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: {rows}")
+    if isinstance(rows, str):  # a block on the cone boundary: semismooth Newton instead (polish.py)
+        return _polished(program, solution, rows) or dataclasses.replace(
+            solution, message=f"{solution.message}; refinement skipped: {rows}")
     xy = _kkt_solve(program, rows, solution.x, solution.y)
     if xy is None:
         return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: KKT system not solvable")
     x, y = xy[: program.n], xy[program.n:]
     res = conic_residuals(program, x, y)
-    if not res.worst < solution.residuals.worst:
-        return solution
+    if not res.worst < solution.residuals.worst:  # a misread active set: Newton on the natural map
+        return _polished(program, solution, "active set not confirmed") or solution
     return dataclasses.replace(solution, x=x, y=y, s=program.b - program.A @ x, residuals=res, refined=True,
                                message=f"{solution.message}; refined on {rows.size} active rows")
+
+
+def _polished(program: ConicProgram, solution: Solution, why: str) -> Solution | None:
+    """The semismooth Newton polish (:mod:`contactopt.solvers.polish`) when it lowers
+    contactopt's residuals, else None."""
+    polished = polish(program, solution.x, solution.y)
+    if polished is None:
+        return None
+    res = conic_residuals(program, *polished)
+    if not res.worst < solution.residuals.worst:
+        return None
+    x, y = polished
+    return dataclasses.replace(solution, x=x, y=y, s=program.b - program.A @ x, residuals=res, refined=True,
+                               message=f"{solution.message}; polished by semismooth Newton ({why})")

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import Bilateral, Contacts, Dynamics
+from contactopt.errors import ContactoptError
+from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral
 
 if TYPE_CHECKING:
     from contactopt.systems.drawing import Drawing
@@ -167,6 +168,26 @@ class System(ABC):
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
         """Bilateral constraints at the state (``t`` for prescribed motions); none by default."""
         return Bilateral.empty(self.nv)
+
+    def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
+        """The ``(M, tau)`` a semi-implicit step of length ``dt`` uses: ``dynamics`` itself by
+        default; a system whose integrator treats some forces implicitly (MuJoCo's Euler:
+        joint damping) returns ``M + dt dtau/dv``-style inertia here."""
+        return dynamics
+
+    def limits(self, q: ArrayLike) -> Unilateral:
+        """Unilateral rows without friction (joint and tendon limits) at ``q``; none by default."""
+        return Unilateral.empty(self.nv)
+
+    def friction_loss(self, q: ArrayLike) -> FrictionLoss:
+        """Dry joint/tendon friction rows (box-constrained) at ``q``; none by default."""
+        return FrictionLoss.empty(self.nv)
+
+    def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
+        """The system's own constraint problem of a step (``regularized -o params=model``);
+        only systems backed by a simulator that has one (``mjcf``) provide it."""
+        raise ContactoptError(f"system {self.type_name!r} has no constraint parameters of its own "
+                              "(params=model needs an mjcf system)")
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         """Semi-implicit Euler position update ``q + h v_next`` (``N(q) = I``)."""

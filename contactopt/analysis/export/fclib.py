@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.analysis.export.steps import step_count
-from contactopt.errors import OptionError
+from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.common import active_contacts
 from contactopt.integrators.drift import Drift
 from contactopt.integrators.time_stepping import build_step_problem, split_drift_options
@@ -101,6 +101,13 @@ def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
                         epsilon: float = math.inf, drift: Drift | None = None) -> FclibStep:
     """The FCLIB local problem of the step from ``(q, v)`` (module docstring, ``fclib``)."""
     problem = build_step_problem(scene.system, q, v, dt, t, drift=drift)
+    limits = int(np.sum(problem.unilateral.phi <= epsilon))
+    if limits or problem.friction_loss.count:
+        # FCLIB's local problem has contact and bilateral rows only: dropping a limit or a
+        # dry-friction row would export a different step than the one simulated.
+        raise ContactoptError(f"FCLIB export: the step at t={t:g} has {limits} joint/tendon limit row(s) "
+                              f"within epsilon and {problem.friction_loss.count} dry-friction row(s), which an "
+                              "FCLIB local problem cannot hold (export --format npz keeps them)")
     active = active_contacts(problem.contacts, epsilon)
     dim = problem.contacts.dim
     J = active.J

@@ -1,0 +1,197 @@
+"""MuJoCo's own constraint problem of a step, for ``regularized -o params=model``.
+
+At ``(q, v)`` the **unmodified** model (no detection margin: margins, gaps, solref, solimp,
+friction and condim as the file writes them) is evaluated by ``mj_forward``; its constraint
+rows (``efc_J``, ``efc_R``, ``efc_aref``, ``efc_type``, contact dims and friction, cone
+``opt.cone``) give the regularized dual of :func:`contactopt.mujoco.reproduce.program_from_mujoco`:
+the same convex program MuJoCo's solver minimizes (Todorov 2014; MuJoCo documentation,
+"Computation: Constraint model" and "Solver"), in impulses ``x = h f``.
+
+**Integrators** (MuJoCo documentation, "Computation: Numerical integration"). MuJoCo solves
+the constraint problem with ``M`` and the smooth acceleration ``a0 = M^{-1} qfrc_smooth`` (joint
+damping explicit in ``qfrc_passive``), then takes the velocity step with the implicit part of
+its integrator:
+
+* ``Euler``: ``v' = v + h (M + h D)^{-1} (qfrc_smooth + J^T f)``, ``D = diag(dof_damping)``
+  (plain ``M`` when no dof is damped or the ``eulerdamp`` flag is disabled);
+* ``implicitfast``: ``v' = v + h (M - h Q)^{-1} (qfrc_smooth + J^T f)`` with ``Q`` the velocity
+  derivative of the passive and actuator forces (``qfrc_passive + qfrc_actuator``, Coriolis
+  omitted), here by a central difference (exact for forces linear in ``v``), symmetrized;
+* ``RK4`` and ``implicit`` are refused (a multi-stage or Coriolis-implicit step is not one
+  convex program).
+
+Checked against ``mj_step`` from random states of MuJoCo's control-suite models and of
+``problems/mjcf/limited_arm.xml``, pyramidal and elliptic (``tests/test_mjcf_rows.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactopt.errors import ContactoptError
+from contactopt.model import NativeRows
+from contactopt.mujoco import compat
+from contactopt.mujoco.constraints import disabled, limit_keys, tendon_jacobian
+from contactopt.mujoco.reproduce import program_from_mujoco
+
+FloatArray = NDArray[np.float64]
+
+
+def step_matrix(mujoco: Any, model: Any, data: Any, M: FloatArray) -> FloatArray:
+    """The matrix of MuJoCo's velocity update (module docstring)."""
+    integrators = mujoco.mjtIntegrator
+    kind = int(model.opt.integrator)
+    h = float(model.opt.timestep)
+    if kind == int(integrators.mjINT_EULER):
+        damping = np.asarray(model.dof_damping, dtype=np.float64)
+        eulerdamp_off = int(model.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
+        if eulerdamp_off or not np.any(damping > 0):
+            return M
+        return M + h * np.diag(damping)
+    if kind == int(integrators.mjINT_IMPLICITFAST):
+        return M - h * velocity_derivative(mujoco, model, data)
+    name = {int(integrators.mjINT_RK4): "RK4", int(integrators.mjINT_IMPLICIT): "implicit"}.get(kind, str(kind))
+    raise ContactoptError(f"params=model reproduces MuJoCo's Euler and implicitfast integrators; this model "
+                          f"uses {name} (set <option integrator=\"Euler\"/> or \"implicitfast\")")
+
+
+def velocity_derivative(mujoco: Any, model: Any, data: Any) -> FloatArray:
+    """``d (qfrc_passive + qfrc_actuator) / dv`` by central differences, symmetrized."""
+    nv = int(model.nv)
+    scratch = mujoco.MjData(model)
+    scratch.qpos[:] = data.qpos
+    scratch.ctrl[:] = data.ctrl
+    scratch.act[:] = data.act
+    mujoco.mj_fwdPosition(model, scratch)
+    Q = np.zeros((nv, nv))
+    step = 1e-6
+    for i in range(nv):
+        forces = []
+        for sign in (1.0, -1.0):
+            scratch.qvel[:] = data.qvel
+            scratch.qvel[i] += sign * step
+            mujoco.mj_fwdVelocity(model, scratch)
+            mujoco.mj_fwdActuation(model, scratch)
+            forces.append(np.array(scratch.qfrc_passive) + np.array(scratch.qfrc_actuator))
+        Q[:, i] = (forces[0] - forces[1]) / (2.0 * step)
+    return 0.5 * (Q + Q.T)
+
+
+def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeRows:
+    """MuJoCo's constraint problem at ``(q, v)`` with step ``dt`` (the model's integrator,
+    the model's cone unless ``cone`` names one), mapped onto the system's own rows."""
+    mujoco = system.mujoco
+    model, data = system.native_model_data()
+    model.opt.timestep = float(dt)
+    cones = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
+    model.opt.cone = cones[cone] if cone is not None else system.native_cone  # the file's, unless overridden
+    data.qpos[:] = q
+    data.qvel[:] = v
+    for name in ("ctrl", "qfrc_applied", "xfrc_applied", "act"):  # the system's inputs, if any
+        getattr(data, name)[:] = getattr(system.data, name)
+    mujoco.mj_forward(model, data)
+    program = program_from_mujoco(model, data)
+    M = compat.full_mass_matrix(mujoco, model, data)
+    nefc = int(data.nefc)
+    J = compat.constraint_jacobian(model, data)
+    maps = {"contacts": contact_map(system, q, model, data),
+            **row_maps(system, q, model, data, J)}
+    kinds = np.asarray(data.efc_type)[:nefc]
+    info = {"rows": nefc, "cone": "elliptic" if int(model.opt.cone) == int(mujoco.mjtCone.mjCONE_ELLIPTIC)
+            else "pyramidal", "integrator": int(model.opt.integrator),
+            "equality": int(np.sum(kinds == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)))}
+    return NativeRows(program=program, J=J, smooth_force=np.array(data.qfrc_smooth),
+                      step_matrix=step_matrix(mujoco, model, data, M), maps=maps, info=info)
+
+
+def contact_map(system: Any, q: FloatArray, model: Any, data: Any) -> sp.csr_matrix:
+    """(nc * 3, nefc): MuJoCo's contact rows to the frame impulses ``[n, t1, t2]`` of the
+    system's candidates (matched by geom pair and position; torsional and rolling rows have
+    no place in the 3-row frame and are left out)."""
+    mujoco = system.mujoco
+    geoms, positions = system.contact_keys(q)
+    nefc = int(data.nefc)
+    kinds = mujoco.mjtConstraint
+    entries: list[tuple[int, int, float]] = []
+    for index in range(int(data.ncon)):
+        contact = data.contact[index]
+        address, dim = int(contact.efc_address), int(contact.dim)
+        if address < 0:
+            continue
+        same = np.flatnonzero((geoms[:, 0] == contact.geom[0]) & (geoms[:, 1] == contact.geom[1]))
+        if not same.size:
+            continue
+        target = int(same[np.argmin(np.linalg.norm(positions[same] - np.asarray(contact.pos), axis=1))])
+        kind = int(data.efc_type[address])
+        if kind == int(kinds.mjCNSTR_CONTACT_PYRAMIDAL):
+            mu = np.asarray(contact.friction)
+            for edge in range(2 * (dim - 1)):
+                entries.append((3 * target, address + edge, 1.0))
+                axis = edge // 2
+                if axis < 2:
+                    entries.append((3 * target + 1 + axis, address + edge, float(mu[axis]) * (1 - 2 * (edge % 2))))
+        else:  # elliptic or frictionless: rows [n, t1, t2, ...]
+            for j in range(min(dim, 3)):
+                entries.append((3 * target + j, address + j, 1.0))
+    shape = (3 * geoms.shape[0], nefc)
+    if not entries:
+        return sp.csr_matrix(shape)
+    r, c, values = zip(*entries, strict=True)
+    return sp.csr_matrix((np.array(values), (np.array(r), np.array(c))), shape=shape)
+
+
+def row_maps(system: Any, q: FloatArray, model: Any, data: Any, J: FloatArray) -> dict[str, sp.csr_matrix]:
+    """MuJoCo's equality, limit and dry-friction rows to the system's bilateral, limit and
+    friction-loss rows (the same constraints, in the system's order)."""
+    mujoco = system.mujoco
+    kinds = mujoco.mjtConstraint
+    nefc = int(data.nefc)
+    efc_type = np.asarray(data.efc_type)[:nefc]
+    efc_id = np.asarray(data.efc_id)[:nefc]
+    equality = np.flatnonzero(efc_type == int(kinds.mjCNSTR_EQUALITY))
+    maps = {"bilateral": sp.csr_matrix((np.ones(equality.size), (np.arange(equality.size), equality)),
+                                       shape=(equality.size, nefc))}
+    keys = {key: row for row, key in enumerate(limit_keys(system.mujoco, system.model, system.data_at(q)))}
+    tendon_J = tendon_jacobian(model, data) if int(model.ntendon) else np.zeros((0, int(model.nv)))
+    limit_entries: list[tuple[int, int]] = []
+    for row in np.flatnonzero((efc_type == int(kinds.mjCNSTR_LIMIT_JOINT))
+                              | (efc_type == int(kinds.mjCNSTR_LIMIT_TENDON))):
+        ident = int(efc_id[row])
+        if efc_type[row] == int(kinds.mjCNSTR_LIMIT_JOINT):
+            joint_kind = int(model.jnt_type[ident])
+            if joint_kind == int(mujoco.mjtJoint.mjJNT_BALL):
+                key: tuple[str, int, int] = ("joint", ident, 0)
+            else:
+                key = ("joint", ident, 1 if J[row, int(model.jnt_dofadr[ident])] > 0 else -1)
+        else:
+            key = ("tendon", ident, 1 if float(J[row] @ tendon_J[ident]) > 0 else -1)
+        if key in keys:
+            limit_entries.append((keys[key], int(row)))
+    friction_keys = friction_order(mujoco, model)
+    friction_entries = []
+    for row in np.flatnonzero((efc_type == int(kinds.mjCNSTR_FRICTION_DOF))
+                              | (efc_type == int(kinds.mjCNSTR_FRICTION_TENDON))):
+        kind = "dof" if efc_type[row] == int(kinds.mjCNSTR_FRICTION_DOF) else "tendon"
+        position = friction_keys.get((kind, int(efc_id[row])))
+        if position is not None:
+            friction_entries.append((position, int(row)))
+    for name, entries, count in (("limits", limit_entries, len(keys)), ("friction_loss", friction_entries,
+                                                                          len(friction_keys))):
+        r = np.array([e[0] for e in entries], dtype=np.int_)
+        c = np.array([e[1] for e in entries], dtype=np.int_)
+        maps[name] = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(count, nefc))
+    return maps
+
+
+def friction_order(mujoco: Any, model: Any) -> dict[tuple[str, int], int]:
+    """The order of :func:`contactopt.mujoco.constraints.friction_rows`: dofs, then tendons."""
+    if disabled(mujoco, model, "mjDSBL_FRICTIONLOSS"):
+        return {}
+    order = [("dof", int(d)) for d in np.flatnonzero(np.asarray(model.dof_frictionloss) > 0)]
+    if int(model.ntendon):
+        order += [("tendon", int(t)) for t in np.flatnonzero(np.asarray(model.tendon_frictionloss) > 0)]
+    return {key: i for i, key in enumerate(order)}
