@@ -144,7 +144,7 @@ def test_sliding_point_convex_program_and_coulomb(tmp_path: Path, solver: str) -
     assert fclib_merit(problem, answer_of(problem, program, solution)) > 1e-2
     result = solve_coulomb(problem, solver, tol=1e-9)
     assert result.converged and result.error <= 1e-9
-    np.testing.assert_allclose(result.answer.r, [M_ * G_ * H_, -MU * M_ * G_ * H_, 0.0], rtol=1e-7)
+    np.testing.assert_allclose(result.answer.r, [M_ * G_ * H_, -MU * M_ * G_ * H_, 0.0], rtol=1e-7, atol=1e-12)
     np.testing.assert_allclose(result.answer.u, [0.0, v_t - MU * G_ * H_, 0.0], atol=1e-7)
 
 
@@ -205,7 +205,7 @@ def test_global_point_sliding(tmp_path: Path, form: str, solver: str) -> None:
                                rtol=1e-7, atol=1e-9)
     result = solve_coulomb(problem, solver, form=form, tol=1e-9)
     assert result.converged
-    np.testing.assert_allclose(result.answer.r, [M_ * G_ * H_, -MU * M_ * G_ * H_, 0], rtol=1e-7)
+    np.testing.assert_allclose(result.answer.r, [M_ * G_ * H_, -MU * M_ * G_ * H_, 0], rtol=1e-7, atol=1e-12)
     assert result.answer.v is not None
     np.testing.assert_allclose(result.answer.v, [v0 - MU * G_ * H_, 0, 0], atol=1e-8)
 
