@@ -9,6 +9,7 @@ friction, passive forces, MuJoCo's integrators).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import warnings
 from pathlib import Path
@@ -21,6 +22,7 @@ import contactopt as co
 from contactopt.errors import ContactoptError
 from contactopt.formulations import get
 from contactopt.integrators.time_stepping import build_step_problem
+from contactopt.systems.base import ParameterError
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -201,7 +203,7 @@ def test_frictionloss_box_rows_stick_and_slip(tmp_path: Path, formulation: str, 
 
 
 def test_box_rows_refused_where_they_have_no_cone() -> None:
-    system = MjcfSystem(MJCF / "limited_arm.xml")
+    system = MjcfSystem(MJCF / "limited_arm.xml", extra_friction="sliding")  # its condim 4/6 contacts aside
     q, v = system.default_state()
     for formulation, options in (("sap", {}), ("regularized", {"form": "primal"})):
         with pytest.raises(ContactoptError, match="frictionloss"):
@@ -235,10 +237,12 @@ def test_control_suite_runs_one_second(name: str, formulation: str, solver: str)
     assert max(limit_violation(system, q) for q in traj.q) <= max(start, 0.0) + 0.03
 
 
-def test_condim_above_three_is_said_once() -> None:
-    """limited_arm's tip (condim 6) touches the floor within 0.2 s of MuJoCo: contactopt's
-    3-row frames carry its sliding friction only, and the system says so once."""
-    from contactopt.mujoco.system import UnmodelledFrictionWarning
+def test_condim_above_three_is_refused_or_kept_sliding_on_request() -> None:
+    """limited_arm's tip (condim 6) touches the floor within 0.2 s of MuJoCo: the formulations'
+    3-row frames cannot hold its torsional/rolling friction, so a step meeting it is refused;
+    ``extra_friction = "sliding"`` keeps its sliding friction (said once); params=model takes
+    MuJoCo's own rows and is not refused."""
+    from contactopt.mujoco.system import UnmodelledFrictionError, UnmodelledFrictionWarning
 
     model = mujoco.MjModel.from_xml_path(str(MJCF / "limited_arm.xml"))
     data = mujoco.MjData(model)
@@ -247,12 +251,20 @@ def test_condim_above_three_is_said_once() -> None:
         if 6 in [int(c.dim) for c in data.contact[: data.ncon]]:
             break
     assert 6 in [int(c.dim) for c in data.contact[: data.ncon]]
-    system = MjcfSystem(MJCF / "limited_arm.xml")
+    refusing = MjcfSystem(MJCF / "limited_arm.xml")
+    with pytest.raises(UnmodelledFrictionError, match=r"condim \[(4, )?6\].*extra_friction"):
+        co.formulate(refusing, data.qpos, data.qvel, model.opt.timestep, "anitescu")
+    program = co.formulate(refusing, data.qpos, data.qvel, model.opt.timestep, "regularized",
+                           options={"params": "model"})
+    assert program.m > 0
+    sliding = MjcfSystem(MJCF / "limited_arm.xml", extra_friction="sliding")
     with pytest.warns(UnmodelledFrictionWarning, match="condim \\[(4, )?6\\]"):
-        system.contacts(data.qpos)
+        co.formulate(sliding, data.qpos, data.qvel, model.opt.timestep, "anitescu")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        system.contacts(data.qpos + 1e-9)
+        co.formulate(sliding, data.qpos + 1e-9, data.qvel, model.opt.timestep, "anitescu")
+    with pytest.raises(ParameterError, match=r"system\.extra_friction: one of 'refuse', 'sliding'"):
+        MjcfSystem.from_config({"file": str(MJCF / "limited_arm.xml"), "extra_friction": "torsional"}, {})
 
 
 def test_clarabel_retries_a_stalled_step_without_equilibration() -> None:
@@ -277,7 +289,11 @@ def test_limit_and_friction_impulses_are_recorded_and_saved(tmp_path: Path) -> N
     _, traj = run(CHAIN, "lcp", "lemke", 0.4)
     limits = np.array([step.limits for step in traj.steps])
     assert limits.min() >= 0 and np.all(limits[0] == 0) and limits[-1].max() > 0
-    _, arm = run(str(MJCF / "limited_arm.xml"), "anitescu", "clarabel", 0.02)
+    arm_scene = co.load_scene(MJCF / "limited_arm.xml")
+    arm_scene = dataclasses.replace(arm_scene, system=MjcfSystem(MJCF / "limited_arm.xml", extra_friction="sliding"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the condim 4/6 contacts keep their sliding friction only
+        arm = co.simulate(arm_scene, formulation="anitescu", solver="clarabel", duration=0.02)
     assert arm.steps[-1].friction_loss.shape == (5,)  # 4 dofs with frictionloss + the tendon
     assert np.all(np.abs(arm.steps[-1].friction_loss) <= 0.002 * np.array([0.05] * 4 + [0.02]) * (1 + 1e-9))
     loaded = co.Trajectory.load(traj.save(tmp_path / "chain.npz"))

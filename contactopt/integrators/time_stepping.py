@@ -42,8 +42,11 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
         # the midpoint rule (error O(h^2)) instead of lagging by about h bdot.
         midpoint = system.constraints(state.q, state.v, t + 0.5 * dt).target
         target = np.where(bilateral.velocity_rows, midpoint, target)
+    contacts = system.contacts(state.q)
+    if native is None:  # the system's own rows (params=model) carry what the frames cannot
+        system.check_contact_model()
     return StepProblem(state=state, dt=dt, dynamics=system.step_dynamics(system.dynamics(state.q, state.v, u), dt),
-                       contacts=system.contacts(state.q), bilateral=bilateral, bilateral_target=target,
+                       contacts=contacts, bilateral=bilateral, bilateral_target=target,
                        unilateral=system.limits(state.q), friction_loss=system.friction_loss(state.q),
                        native=None if native is None else system.native_rows(state.q, state.v, dt, **native))
 

@@ -10,9 +10,11 @@ At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, throu
   (``contact.frame``, normal from geom1 to geom2), the Jacobian
   ``frame (J_p(body2, p) - J_p(body1, p))`` at the contact point ``p`` (``mj_jac``), the
   separation ``phi = contact.dist`` and ``mu = contact.friction[0]`` (sliding friction; MuJoCo's
-  torsional and rolling friction of condim 4 and 6 have no row in the 3-row frames, which an
-  :class:`UnmodelledFrictionWarning` says once per system; ``regularized -o params=model``
-  takes them from MuJoCo's own rows; ``condim = 1`` gives ``mu = 0``);
+  torsional and rolling friction of condim 4 and 6 have no row in the 3-row frames, so a step
+  that meets such a contact is refused (:class:`UnmodelledFrictionError`) unless the scene sets
+  ``[system] extra_friction = "sliding"`` (their sliding friction only, said once by an
+  :class:`UnmodelledFrictionWarning`); ``regularized -o params=model`` takes them from MuJoCo's
+  own rows; ``condim = 1`` gives ``mu = 0``);
 
 and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
 joints). Friction comes from the geoms, so a scene's ``[contact]`` table is rejected.
@@ -56,6 +58,14 @@ from contactopt.systems.base import ParameterError, System
 FloatArray = NDArray[np.float64]
 
 
+#: What the formulations do with contacts of condim 4/6: refuse them, or keep their sliding friction.
+EXTRA_FRICTION = ("refuse", "sliding")
+
+
+class UnmodelledFrictionError(ContactoptError):
+    """Contacts whose friction the formulations cannot express (condim 4 and 6)."""
+
+
 class UnmodelledFrictionWarning(ContactoptWarning):
     """An MJCF model's contacts have torsional or rolling friction (condim 4 or 6), which the
     3-row contact frames of the formulations do not carry."""
@@ -64,10 +74,10 @@ class UnmodelledFrictionWarning(ContactoptWarning):
 class MjcfSystem(System):
     type_name: ClassVar[str] = "mjcf"
     description: ClassVar[str] = "a MuJoCo model (file = MJCF): M, forces, contacts and integration from MuJoCo"
-    config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin"})
+    config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction"})
     contact_dim = 3
 
-    def __init__(self, path: str | Path, detection_margin: float = 0.01) -> None:
+    def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "refuse") -> None:
         super().__init__({}, {})
         self.mujoco = compat.load()
         self.path = Path(path)
@@ -88,6 +98,11 @@ class MjcfSystem(System):
         self._scratch: Any = None  # MjData for finite differences of the equality rows
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
         self.native_cone = 0
+        if extra_friction not in EXTRA_FRICTION:
+            raise ParameterError("system.extra_friction", f"system.extra_friction: one of "
+                                 f"{', '.join(map(repr, EXTRA_FRICTION))}, got {extra_friction!r}")
+        self.extra_friction = extra_friction
+        self._extra_condims: list[int] = []
         self._warned_condim = False
 
     @classmethod
@@ -104,7 +119,11 @@ class MjcfSystem(System):
         if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0:
             raise ParameterError("system.detection_margin",
                                  f"system.detection_margin: must be a number >= 0, got {margin!r}")
-        return cls(path, float(margin))
+        extra = table.get("extra_friction", "refuse")
+        if extra not in EXTRA_FRICTION:
+            raise ParameterError("system.extra_friction", f"system.extra_friction: one of "
+                                 f"{', '.join(map(repr, EXTRA_FRICTION))}, got {extra!r}")
+        return cls(path, float(margin), extra)
 
     # --- MuJoCo evaluation (cached per state) ---------------------------------------------
     def _evaluate(self, q: ArrayLike, v: ArrayLike) -> Any:
@@ -183,12 +202,12 @@ class MjcfSystem(System):
         J = contact_jacobian(self._chains, data, self.nv, frames, np.asarray(found.pos)[:ncon][keep],
                              bodies[:, 0], bodies[:, 1])
         dims = np.asarray(found.dim)[:ncon][keep]
-        if not self._warned_condim and np.any(dims > 3):
+        self._extra_condims = sorted(set(dims[dims > 3].tolist()))
+        if self._extra_condims and self.extra_friction == "sliding" and not self._warned_condim:
             self._warned_condim = True
-            warnings.warn(f"{self.path.name}: contacts of condim {sorted(set(dims[dims > 3].tolist()))}: their "
-                          "torsional/rolling friction rows are not in contactopt's contact frames (sliding friction "
-                          "only); regularized -o params=model solves MuJoCo's own rows", UnmodelledFrictionWarning,
-                          stacklevel=2)
+            warnings.warn(f"{self.path.name}: contacts of condim {self._extra_condims}: their torsional/rolling "
+                          "friction is left out (system.extra_friction = 'sliding'); regularized -o params=model "
+                          "solves MuJoCo's own rows", UnmodelledFrictionWarning, stacklevel=2)
         mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
         count = keep.shape[0]
         # Dense rows (bit-identical to the per-contact frame @ J they replace): the pile's
@@ -196,6 +215,15 @@ class MjcfSystem(System):
         # 1e-7..1e-5 within 20 steps, and trajectories are kept reproducible.
         return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J.toarray(), mu=mu,
                         restitution=np.zeros(count), dim=3)
+
+    def check_contact_model(self) -> None:
+        """Refuse contacts of condim 4 and 6 (torsional, rolling friction): the formulations'
+        3-row frames cannot express them, and dropping them would be a silent change of the model."""
+        if self._extra_condims and self.extra_friction == "refuse":
+            raise UnmodelledFrictionError(
+                f"{self.path.name}: contacts of condim {self._extra_condims} have torsional/rolling friction, which "
+                "the formulations' 3-row contact frames cannot express; use regularized -o params=model (MuJoCo's "
+                "own rows), or set [system] extra_friction = \"sliding\" to keep their sliding friction only")
 
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
         """MuJoCo's implicit joint damping (its Euler integrator, and the diagonal part of
@@ -288,10 +316,11 @@ class MjcfSystem(System):
                 f"detection margin {self.detection_margin:g} m)")
 
     def __getstate__(self) -> dict[str, Any]:  # picklable for process pools and Dask
-        return {"path": str(self.path), "detection_margin": self.detection_margin}
+        return {"path": str(self.path), "detection_margin": self.detection_margin,
+                "extra_friction": self.extra_friction}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["detection_margin"])  # type: ignore[misc]
+        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "refuse"))  # type: ignore[misc]
 
     def _coordinate_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         mujoco = self.mujoco

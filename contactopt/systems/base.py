@@ -183,6 +183,12 @@ class System(ABC):
         """Dry joint/tendon friction rows (box-constrained) at ``q``; none by default."""
         return FrictionLoss.empty(self.nv)
 
+    def check_contact_model(self) -> None:
+        """Raise if the contacts last returned by :meth:`contacts` carry friction that the
+        3-row contact frames of the formulations cannot express (``mjcf``: condim 4 and 6);
+        called by the time-stepping driver unless the system's own rows are used. No-op here."""
+        return None
+
     def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
         """The system's own constraint problem of a step (``regularized -o params=model``);
         only systems backed by a simulator that has one (``mjcf``) provide it."""
