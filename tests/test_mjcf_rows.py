@@ -271,8 +271,23 @@ def test_clarabel_retries_a_stalled_step_without_equilibration() -> None:
     """hopper under gauss: step 12's primal QP (M of condition 98, every row inactive) stalls
     Clarabel's equilibrated iteration (InsufficientProgress); the retry solves it."""
     _, traj = run(suite_model("hopper"), "gauss", "clarabel", 0.1)
-    assert "retried without equilibration" in traj.steps[12].message
+    assert "retried: equilibrate_enable=False after InsufficientProgress" in traj.steps[12].message
     assert traj.steps[12].status.usable
+
+
+def test_clarabel_retries_a_drifting_slack_with_a_shorter_step() -> None:
+    """dm-control finger, anitescu primal at t = 1.14 s (saved program, so no dm-control needed):
+    the L1 slack of its frictionloss row (cost 1e-3, no curvature) drifts to 2e3 in 200
+    iterations, with and without equilibration; step fraction 0.9 solves it. The answer is
+    OSQP's optimum of the same program."""
+    program = co.load_program(Path(__file__).parent / "data" / "finger_frictionloss_stall.npz")
+    solution = co.solve(program, "clarabel")
+    assert solution.status is co.Status.OPTIMAL
+    assert "max_step_fraction=0.9 after MaxIterations" in solution.message
+    reference = co.solve(program, "osqp")
+    assert program.objective(solution.x) == pytest.approx(program.objective(reference.x), rel=1e-9)
+    capped = co.solve(program, "clarabel", max_iter=50)  # a cap the user set is not retried
+    assert capped.status is co.Status.MAX_ITERATIONS and "retried" not in capped.message
 
 
 def test_fclib_export_refuses_rows_it_cannot_hold() -> None:
