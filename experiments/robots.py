@@ -9,18 +9,15 @@ the same ctrl set before each step). Per model and formulation:
 * time per step: the wall time of ``simulate`` over its steps, and the same for ``mj_step``
   alone on a fresh ``MjData`` with the same ctrl sequence (same process, same round), as a ratio;
 * the distance from MuJoCo's own trajectory: ``max_t |q(t) - q_mujoco(t)|_inf`` over the first
-  0.1 s and over the whole run (free-joint quaternions included as numbers), and over the whole
-  run from MuJoCo *aligned* with what is posed here (``dist_aligned_all``: limits and
-  frictionloss disabled, damping explicit, Euler; :func:`aligned_reference`), which isolates
-  contact handling and solver answers from the modelling differences below.
+  0.1 s and over the whole run (free-joint quaternions included as numbers).
 
-``regularized`` is set to MuJoCo's own parameters read from the model: its cone
-(``opt.cone``), ``solref``/``solimp`` of its geoms (the first geom's; the script says when the
-geoms disagree) and ``opt.impratio``. (A ``-o params=model`` switch is being added on another
-branch; this script reads the values itself.) Differences that remain by construction, listed
-per model in the output: joint limits, tendons and frictionloss are MuJoCo constraint rows that
-the ``mjcf`` system of this branch does not pose; joint damping is implicit in MuJoCo's Euler
-step and explicit here; cartpole uses MuJoCo's RK4 integrator, contactopt semi-implicit Euler.
+Every formulation gets MuJoCo's joint and tendon limits, equality and frictionloss rows and its
+implicit joint damping (issue 16). ``regularized`` runs with ``-o params=model``: MuJoCo's own
+constraint problem and integrator step, so its row isolates the solver (it reproduces
+``mj_step`` up to MuJoCo's own solver tolerance); where ``params=model`` refuses the model's
+integrator (cartpole: RK4), it runs with the model's cone, solref, solimp and impratio instead,
+and the row says so. The remaining rows differ from MuJoCo by their contact model (hard or
+relaxed contact against MuJoCo's soft one), which is what the distances measure.
 
     PYTHONPATH=. python experiments/robots.py [--duration 2] [--models hopper,walker]
 
@@ -61,22 +58,6 @@ def mujoco_parameters(model: Any) -> tuple[dict[str, Any], str]:
             "solimp": first, "impratio": float(model.opt.impratio)}, note
 
 
-def differences(model: Any) -> str:
-    """What MuJoCo's step has that the mjcf system of this branch does not pose."""
-    out = []
-    if model.jnt_limited.any():
-        out.append(f"{int(model.jnt_limited.sum())} joint limits")
-    if model.ntendon:
-        out.append(f"{model.ntendon} tendon(s)")
-    if model.dof_frictionloss.any():
-        out.append("frictionloss")
-    if model.dof_damping.any():
-        out.append("joint damping (implicit in MuJoCo)")
-    if int(model.opt.integrator) != 0:
-        out.append(f"MuJoCo integrator {int(model.opt.integrator)} (not Euler)")
-    return ", ".join(out) or "none"
-
-
 def mj_step_time(scene: co.Scene, controls: np.ndarray) -> float:
     """Seconds per ``mj_step`` replaying ``controls`` on a fresh copy of the model."""
     import mujoco
@@ -92,28 +73,6 @@ def mj_step_time(scene: co.Scene, controls: np.ndarray) -> float:
     return (time.perf_counter() - start) / max(1, len(controls))
 
 
-def aligned_reference(scene: co.Scene, controls: np.ndarray) -> np.ndarray:
-    """MuJoCo's trajectory (qpos per step) without what this branch's mjcf system does not
-    pose: joint and tendon limits and frictionloss disabled, damping explicit (``eulerdamp``
-    off), the Euler integrator. Its distance to a formulation is what contact handling and
-    solver answers account for."""
-    import mujoco
-
-    model = mujoco.MjModel.from_xml_path(str(scene.system.path))  # type: ignore[attr-defined]
-    model.opt.timestep = scene.dt
-    model.opt.integrator = int(mujoco.mjtIntegrator.mjINT_EULER)
-    bits = mujoco.mjtDisableBit
-    model.opt.disableflags |= int(bits.mjDSBL_LIMIT) | int(bits.mjDSBL_FRICTIONLOSS) | int(bits.mjDSBL_EULERDAMP)
-    data = mujoco.MjData(model)
-    data.qpos[:], data.qvel[:] = scene.q0, scene.v0
-    out = [np.array(data.qpos)]
-    for u in controls:
-        data.ctrl[:] = u
-        mujoco.mj_step(model, data)
-        out.append(np.array(data.qpos))
-    return np.array(out)
-
-
 def distance(traj: co.Trajectory, ref: co.Trajectory | np.ndarray, until: float) -> float:
     ref_q = ref.q if isinstance(ref, co.Trajectory) else ref
     n = min(traj.q.shape[0], ref_q.shape[0])
@@ -124,7 +83,11 @@ def distance(traj: co.Trajectory, ref: co.Trajectory | np.ndarray, until: float)
 def run_model(name: str, duration: float) -> list[dict[str, Any]]:
     scene = load(f"dm_{name}")
     model = scene.system.model  # type: ignore[attr-defined]
-    params, note = mujoco_parameters(model)
+    if int(model.opt.integrator) in (0, 3):  # Euler, implicitfast: MuJoCo's own problem and step
+        params, note = {"params": "model"}, "params=model"
+    else:
+        params, note = mujoco_parameters(model)
+        note = (note + "; " if note else "") + "model's parameters (params=model refuses RK4/implicit)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         start = time.perf_counter()
@@ -133,12 +96,9 @@ def run_model(name: str, duration: float) -> list[dict[str, Any]]:
     controller = make_controller(scene.control, scene.system)
     assert controller is not None
     mj = mj_step_time(scene, ref.controls())
-    aligned = aligned_reference(scene, ref.controls())
-    common = {"model": name, "nv": scene.system.nv, "nu": scene.system.control_size, "dt": scene.dt,
-              "not_posed_here": differences(model)}
+    common = {"model": name, "nv": scene.system.nv, "nu": scene.system.control_size, "dt": scene.dt}
     rows = [{**common, "method": "mujoco", "ran": ref.completed, "steps": len(ref.steps), "ms_per_step": 1e3 * ref_wall,
              "mj_step_ms": 1e3 * mj, "ratio_to_mj_step": ref_wall / mj, "dist_0.1s": 0.0, "dist_all": 0.0,
-             "dist_aligned_all": distance(ref, aligned, duration),
              "stopped": ref.message[:100], "note": ""}]
     for formulation, solver in METHODS:
         options = params if formulation == "regularized" else {}
@@ -158,7 +118,6 @@ def run_model(name: str, duration: float) -> list[dict[str, Any]]:
                "ratio_to_mj_step": wall / max(1, steps) / mj,
                "dist_0.1s": distance(traj, ref, 0.1) if traj is not None else float("nan"),
                "dist_all": distance(traj, ref, duration) if traj is not None else float("nan"),
-               "dist_aligned_all": distance(traj, aligned, duration) if traj is not None else float("nan"),
                "stopped": message[:100], "note": note if formulation == "regularized" else ""}
         rows.append(row)
         print(f"  {name} {row['method']}: ran={row['ran']} steps={steps} {row['ms_per_step']:.2f} ms/step "
@@ -178,10 +137,7 @@ def main() -> int:
     for name in args.models.split(","):
         rows += run_model(name, args.duration)
     print_table([{k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()
-                  if k not in ("not_posed_here", "note", "nv", "dt")} for row in rows])
-    for name in args.models.split(","):
-        first = next(row for row in rows if row["model"] == name)
-        print(f"{name}: not posed by contactopt here: {first['not_posed_here']}")
+                  if k not in ("nv", "dt")} for row in rows])
     write_results(OUT / "robots", rows, {"duration": args.duration,
                                          "command": "PYTHONPATH=. python " + " ".join(sys.argv)})
     return 0
