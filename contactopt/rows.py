@@ -4,6 +4,7 @@ problem (:class:`NativeRows`). Frozen, shape-checked like :mod:`contactopt.model
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +88,9 @@ class Bilateral:
         return float(np.abs(error).max())
 
     @staticmethod
+    @functools.lru_cache(maxsize=32)
     def empty(nv: int) -> Bilateral:
+        """No rows (one shared instance per ``nv``: asked for at every step, and immutable)."""
         return Bilateral(np.zeros(0), np.zeros((0, nv)), np.zeros(0))
 
     @staticmethod
@@ -136,7 +139,9 @@ class Unilateral:
         return int(self.phi.shape[0])
 
     @staticmethod
+    @functools.lru_cache(maxsize=32)
     def empty(nv: int) -> Unilateral:
+        """No rows (one shared instance per ``nv``: asked for at every step, and immutable)."""
         return Unilateral(np.zeros(0), np.zeros((0, nv)))
 
 
@@ -177,7 +182,9 @@ class FrictionLoss:
         return int(self.bound.shape[0])
 
     @staticmethod
+    @functools.lru_cache(maxsize=32)
     def empty(nv: int) -> FrictionLoss:
+        """No rows (one shared instance per ``nv``: asked for at every step, and immutable)."""
         return FrictionLoss(np.zeros((0, nv)), np.zeros(0))
 
 
