@@ -325,3 +325,23 @@ def test_bad_covering_vector_is_an_option_error():
 def test_zero_pivot_cap_does_no_pivot():
     sol = co.solve(co.LCP(np.eye(2), [-1.0, -1.0]), "lemke", max_iter=0)
     assert sol.status == co.Status.MAX_ITERATIONS and sol.iterations == 0
+
+
+def test_retries_keep_the_usable_attempt_with_the_smallest_residuals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When no attempt is judged optimal, an attempt that is usable (here inaccurate: z off by
+    2e-6 for the exact z = 1) is returned, not the first failure."""
+    import contactopt.solvers.lemke as lemke_module
+
+    calls: list[int] = []
+
+    def one_usable_attempt(M: np.ndarray, q: np.ndarray, **_: object) -> tuple[object, ...]:
+        calls.append(1)
+        if len(calls) == 2:
+            return np.array([1.0 + 2e-6]), co.Status.OPTIMAL, 1, "second attempt"
+        return None, co.Status.RAY_TERMINATION, 1, "ray"
+
+    monkeypatch.setattr(lemke_module, "lemke", one_usable_attempt)
+    solution = co.solve(co.LCP(np.array([[1.0]]), np.array([-1.0])), "lemke")
+    assert len(calls) == len(lemke_module.ATTEMPTS)  # every attempt was tried
+    assert solution.status is co.Status.INACCURATE and solution.x[0] == pytest.approx(1.0, abs=1e-5)
+    assert "second attempt" in solution.message

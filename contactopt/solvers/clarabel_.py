@@ -83,9 +83,10 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     status = _STATUS.get(name, Status.NUMERICAL_ERROR)
     history: list[str] = []
     for retry_settings in _RETRIES:
-        if str(result.status) not in _STALLS or set(retry_settings) & set(options) or (
-                name == "MaxIterations" and "max_iter" in options):  # settings or a cap the user chose are kept
-            break
+        if str(result.status) not in _STALLS or (str(result.status) == "MaxIterations" and "max_iter" in options):
+            break  # solved, failed otherwise, or stopped at the user's own iteration cap
+        if set(retry_settings) & set(options):
+            continue  # a setting the user chose is not overridden
         # Clarabel can stall on a well-posed step: hopper, gauss primal (M of condition 98, five
         # inactive rows: InsufficientProgress with Ruiz equilibration, solved without it);
         # dm-control's finger, anitescu primal with a frictionloss row (the L1 slack, cost 1e-3

@@ -69,6 +69,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     attempts = ((options.get("pivot_tol", 1e-12), "given"),) if given else ATTEMPTS
     rest = {key: value for key, value in options.items() if key not in ("pivot_tol", "covering")}
     first: Solution | None = None
+    best: tuple[Solution, str] | None = None
     failures: list[str] = []
     for tolerance, covering in attempts:
         vector = (options.get("covering") if covering == "given"
@@ -84,8 +85,13 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                 solution = dataclasses.replace(solution, message=f"{solution.message} (pivot tolerance "
                                                f"{tolerance:g}, covering {covering}; {'; '.join(failures)})")
             return solution
+        if solution.status.usable and (best is None or solution.residuals.worst < best[0].residuals.worst):
+            best = (solution, f"pivot tolerance {tolerance:g}, covering {covering}")
         first = first or solution
         failures.append(f"pivot tolerance {tolerance:g}, covering {covering}: {solution.message}")
+    if best is not None:  # no attempt was judged optimal: the usable one with the smallest residuals
+        chosen, how = best
+        return dataclasses.replace(chosen, message=f"{chosen.message} ({how}; {'; '.join(failures)})")
     assert first is not None
     return dataclasses.replace(first, message="; ".join(failures))
 
