@@ -61,7 +61,7 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
         position = np.repeat(active.phi, per).reshape(active.count, per)
         friction_row = np.zeros(J.shape[0], dtype=bool)
         rows = np.arange(J.shape[0])
-        scale, cones = np.ones(J.shape[0]), tuple(Nonneg(1) for _ in range(J.shape[0]))
+        scale, cones = np.ones(J.shape[0]), ((Nonneg(J.shape[0]),) if J.shape[0] else ())  # one block: the same set
     row_impedance = np.repeat(d, per)
     R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
     R = np.where(friction_row, R / options["impratio"], R)

@@ -116,7 +116,7 @@ def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J:
     G = problem.unilateral.G[np.asarray(index, dtype=np.int_)]
     nh, nu, m = H.shape[0], G.shape[0], J.shape[0]
     primal = PrimalProgram(
-        A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, G, J])),
+        A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, G, J]) if nh + nu else J),
         R=np.concatenate([bilateral_R, R_u, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat]),
         scale=np.concatenate([np.ones(nh + nu), scale]),
         cones=((Zero(nh),) if nh else ()) + merge_nonneg(((Nonneg(nu),) if nu else ()) + cones),
