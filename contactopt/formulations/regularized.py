@@ -176,8 +176,8 @@ class Regularized(Formulation):
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
-        h, v = problem.dt, problem.state.v
-        damped, v_minus = _damped(problem, options["b"])
+        h = problem.dt
+        damped, v_minus = damped_dynamics(problem, options["b"])
         d = impedance(active.phi, options["solimp"])
         solref = options["solref"] if options["solref"] is not None else (2.0 * h, 1.0)
         b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
@@ -186,25 +186,15 @@ class Regularized(Formulation):
             per = contacts.dim
             position = np.zeros((active.count, per))
             position[:, 0] = active.phi
-            row_impedance = np.repeat(d, per)
             friction_row = np.tile(np.arange(per) > 0, active.count)
             A_rows, cones = friction_cone_rows(active)
         else:
             J, per = pyramid_edges(active)
             position = np.repeat(active.phi, per).reshape(active.count, per)
-            row_impedance = np.repeat(d, per)
             friction_row = np.zeros(J.shape[0], dtype=bool)
             A_rows, cones = -sp.identity(J.shape[0], format="csc"), (Nonneg(J.shape[0]),)
         rows = J.shape[0]
-        R = (1.0 - row_impedance) / row_impedance * _delassus_diagonal(damped, J)
-        R = np.where(friction_row, R / options["impratio"], R)
-        a_ref = -b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1)
-        v_star = J @ v + h * a_ref
-        # Bilateral rows are soft too: free multipliers regularized with the impedance of
-        # their violation; their target velocity is the driver's (drift treatment included).
-        H = problem.bilateral.H
-        d_eq = impedance(problem.bilateral.position_error, options["solimp"])
-        R_eq = (1.0 - d_eq) / d_eq * _delassus_diagonal(damped, H)
+        R, v_star, R_eq = soft_rows(problem, options, damped, J, per, d, b_ref, k_ref, position, friction_row)
         metadata = {"formulation": self.name, "cone": options["cone"], "dt": h, "t": problem.state.t,
                     "solref": list(solref),
                     "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
@@ -227,7 +217,7 @@ class Regularized(Formulation):
             return regularized_primal.recover(problem, program, solution)
         contacts = problem.contacts
         active = select_contacts(contacts, program.metadata["contacts"])
-        damped, v_minus = _damped(problem, program.metadata["b"])
+        damped, v_minus = damped_dynamics(problem, program.metadata["b"])
         if program.metadata["cone"] == "elliptic":
             frame = program.variable(solution.x, "impulse").reshape(active.count, contacts.dim)
         else:
@@ -284,9 +274,27 @@ def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
         d = impedance(violation, options["solimp"])
         b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
         v_star = rows @ v + h * (-b_ref * (rows @ v) - k_ref * violation)
-        R = (1.0 - d) / d * _delassus_diagonal(damped, rows)
+        R = (1.0 - d) / d * delassus_diagonal(damped, rows)
         terms.append((rows @ v_minus - v_star, R))
     return terms[0], terms[1]
+
+
+def soft_rows(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics, J: Any, per: int,
+              d: FloatArray, b_ref: float, k_ref: FloatArray, position: FloatArray,
+              friction_row: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(R, v_ref, R_eq)`` of the contact rows ``J`` (``per`` rows a contact) and the bilateral
+    rows, shared by the dual and the primal form: ``R = (1 - d)/d diag(J M~^-1 J^T)`` (divided by
+    ``impratio`` on friction rows), ``v_ref = J v + h a_ref`` with ``a_ref = -b J v - k position``;
+    bilateral rows are soft too, with the impedance of their violation (their target velocity is
+    the driver's, drift treatment included)."""
+    h, v = problem.dt, problem.state.v
+    row_impedance = np.repeat(d, per)
+    R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
+    R = np.where(friction_row, R / options["impratio"], R)
+    v_ref = J @ v + h * (-b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1))
+    d_eq = impedance(problem.bilateral.position_error, options["solimp"])
+    R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, problem.bilateral.H)
+    return R, v_ref, R_eq
 
 
 def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:
@@ -310,7 +318,7 @@ def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:
     return active.combine(coefficients), per
 
 
-def _delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
+def delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
     if rows.shape[0] == 0:
         return np.zeros(0)
@@ -321,7 +329,7 @@ def _delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
 
 
-def _damped(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
+def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
     """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia)."""
     dynamics = problem.dynamics
     if b:

@@ -31,9 +31,15 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.formulations.regularized import impedance, pyramid_edges, reference_gains
+from contactopt.formulations.regularized import (
+    damped_dynamics,
+    impedance,
+    pyramid_edges,
+    reference_gains,
+    soft_rows,
+)
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
-from contactopt.model import Dynamics, StepProblem
+from contactopt.model import StepProblem
 from contactopt.programs import ConicProgram, Nonneg, Solution
 from contactopt.programs.primal import PrimalConicProgram
 
@@ -45,7 +51,7 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     contacts = problem.contacts
     active = active_contacts(contacts, options["epsilon"])
     require_finite_mu(active, name)
-    h, v = problem.dt, problem.state.v
+    h = problem.dt
     damped, v_minus = damped_dynamics(problem, options["b"])
     d = impedance(active.phi, options["solimp"])
     solref = options["solref"] if options["solref"] is not None else (2.0 * h, 1.0)
@@ -62,14 +68,7 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
         friction_row = np.zeros(J.shape[0], dtype=bool)
         rows = np.arange(J.shape[0])
         scale, cones = np.ones(J.shape[0]), ((Nonneg(J.shape[0]),) if J.shape[0] else ())  # one block: the same set
-    row_impedance = np.repeat(d, per)
-    R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
-    R = np.where(friction_row, R / options["impratio"], R)
-    a_ref = -b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1)
-    v_ref = J @ v + h * a_ref
-    H = problem.bilateral.H
-    d_eq = impedance(problem.bilateral.position_error, options["solimp"])
-    R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, H)
+    R, v_ref, R_eq = soft_rows(problem, options, damped, J, per, d, b_ref, k_ref, position, friction_row)
     metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
                 "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                 "impedance": d.tolist(), "b": options["b"]}
@@ -104,18 +103,3 @@ def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> 
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
                       impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
                       limits=limits)
-
-
-def delassus_diagonal(dynamics: Dynamics, rows: FloatArray) -> FloatArray:
-    """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
-    if rows.shape[0] == 0:
-        return np.zeros(0)
-    return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
-
-
-def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
-    """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia)."""
-    dynamics = problem.dynamics
-    if b:
-        dynamics = Dynamics(dynamics.M + b * np.eye(problem.nv), dynamics.tau - b * problem.state.v)
-    return dynamics, problem.state.v + problem.dt * dynamics.solve_M(dynamics.tau)
