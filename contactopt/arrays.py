@@ -32,7 +32,7 @@ def as_sparse(value: Any, name: str, shape: tuple[int, int] | None, fmt: str) ->
         out = out.astype(np.float64)
     if shape is not None and out.shape != shape:
         raise ShapeError(f"{name}: expected shape {shape}, got {out.shape}")
-    if not np.all(np.isfinite(out.data)):
+    if not np.isfinite(out.data).all():
         raise ShapeError(f"{name}: contains NaN or infinite entries")
     return out
 
@@ -54,7 +54,7 @@ def as_vector(value: ArrayLike, name: str, length: int | None = None) -> FloatAr
         raise ShapeError(f"{name}: expected a vector, got an array of shape {arr.shape}")
     if length is not None and arr.shape[0] != length:
         raise ShapeError(f"{name}: expected length {length}, got {arr.shape[0]}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ShapeError(f"{name}: contains NaN or infinite entries: {arr}")
     arr.setflags(write=False)
     return arr
@@ -67,7 +67,14 @@ def as_matrix(value: ArrayLike, name: str, shape: tuple[int, int]) -> FloatArray
         arr = arr.reshape(0, shape[1])
     if arr.shape != shape:
         raise ShapeError(f"{name}: expected shape {shape}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ShapeError(f"{name}: contains NaN or infinite entries")
     arr.setflags(write=False)
     return arr
+
+
+def is_symmetric_dense(M: FloatArray, rtol: float = 1e-10, atol: float = 0.0) -> bool:
+    """``|M - M^T| <= atol + rtol |M^T|`` entrywise (``np.allclose(M, M.T)``'s test without
+    its argument handling, which costs more than the comparison on a time step's small M)."""
+    transposed = M.T
+    return bool((np.abs(M - transposed) <= atol + rtol * np.abs(transposed)).all())

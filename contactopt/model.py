@@ -32,6 +32,7 @@ from contactopt.arrays import (
     as_vector,
     debug_checks,
     is_sparse,
+    is_symmetric_dense,
     to_dense,
 )
 from contactopt.errors import ShapeError
@@ -98,8 +99,8 @@ class Dynamics:
                 raise ShapeError("Dynamics.M: mass matrix is not symmetric")
         else:
             M = as_matrix(self.M, "Dynamics.M", (nv, nv))
-            if (M.size <= _DENSE_CHECK_ENTRIES or debug_checks()) and not np.allclose(
-                    M, M.T, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0)))):
+            if (M.size <= _DENSE_CHECK_ENTRIES or debug_checks()) and not is_symmetric_dense(
+                    M, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0)))):
                 raise ShapeError("Dynamics.M: mass matrix is not symmetric")
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "tau", tau)
@@ -168,8 +169,7 @@ class Contacts:
             raise ShapeError(f"Contacts.dim: must be 1, 2 or 3, got {self.dim}")
         phi = as_vector(self.phi, "Contacts.phi")
         nc = phi.shape[0]
-        J = as_sparse(self.J, "Contacts.J", None, "csr") if sp.issparse(self.J) else np.array(
-            self.J, dtype=np.float64)
+        J = as_sparse(self.J, "Contacts.J", None, "csr") if sp.issparse(self.J) else np.asarray(self.J)
         if J.ndim != 2 or J.shape[0] != nc * self.dim:
             raise ShapeError(
                 f"Contacts.J: expected {nc * self.dim} rows ({nc} contacts x {self.dim}), "
@@ -178,11 +178,11 @@ class Contacts:
         if not sp.issparse(J):
             J = as_matrix(J, "Contacts.J", J.shape)
         mu = np.array(self.mu, dtype=np.float64).reshape(-1)
-        if mu.shape != (nc,) or np.any(np.isnan(mu)) or np.any(mu < 0):
+        if mu.shape != (nc,) or not (mu >= 0).all():  # NaN fails the comparison too
             raise ShapeError(f"Contacts.mu: expected {nc} non-negative values, got {mu}")
         mu.setflags(write=False)
         e = as_vector(self.restitution, "Contacts.restitution", nc)
-        if np.any(e < 0) or np.any(e > 1):
+        if not ((e >= 0) & (e <= 1)).all():
             raise ShapeError(f"Contacts.restitution: must lie in [0, 1], got {e}")
         for name, value in (("phi", phi), ("J", J), ("mu", mu), ("restitution", e)):
             object.__setattr__(self, name, value)

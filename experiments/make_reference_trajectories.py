@@ -13,10 +13,16 @@ legitimately move their answers by more than 1e-9.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
+
+# the OpenBLAS kernels and threads the tests replay under (see tests/conftest.py)
+if "numpy" not in sys.modules:
+    os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "2")
 
 import numpy as np
 

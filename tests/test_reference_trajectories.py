@@ -8,10 +8,16 @@ Tolerance 1e-9: the pipelines build the same programs up to floating-point summa
 answers that move by a few orders of magnitude more at most, far below 1e-9 over these
 short horizons, while any modelling change (a sign, a dropped term, a reordered contact)
 moves the state by far more than 1e-9 within a step.
+
+The pile's degenerate steps amplify summation-order differences of the BLAS itself, so its
+cases are replayed only under the OpenBLAS kernels and thread count the references were
+recorded with (AVX2 "Haswell" kernels, 2 threads: pinned by tests/conftest.py before NumPy
+loads, and by experiments/make_reference_trajectories.py); elsewhere they are skipped.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -35,6 +41,9 @@ def reference() -> dict[str, np.ndarray]:
                          ids=[f"{c[0]}-{c[2]}-{c[3]}-{'-'.join(map(str, c[4].values())) or 'default'}"
                               for c in CASES])
 def test_trajectory_matches_reference(reference: dict[str, np.ndarray], index: int) -> None:
+    pinned = os.environ.get("OPENBLAS_CORETYPE") == "Haswell" and os.environ.get("OPENBLAS_NUM_THREADS") == "2"
+    if CASES[index][0] == "sphere_pile_mjcf" and not pinned:
+        pytest.skip("the pile replays at 1e-9 only under the recorded OpenBLAS kernels (see module docstring)")
     traj = run_case(*CASES[index])
     q_ref, v_ref = reference[f"{key(index)}_q"], reference[f"{key(index)}_v"]
     assert traj.q.shape == q_ref.shape

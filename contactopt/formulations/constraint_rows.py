@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from contactopt.model import Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero
+from contactopt.programs.csc import to_csc, vstack_csc
 
 FloatArray = NDArray[np.float64]
 
@@ -58,15 +59,15 @@ def primal_program(problem: StepProblem, A: Any, b: FloatArray, cones: tuple[Con
     friction = problem.friction_loss
     F, nf, nu = friction.F, friction.count, limits.shape[0]
     nh = problem.bilateral.count
-    parts: list[Any] = []
-    if nh:
-        parts.append(sp.csc_matrix(problem.bilateral.H))
-    parts.append(sp.csc_matrix(A))
+    parts: list[Any] = [problem.bilateral.H] if nh else []
+    parts.append(A)
     if nu:
-        parts.append(sp.csc_matrix(-G))
-    rows_v = sp.vstack(parts, format="csc") if len(parts) > 1 else parts[0]
+        parts.append(-G)
+    rows_v = vstack_csc(parts)
     m_contact = A.shape[0]
-    b_all = [problem.bilateral_target, np.asarray(b, dtype=np.float64), problem.unilateral.phi[limits] / h]
+    b_all = [problem.bilateral_target, np.asarray(b, dtype=np.float64)]
+    if nu:
+        b_all.append(problem.unilateral.phi[limits] / h)
     # the (possibly empty) bilateral block is kept: the layout of programs without rows is unchanged
     cone_list: list[Cone] = [Zero(nh), *cones] + ([Nonneg(nu)] if nu else [])
     constraint_blocks = [Block("bilateral", 0, nh),
@@ -91,7 +92,7 @@ def primal_program(problem: StepProblem, A: Any, b: FloatArray, cones: tuple[Con
         P = sp.block_diag([sp.csc_matrix(M), sp.csc_matrix((nf, nf))], format="csc")
         c = np.concatenate([c, h * friction.bound])
         variables.append(Block("friction_loss_slack", nv, nv + nf))
-    return ConicProgram(P=P, c=c, A=sp.csc_matrix(rows_v), b=np.concatenate(b_all), cones=tuple(cone_list),
+    return ConicProgram(P=to_csc(P), c=c, A=to_csc(rows_v), b=np.concatenate(b_all), cones=tuple(cone_list),
                         variables=tuple(variables), constraints=tuple(constraint_blocks),
                         metadata={**metadata, "limits": limits.tolist(), "friction_loss": nf})
 

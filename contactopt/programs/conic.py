@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.errors import ShapeError
+from contactopt.programs.csc import empty_csc, to_csc
 
 FloatArray = NDArray[np.float64]
 ConeKind = Literal["zero", "nonneg", "soc"]
@@ -127,22 +128,20 @@ class ConicProgram:
     def __post_init__(self) -> None:
         c = np.array(self.c, dtype=np.float64).reshape(-1)
         n = c.shape[0]
-        P = sp.csc_matrix(self.P, dtype=np.float64)
+        P = to_csc(self.P)
         if P.shape != (n, n):
             raise ShapeError(f"ConicProgram.P: expected shape ({n}, {n}), got {P.shape}")
         b = np.array(self.b, dtype=np.float64).reshape(-1)
         m = b.shape[0]
-        A = sp.csc_matrix(self.A, dtype=np.float64) if m or n else sp.csc_matrix((m, n))
+        A = to_csc(self.A) if m or n else empty_csc(m, n)
         if A.shape != (m, n):
             raise ShapeError(f"ConicProgram.A: expected shape ({m}, {n}), got {A.shape}")
         cones = tuple(self.cones)
         if sum(cone.dim for cone in cones) != m:
             raise ShapeError(f"ConicProgram.cones: dims sum to {sum(k.dim for k in cones)}, A has {m} rows")
         for name, arr in (("c", c), ("b", b), ("P", P.data), ("A", A.data)):
-            if not np.all(np.isfinite(arr)):
+            if not np.isfinite(arr).all():
                 raise ShapeError(f"ConicProgram.{name}: contains NaN or infinite entries")
-        P.sum_duplicates()  # canonical CSC (sorted, no repeated entries): a no-op when it already is
-        A.sum_duplicates()
         if P.nnz and not _symmetric(P, 1e-9 * max(1.0, float(np.abs(P.data).max()))):
             raise ShapeError("ConicProgram.P: not symmetric (give both triangles)")
         _check_blocks(tuple(self.variables), n, "variable")
@@ -223,13 +222,21 @@ class ConicProgram:
 
 
 def _symmetric(P: sp.csc_matrix, tol: float) -> bool:
-    """``max |P - P^T| <= tol`` in O(nnz): the transpose of a CSC matrix with sorted indices
-    is computed as one CSR-to-CSC conversion; equal patterns compare their values entry by
-    entry, different patterns (explicit zeros on one side) fall back to the sparse difference."""
+    """``max |P - P^T| <= tol`` in O(nnz): small matrices compare dense copies (one array
+    operation each); larger ones compute the transpose of the sorted CSC matrix as one
+    CSR-to-CSC conversion, equal patterns compare their values entry by entry, different
+    patterns (explicit zeros on one side) fall back to the sparse difference."""
+    if P.shape[0] <= _DENSE_SYMMETRY_CHECK:
+        dense = P.toarray()
+        return bool((np.abs(dense - dense.T) <= tol).all())
     transposed = P.T.tocsc()
     if np.array_equal(transposed.indptr, P.indptr) and np.array_equal(transposed.indices, P.indices):
         return bool(np.abs(transposed.data - P.data).max(initial=0.0) <= tol)
     return bool(abs(P - transposed).max() <= tol)
+
+
+#: P up to this order is checked for symmetry as a dense copy (at most 64^2 entries).
+_DENSE_SYMMETRY_CHECK = 64
 
 
 def _find(blocks: tuple[Block, ...], name: str) -> Block:

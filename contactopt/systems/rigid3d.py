@@ -116,6 +116,11 @@ class Rigid3D(System):
         self._ground_counts = np.where(self._is_box, 8, 1).astype(np.int_)
         self._ground_local = np.concatenate([kernels.CORNER_SIGNS * b.size if b.shape == "box"
                                              else np.array([[0.0, 0.0, -b.radius]]) for b in self.bodies])
+        # (body, body-frame offset, is a box corner) of every ground contact, in contact order
+        counts = self._ground_counts if self.ground else np.zeros(n, dtype=np.int_)
+        ground_body = np.repeat(np.arange(n), counts)
+        self._ground_terms = (ground_body, self._ground_local[: ground_body.shape[0]] if self.ground
+                              else np.zeros((0, 3)), self._is_box[ground_body])
 
     # ------------------------------------------------------------------ configuration
 
@@ -176,7 +181,7 @@ class Rigid3D(System):
         w = vv[:, 3:]
         tau = np.empty((len(self.bodies), 6))
         tau[:, :3] = self._masses[:, None] * self.gravity
-        tau[:, 3:] = -np.cross(w, np.einsum("bij,bj->bi", Iw, w))
+        tau[:, 3:] = -kernels.cross_rows(w, (Iw @ w[:, :, None])[:, :, 0])
         tau_flat = tau.reshape(-1)
         if u is not None:
             tau_flat = tau_flat + as_vector(u, "u", self.nv)
@@ -245,13 +250,12 @@ class Rigid3D(System):
         """Every contact at once: ``phi`` (nc,), points (nc, 3), frames (nc, 3, 3) and the
         Jacobian terms ``(contact, body, sign)`` with their offsets ``r`` (T, 3)."""
         positions, R = self._split(q)
-        counts = self._ground_counts if self.ground else np.zeros(len(self.bodies), dtype=np.int_)
-        ng = int(counts.sum())
-        body_of = np.repeat(np.arange(len(self.bodies)), counts)
+        body_of, local, is_box = self._ground_terms
+        ng = body_of.shape[0]
         # body-frame offsets of the ground points: corners (sign * half extent) or -r z
-        local = self._ground_local[: ng] if self.ground else np.zeros((0, 3))
-        is_box = self._is_box[body_of]
-        ground_r = np.where(is_box[:, None], np.einsum("cij,cj->ci", R[body_of], local), local)
+        ground_r = (R[body_of] @ local[:, :, None])[:, :, 0]
+        if not is_box.all():
+            ground_r = np.where(is_box[:, None], ground_r, local)
         ground_points = positions[body_of] + ground_r
         a, b = self._pairs(positions) if len(self._spheres) > 1 else (body_of[:0], body_of[:0])
         if a.shape[0] == 0:  # ground contacts only: one term each

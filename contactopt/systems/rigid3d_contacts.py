@@ -35,21 +35,48 @@ CORNER_SIGNS: FloatArray = np.array([[sx, sy, sz] for sx in (-1.0, 1.0) for sy i
 GROUND_FRAME: FloatArray = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 
 
+def _rotation_map() -> FloatArray:
+    """(16, 9) constant ``C`` with ``vec(R) |q|^2 = vec(q q^T) C`` (scalar-first ``q = (w, x, y,
+    z)``, row-major ``R``): every entry of the Hamilton formula is a linear combination of the
+    products ``q_i q_j``, e.g. ``R_00 |q|^2 = ww + xx - yy - zz``, ``R_01 |q|^2 = 2 (xy - wz)``."""
+    w, x, y, z = range(4)
+    terms = {0: [(w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)], 1: [(x, y, 2), (w, z, -2)],
+             2: [(x, z, 2), (w, y, 2)], 3: [(x, y, 2), (w, z, 2)],
+             4: [(w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)], 5: [(y, z, 2), (w, x, -2)],
+             6: [(x, z, 2), (w, y, -2)], 7: [(y, z, 2), (w, x, 2)],
+             8: [(w, w, 1), (x, x, -1), (y, y, -1), (z, z, 1)]}
+    C = np.zeros((16, 9))
+    for entry, products in terms.items():
+        for i, j, coefficient in products:
+            C[4 * i + j, entry] += coefficient
+    return C
+
+
+_ROTATION_MAP = _rotation_map()
+#: (3, 9) constant ``E`` with ``vec([r]x) = r E`` (row-major cross-product matrix, ``[r]x a = r x a``).
+_SKEW_MAP: FloatArray = np.zeros((3, 9))
+for _row, _col, _axis, _sign in ((0, 1, 2, -1), (0, 2, 1, 1), (1, 0, 2, 1), (1, 2, 0, -1), (2, 0, 1, -1), (2, 1, 0, 1)):
+    _SKEW_MAP[_axis, 3 * _row + _col] = _sign
+
+
 def rotations(quaternions: FloatArray) -> FloatArray:
-    """(N, 3, 3) rotation matrices (body to world) of (N, 4) scalar-first quaternions."""
-    q = quaternions / np.linalg.norm(quaternions, axis=1)[:, None]
-    w, x, y, z = q.T
-    R = np.empty((q.shape[0], 3, 3))
-    R[:, 0, 0] = 1 - 2 * (y * y + z * z)
-    R[:, 0, 1] = 2 * (x * y - w * z)
-    R[:, 0, 2] = 2 * (x * z + w * y)
-    R[:, 1, 0] = 2 * (x * y + w * z)
-    R[:, 1, 1] = 1 - 2 * (x * x + z * z)
-    R[:, 1, 2] = 2 * (y * z - w * x)
-    R[:, 2, 0] = 2 * (x * z - w * y)
-    R[:, 2, 1] = 2 * (y * z + w * x)
-    R[:, 2, 2] = 1 - 2 * (x * x + y * y)
-    return R
+    """(N, 3, 3) rotation matrices (body to world) of (N, 4) scalar-first quaternions: the
+    Hamilton formula of the normalized quaternion, as ``vec(q q^T) C / |q|^2`` (three array
+    operations whatever N)."""
+    outer = (quaternions[:, :, None] * quaternions[:, None, :]).reshape(-1, 16)
+    norm2 = outer[:, 0] + outer[:, 5] + outer[:, 10] + outer[:, 15]
+    return ((outer @ _ROTATION_MAP) / norm2[:, None]).reshape(-1, 3, 3)
+
+
+def skews(vectors: FloatArray) -> FloatArray:
+    """(N, 3, 3) cross-product matrices ``[r_i]x`` of (N, 3) vectors (Featherstone 2008, eq. 2.23)."""
+    return (vectors @ _SKEW_MAP).reshape(-1, 3, 3)
+
+
+def cross_rows(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Row-wise ``a_i x b_i`` of (N, 3) arrays, as ``[a_i]x b_i`` (``np.cross`` costs ~15 us
+    of argument handling on the few rows of a time step)."""
+    return (skews(a) @ b[:, :, None])[:, :, 0]
 
 
 def world_inertia(R: FloatArray, inertia: FloatArray) -> FloatArray:
@@ -78,13 +105,15 @@ def block_diagonal_dense(masses: FloatArray, rotational: FloatArray) -> FloatArr
     """:func:`block_diagonal` as a dense array (for small systems, where scipy.sparse's
     per-object overhead costs more than the zeros)."""
     n = masses.shape[0]
-    out = np.zeros((6 * n, 6 * n))
-    base = 6 * np.arange(n)
-    linear = (base[:, None] + np.arange(3)).reshape(-1)
-    out[linear, linear] = np.repeat(masses, 3)
-    rows = (base[:, None, None] + 3 + np.arange(3)[None, :, None]).repeat(3, axis=2)
-    out[rows, rows.transpose(0, 2, 1)] = rotational
-    return out
+    blocks = np.zeros((n, 6, 6))
+    blocks[:, (0, 1, 2), (0, 1, 2)] = masses[:, None]
+    blocks[:, 3:, 3:] = rotational
+    if n == 1:
+        return blocks[0]
+    out = np.zeros((n, 6, n, 6))
+    index = np.arange(n)
+    out[index, :, index, :] = blocks
+    return out.reshape(6 * n, 6 * n)
 
 
 def sphere_pairs(centres: FloatArray, radii: FloatArray, margin: float) -> tuple[IntArray, IntArray]:
@@ -119,16 +148,22 @@ def pair_frames(normals: FloatArray) -> FloatArray:
     axes[np.arange(count), np.argmin(np.abs(normals), axis=1)] = 1.0
     t1 = axes - np.sum(axes * normals, axis=1)[:, None] * normals
     t1 /= np.linalg.norm(t1, axis=1)[:, None]
-    t2 = np.cross(normals, t1)
+    t2 = cross_rows(normals, t1)
     return np.stack([normals, t1, t2], axis=1)
+
+
+def _blocks(F: FloatArray, offset: FloatArray, sign: FloatArray) -> FloatArray:
+    """(T, 3, 6) blocks ``sign [F, rows r x F_j]``; the rows ``(r x F_j)^T = F_j [r]x^T =
+    -F_j [r]x`` for all three frame rows at once."""
+    signed = F * sign[:, None, None]
+    return np.concatenate([signed, -(signed @ skews(offset))], axis=2)
 
 
 def jacobian_dense(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatArray,
                    frames: FloatArray, nc: int, nv: int) -> FloatArray:
     """:func:`jacobian` as a dense array (small systems); a contact's terms touch distinct
     bodies, so every entry is written once."""
-    F = frames[contact]
-    blocks = np.concatenate([F, np.cross(offset[:, None, :], F)], axis=2) * sign[:, None, None]
+    blocks = _blocks(frames[contact], offset, sign)
     out = np.zeros((3 * nc, nv))
     rows = (3 * contact[:, None, None] + np.arange(3)[None, :, None]).repeat(6, axis=2)
     cols = np.broadcast_to((6 * body[:, None] + np.arange(6))[:, None, :], blocks.shape)
@@ -146,8 +181,7 @@ def jacobian(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatA
     terms (a sphere pair) has rows of 12 entries."""
     order = np.lexsort((body, contact))
     contact, body, offset, sign = contact[order], body[order], offset[order], sign[order]
-    F = frames[contact]  # (T, 3, 3)
-    blocks = np.concatenate([F, np.cross(offset[:, None, :], F)], axis=2) * sign[:, None, None]
+    blocks = _blocks(frames[contact], offset, sign)
     terms_per_contact = np.bincount(contact, minlength=nc)
     start = np.concatenate([[0], np.cumsum(terms_per_contact)[:-1]])  # first term of each contact
     # entries of row (c, j): the terms of c in order, six columns each

@@ -1,0 +1,91 @@
+"""Compressed-column matrices assembled directly, for the programs of a time step (issue 10).
+
+``scipy.sparse`` checks and converts its arguments on every construction (``check_format``,
+index dtype choice, a copy): 15-40 us per matrix, more than the arithmetic of a small step's
+program, and a step builds several. The programs here are canonical by construction (sorted
+row indices within each column, no repeated entries), so they are assembled as arrays and
+wrapped once, without the checks. Everything returned is an ordinary ``scipy.sparse.csc_matrix``.
+
+``CONTACTOPT_DEBUG=1`` runs scipy's own format check on every matrix made here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactopt.arrays import debug_checks
+
+FloatArray = NDArray[np.float64]
+IndexArray = NDArray[np.int32]
+
+__all__ = ["csc", "dense_to_csc", "empty_csc", "to_csc", "vstack_csc"]
+
+
+def csc(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> sp.csc_matrix:
+    """A ``csc_matrix`` over ``(data, indices, indptr)`` that are canonical by construction
+    (row indices sorted within each column, no duplicates), without scipy's checks."""
+    matrix: Any = object.__new__(sp.csc_matrix)
+    # the attributes scipy's constructor sets, plus the format facts it caches on the object
+    # (they hold by construction)
+    matrix.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=50,
+                           data=np.asarray(data, dtype=np.float64),
+                           indices=np.asarray(indices, dtype=np.int32),
+                           indptr=np.asarray(indptr, dtype=np.int32),
+                           _has_sorted_indices=True, _has_canonical_format=True)
+    if debug_checks():
+        matrix.check_format(full_check=True)
+    return cast(sp.csc_matrix, matrix)
+
+
+def empty_csc(rows: int, cols: int) -> sp.csc_matrix:
+    """An all-zero ``rows x cols`` matrix (zero-row and zero-column shapes included)."""
+    return csc(np.zeros(0), np.zeros(0, dtype=np.int32), np.zeros(cols + 1, dtype=np.int32), (rows, cols))
+
+
+def dense_to_csc(dense: FloatArray) -> sp.csc_matrix:
+    """The nonzero entries of a dense matrix, column by column."""
+    rows, cols = dense.shape
+    transposed = dense.T
+    col_of, row_of = np.nonzero(transposed)
+    indptr = np.zeros(cols + 1, dtype=np.int32)
+    np.cumsum(np.count_nonzero(transposed, axis=1), out=indptr[1:])
+    return csc(transposed[col_of, row_of], row_of, indptr, (rows, cols))
+
+
+def to_csc(matrix: Any) -> sp.csc_matrix:
+    """``matrix`` (dense or any scipy.sparse) as a canonical float64 ``csc_matrix``; a
+    canonical ``csc_matrix`` is returned as it is."""
+    if isinstance(matrix, sp.csc_matrix) and matrix.dtype == np.float64:
+        if not matrix.has_canonical_format:
+            matrix = matrix.copy()
+            matrix.sum_duplicates()
+        return matrix
+    if sp.issparse(matrix):
+        out = sp.csc_matrix(cast(Any, matrix), dtype=np.float64)
+        out.sum_duplicates()
+        return out
+    return dense_to_csc(np.asarray(matrix, dtype=np.float64).reshape(np.shape(matrix)))
+
+
+def vstack_csc(blocks: Sequence[Any]) -> sp.csc_matrix:
+    """Blocks with the same number of columns stacked by rows, as one canonical CSC matrix:
+    every entry keeps its column; a stable sort by column puts the blocks' entries of a
+    column in block order, hence rows sorted."""
+    parts = [to_csc(block) for block in blocks]
+    if len(parts) == 1:
+        return parts[0]
+    cols = parts[0].shape[1]
+    offsets = np.cumsum([0] + [part.shape[0] for part in parts])
+    column_of = np.concatenate([np.repeat(np.arange(cols, dtype=np.int32), np.diff(part.indptr))
+                                for part in parts])
+    row_of = np.concatenate([part.indices + offset for part, offset in zip(parts, offsets, strict=False)])
+    data = np.concatenate([part.data for part in parts])
+    order = np.argsort(column_of, kind="stable")
+    indptr = np.zeros(cols + 1, dtype=np.int32)
+    np.cumsum(sum(np.diff(part.indptr) for part in parts), out=indptr[1:])
+    return csc(data[order], row_of[order], indptr, (int(offsets[-1]), cols))

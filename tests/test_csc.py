@@ -1,0 +1,60 @@
+"""The direct CSC assembly of contactopt.programs.csc equals scipy.sparse's own construction
+(values, canonical format, scipy's full format check) on random matrices, zero-row and
+zero-column shapes and matrices with explicit zeros included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from contactopt.programs.csc import dense_to_csc, empty_csc, to_csc, vstack_csc
+
+
+def _random(rng: np.random.Generator, rows: int, cols: int, density: float) -> np.ndarray:
+    dense = rng.standard_normal((rows, cols))
+    dense[rng.random((rows, cols)) > density] = 0.0
+    return dense
+
+
+def _same(ours: sp.csc_matrix, dense: np.ndarray) -> None:
+    assert isinstance(ours, sp.csc_matrix) and ours.shape == dense.shape
+    ours.check_format(full_check=True)
+    reference = sp.csc_matrix(dense)
+    np.testing.assert_array_equal(ours.indptr, reference.indptr)
+    np.testing.assert_array_equal(ours.indices, reference.indices)
+    np.testing.assert_array_equal(ours.data, reference.data)
+    np.testing.assert_array_equal(ours.toarray(), dense)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (0, 5), (4, 0), (1, 1), (7, 3), (32, 6), (20, 40)])
+@pytest.mark.parametrize("density", [0.0, 0.3, 1.0])
+def test_dense_to_csc_equals_scipy(shape: tuple[int, int], density: float) -> None:
+    dense = _random(np.random.default_rng(sum(shape)), *shape, density)
+    _same(dense_to_csc(dense), dense)
+    _same(to_csc(dense), dense)
+
+
+def test_vstack_equals_scipy_vstack() -> None:
+    rng = np.random.default_rng(0)
+    blocks = [_random(rng, rows, 5, 0.4) for rows in (3, 0, 6, 1, 4)]
+    mixed = [blocks[0], sp.csr_matrix(blocks[1]), sp.coo_matrix(blocks[2]), blocks[3], sp.csc_matrix(blocks[4])]
+    _same(vstack_csc(mixed), np.vstack(blocks))
+    _same(vstack_csc([blocks[2]]), blocks[2])
+
+
+def test_to_csc_sums_duplicates_and_keeps_canonical_input() -> None:
+    duplicated = sp.csc_matrix((np.array([1.0, 2.0, 3.0]), np.array([1, 1, 0]), np.array([0, 2, 3])), shape=(2, 2))
+    out = to_csc(duplicated)
+    assert out.has_canonical_format
+    np.testing.assert_array_equal(out.toarray(), [[0.0, 3.0], [3.0, 0.0]])
+    canonical = sp.csc_matrix(np.eye(3))
+    assert to_csc(canonical) is canonical
+
+
+def test_empty_csc_multiplies_like_a_zero_matrix() -> None:
+    for rows, cols in ((0, 4), (3, 0), (2, 2)):
+        zero = empty_csc(rows, cols)
+        zero.check_format(full_check=True)
+        np.testing.assert_array_equal(zero @ np.ones(cols), np.zeros(rows))
+        np.testing.assert_array_equal(zero.T @ np.ones(rows), np.zeros(cols))
