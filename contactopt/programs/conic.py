@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -194,6 +194,37 @@ class ConicProgram:
             object.__setattr__(self, "_P_upper", cached)
         return cached
 
+    def _dense(self, name: str) -> FloatArray | None:
+        """A dense copy of ``A`` or ``P`` for a small program (made once), else None: the
+        residuals, the judge and the refinement multiply by them several times per step, and
+        a dense product is several times cheaper than scipy's sparse one at that size."""
+        key = f"_dense_{name}"
+        if key not in self.__dict__:
+            matrix = self.A if name == "A" else self.P
+            small = matrix.shape[0] * matrix.shape[1] <= DENSE_PRODUCT_ENTRIES
+            object.__setattr__(self, key, matrix.toarray() if small else None)  # a cache on a frozen program
+        return cast(FloatArray | None, self.__dict__[key])
+
+    def A_dot(self, x: FloatArray) -> FloatArray:
+        """``A x``."""
+        dense = self._dense("A")
+        return np.asarray(self.A @ x) if dense is None else dense @ x
+
+    def AT_dot(self, y: FloatArray) -> FloatArray:
+        """``A^T y``."""
+        dense = self._dense("A")
+        return np.asarray(self.A_T @ y) if dense is None else y @ dense
+
+    def P_dot(self, x: FloatArray) -> FloatArray:
+        """``P x``."""
+        dense = self._dense("P")
+        return np.asarray(self.P @ x) if dense is None else dense @ x
+
+    def A_rows_dense(self, rows: NDArray[np.int_]) -> FloatArray:
+        """The rows ``rows`` of ``A`` as a dense (len(rows), n) array."""
+        dense = self._dense("A")
+        return dense[rows] if dense is not None else np.asarray(self.A_T[:, rows].T.toarray())
+
     def cone_rows(self, kind: ConeKind) -> NDArray[np.bool_]:
         """(m,) mask of the rows that belong to cones of ``kind``."""
         mask = np.zeros(self.m, dtype=bool)
@@ -235,6 +266,8 @@ def _symmetric(P: sp.csc_matrix, tol: float) -> bool:
     return bool(abs(P - transposed).max() <= tol)
 
 
+#: Matrices with at most this many entries get a dense copy for products (:meth:`ConicProgram.A_dot`).
+DENSE_PRODUCT_ENTRIES = 4096
 #: P up to this order is checked for symmetry as a dense copy (at most 64^2 entries).
 _DENSE_SYMMETRY_CHECK = 64
 

@@ -11,7 +11,7 @@ from contactopt.programs.solution import Residuals
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["cone_violation", "conic_residuals", "lcp_residuals", "residuals"]
+__all__ = ["cone_row_indices", "cone_violation", "conic_check", "conic_residuals", "lcp_residuals", "residuals"]
 
 
 def cone_violation(program: ConicProgram, s: FloatArray, dual: bool = False) -> float:
@@ -22,20 +22,27 @@ def cone_violation(program: ConicProgram, s: FloatArray, dual: bool = False) -> 
     cones of equal dimension are taken together (rows gathered by index).
     """
     s = np.asarray(s, dtype=np.float64)
-    zero, nonneg, socs = _cone_rows(program)
-    worst = 0.0
-    if not dual and zero.size:
-        worst = float(np.abs(s[zero]).max())
+    return _violations(program, s[None, :], with_zero=not dual)[0]
+
+
+def _violations(program: ConicProgram, stacked: FloatArray, with_zero: bool) -> list[float]:
+    """:func:`cone_violation` of each row of ``stacked`` (k, m), all rows at once; the zero
+    cone counts for the first row only, and only ``with_zero`` (the primal side)."""
+    zero, nonneg, socs = cone_row_indices(program)
+    worst = np.zeros(stacked.shape[0])
     if nonneg.size:
-        worst = max(worst, float(max(0.0, -s[nonneg].min())))
+        np.maximum(worst, -stacked[:, nonneg].min(axis=1), out=worst)
     for rows in socs:  # one (count, dim) index array per distinct SOC dimension
-        block = s[rows]
-        violation = np.linalg.norm(block[:, 1:], axis=1) - block[:, 0]
-        worst = max(worst, float(max(0.0, violation.max())))
-    return worst
+        block = stacked[:, rows]  # (k, count, dim)
+        tangential = np.sqrt(np.einsum("kcd,kcd->kc", block[:, :, 1:], block[:, :, 1:]))
+        np.maximum(worst, (tangential - block[:, :, 0]).max(axis=1), out=worst)
+    out = worst.tolist()
+    if with_zero and zero.size:
+        out[0] = max(out[0], float(np.abs(stacked[0, zero]).max()))
+    return out
 
 
-def _cone_rows(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]:
+def cone_row_indices(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]:
     """Row indices of the zero and nonnegative cones and, per SOC dimension, a (count, dim)
     index array; computed once per program (its cones are fixed)."""
     cached = program.__dict__.get("_cone_rows")
@@ -57,20 +64,30 @@ def _cone_rows(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[np.int_
     return result
 
 
+def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Residuals, FloatArray, float]:
+    """``(residuals, s = b - A x, scale)`` of a finite ``(x, y)``, with each product formed
+    once: ``scale`` is the size of the numbers the residuals compare (the data and the
+    products ``P x``, ``A^T y``, ``A x``; at least 1), which the solvers' judge divides by."""
+    Ax = program.A_dot(x)
+    Px = program.P_dot(x)
+    ATy = program.AT_dot(y)
+    s = program.b - Ax
+    stationarity = Px + program.c + ATy
+    primal, dual_cone = _violations(program, np.stack([s, y]), with_zero=True)
+    dual = max(float(np.abs(stationarity).max(initial=0.0)), dual_cone)
+    gap = abs(float(x @ Px + program.c @ x + program.b @ y))
+    complementarity = abs(float(s @ y))
+    scale = max(1.0, float(np.abs(np.concatenate([program.c, program.b, Px, ATy, Ax])).max(initial=0.0)))
+    return Residuals(primal, dual, gap, complementarity), s, scale
+
+
 def conic_residuals(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> Residuals:
     """Residuals of ``(x, y)`` for ``min 1/2 x'Px + c'x  s.t. Ax + s = b, s in K``."""
     xv = np.asarray(x, dtype=np.float64)
     yv = np.asarray(y, dtype=np.float64)
-    if not (np.all(np.isfinite(xv)) and np.all(np.isfinite(yv))):
+    if not (np.isfinite(xv).all() and np.isfinite(yv).all()):
         return Residuals(np.inf, np.inf, np.inf, np.inf)
-    s = program.b - program.A @ xv
-    Px = program.P @ xv
-    stationarity = Px + program.c + program.A_T @ yv
-    primal = cone_violation(program, s)
-    dual = max(float(np.abs(stationarity).max(initial=0.0)), cone_violation(program, yv, dual=True))
-    gap = abs(float(xv @ Px + program.c @ xv + program.b @ yv))
-    complementarity = abs(float(s @ yv))
-    return Residuals(primal, dual, gap, complementarity)
+    return conic_check(program, xv, yv)[0]
 
 
 def lcp_residuals(lcp: LCP, z: ArrayLike) -> Residuals:

@@ -22,6 +22,7 @@ import numpy as np
 
 from contactopt.errors import OptionError
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status, residuals
+from contactopt.programs.residuals import conic_check
 
 Program = ConicProgram | LCP
 SolveFunction = Callable[[Program, "str | None", Mapping[str, Any]], Solution]
@@ -126,12 +127,12 @@ def scale(program: Program, x: np.ndarray, y: np.ndarray) -> float:
 
 
 def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
-          message: str) -> tuple[Status, str]:
+          message: str, size: float | None = None) -> tuple[Status, str]:
     """Downgrade a solver's claim when contactopt's own residuals contradict it.
 
     The gap and complementarity are products, so they are compared with the scale squared.
     """
-    size = scale(program, x, y)
+    size = scale(program, x, y) if size is None else size
     linear = max(res.primal, res.dual)
     products = max((v for v in (res.gap, res.complementarity) if not np.isnan(v)), default=0.0)
     if not isinstance(program, LCP) and np.isnan(res.gap):  # inf - inf: the gap overflowed, unverifiable
@@ -163,18 +164,22 @@ def make_solution(
     n = program.n
     m = program.n if isinstance(program, LCP) else program.m
     x_arr = np.full(n, np.nan) if x is None else np.asarray(x, dtype=np.float64).reshape(n)
+    y_arr = np.zeros(0) if isinstance(program, LCP) else (
+        np.full(m, np.nan) if y is None else np.asarray(y, dtype=np.float64).reshape(m))
+    finite = bool(np.isfinite(x_arr).all() and np.isfinite(y_arr).all())
+    size: float | None = None
     if isinstance(program, LCP):
-        y_arr = np.zeros(0)
         s_arr = program.w(x_arr)
+        res = residuals(program, x_arr, y_arr) if finite else Residuals(np.inf, np.inf, np.inf, np.inf)
+    elif finite:
+        res, s_arr, size = conic_check(program, x_arr, y_arr)
     else:
-        y_arr = np.full(m, np.nan) if y is None else np.asarray(y, dtype=np.float64).reshape(m)
         s_arr = program.b - program.A @ x_arr
-    finite = bool(np.all(np.isfinite(x_arr)) and np.all(np.isfinite(y_arr)))
-    res = residuals(program, x_arr, y_arr) if finite else Residuals(np.inf, np.inf, np.inf, np.inf)
+        res = Residuals(np.inf, np.inf, np.inf, np.inf)
     if status.usable and not finite:
         status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
     elif status.usable:
-        status, message = judge(program, x_arr, y_arr, res, status, message)
+        status, message = judge(program, x_arr, y_arr, res, status, message, size)
     return Solution(x=x_arr, y=y_arr, s=s_arr, status=status, iterations=int(iterations),
                     setup_time=watch.setup, solve_time=watch.solve, residuals=res,
                     solver=solver, message=message, raw=raw)

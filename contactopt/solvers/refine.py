@@ -41,7 +41,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from contactopt.programs import ConicProgram, Solution
-from contactopt.programs.residuals import conic_residuals
+from contactopt.programs.residuals import cone_row_indices, conic_check
 from contactopt.solvers.polish import polish
 
 __all__ = ["active_rows", "refine"]
@@ -56,9 +56,6 @@ FLOOR = 1e-6
 #: KKT systems up to this size are solved dense (LAPACK), larger ones by sparse LU: on the
 #: grid of 100 spheres (size 400, diagonal-dominated) the dense LDL^T took 2-9 ms, SuperLU 0.6 ms.
 DENSE_LIMIT = 100
-#: Constraint matrices with at most this many entries are made dense to pick the active rows
-#: (sparse fancy indexing costs ~50 us of Python overhead on a time step's small program).
-DENSE_ENTRIES = 200_000
 #: Reciprocal condition number above which a dense KKT system is solved by LDL^T rather than
 #: by least squares (:func:`_dense_correction`): the correction ``dz`` is then accurate to
 #: about 1e-7 of itself at worst, and it is small (the interior-point answer is already within
@@ -68,24 +65,22 @@ RCOND_LDL = 1e-9
 
 
 def active_rows(program: ConicProgram, s: np.ndarray, y: np.ndarray) -> np.ndarray | str:
-    """The rows of ``E`` (step 1 of the module docstring), or why refinement is skipped."""
+    """The rows of ``E`` (step 1 of the module docstring), or why refinement is skipped.
+    Vectorized over the cones: the zero and nonnegative rows by mask, the second-order cones
+    of each dimension together (their row indices come from the program's cone layout)."""
     floor = FLOOR * max(1.0, float(np.abs(program.b).max(initial=0.0)), float(np.abs(program.c).max(initial=0.0)))
-    rows: list[np.ndarray] = []
-    row = 0
-    for cone in program.cones:
-        index = np.arange(row, row + cone.dim)
-        row += cone.dim
-        if cone.kind == "zero":
-            rows.append(index)
-        elif cone.kind == "nonneg":
-            rows.append(index[s[index] <= y[index]])
-        elif cone.dim:
-            ns, ny = float(np.linalg.norm(s[index])), float(np.linalg.norm(y[index]))
-            if ns <= max(RATIO * ny, floor) and ns <= ny + floor:
-                rows.append(index)
-            elif ny > max(RATIO * ns, floor):
-                return f"second-order cone rows {index[0]}..{index[-1]} on the cone boundary (s and y both nonzero)"
-    return np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+    zero, nonneg, socs = cone_row_indices(program)
+    rows = [zero, nonneg[s[nonneg] <= y[nonneg]]]
+    for index in socs:  # (count, dim) row indices of the cones of one dimension
+        ns = np.linalg.norm(s[index], axis=1)
+        ny = np.linalg.norm(y[index], axis=1)
+        apex = (ns <= np.maximum(RATIO * ny, floor)) & (ns <= ny + floor)
+        boundary = ~apex & (ny > np.maximum(RATIO * ns, floor))
+        if boundary.any():
+            first = index[np.flatnonzero(boundary)[0]]
+            return f"second-order cone rows {first[0]}..{first[-1]} on the cone boundary (s and y both nonzero)"
+        rows.append(index[apex].reshape(-1))
+    return np.sort(np.concatenate(rows))  # row order, whatever the order of the cones
 
 
 def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> np.ndarray | None:
@@ -99,11 +94,9 @@ def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.n
     start = np.concatenate([x0, y0[rows]])
     if size <= DENSE_LIMIT:  # time steps are small: dense LAPACK beats assembling a sparse matrix
         K = np.zeros((size, size))
-        K[:n, :n] = program.P.toarray()
-        if program.m * n <= DENSE_ENTRIES:  # small: one dense copy, then rows by NumPy indexing
-            K[n:, :n] = program.A.toarray()[rows]
-        else:
-            K[n:, :n] = program.A_T[:, rows].T.toarray()
+        dense_P = program._dense("P")
+        K[:n, :n] = program.P.toarray() if dense_P is None else dense_P
+        K[n:, :n] = program.A_rows_dense(rows)
         K[:n, n:] = K[n:, :n].T
         z = start + _dense_correction(K, rhs - K @ start)
     else:
@@ -119,10 +112,16 @@ def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.n
     y = np.zeros(program.m)
     y[rows] = z[n:]
     # rounding leaves multipliers of exactly-zero force at -1e-25; they belong to the cone
-    nonneg = program.cone_rows("nonneg")
+    nonneg = cone_row_indices(program)[1]
     tiny = 1e-14 * max(1.0, float(np.abs(y).max(initial=0.0)))
-    y[nonneg & (y < 0) & (y > -tiny)] = 0.0
+    y_nonneg = y[nonneg]
+    y[nonneg[(y_nonneg < 0) & (y_nonneg > -tiny)]] = 0.0
     return np.concatenate([z[:n], y])
+
+
+#: LAPACK's symmetric-indefinite routines for float64 arrays, looked up once.
+_LAPACK = cast(tuple[Any, Any, Any, Any], la.get_lapack_funcs(("sytrf", "sytrs", "sycon", "lange"),
+                                                              (np.zeros((1, 1)),)))
 
 
 def _dense_correction(K: np.ndarray, residual: np.ndarray) -> np.ndarray:
@@ -132,8 +131,7 @@ def _dense_correction(K: np.ndarray, residual: np.ndarray) -> np.ndarray:
     minimum-norm least-squares correction (SVD), which keeps the interior-point multipliers on
     a statically indeterminate step. The SVD costs 5-10x the factorization (9 ms against
     1-2 ms at 300 unknowns on this machine), so it is kept for the steps that need it."""
-    sytrf, sytrs, sycon, lange = cast(tuple[Any, Any, Any, Any],
-                                      la.get_lapack_funcs(("sytrf", "sytrs", "sycon", "lange"), (K,)))
+    sytrf, sytrs, sycon, lange = _LAPACK
     factor, pivots, info = sytrf(K, lower=1)
     if info == 0:
         rcond, info = sycon(factor, pivots, lange("1", K), lower=1)
@@ -157,10 +155,10 @@ def refine(program: ConicProgram, solution: Solution) -> Solution:
     if xy is None:
         return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: KKT system not solvable")
     x, y = xy[: program.n], xy[program.n:]
-    res = conic_residuals(program, x, y)
+    res, s, _ = conic_check(program, x, y)
     if not res.worst < solution.residuals.worst:  # a misread active set: Newton on the natural map
         return _polished(program, solution, "active set not confirmed") or solution
-    return dataclasses.replace(solution, x=x, y=y, s=program.b - program.A @ x, residuals=res, refined=True,
+    return dataclasses.replace(solution, x=x, y=y, s=s, residuals=res, refined=True,
                                message=f"{solution.message}; refined on {rows.size} active rows")
 
 
@@ -170,9 +168,11 @@ def _polished(program: ConicProgram, solution: Solution, why: str) -> Solution |
     polished = polish(program, solution.x, solution.y)
     if polished is None:
         return None
-    res = conic_residuals(program, *polished)
+    x, y = polished
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return None
+    res, s, _ = conic_check(program, x, y)
     if not res.worst < solution.residuals.worst:
         return None
-    x, y = polished
-    return dataclasses.replace(solution, x=x, y=y, s=program.b - program.A @ x, residuals=res, refined=True,
+    return dataclasses.replace(solution, x=x, y=y, s=s, residuals=res, refined=True,
                                message=f"{solution.message}; polished by semismooth Newton ({why})")
