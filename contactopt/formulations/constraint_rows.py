@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from contactopt.model import Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero
-from contactopt.programs.csc import to_csc, vstack_csc
+from contactopt.programs.csc import coo_to_csc, empty_csc, pad_columns, to_csc, vstack_csc
 
 FloatArray = NDArray[np.float64]
 
@@ -140,22 +140,26 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
         else:
             W[np.diag_indices(W.shape[0])] += diagonal
     total = n + nh + nu + nf
-    A_contacts = sp.csc_matrix(A) if A.shape[0] else sp.csc_matrix((0, n))
-    blocks_A = [sp.hstack([A_contacts, sp.csc_matrix((A_contacts.shape[0], total - n))])]
-    b_parts = [np.zeros(A_contacts.shape[0])]
+    A_contacts = to_csc(A) if A.shape[0] else empty_csc(0, n)
+    m_contacts = A_contacts.shape[0]
+    A_all = pad_columns(A_contacts, total)
+    b_parts = [np.zeros(m_contacts)]
     cone_list = list(cones)
     constraint_blocks = list(constraints)
-    offset = A_contacts.shape[0]
-    if nu:  # -lambda + s = 0, s >= 0
-        blocks_A.append(sp.hstack([sp.csc_matrix((nu, n + nh)), -sp.identity(nu, format="csc"),
-                                   sp.csc_matrix((nu, nf))]))
+    offset = m_contacts
+    if nu or nf:
+        # -lambda + s = 0, s >= 0 (limits); sigma + s = h bound and -sigma + s = h bound, s >= 0 (box)
+        limit_rows, box_rows = np.arange(nu), np.arange(nf)
+        rows = np.concatenate([limit_rows, nu + box_rows, nu + nf + box_rows])
+        cols = np.concatenate([n + nh + limit_rows, n + nh + nu + box_rows, n + nh + nu + box_rows])
+        values = np.concatenate([-np.ones(nu), np.ones(nf), -np.ones(nf)])
+        A_all = vstack_csc([A_all, coo_to_csc(rows, cols, values, (nu + 2 * nf, total))])
+    if nu:
         b_parts.append(np.zeros(nu))
         cone_list.append(Nonneg(nu))
         constraint_blocks.append(Block("limits_nonneg", offset, offset + nu))
         offset += nu
-    if nf:  # sigma + s = h bound and -sigma + s = h bound, s >= 0
-        box = sp.vstack([sp.identity(nf, format="csc"), -sp.identity(nf, format="csc")], format="csc")
-        blocks_A.append(sp.hstack([sp.csc_matrix((2 * nf, n + nh + nu)), box]))
+    if nf:
         b_parts.append(np.tile(h * friction.bound, 2))
         cone_list.append(Nonneg(2 * nf))
         constraint_blocks.append(Block("friction_loss_box", offset, offset + 2 * nf))
@@ -165,7 +169,7 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
             variable_blocks.append(Block(name, start, start + size))
     linear = np.concatenate([c, H @ v_free - problem.bilateral_target, limit_c, friction_c])
     return ConicProgram(
-        P=sp.csc_matrix(0.5 * (W + W.T)), c=linear, A=sp.csc_matrix(sp.vstack(blocks_A)),
+        P=to_csc(0.5 * (W + W.T)), c=linear, A=A_all,
         b=np.concatenate(b_parts), cones=tuple(cone_list), variables=tuple(variable_blocks),
         constraints=tuple(constraint_blocks),
         metadata={**metadata, "bilateral": nh, "limits": limits.tolist(), "friction_loss": nf})

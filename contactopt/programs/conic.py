@@ -22,7 +22,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.errors import ShapeError
-from contactopt.programs.csc import empty_csc, to_csc
+from contactopt.programs.csc import csc, empty_csc, to_csc
 
 FloatArray = NDArray[np.float64]
 ConeKind = Literal["zero", "nonneg", "soc"]
@@ -188,9 +188,9 @@ class ConicProgram:
             n = P.shape[0]
             columns = np.repeat(np.arange(n), np.diff(P.indptr))
             keep = P.indices <= columns
-            indptr = np.zeros(n + 1, dtype=P.indptr.dtype)
+            indptr = np.zeros(n + 1, dtype=np.int32)
             np.cumsum(np.bincount(columns[keep], minlength=n), out=indptr[1:])
-            cached = sp.csc_matrix((P.data[keep], P.indices[keep], indptr), shape=(n, n))
+            cached = csc(P.data[keep], P.indices[keep], indptr, (n, n))
             object.__setattr__(self, "_P_upper", cached)
         return cached
 

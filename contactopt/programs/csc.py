@@ -23,7 +23,7 @@ from contactopt.arrays import debug_checks
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.int32]
 
-__all__ = ["csc", "dense_to_csc", "empty_csc", "to_csc", "vstack_csc"]
+__all__ = ["coo_to_csc", "csc", "dense_to_csc", "empty_csc", "pad_columns", "to_csc", "vstack_csc"]
 
 
 def csc(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> sp.csc_matrix:
@@ -89,3 +89,23 @@ def vstack_csc(blocks: Sequence[Any]) -> sp.csc_matrix:
     indptr = np.zeros(cols + 1, dtype=np.int32)
     np.cumsum(sum(np.diff(part.indptr) for part in parts), out=indptr[1:])
     return csc(data[order], row_of[order], indptr, (int(offsets[-1]), cols))
+
+
+def pad_columns(matrix: sp.csc_matrix, cols: int) -> sp.csc_matrix:
+    """``[matrix, 0]`` with ``cols`` columns in all (the new columns empty)."""
+    extra = cols - matrix.shape[1]
+    if extra == 0:
+        return matrix
+    indptr = np.concatenate([matrix.indptr, np.full(extra, matrix.indptr[-1], dtype=np.int32)])
+    return csc(matrix.data, matrix.indices, indptr, (matrix.shape[0], cols))
+
+
+def coo_to_csc(rows: Any, cols: Any, values: FloatArray, shape: tuple[int, int]) -> sp.csc_matrix:
+    """Triplets with distinct ``(row, col)`` as a canonical CSC matrix (sorted by column,
+    then row)."""
+    rows = np.asarray(rows, dtype=np.int32)
+    cols = np.asarray(cols, dtype=np.int32)
+    order = np.lexsort((rows, cols))
+    indptr = np.zeros(shape[1] + 1, dtype=np.int32)
+    np.cumsum(np.bincount(cols, minlength=shape[1]), out=indptr[1:])
+    return csc(np.asarray(values, dtype=np.float64)[order], rows[order], indptr, shape)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.programs.conic import ConicProgram
+from contactopt.programs.conic import Cone, ConicProgram
 from contactopt.programs.lcp import LCP
 from contactopt.programs.solution import Residuals
 
@@ -44,12 +46,15 @@ def _violations(program: ConicProgram, stacked: FloatArray, with_zero: bool) -> 
 
 def cone_row_indices(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]:
     """Row indices of the zero and nonnegative cones and, per SOC dimension, a (count, dim)
-    index array; computed once per program (its cones are fixed)."""
-    cached = program.__dict__.get("_cone_rows")
-    if cached is not None:
-        return cached
-    dims = np.array([cone.dim for cone in program.cones], dtype=np.int_)
-    kinds = np.array([cone.kind for cone in program.cones])
+    index array (read-only; shared by every program with the same cones: consecutive time
+    steps with the same contacts compute them once)."""
+    return _cone_row_indices(program.cones)
+
+
+@functools.lru_cache(maxsize=256)
+def _cone_row_indices(cones: tuple[Cone, ...]) -> tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]:
+    dims = np.array([cone.dim for cone in cones], dtype=np.int_)
+    kinds = np.array([cone.kind for cone in cones])
     starts = np.concatenate([[0], np.cumsum(dims)[:-1]]).astype(np.int_) if dims.size else dims
     kind_of_row = np.repeat(kinds, dims) if dims.size else np.zeros(0, dtype=str)
     zero = np.flatnonzero(kind_of_row == "zero")
@@ -59,9 +64,9 @@ def cone_row_indices(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[n
     for dim in np.unique(dims[soc]):
         first = starts[soc & (dims == dim)]
         socs.append(first[:, None] + np.arange(dim)[None, :])
-    result = (zero, nonneg, socs)
-    object.__setattr__(program, "_cone_rows", result)  # a cache on a frozen program
-    return result
+    for array in (zero, nonneg, *socs):
+        array.setflags(write=False)
+    return zero, nonneg, socs
 
 
 def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Residuals, FloatArray, float]:

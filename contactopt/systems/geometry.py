@@ -131,16 +131,30 @@ def perp2(offset: ArrayLike) -> FloatArray:
     return np.array([-b, a])
 
 
+def _hamilton_map() -> FloatArray:
+    """(16, 4) constant ``C`` with ``a * b = vec(a b^T) C`` (Hamilton product of scalar-first
+    quaternions: every component of the product is a signed sum of the products ``a_i b_j``)."""
+    table = {0: [(0, 0, 1), (1, 1, -1), (2, 2, -1), (3, 3, -1)], 1: [(0, 1, 1), (1, 0, 1), (2, 3, 1), (3, 2, -1)],
+             2: [(0, 2, 1), (1, 3, -1), (2, 0, 1), (3, 1, 1)], 3: [(0, 3, 1), (1, 2, 1), (2, 1, -1), (3, 0, 1)]}
+    C = np.zeros((16, 4))
+    for component, terms in table.items():
+        for i, j, sign in terms:
+            C[4 * i + j, component] = sign
+    return C
+
+
+_HAMILTON = _hamilton_map()
+
+
 def quat_multiply_rows(a: FloatArray, b: FloatArray) -> FloatArray:
     """Row-wise Hamilton products ``a_i * b_i`` of (N, 4) scalar-first quaternions."""
-    aw, ax, ay, az = a.T
-    bw, bx, by, bz = b.T
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=1)
+    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ _HAMILTON
 
 
 def quat_exp_rows(theta: FloatArray) -> FloatArray:
     """Row-wise ``exp(theta / 2)`` of (N, 3) rotation vectors (see ``geometry.quat_exp``)."""
-    angle = np.linalg.norm(theta, axis=1)
-    return np.concatenate([np.cos(0.5 * angle)[:, None],
-                           (0.5 * np.sinc(angle / (2.0 * math.pi)))[:, None] * theta], axis=1)
+    angle = np.sqrt(np.einsum("ij,ij->i", theta, theta))
+    out = np.empty((theta.shape[0], 4))
+    out[:, 0] = np.cos(0.5 * angle)
+    out[:, 1:] = (0.5 * np.sinc(angle / (2.0 * math.pi)))[:, None] * theta
+    return out

@@ -197,8 +197,8 @@ class Rigid3D(System):
         out = np.empty_like(qq)
         out[:, :3] = qq[:, :3] + dt * vv[:, :3]
         rotated = quat_multiply_rows(quat_exp_rows(dt * vv[:, 3:]), qq[:, 3:])
-        norms = np.linalg.norm(rotated, axis=1)
-        if not np.all(np.isfinite(norms) & (norms > 1e-300)):
+        norms = np.sqrt(np.einsum("ij,ij->i", rotated, rotated))
+        if not (norms > 1e-300).all() or not np.isfinite(norms).all():
             raise ShapeError(f"q: cannot normalize a zero or non-finite quaternion {rotated}")
         out[:, 3:] = rotated / norms[:, None]
         return out.reshape(-1)
