@@ -8,6 +8,7 @@ Polyhedral cones (reference 000, "Anitescu's convex formulation", after Stewart 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -64,14 +65,19 @@ def check_margin(options: Mapping[str, Any], formulation: str) -> float:
     return float(epsilon)
 
 
+@functools.lru_cache(maxsize=32)
 def tangent_directions(dim: int, k: int) -> FloatArray:
-    """(k, dim - 1) coefficients of ``d_i`` in the tangent basis of the contact frame."""
+    """(k, dim - 1) coefficients of ``d_i`` in the tangent basis of the contact frame
+    (read-only: made once per ``(dim, k)``)."""
     if dim == 1 or k == 0:
-        return np.zeros((0, max(dim - 1, 0)))
-    if dim == 2:
-        return np.array([[1.0], [-1.0]])
-    angles = 2.0 * np.pi * np.arange(k) / k
-    return np.column_stack([np.cos(angles), np.sin(angles)])
+        out = np.zeros((0, max(dim - 1, 0)))
+    elif dim == 2:
+        out = np.array([[1.0], [-1.0]])
+    else:
+        angles = 2.0 * np.pi * np.arange(k) / k
+        out = np.column_stack([np.cos(angles), np.sin(angles)])
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True)

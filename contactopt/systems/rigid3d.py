@@ -116,6 +116,7 @@ class Rigid3D(System):
         self._ground_counts = np.where(self._is_box, 8, 1).astype(np.int_)
         self._ground_local = np.concatenate([kernels.CORNER_SIGNS * b.size if b.shape == "box"
                                              else np.array([[0.0, 0.0, -b.radius]]) for b in self.bodies])
+        self._last_split: tuple[bytes, tuple[FloatArray, FloatArray]] = (b"", (np.zeros((0, 3)), np.zeros((0, 3, 3))))
         # (body, body-frame offset, is a box corner) of every ground contact, in contact order
         counts = self._ground_counts if self.ground else np.zeros(n, dtype=np.int_)
         ground_body = np.repeat(np.arange(n), counts)
@@ -165,7 +166,12 @@ class Rigid3D(System):
     def _split(self, q: ArrayLike) -> tuple[FloatArray, FloatArray]:
         """Positions (N, 3) and rotation matrices (N, 3, 3) of every body at ``q``."""
         qq = as_vector(q, "q", self.nq).reshape(-1, 7)
-        return qq[:, :3], kernels.rotations(qq[:, 3:])
+        key = qq.tobytes()
+        if self._last_split[0] != key:  # dynamics() and contacts() of a step ask for the same q
+            rotations = kernels.rotations(qq[:, 3:])
+            rotations.setflags(write=False)  # shared by the callers of this q
+            self._last_split = (key, (qq[:, :3], rotations))
+        return self._last_split[1]
 
     def inertia_world(self, q: ArrayLike) -> FloatArray:
         """(N, 3, 3) ``R_i I_i R_i^T`` of every body (symmetrized against rounding)."""

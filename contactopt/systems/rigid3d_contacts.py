@@ -164,6 +164,8 @@ def jacobian_dense(contact: IntArray, body: IntArray, offset: FloatArray, sign: 
     """:func:`jacobian` as a dense array (small systems); a contact's terms touch distinct
     bodies, so every entry is written once."""
     blocks = _blocks(frames[contact], offset, sign)
+    if nv == 6 and contact.shape[0] == nc:  # one body, one term per contact, in contact order
+        return blocks.reshape(3 * nc, 6)
     out = np.zeros((3 * nc, nv))
     rows = (3 * contact[:, None, None] + np.arange(3)[None, :, None]).repeat(6, axis=2)
     cols = np.broadcast_to((6 * body[:, None] + np.arange(6))[:, None, :], blocks.shape)
