@@ -42,7 +42,7 @@ import scipy.sparse.linalg as spla
 
 from contactopt.programs import ConicProgram, Solution
 from contactopt.programs.residuals import cone_row_indices, conic_check
-from contactopt.solvers.polish import polish
+from contactopt.solvers.polish import min_norm_solve, polish
 
 __all__ = ["active_rows", "refine"]
 
@@ -128,9 +128,10 @@ def _dense_correction(K: np.ndarray, residual: np.ndarray) -> np.ndarray:
     """``K dz = residual`` for the symmetric KKT matrix ``K``: LDL^T (Bunch-Kaufman, LAPACK
     ``sytrf``/``sytrs``) when its estimated reciprocal condition number (``sycon``) is above
     :data:`RCOND_LDL`, where the solution is unique to working accuracy; otherwise the
-    minimum-norm least-squares correction (SVD), which keeps the interior-point multipliers on
-    a statically indeterminate step. The SVD costs 5-10x the factorization (9 ms against
-    1-2 ms at 300 unknowns on this machine), so it is kept for the steps that need it."""
+    minimum-norm least-squares correction (:func:`~contactopt.solvers.polish.min_norm_solve`),
+    which keeps the interior-point multipliers on a statically indeterminate step. A
+    least-squares solve costs several times the factorization (the SVD: 9 ms against 1-2 ms at
+    300 unknowns on this machine), so it is kept for the steps that need it."""
     sytrf, sytrs, sycon, lange = _LAPACK
     factor, pivots, info = sytrf(K, lower=1)
     if info == 0:
@@ -139,7 +140,7 @@ def _dense_correction(K: np.ndarray, residual: np.ndarray) -> np.ndarray:
             dz, info = sytrs(factor, pivots, residual, lower=1)
             if info == 0 and np.all(np.isfinite(dz)):
                 return np.asarray(dz)
-    return np.linalg.lstsq(K, residual, rcond=None)[0]
+    return min_norm_solve(K, residual)
 
 
 def refine(program: ConicProgram, solution: Solution) -> Solution:
