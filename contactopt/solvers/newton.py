@@ -68,6 +68,7 @@ from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.cone_projection import ConeLayout, project
 from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers import newton_kernels as kernels
+from contactopt.solvers import newton_sparse
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
 from contactopt.solvers.newton_linalg import ActiveHessian
 
@@ -112,13 +113,16 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             kernels.ensure_compiled()
         dense = (blocks is not None and primal.nv <= DENSE_KERNEL_MAX
                  and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
-        hessian = None if dense else ActiveHessian(primal.A, primal.J, layout)
+        compiled_sparse = blocks is not None and not dense and newton_sparse.SparseNewton.fits(primal.J, blocks)
+        if compiled_sparse:
+            newton_sparse.ensure_compiled()
+        hessian = None if dense or compiled_sparse else ActiveHessian(primal.A, primal.J, layout)
         v = _initial(primal, opts["warm_start"])
     with watch.time("solve"):
         gamma = None
         if hessian is None:
             assert blocks is not None
-            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts)
+            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts, dense)
         else:
             status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks)
         if gamma is None or not np.all(np.isfinite(v)):
@@ -150,15 +154,18 @@ _MESSAGES = {
 
 
 def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray,
-                       opts: Mapping[str, Any]) -> tuple[Status, FloatArray, FloatArray, int, str]:
-    """The whole Newton loop compiled (:func:`.newton_kernels.dense_newton`), small problems:
-    (status, v, gamma(v), iterations, message)."""
-    A, J = _dense_operators(primal)
-    gamma = np.empty(primal.m)
-    code, iterations = kernels.dense_newton(
-        A, J, primal.R, primal.v_hat, primal.c, 1.0 / np.sqrt(np.diagonal(A)), *blocks, v, gamma, int(opts["max_iter"]),
-        float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]), float(opts["alpha_max"]),
-        float(opts["ls_tol"]), int(opts["ls_max_iter"]))
+                       opts: Mapping[str, Any], dense: bool) -> tuple[Status, FloatArray, FloatArray, int, str]:
+    """The compiled Newton loop: whole for small problems (:func:`.newton_kernels.dense_newton`),
+    else around QDLDL (:func:`.newton_sparse.minimize`): (status, v, gamma(v), iterations, message)."""
+    if dense:
+        A, J = _dense_operators(primal)
+        gamma = np.empty(primal.m)
+        code, iterations = kernels.dense_newton(
+            A, J, primal.R, primal.v_hat, primal.c, 1.0 / np.sqrt(np.diagonal(A)), *blocks, v, gamma,
+            int(opts["max_iter"]), float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]),
+            float(opts["alpha_max"]), float(opts["ls_tol"]), int(opts["ls_max_iter"]))
+    else:
+        code, v, gamma, iterations = newton_sparse.minimize(primal, blocks, v, opts)
     if code == kernels.MAX_ITER:
         return Status.MAX_ITERATIONS, v, gamma, iterations, f"{opts['max_iter']} Newton iterations"
     status, message = _MESSAGES[code]
