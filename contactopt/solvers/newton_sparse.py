@@ -23,12 +23,11 @@ analysis 0.14 ms; CHOLMOD (cvxopt) numeric 0.067 ms supernodal / 0.044 ms simpli
 LAPACK 6.8 ms. CHOLMOD's supernodal code wins only on full candidate patterns (all 485 cones:
 0.39 ms against QDLDL's 1.27 ms), which the active pattern avoids.
 
-**Line search.** A block whose ``y(alpha)`` is in the polar cone of ``F`` (no contact) at
-``alpha = 0`` and ``alpha = alpha_max`` stays there in between (the polar cone is convex) and
-adds nothing to ``l'``, ``l''``: the search runs over the other blocks only.
+**Line search.** A block in the polar cone of ``F`` (no contact) at ``alpha = 0`` and at
+``alpha_max`` stays there in between (a convex cone), adding nothing to ``l'``, ``l''``: the
+search runs over the other blocks only.
 
-Not thread-safe: a pattern's value buffer is shared by the solves of one ``nv``.
-"""
+Not thread-safe: a pattern's value buffer is shared by the solves of one ``nv``."""
 
 from __future__ import annotations
 
@@ -47,6 +46,7 @@ IntArray = NDArray[np.int64]
 
 DENSE_MIN_SIZE, DENSE_FILL = 48, 0.25  # a pattern fuller than this is factorized densely (LAPACK)
 RESET_FRACTION = 0.8  # a solve that used less than this fraction of the pattern rebuilds it
+FULL_FRACTION = 0.5  # active blocks beyond which a growing pattern takes all blocks
 MAX_LOCAL_PAIRS = 4_000_000  # blocks x cols^2 above which this path is not used (memory)
 _PATTERNS: OrderedDict[int, SparsePattern] = OrderedDict()
 _KERNELS = ("local_blocks", "locate_block", "_matvec", "evaluate_and_assemble", "search_step")
@@ -164,12 +164,13 @@ def locate_block(keys: IntArray, cols: IntArray, count: IntArray, nv: int, b: in
     return complete
 
 
-def _matvec(Jp: IntArray, Ji: IntArray, Jx: FloatArray, x: FloatArray, out: FloatArray) -> None:
-    for i in range(out.shape[0]):  # CSR J x
+def _matvec(Jp: IntArray, Ji: IntArray, Jx: FloatArray, x: FloatArray, out: FloatArray) -> int:
+    for i in range(out.shape[0]):  # out = J x (CSR); returns J's row count
         value = 0.0
         for p in range(Jp[i], Jp[i + 1]):
             value += Jx[p] * x[Ji[p]]
         out[i] = value
+    return out.shape[0]
 
 
 def evaluate_and_assemble(v: FloatArray, Jp: IntArray, Ji: IntArray, Jx: FloatArray, Ap: IntArray, Ai: IntArray,
@@ -184,8 +185,7 @@ def evaluate_and_assemble(v: FloatArray, Jp: IntArray, Ji: IntArray, Jx: FloatAr
     go, -1 below the diagonal; ``pos`` where block ``b``'s go, found in the pattern's ``keys``
     when ``b`` is first active: ``located``). Marks ``active`` (``G_b != 0``). Returns ``(cost, ||D g||,
     max(||D A v||, ||D J^T gamma||), number of active blocks outside the pattern)``."""
-    nv, m = v.shape[0], R.shape[0]
-    _matvec(Jp, Ji, Jx, v, vc)
+    nv, m = v.shape[0], _matvec(Jp, Ji, Jx, v, vc)
     for i in range(m):
         y[i] = (v_hat[i] - vc[i]) / R[i]
     kernels.project_blocks(y, R, start, dim, kind, mu, gamma, G, assemble)
@@ -290,12 +290,10 @@ def search_step(v: FloatArray, step: FloatArray, Jp: IntArray, Ji: IntArray, Jx:
     return alpha
 
 
-def block_keys(cols: IntArray, count: IntArray, nv: int) -> IntArray:
+def block_keys(cols: IntArray, nv: int) -> IntArray:
     """The pattern keys ``col * nv + row`` (row <= col) of the blocks' ``cols x cols`` entries."""
-    valid = np.arange(cols.shape[1])[None, :] < count[:, None]
-    p_cols, q_cols = cols[:, :, None], cols[:, None, :]
-    upper = valid[:, :, None] & valid[:, None, :] & (p_cols <= q_cols)
-    return sorted_unique((q_cols * nv + p_cols)[upper])
+    upper = (cols[:, :, None] >= 0) & (cols[:, :, None] <= cols[:, None, :])  # -1: padding
+    return sorted_unique((cols[:, None, :] * nv + cols[:, :, None])[upper])
 
 
 class SparseNewton:
@@ -325,20 +323,23 @@ class SparseNewton:
         return int(blocks[0].shape[0]) * int(widths.max(initial=1)) ** 2 <= MAX_LOCAL_PAIRS
 
     def _locate(self) -> None:
-        keys = self.pattern.keys
-        found = np.minimum(np.searchsorted(keys, self.a_keys), keys.shape[0] - 1)
+        found = np.minimum(np.searchsorted(self.pattern.keys, self.a_keys), self.pattern.keys.shape[0] - 1)
         self.a_pos = np.where(self.a_keys >= 0, found, -1)
         self.located[:] = False
 
     def grow(self) -> None:
-        """Add the active blocks' entries to the pattern (a new analysis at the next factor)."""
-        self.pattern = pattern_for(self.nv, block_keys(self.cols[self.active], self.count[self.active], self.nv))
+        """Add the active blocks' entries (all blocks' once over ``FULL_FRACTION`` are active:
+        MuJoCo's pyramids) to the pattern (a new analysis at the next factor)."""
+        chosen = self.active if self.active.mean() <= FULL_FRACTION else np.ones_like(self.active)
+        self.pattern = pattern_for(self.nv, block_keys(self.cols[chosen], self.nv))
         self._locate()
 
     def release(self) -> None:
         """After a solve: rebuild the pattern from the entries this solve used when they are
         less than ``RESET_FRACTION`` of it (the next solve analyses afresh)."""
         keys = self.pattern.keys
+        if self.active.mean() > FULL_FRACTION:  # all blocks belong in it (see grow)
+            return
         used = np.zeros(keys.shape[0] + 1, dtype=np.bool_)
         used[self.a_pos] = True  # -1 (below the diagonal) marks the spare last entry
         used[self.pos[self.active & self.located].reshape(-1)] = True
@@ -367,8 +368,7 @@ def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any) -> t
             assemble, run.pattern.matrix.data, run.a_pos, run.pattern.keys, run.cols, run.pos, run.located, run.Jl,
             run.count, run.active)
 
-    previous = np.inf
-    code, iterations = kernels.MAX_ITER, max_iter
+    previous, code, iterations = np.inf, kernels.MAX_ITER, max_iter
     try:
         for iteration in range(max_iter + 1):
             cost, g_norm, size, missing = evaluate(iteration < max_iter)
