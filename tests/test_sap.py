@@ -345,3 +345,26 @@ def test_active_hessian_solves_with_the_full_hessian() -> None:
         rhs = rng.normal(size=nv)
         dense = A.toarray() + J.toarray().T @ sp.block_diag(list(blocks)).toarray() @ J.toarray()
         assert np.allclose(hessian.solve(rhs), np.linalg.solve(dense, rhs), rtol=1e-10, atol=1e-12)
+
+
+def test_pile_sparse_path_across_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pile's programs run the sparse compiled path (newton_sparse), whose Hessian pattern is
+    # kept across steps while MuJoCo's contact list changes: each step must equal the NumPy
+    # path (same iterates to rounding), reach Clarabel's optimum to 1e-8 relative, and take a
+    # bounded number of Newton iterations (about 28 on these rigid-limit steps, see newton).
+    from contactopt.solvers import newton_kernels, newton_sparse
+
+    if not newton_kernels.AVAILABLE:
+        pytest.skip("numba is not installed: only the NumPy path exists")
+    scene = co.load_scene(PROBLEMS / "sphere_pile_mjcf.toml")
+    programs = [co.formulate(scene.system, q, v, scene.dt, "sap") for q, v in states(scene, [1, 3, 4])]
+    compiled = [co.solve(program, "newton") for program in programs]
+    assert scene.system.nv in newton_sparse._PATTERNS  # the sparse path ran and kept its pattern
+    monkeypatch.setattr(newton_kernels, "AVAILABLE", False)
+    for program, fast in zip(programs, compiled, strict=True):
+        plain = co.solve(program, "newton")
+        assert fast.status is plain.status is co.solvers.Status.OPTIMAL
+        assert fast.iterations == plain.iterations <= 45
+        assert relative(fast.x, plain.x) <= 1e-12
+        reference = program.objective(reference_solve(program).x)
+        assert (program.objective(fast.x) - reference) / abs(reference) <= 1e-8

@@ -30,21 +30,35 @@ The answer ``x = [v, gamma(v)]``, ``y = D^{-1} gamma(v)`` is judged on the conic
 every other solver's: its slacks are feasible and complementary by construction and its
 stationarity residual is ``g``. Iterations are Newton steps.
 
-**How it runs.** The Hessian is factorized over the blocks that have been active during the
-solve (:class:`.newton_linalg.ActiveHessian`: separated contacts add nothing). With numba
-installed (extra ``fast``) the projection and the line search are compiled, and programs
-with at most ``DENSE_KERNEL_MAX`` unknowns run the whole loop compiled with a dense Cholesky
-(:mod:`.newton_kernels`); without it the same algorithm runs in NumPy.
+**How it runs.** With numba installed (extra ``fast``) programs with at most
+``DENSE_KERNEL_MAX`` unknowns run the whole loop compiled with a dense Cholesky
+(:mod:`.newton_kernels`); larger ones run :mod:`.newton_sparse`: two compiled calls per
+iteration around QDLDL's numeric refactorization, with ``H``'s sparsity pattern (keyed by the
+columns of the active blocks) analysed once and kept across iterations and time steps, and a
+line search over the blocks that are not separated on the whole segment. Without numba (or
+for ``soc_general`` cones) the same algorithm runs in NumPy, factorizing over the blocks active
+during the solve (:class:`.newton_linalg.ActiveHessian`).
 
 **Iteration counts.** Near a solution every step is a full Newton step (``l`` is piecewise
 quadratic); far from it the exact line search stops where a contact changes regime. The
-costly change is sliding to stiction: the tangential curvature jumps from about
-``mu^2 / R_n`` to ``1 / R_t``, a factor ``beta^2 / (4 pi^2 mu^2 sigma)`` (about 100 at the
-defaults, ``mu = 0.5``), so each contact that comes to rest costs about one damped Newton
-step. A scene where dozens of contacts slide (the MJCF sphere pile started from MuJoCo's
-soft-contact penetrations in SAP's rigid limit: they are pushed out at ``phi / h``, up to
-0.3 m/s, and the spheres spin) takes ~28 iterations; the same pile with
-``dissipation_time_scale = 0.05, epsilon = 0`` stays at rest and takes ~10.
+costly change is sliding to stiction: along the slip the sliding Hessian has only the
+normal coupling ``mu^2 / (R_n + mu^2 R_t)`` (friction ``mu gamma_n |v_t|`` is linear in the
+slip), so the Newton step carries the slip through zero, where the stiction cone
+``|v_t| <= mu (R_t / R_n) (v_hat_n - v_n)`` is narrow (``R_t / R_n = 4 pi^2 sigma / beta^2``,
+0.04 at the defaults) and the curvature jumps to ``1 / R_t``; the line search stops there. So
+each contact that comes to rest costs about one damped step, one per iteration. Measured on
+the MJCF sphere pile in SAP's rigid limit (spheres pushed out of MuJoCo's penetrations at
+``phi / h`` and spinning, ~40 sticking and ~40 sliding contacts per step): 28 iterations per
+step, 18 of 25 with ``alpha < 0.5`` on a typical step, each bringing 1-3 contacts into
+stiction, none flipping back (no cycling); ``G`` is the exact derivative (tested against
+finite differences). The warm start (the previous step's ``v``, also when the contact set
+changes, through the program's ``v_guess``) barely helps: 28.3 iterations against 28.9 from
+``v*`` (and 19.6 from ``v = 0``, where every penetrating contact starts in stiction), because
+contacts stuck at the previous step lie just outside the narrow cone of the new program. Not
+kept (more iterations): Armijo backtracking from ``alpha = 1`` (54-72), the Hessian at the
+trial point (stalls), the stiction Hessian for sliding contacts (no gain or stalls). The same
+pile with ``dissipation_time_scale = 0.05, epsilon = 0`` stays at rest and takes ~10, the
+``regularized`` primal ~5.
 
 Drake's SapSolver defaults are ``rel_tolerance = 1e-6``, ``abs_tolerance = 1e-14`` and the
 cost criterion ``1e-15``; ``tol`` here is tighter (1e-10) because the answers are compared
@@ -68,6 +82,7 @@ from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.cone_projection import ConeLayout, project
 from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers import newton_kernels as kernels
+from contactopt.solvers import newton_sparse
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
 from contactopt.solvers.newton_linalg import ActiveHessian
 
@@ -112,13 +127,16 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             kernels.ensure_compiled()
         dense = (blocks is not None and primal.nv <= DENSE_KERNEL_MAX
                  and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
-        hessian = None if dense else ActiveHessian(primal.A, primal.J, layout)
+        compiled_sparse = blocks is not None and not dense and newton_sparse.SparseNewton.fits(primal.J, blocks)
+        if compiled_sparse:
+            newton_sparse.ensure_compiled()
+        hessian = None if dense or compiled_sparse else ActiveHessian(primal.A, primal.J, layout)
         v = _initial(primal, opts["warm_start"])
     with watch.time("solve"):
         gamma = None
         if hessian is None:
             assert blocks is not None
-            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts)
+            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts, dense)
         else:
             status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks)
         if gamma is None or not np.all(np.isfinite(v)):
@@ -150,15 +168,18 @@ _MESSAGES = {
 
 
 def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray,
-                       opts: Mapping[str, Any]) -> tuple[Status, FloatArray, FloatArray, int, str]:
-    """The whole Newton loop compiled (:func:`.newton_kernels.dense_newton`), small problems:
-    (status, v, gamma(v), iterations, message)."""
-    A, J = _dense_operators(primal)
-    gamma = np.empty(primal.m)
-    code, iterations = kernels.dense_newton(
-        A, J, primal.R, primal.v_hat, primal.c, 1.0 / np.sqrt(np.diagonal(A)), *blocks, v, gamma, int(opts["max_iter"]),
-        float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]), float(opts["alpha_max"]),
-        float(opts["ls_tol"]), int(opts["ls_max_iter"]))
+                       opts: Mapping[str, Any], dense: bool) -> tuple[Status, FloatArray, FloatArray, int, str]:
+    """The compiled Newton loop: whole for small problems (:func:`.newton_kernels.dense_newton`),
+    else around QDLDL (:func:`.newton_sparse.minimize`): (status, v, gamma(v), iterations, message)."""
+    if dense:
+        A, J = _dense_operators(primal)
+        gamma = np.empty(primal.m)
+        code, iterations = kernels.dense_newton(
+            A, J, primal.R, primal.v_hat, primal.c, 1.0 / np.sqrt(np.diagonal(A)), *blocks, v, gamma,
+            int(opts["max_iter"]), float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]),
+            float(opts["alpha_max"]), float(opts["ls_tol"]), int(opts["ls_max_iter"]))
+    else:
+        code, v, gamma, iterations = newton_sparse.minimize(primal, blocks, v, opts)
     if code == kernels.MAX_ITER:
         return Status.MAX_ITERATIONS, v, gamma, iterations, f"{opts['max_iter']} Newton iterations"
     status, message = _MESSAGES[code]

@@ -140,14 +140,16 @@ def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray,
                      start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray, a: float, b: float,
                      want_second: bool, y: FloatArray, gamma: FloatArray, G: FloatArray) -> tuple[float, float]:
     """``(l'(alpha), l''(alpha))`` along ``dv`` with ``w = J dv``, ``a = dv'A dv``, ``b =
-    dv'(A v + c)``; ``y``, ``gamma``, ``G`` are scratch (G: one (dmax, dmax) block)."""
-    for i in range(vc.shape[0]):
-        y[i] = (v_hat[i] - vc[i] - alpha * w[i]) / R[i]
+    dv'(A v + c)``; ``y``, ``gamma``, ``G`` are scratch (G: one (dmax, dmax) block). Only the
+    blocks passed count: a block whose ``y`` stays in the polar cone of ``F`` (no contact) on
+    the whole segment adds nothing and may be left out (:mod:`.newton_sparse`)."""
     first = b + alpha * a
     second = a
-    for k in range(start.shape[0]):
+    for k in range(start.shape[0]):  # y only on these blocks' rows (a caller may pass a subset)
         s = start[k]
         d = dim[k]
+        for i in range(s, s + d):
+            y[i] = (v_hat[i] - vc[i] - alpha * w[i]) / R[i]
         if kind[k] == SOC:
             _soc_block(y, R, s, d, mu[k], gamma, G, want_second)
             for i in range(d):
