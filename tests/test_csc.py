@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from contactopt.programs.csc import dense_to_csc, empty_csc, to_csc, vstack_csc
+from contactopt.programs.csc import csr_to_csc, dense_to_csc, dense_to_csr, empty_csc, to_csc, to_csr, vstack_csc
 
 
 def _random(rng: np.random.Generator, rows: int, cols: int, density: float) -> np.ndarray:
@@ -58,3 +58,16 @@ def test_empty_csc_multiplies_like_a_zero_matrix() -> None:
         zero.check_format(full_check=True)
         np.testing.assert_array_equal(zero @ np.ones(cols), np.zeros(rows))
         np.testing.assert_array_equal(zero.T @ np.ones(rows), np.zeros(cols))
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (5, 0), (7, 3), (24, 30)])
+def test_csr_helpers_equal_scipy(shape: tuple[int, int]) -> None:
+    dense = _random(np.random.default_rng(shape[0] + 7 * shape[1]), *shape, 0.4)
+    for ours in (dense_to_csr(dense), to_csr(dense), to_csr(sp.coo_matrix(dense))):
+        assert isinstance(ours, sp.csr_matrix)
+        ours.check_format(full_check=True)
+        reference = sp.csr_matrix(dense)
+        np.testing.assert_array_equal(ours.indptr, reference.indptr)
+        np.testing.assert_array_equal(ours.indices, reference.indices)
+        np.testing.assert_array_equal(ours.toarray(), dense)
+    _same(csr_to_csc(dense_to_csr(dense)), dense)

@@ -75,6 +75,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.model import Dynamics, StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
+from contactopt.programs.csc import to_csr
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
 
 FloatArray = np.ndarray
@@ -104,6 +105,13 @@ def merge_nonneg(cones: tuple[Cone, ...]) -> tuple[Cone, ...]:
     return tuple(merged)
 
 
+def vstack_rows(blocks: list[Any]) -> Any:
+    """Row blocks stacked: CSR when any block is sparse, dense otherwise."""
+    if any(sp.issparse(block) for block in blocks):
+        return sp.vstack([sp.csr_matrix(block) for block in blocks], format="csr")
+    return np.vstack(blocks)
+
+
 def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J: FloatArray,
                 R: FloatArray, v_hat: FloatArray, scale: FloatArray, cones: tuple[Cone, ...],
                 bilateral_R: FloatArray, metadata: Mapping[str, Any],
@@ -116,7 +124,7 @@ def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J:
     G = problem.unilateral.G[np.asarray(index, dtype=np.int_)]
     nh, nu, m = H.shape[0], G.shape[0], J.shape[0]
     primal = PrimalProgram(
-        A=sp.csc_matrix(dynamics.M), v_star=v_star, J=sp.csr_matrix(np.vstack([H, G, J]) if nh + nu else J),
+        A=dynamics.M, v_star=v_star, J=to_csr(vstack_rows([H, G, J]) if nh + nu else J),
         R=np.concatenate([bilateral_R, R_u, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat]),
         scale=np.concatenate([np.ones(nh + nu), scale]),
         cones=((Zero(nh),) if nh else ()) + merge_nonneg(((Nonneg(nu),) if nu else ()) + cones),

@@ -23,7 +23,10 @@ from contactopt.arrays import debug_checks
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.int32]
 
-__all__ = ["coo_to_csc", "csc", "dense_to_csc", "empty_csc", "pad_columns", "to_csc", "vstack_csc"]
+__all__ = [
+    "coo_to_csc", "csc", "csr", "csr_to_csc", "dense_to_csc", "dense_to_csr", "empty_csc",
+    "pad_columns", "to_csc", "to_csr", "vstack_csc",
+]
 
 
 def csc(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> sp.csc_matrix:
@@ -109,3 +112,48 @@ def coo_to_csc(rows: Any, cols: Any, values: FloatArray, shape: tuple[int, int])
     indptr = np.zeros(shape[1] + 1, dtype=np.int32)
     np.cumsum(np.bincount(cols, minlength=shape[1]), out=indptr[1:])
     return csc(np.asarray(values, dtype=np.float64)[order], rows[order], indptr, shape)
+
+
+def csr(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> sp.csr_matrix:
+    """A ``csr_matrix`` over canonical ``(data, indices, indptr)`` (column indices sorted
+    within each row, no duplicates), without scipy's checks; see :func:`csc`."""
+    matrix: Any = object.__new__(sp.csr_matrix)
+    matrix.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=50,
+                           data=np.asarray(data, dtype=np.float64),
+                           indices=np.asarray(indices, dtype=np.int32),
+                           indptr=np.asarray(indptr, dtype=np.int32),
+                           _has_sorted_indices=True, _has_canonical_format=True)
+    if debug_checks():
+        matrix.check_format(full_check=True)
+    return cast(sp.csr_matrix, matrix)
+
+
+def dense_to_csr(dense: FloatArray) -> sp.csr_matrix:
+    """The nonzero entries of a dense matrix, row by row."""
+    transposed = dense_to_csc(np.asarray(dense, dtype=np.float64).T)
+    return csr(transposed.data, transposed.indices, transposed.indptr, dense.shape)
+
+
+def to_csr(matrix: Any) -> sp.csr_matrix:
+    """``matrix`` (dense or any scipy.sparse) as a canonical float64 ``csr_matrix``; a
+    canonical ``csr_matrix`` is returned as it is."""
+    if isinstance(matrix, sp.csr_matrix) and matrix.dtype == np.float64:
+        if not matrix.has_canonical_format:
+            matrix = matrix.copy()
+            matrix.sum_duplicates()
+        return matrix
+    if sp.issparse(matrix):
+        out = sp.csr_matrix(cast(Any, matrix), dtype=np.float64)
+        out.sum_duplicates()
+        return out
+    return dense_to_csr(np.asarray(matrix, dtype=np.float64).reshape(np.shape(matrix)))
+
+
+def csr_to_csc(matrix: sp.csr_matrix) -> sp.csc_matrix:
+    """A canonical CSR matrix in compressed-column form (a stable sort of its entries by
+    column keeps the rows sorted)."""
+    rows = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(matrix.indptr))
+    order = np.argsort(matrix.indices, kind="stable")
+    indptr = np.zeros(matrix.shape[1] + 1, dtype=np.int32)
+    np.cumsum(np.bincount(matrix.indices, minlength=matrix.shape[1]), out=indptr[1:])
+    return csc(matrix.data[order], rows[order], indptr, matrix.shape)

@@ -49,6 +49,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.errors import ShapeError
 from contactopt.programs.cone_projection import ConeLayout, cone_layout, project
 from contactopt.programs.conic import Block, Cone, ConicProgram
+from contactopt.programs.csc import csc, csr, csr_to_csc, to_csc, to_csr
 
 FloatArray = NDArray[np.float64]
 
@@ -88,12 +89,12 @@ class PrimalProgram:
     v_guess: FloatArray | None = None
 
     def __post_init__(self) -> None:
-        A = sp.csc_matrix(self.A, dtype=np.float64)
+        A = to_csc(self.A)
         v_star = np.array(self.v_star, dtype=np.float64).reshape(-1)
         nv = v_star.shape[0]
         if A.shape != (nv, nv):
             raise ShapeError(f"PrimalProgram.A: expected shape ({nv}, {nv}), got {A.shape}")
-        J = sp.csr_matrix(self.J, dtype=np.float64) if self.J.shape[0] else sp.csr_matrix((0, nv))
+        J = to_csr(self.J) if self.J.shape[0] else csr(np.zeros(0), np.zeros(0), np.zeros(nv and 1), (0, nv))
         m = J.shape[0]
         if J.shape[1] != nv:
             raise ShapeError(f"PrimalProgram.J: expected {nv} columns, got {J.shape[1]}")
@@ -104,7 +105,7 @@ class PrimalProgram:
                 raise ShapeError(f"PrimalProgram.{name}: expected {m} entries, got {value.shape[0]}")
             arrays[name] = value
         for name, values in (("A", A.data), ("v_star", v_star), ("J", J.data), *arrays.items()):
-            if not np.all(np.isfinite(values)):
+            if not np.isfinite(values).all():
                 raise ShapeError(f"PrimalProgram.{name}: contains NaN or infinite entries")
         if self.v_guess is not None:
             guess = np.array(self.v_guess, dtype=np.float64).reshape(-1)
@@ -173,13 +174,12 @@ class PrimalProgram:
         of checks per step on a box with six unknowns)."""
         nv, m = self.nv, self.m
         diagonal = np.arange(1, m + 1)
-        P = sp.csc_matrix((np.concatenate([self.A.data, self.R]),
-                           np.concatenate([self.A.indices, nv + np.arange(m)]),
-                           np.concatenate([self.A.indptr, self.A.nnz + diagonal])), shape=(nv + m, nv + m))
-        DJ = sp.csc_matrix(self.J.multiply(self.scale[:, None]))
-        A_conic = sp.csc_matrix((-np.concatenate([DJ.data, self.scale * self.R]),
-                                 np.concatenate([DJ.indices, np.arange(m)]),
-                                 np.concatenate([DJ.indptr, DJ.nnz + diagonal])), shape=(m, nv + m))
+        P = csc(np.concatenate([self.A.data, self.R]), np.concatenate([self.A.indices, nv + np.arange(m)]),
+                np.concatenate([self.A.indptr, self.A.nnz + diagonal]), (nv + m, nv + m))
+        J = self.J
+        DJ = csr_to_csc(csr(J.data * np.repeat(self.scale, np.diff(J.indptr)), J.indices, J.indptr, J.shape))
+        A_conic = csc(-np.concatenate([DJ.data, self.scale * self.R]), np.concatenate([DJ.indices, np.arange(m)]),
+                      np.concatenate([DJ.indptr, DJ.nnz + diagonal]), (m, nv + m))
         return PrimalConicProgram(
             P=P, c=np.concatenate([self.c, np.zeros(m)]), A=A_conic, b=-self.scale * self.v_hat,
             cones=self.cones, variables=(Block(VELOCITY, 0, nv), Block(MULTIPLIER, nv, nv + m)),
