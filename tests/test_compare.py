@@ -145,3 +145,15 @@ def test_compare_cli_is_the_main_job(tmp_path: Path) -> None:
         assert (tmp_path / name).exists(), name
     assert "max_penetration" in result.stdout and "lemke" in result.stdout
     assert np.isfinite(table["max_penetration"]).all()
+
+
+def test_default_comparison_leaves_out_cvxpy_unless_named() -> None:
+    """cvxpy re-solves the same programs through the solvers it wraps: opt-in in a comparison."""
+    from contactopt import solvers
+
+    scene = co.load_scene("box_slide")
+    default = {cell.solver for cell in plan(scene, ["anitescu"])[0]}
+    assert "cvxpy" not in default and "clarabel" in default and "osqp" in default
+    assert set(solvers.comparison_defaults()) == set(solvers.available()) - {"cvxpy"}
+    if "cvxpy" in solvers.available():
+        assert {cell.solver for cell in plan(scene, ["anitescu"], ["cvxpy"])[0]} == {"cvxpy"}

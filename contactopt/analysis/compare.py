@@ -98,7 +98,7 @@ def plan(scene: Scene, formulations: Sequence[str] | None = None, solvers_: Sequ
     """The cells to run and, for information, the (formulation, solver) pairs skipped because
     the solver cannot take the formulation's program."""
     formulations = list(formulations or default_formulations())
-    solver_names = list(solvers_ or solvers.available())
+    solver_names = list(solvers_ or solvers.comparison_defaults())
     step_sizes = [float(dt) for dt in (dts or [scene.dt])]
     horizon = float(scene.duration if duration is None else duration)
     for name, value in [*(("dt", dt) for dt in step_sizes), ("duration", horizon)]:
@@ -198,6 +198,10 @@ def compare(
     return_traces: bool = False,
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Run the grid and return the table (and the per-step traces if ``return_traces``).
+
+    ``solvers=None`` runs every installed solver whose spec keeps ``default_comparison``
+    (all but ``cvxpy``, which re-solves the same programs through the solvers it wraps at
+    10-20x their time; name it to run it).
 
     ``executor``: ``serial``, ``process`` (a local process pool of ``workers``) or ``dask``
     (a LocalCluster, or the scheduler at ``address``). With ``out`` the sweep is resumable

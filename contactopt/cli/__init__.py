@@ -289,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("scene", help="scene file or bundled problem name")
     p_cmp.add_argument("--formulations", help="comma-separated, options as name:key=value "
                        "(default: every time-stepping formulation)")
-    p_cmp.add_argument("--solvers", help="comma-separated (default: every installed solver)")
+    p_cmp.add_argument("--solvers", help="comma-separated (default: every installed solver but cvxpy, which re-solves "
+                       "the same programs through the solvers it wraps; name it to run it)")
     p_cmp.add_argument("--dt", help="comma-separated step sizes (default: the scene's)")
     p_cmp.add_argument("--duration", type=positive_float, help="simulated time [s] (default: the scene's)")
     p_cmp.add_argument("--out", help="output folder (default: runs/compare-SCENE)")

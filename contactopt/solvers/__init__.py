@@ -34,7 +34,8 @@ from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
-__all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "kinds", "names", "solve", "spec"]
+__all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "comparison_defaults", "kinds", "names",
+           "solve", "spec"]
 
 # The backend modules import their third-party package only inside ``solve``.
 _BACKENDS: dict[str, SolverSpec] = {
@@ -67,6 +68,12 @@ def names() -> list[str]:
 def available() -> list[str]:
     """The registered solvers whose backend package is installed (detected without importing)."""
     return [name for name, spec_ in _BACKENDS.items() if spec_.is_available()]
+
+
+def comparison_defaults() -> list[str]:
+    """The installed solvers a comparison runs when none are named (those whose spec keeps
+    ``default_comparison``)."""
+    return [name for name, spec_ in _BACKENDS.items() if spec_.is_available() and spec_.default_comparison]
 
 
 def parse_name(solver: str) -> tuple[str, str | None]:

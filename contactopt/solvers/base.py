@@ -46,6 +46,9 @@ class SolverSpec:
             (False for a backend whose ``accepts`` needs a structure no conversion produces).
         interior_point: its answers are interior-point iterates, refined by default by the
             active-set step of :mod:`contactopt.solvers.refine` (solver option ``refine``).
+        default_comparison: whether ``compare`` runs it when no solvers are named (a backend
+            that only re-solves the same programs through other solvers, at many times their
+            cost, sets False: it runs when named).
     """
 
     name: str
@@ -58,6 +61,7 @@ class SolverSpec:
     warm_start: str | None = None
     conversions: bool = True
     interior_point: bool = False
+    default_comparison: bool = True
 
     def is_available(self) -> bool:
         return self.requires is None or importlib.util.find_spec(self.requires) is not None

@@ -34,6 +34,11 @@ SPEC = SolverSpec(
     install_hint="pip install 'contactopt[cvxpy]'",
     description="cvxpy modelling layer; cvxpy:SOLVER picks any solver cvxpy has installed",
     variants=True,
+    # cvxpy canonicalizes every step's program anew (5-15 ms per box step) and hands it to the
+    # solvers contactopt also calls natively (its default is Clarabel): in a default comparison
+    # its cells repeat the native rows at 10-20x their time (18 of the ~40 s of cells of the
+    # README's box comparison). ``--solvers cvxpy`` (or ``cvxpy:SCS``, ...) runs it.
+    default_comparison=False,
 )
 
 
