@@ -215,12 +215,10 @@ class MjcfSystem(System):
                           "friction is left out (system.extra_friction = 'sliding'); regularized -o params=model "
                           "solves MuJoCo's own rows", UnmodelledFrictionWarning, stacklevel=2)
         mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
-        count = keep.shape[0]
-        # Dense rows (bit-identical to the per-contact frame @ J they replace): the pile's
-        # degenerate interior-point steps amplify 1e-17 reorderings of sparse products to
-        # 1e-7..1e-5 within 20 steps, and trajectories are kept reproducible.
-        return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J.toarray(), mu=mu,
-                        restitution=np.zeros(count), dim=3)
+        # J stays sparse (CSR): every formulation keeps its rows, Delassus products and programs
+        # sparse, and no BLAS kernel touches them, so trajectories do not depend on the CPU's.
+        return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J, mu=mu,
+                        restitution=np.zeros(keep.shape[0]), dim=3)
 
     def check_contact_model(self) -> None:
         """Refuse contacts of condim 4 and 6 (torsional, rolling friction): the formulations'
