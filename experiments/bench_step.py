@@ -17,7 +17,7 @@ fitted over N >= 100, and the peak memory of a step is measured with ``tracemall
 
 Writes ``experiments/out/bench_step/{summary.json, summary.csv, scaling.png}``.
 
-    python experiments/bench_step.py [--steps 100] [--rounds 3] [--grid 10,30,100,300,1000]
+    python experiments/bench_step.py [--steps 100] [--rounds 3] [--grid 10,30,100,300,1000] [--scenes pile]
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ BOX_CASES: list[Case] = [("anitescu", "clarabel", {}), ("ccp", "clarabel", {}), 
                          ("regularized", "pgs", {"cone": "elliptic"}), ("lcp", "lemke", {})]
 PILE_CASES: list[Case] = [("regularized", "clarabel", {"cone": "elliptic"}), ("regularized", "clarabel", {}),
                           ("anitescu", "osqp", {}), ("regularized", "pgs", {"cone": "elliptic"}),
-                          ("ccp", "clarabel", {"form": "dual"})]
+                          ("ccp", "clarabel", {"form": "dual"}), ("regularized", "newton", {"form": "primal"}),
+                          ("sap", "newton", {})]
 GRID_CASES: list[Case] = [("anitescu", "clarabel", {}), ("regularized", "clarabel", {}), ("anitescu", "osqp", {})]
 RADIUS, SPACING = 0.05, 0.2
 
@@ -164,18 +165,26 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100, help="steps per run on the boxes (pile: 20)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--grid", default="10,30,100,300,1000")
+    parser.add_argument("--scenes", default="box,box_mjcf,pile,grid",
+                        help="comma-separated subset of box, box_mjcf, pile, grid (e.g. --scenes pile)")
     args = parser.parse_args()
+    scenes = set(args.scenes.split(","))
+    if scenes - {"box", "box_mjcf", "pile", "grid"}:
+        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'box_mjcf', 'pile', 'grid'}))}")
     problems = ROOT / "problems"
     box_mjcf = co.load_scene(problems / "box_slide_mjcf.toml")
     _MJ_STATE["box_slide"] = (box_mjcf.q0, box_mjcf.v0)
     rows: list[dict[str, Any]] = []
-    rows += bench_scene(co.load_scene(problems / "box_slide.toml"), BOX_CASES, (box_mjcf.system.path, None),  # type: ignore[attr-defined]
-                        args.steps, args.rounds)
-    rows += bench_scene(box_mjcf, BOX_CASES, (box_mjcf.system.path, None), args.steps, args.rounds)  # type: ignore[attr-defined]
-    pile = co.load_scene(problems / "sphere_pile_mjcf.toml")
-    rows += bench_scene(pile, PILE_CASES, (pile.system.path, None), 20, args.rounds)  # type: ignore[attr-defined]
+    if "box" in scenes:
+        rows += bench_scene(co.load_scene(problems / "box_slide.toml"), BOX_CASES,
+                            (box_mjcf.system.path, None), args.steps, args.rounds)  # type: ignore[attr-defined]
+    if "box_mjcf" in scenes:
+        rows += bench_scene(box_mjcf, BOX_CASES, (box_mjcf.system.path, None), args.steps, args.rounds)  # type: ignore[attr-defined]
+    if "pile" in scenes:
+        pile = co.load_scene(problems / "sphere_pile_mjcf.toml")
+        rows += bench_scene(pile, PILE_CASES, (pile.system.path, None), 20, args.rounds)  # type: ignore[attr-defined]
     grid_rows: list[dict[str, Any]] = []
-    for count in (int(c) for c in args.grid.split(",")):
+    for count in (int(c) for c in args.grid.split(",") if "grid" in scenes):
         scene, xml = grid_scene(count)
         steps = max(3, min(20, 2000 // count))
         found = bench_scene(scene, GRID_CASES, (None, xml), steps, args.rounds)

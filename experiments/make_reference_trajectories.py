@@ -8,7 +8,16 @@ a floor). Only deterministic direct solvers (Clarabel's interior point, Lemke's 
 are recorded: iterative first-order solvers (OSQP, PGS) stop at a tolerance and warm starts
 legitimately move their answers by more than 1e-9.
 
-    python experiments/make_reference_trajectories.py   # writes tests/data/reference_trajectories.npz
+The pile's arrays were re-recorded when the MJCF contact Jacobian became sparse (issue 10):
+its programs are then built by sparse products alone, identical under every BLAS kernel; the
+first steps' programs equal the dense pipeline's to 1e-16 relative, and the trajectories moved
+by at most 1e-5 (ccp dual), as much as a one-ulp change of the first program moves Clarabel's
+answer on this degenerate pile (the dense pile moved by up to 5e-3 between two OpenBLAS
+kernels). The dense cases (box, textbook systems) were recorded with OpenBLAS's Haswell
+kernels: ``OPENBLAS_CORETYPE=Haswell`` reproduces them bit for bit, other kernels within 1e-9.
+
+    # writes tests/data/reference_trajectories.npz
+    OPENBLAS_CORETYPE=Haswell python experiments/make_reference_trajectories.py
 """
 
 from __future__ import annotations

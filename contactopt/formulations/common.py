@@ -31,7 +31,7 @@ from contactopt.formulations.constraint_rows import (
 from contactopt.model import Contacts, Dynamics, Matrix, is_sparse, to_dense
 
 __all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
-           "delassus", "dual_program", "dual_velocity", "limit_index", "polyhedral_frame_impulses",
+           "delassus", "delassus_blocks", "dual_program", "dual_velocity", "limit_index", "polyhedral_frame_impulses",
            "primal_bilateral_impulses", "primal_program", "require_finite_mu", "require_no_friction_loss",
            "row_impulses", "scatter_impulses", "select_contacts", "tangent_directions"]
 
@@ -214,6 +214,27 @@ def delassus(dynamics: Dynamics, rows: Matrix) -> Matrix:
                 return W
             return np.asarray(sparse_rows @ solved)
     return rows @ solved
+
+
+def delassus_blocks(dynamics: Dynamics, J: Matrix, dim: int) -> FloatArray:
+    """(n, dim, dim) diagonal blocks ``J_i M^{-1} J_i^T`` of the Delassus operator (contact ``i``'s
+    ``dim`` rows ``J_i``; SAP's (S9) and MuJoCo's diagonal approximation). A sparse ``J`` stays
+    sparse: ``Y = J M^{-1}`` (a sparse product with ``M^{-1}`` where the system gives it, else one
+    solve per row), then ``block[:, a, b] = sum(J[a::dim] * Y[b::dim], axis=1)``, linear in the contacts."""
+    n = J.shape[0] // dim if dim else 0
+    if n == 0:
+        return np.zeros((0, dim, dim))
+    if not is_sparse(J):
+        solved = dynamics.solve_M(J.T).T.reshape(n, dim, -1)
+        return np.einsum("civ,cjv->cij", J.reshape(n, dim, -1), solved)
+    J = sp.csr_matrix(J)
+    Y = (J @ dynamics.inverse_matrix).tocsr() if dynamics.inverse_matrix is not None \
+        else sp.csr_matrix(dynamics.solve_M(J.T.toarray()).T)
+    blocks = np.empty((n, dim, dim))
+    for a in range(dim):  # dim <= 3: at most nine sparse elementwise products
+        for b in range(dim):
+            blocks[:, a, b] = np.asarray(J[a::dim].multiply(Y[b::dim]).sum(axis=1)).reshape(-1)
+    return blocks
 
 
 def require_finite_mu(active: ActiveContacts, formulation: str) -> None:

@@ -322,11 +322,25 @@ def delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     """``diag(rows M^{-1} rows^T)`` (MuJoCo's diagonal approximation used for R)."""
     if rows.shape[0] == 0:
         return np.zeros(0)
+    inverse = dynamics.inverse_matrix
+    if is_sparse(rows) and inverse is not None and _is_diagonal(inverse):  # J_ik (J_ik m_k), summed in order
+        rows = sp.csr_matrix(rows)
+        solved = rows.data * inverse.diagonal()[rows.indices]
+        owner = np.repeat(np.arange(rows.shape[0]), np.diff(rows.indptr))
+        return np.asarray(np.bincount(owner, weights=rows.data * solved, minlength=rows.shape[0]), dtype=np.float64)
     if is_sparse(rows):
         solved = (rows @ dynamics.inverse_matrix if dynamics.inverse_matrix is not None
                   else dynamics.solve_M(rows.T.toarray()).T)
         return np.asarray(rows.multiply(solved).sum(axis=1)).reshape(-1)
     return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
+
+
+def _is_diagonal(matrix: Any) -> bool:
+    """Whether a sparse square matrix stores its diagonal only (free bodies' ``M^{-1}``)."""
+    csc = sp.csc_matrix(matrix)
+    n = csc.shape[0]
+    return bool(csc.nnz == n and np.array_equal(csc.indices, np.arange(n))
+                and np.array_equal(csc.indptr, np.arange(n + 1)))
 
 
 def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:

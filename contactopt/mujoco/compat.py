@@ -50,13 +50,18 @@ def full_mass_matrix(mujoco: Any, model: Any, data: Any) -> FloatArray:
     return M
 
 
+def has_sparse_mass(model: Any, data: Any) -> bool:
+    """Whether MuJoCo keeps ``M`` in its sparse CSR storage (``MjData.M``, MuJoCo 3.1+)."""
+    return all(hasattr(model, name) for name in ("M_rowadr", "M_rownnz", "M_colind")) and hasattr(data, "M")
+
+
 def sparse_mass_matrix(mujoco: Any, model: Any, data: Any) -> Any:
     """``M(q)`` as a symmetric CSC matrix from MuJoCo's own sparse storage (``MjData.M``: the
     lower triangle in CSR form, ``M_rownnz/M_rowadr/M_colind``, MuJoCo 3.1+), without a dense
     ``nv x nv`` array; falls back to :func:`full_mass_matrix` where that storage is absent."""
     import scipy.sparse as sp
 
-    if not all(hasattr(model, name) for name in ("M_rowadr", "M_rownnz", "M_colind")) or not hasattr(data, "M"):
+    if not has_sparse_mass(model, data):
         return sp.csc_matrix(full_mass_matrix(mujoco, model, data))
     nv = int(model.nv)
     indptr = np.concatenate([np.asarray(model.M_rowadr), [int(model.M_rowadr[-1]) + int(model.M_rownnz[-1])]]) \

@@ -53,6 +53,7 @@ from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, Native
 from contactopt.mujoco import compat
 from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, contact_jacobian
+from contactopt.mujoco.mass import MassLayout
 from contactopt.systems.base import ParameterError, System
 
 FloatArray = NDArray[np.float64]
@@ -95,6 +96,7 @@ class MjcfSystem(System):
         self.q_names, self.v_names = self._coordinate_names()
         self._at: tuple[bytes, bytes, bytes] | None = None
         self._chains = Chains(self.model)
+        self._mass = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
         self._scratch: Any = None  # MjData for finite differences of the equality rows
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
         self.native_cone = 0
@@ -169,8 +171,12 @@ class MjcfSystem(System):
         tau = -data.qfrc_bias + data.qfrc_passive + data.qfrc_actuator + data.qfrc_applied
         if u is not None:
             tau = tau + as_vector(u, "u", self.nv)
-        return Dynamics(M=compat.sparse_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau),
-                        inverse=self._inverse_at(q, v))
+        if self._mass is None:
+            return Dynamics(M=compat.sparse_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau),
+                            inverse=self._inverse_at(q, v))
+        values = self._mass.values(data.M)  # M and its block-diagonal inverse from MuJoCo's sparse M
+        return Dynamics(M=self._mass.matrix(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
+                        inverse_matrix=self._mass.inverse(values))
 
     def _inverse_at(self, q: ArrayLike, v: ArrayLike) -> Any:
         """``M(q)^{-1} rhs`` by MuJoCo's sparse factorization (``mj_solveM``, O(nnz) per
@@ -209,12 +215,10 @@ class MjcfSystem(System):
                           "friction is left out (system.extra_friction = 'sliding'); regularized -o params=model "
                           "solves MuJoCo's own rows", UnmodelledFrictionWarning, stacklevel=2)
         mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
-        count = keep.shape[0]
-        # Dense rows (bit-identical to the per-contact frame @ J they replace): the pile's
-        # degenerate interior-point steps amplify 1e-17 reorderings of sparse products to
-        # 1e-7..1e-5 within 20 steps, and trajectories are kept reproducible.
-        return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J.toarray(), mu=mu,
-                        restitution=np.zeros(count), dim=3)
+        # J stays sparse (CSR): every formulation keeps its rows, Delassus products and programs
+        # sparse, and no BLAS kernel touches them, so trajectories do not depend on the CPU's.
+        return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J, mu=mu,
+                        restitution=np.zeros(keep.shape[0]), dim=3)
 
     def check_contact_model(self) -> None:
         """Refuse contacts of condim 4 and 6 (torsional, rolling friction): the formulations'
@@ -240,6 +244,10 @@ class MjcfSystem(System):
         off = int(self.model.opt.disableflags) & int(self.mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
         if not implicit or off or not np.any(damping > 0):
             return dynamics
+        if self._mass is not None and dynamics.is_sparse:  # the damped M and its sparse inverse
+            values = self._mass.values_of(dynamics.M)
+            values[self._mass.diagonal()] += dt * damping
+            return Dynamics(M=self._mass.matrix(values), tau=dynamics.tau, inverse_matrix=self._mass.inverse(values))
         import scipy.sparse as sp
 
         M = dynamics.M + dt * (sp.diags(damping, format="csc") if dynamics.is_sparse else np.diag(damping))

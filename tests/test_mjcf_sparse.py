@@ -1,0 +1,136 @@
+"""The MJCF step's sparse pieces (issue 10): the contact Jacobian built for all contacts at once
+(:mod:`contactopt.mujoco.contacts`) against MuJoCo's own per-point ``mj_jac`` and against finite
+differences of the contact points, ``M`` and its block-diagonal inverse
+(:mod:`contactopt.mujoco.mass`), and the sparse Delassus blocks against the dense ones.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import contactopt as co
+from contactopt.formulations.common import delassus, delassus_blocks
+from contactopt.model import Dynamics, to_dense
+
+mujoco = pytest.importorskip("mujoco")
+from contactopt.mujoco import compat  # noqa: E402
+from contactopt.mujoco.contacts import contact_jacobian  # noqa: E402
+from contactopt.mujoco.system import MjcfSystem  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MJCF = ROOT / "problems" / "mjcf"
+
+
+def _per_contact_rows(system: MjcfSystem, frames: np.ndarray, points: np.ndarray, bodies: np.ndarray) -> np.ndarray:
+    """The construction the batched one replaced: ``frame (J_p(body2, p) - J_p(body1, p))``
+    per contact, with MuJoCo's ``mj_jac``."""
+    rows = np.zeros((3 * frames.shape[0], system.nv))
+    for c in range(frames.shape[0]):
+        jacobians = []
+        for body in bodies[c]:
+            jacp = np.zeros((3, system.nv))
+            mujoco.mj_jac(system.model, system.data, jacp, None, points[c], int(body))
+            jacobians.append(jacp)
+        rows[3 * c:3 * c + 3] = frames[c] @ (jacobians[1] - jacobians[0])
+    return rows
+
+
+def test_pile_contact_jacobian_is_sparse_and_equals_mj_jac() -> None:
+    scene = co.load_scene(ROOT / "problems" / "sphere_pile_mjcf.toml")
+    system = scene.system
+    assert isinstance(system, MjcfSystem)
+    contacts = system.contacts(scene.q0)
+    assert sp.issparse(contacts.J) and contacts.J.format == "csr" and contacts.count > 200
+    assert contacts.J.nnz <= 3 * 12 * contacts.count  # two free bodies at most per contact
+    data = system.data
+    keep = np.flatnonzero(np.asarray(data.contact.exclude)[:data.ncon] <= 1)
+    frames = np.asarray(data.contact.frame)[keep].reshape(-1, 3, 3)
+    bodies = np.asarray(system.model.geom_bodyid)[np.asarray(data.contact.geom)[keep]]
+    expected = _per_contact_rows(system, frames, np.asarray(data.contact.pos)[keep], bodies)
+    np.testing.assert_allclose(contacts.J.toarray(), expected, rtol=0, atol=1e-15)
+
+
+def test_jacobian_of_bodies_on_one_chain_sums_the_shared_dofs() -> None:
+    """Contacts between bodies of one kinematic tree (a leg against the torso, two legs): the
+    shared ancestors' columns cancel, as in ``J_p(body2) - J_p(body1)``."""
+    system = MjcfSystem(MJCF / "quadruped.xml")
+    q, v = system.default_state()
+    rng = np.random.default_rng(3)
+    system.dynamics(q + np.concatenate([np.zeros(7), 0.3 * rng.standard_normal(system.nq - 7)]), v)
+    nbody = int(system.model.nbody)
+    bodies = np.array([[0, 1], [1, 2], [2, 1], [3, 5], [nbody - 1, 2], [1, 1], [0, nbody - 1]])
+    frames = np.linalg.qr(rng.standard_normal((bodies.shape[0], 3, 3)))[0]
+    points = rng.standard_normal((bodies.shape[0], 3))
+    J = contact_jacobian(system._chains, system.data, system.nv, frames, points, bodies[:, 0], bodies[:, 1])
+    expected = _per_contact_rows(system, frames, points, bodies)
+    np.testing.assert_allclose(J.toarray(), expected, rtol=0, atol=1e-14)
+    assert np.all(J.toarray()[15:18] == 0.0)  # a body against itself: exact cancellation
+
+
+def test_contact_rows_are_the_velocities_of_the_contact_points() -> None:
+    """``J v = frame (d/dt (p on body2) - d/dt (p on body1))``: central differences of the two
+    material points at the contact position, moved with MuJoCo's own ``mj_integratePos``."""
+    scene = co.load_scene(ROOT / "problems" / "sphere_pile_mjcf.toml")
+    system = scene.system
+    assert isinstance(system, MjcfSystem)
+    rng = np.random.default_rng(0)
+    q, v = scene.q0, rng.standard_normal(system.nv)
+    contacts = system.contacts(q)
+    data = system.data
+    keep = np.flatnonzero(np.asarray(data.contact.exclude)[:data.ncon] <= 1)[:40]
+    frames = np.asarray(data.contact.frame)[keep].reshape(-1, 3, 3)
+    points = np.asarray(data.contact.pos)[keep].copy()
+    bodies = np.asarray(system.model.geom_bodyid)[np.asarray(data.contact.geom)[keep]]
+    local = [np.einsum("cji,cj->ci", data.xmat[b].reshape(-1, 3, 3), points - data.xpos[b]) for b in bodies.T]
+
+    def positions(qq: np.ndarray) -> list[np.ndarray]:
+        system.dynamics(qq, np.zeros(system.nv))
+        return [data.xpos[b] + np.einsum("cij,cj->ci", data.xmat[b].reshape(-1, 3, 3), x)
+                for b, x in zip(bodies.T, local, strict=True)]
+
+    eps = 1e-6
+    plus = positions(system.integrate(q, v, eps))
+    minus = positions(system.integrate(q, v, -eps))
+    velocity = [(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)]
+    expected = np.einsum("cij,cj->ci", frames, velocity[1] - velocity[0])
+    rows = (3 * keep[:, None] + np.arange(3)).reshape(-1)
+    np.testing.assert_allclose((contacts.J[rows] @ v).reshape(-1, 3), expected, rtol=0, atol=1e-7)
+
+
+@pytest.mark.parametrize("xml", ["sphere_pile.xml", "quadruped.xml", "limited_arm.xml", "two_link_arm.xml"])
+def test_mass_matrix_and_its_sparse_inverse(xml: str) -> None:
+    system = MjcfSystem(MJCF / xml)
+    q, v = system.default_state()
+    dynamics = system.dynamics(q, v)
+    M = compat.full_mass_matrix(system.mujoco, system.model, system.data)
+    assert dynamics.is_sparse
+    np.testing.assert_array_equal(dynamics.M.toarray(), M)
+    assert dynamics.inverse_matrix is not None
+    inverse = dynamics.inverse_matrix.toarray()
+    np.testing.assert_array_equal(inverse, inverse.T)
+    np.testing.assert_allclose(inverse @ M, np.eye(system.nv), rtol=0, atol=1e-12)
+    damped = system.step_dynamics(dynamics, 0.01)
+    assert damped.inverse_matrix is not None
+    np.testing.assert_allclose(damped.inverse_matrix.toarray() @ damped.M.toarray(), np.eye(system.nv), atol=1e-12)
+
+
+def test_sparse_delassus_equals_the_dense_one() -> None:
+    scene = co.load_scene(ROOT / "problems" / "sphere_pile_mjcf.toml")
+    system = scene.system
+    dynamics = system.dynamics(scene.q0, scene.v0)
+    J = system.contacts(scene.q0).J
+    dense = Dynamics(dynamics.M.toarray(), dynamics.tau)  # dense Cholesky of M, dense J
+    W_dense = to_dense(delassus(dense, J.toarray()))
+    W = delassus(dynamics, J)
+    assert sp.issparse(W)
+    np.testing.assert_allclose(W.toarray(), W_dense, rtol=0, atol=1e-12 * np.abs(W_dense).max())
+    blocks = delassus_blocks(dynamics, J, 3)
+    dense_blocks = delassus_blocks(dense, J.toarray(), 3)
+    np.testing.assert_allclose(blocks, dense_blocks, rtol=0, atol=1e-12 * np.abs(dense_blocks).max())
+    no_inverse = Dynamics(dynamics.M, dynamics.tau, inverse=dynamics.inverse)  # sparse J, solves only
+    np.testing.assert_allclose(delassus_blocks(no_inverse, J, 3), dense_blocks, rtol=0,
+                               atol=1e-12 * np.abs(dense_blocks).max())
