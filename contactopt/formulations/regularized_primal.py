@@ -39,7 +39,7 @@ from contactopt.formulations.regularized import (
     soft_rows,
 )
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
-from contactopt.model import StepProblem, is_sparse
+from contactopt.model import StepProblem
 from contactopt.programs import ConicProgram, Nonneg, Solution
 from contactopt.programs.primal import PrimalConicProgram
 
@@ -78,10 +78,7 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     (limit_c, limit_R), _ = row_terms(problem, options, damped, v_minus, solref)
     index = limit_index(problem, options["epsilon"])
     limit_ref = problem.unilateral.G[index] @ v_minus - limit_c
-    J_rows = J[rows]
-    if is_sparse(J_rows) and (problem.bilateral.H.shape[0] or index.shape[0]):
-        J_rows = J_rows.toarray()  # sap.primal_step stacks [H; G; J] densely (np.vstack) until it takes sparse rows
-    return primal_step(problem, damped, v_minus, J_rows, R[rows], v_ref[rows], scale, cones, R_eq, metadata,
+    return primal_step(problem, damped, v_minus, J[rows], R[rows], v_ref[rows], scale, cones, R_eq, metadata,
                        (index, limit_R, limit_ref))
 
 

@@ -67,6 +67,7 @@ from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
+    delassus_blocks,
     limit_index,
     require_finite_mu,
     require_no_friction_loss,
@@ -132,15 +133,6 @@ def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J:
         + (Block("contacts", nh + nu, nh + nu + m),),
         metadata={**metadata, "bilateral": nh, "limits": [int(i) for i in index]}, v_guess=problem.state.v)
     return primal.to_conic()
-
-
-def delassus_blocks(dynamics: Dynamics, J: FloatArray, dim: int) -> FloatArray:
-    """(n, dim, dim) diagonal blocks ``J_i M^{-1} J_i^T`` of the Delassus operator."""
-    n = J.shape[0] // dim if dim else 0
-    if n == 0:
-        return np.zeros((0, dim, dim))
-    solved = dynamics.solve_M(J.T).T.reshape(n, dim, -1)
-    return np.einsum("civ,cjv->cij", J.reshape(n, dim, -1), solved)
 
 
 class SAP(Formulation):
