@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 # Pin OpenBLAS's kernel family and thread count before NumPy loads it: the saved reference
-# trajectories (tests/test_reference_trajectories.py) replay 20 steps of the 100-sphere pile
-# at 1e-9, and OpenBLAS picks its dgemm kernel by CPU at load time (AVX-512 machines take the
-# SkylakeX kernels, whose different summation order moves a pile trajectory by up to 3e-5 in
-# 20 steps through the interior-point solver's degenerate steps) and splits work by thread
-# count (1 thread differs from >= 2). The references were recorded with the AVX2 (Haswell)
-# kernels and 2 threads, which every x86-64 machine since 2013 can run.
+# trajectories (tests/test_reference_trajectories.py) replay the dense pipeline's box and
+# textbook steps at 1e-9, and OpenBLAS picks its dgemm kernel by CPU at load time (AVX-512
+# machines take the SkylakeX kernels) and splits work by thread count, both of which change
+# summation order. The references were recorded with the AVX2 (Haswell) kernels and 2 threads,
+# which every x86-64 machine since 2013 can run; they also pass under other kernels today,
+# and the pin keeps the margin from depending on the machine CI draws.
 if "numpy" not in sys.modules and platform.machine() in ("x86_64", "AMD64"):
     with open("/proc/cpuinfo") if os.path.exists("/proc/cpuinfo") else open(os.devnull) as cpuinfo:
         avx2 = " avx2" in cpuinfo.read()
