@@ -49,6 +49,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.model import StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
+from contactopt.programs.csc import csc
 
 
 def friction_cone_rows(active: ActiveContacts) -> tuple[sp.csc_matrix, tuple[Cone, ...]]:
@@ -59,18 +60,19 @@ def friction_cone_rows(active: ActiveContacts) -> tuple[sp.csc_matrix, tuple[Con
     """
     dim, count = active.dim, active.count
     scale = np.ones((count, dim))
-    cones: list[Cone] = []
-    for c, mu in enumerate(active.mu):
-        if dim == 1:
-            cones.append(Nonneg(1))
-        elif mu > 0:
-            scale[c, 0] = mu
-            cones.append(SOC(dim))
-        else:
-            cones += [Nonneg(1), Zero(dim - 1)]
     rows = count * dim
-    A = sp.csc_matrix((-scale.reshape(-1), (np.arange(rows), np.arange(rows))), shape=(rows, rows))
-    return A, tuple(cones)
+    if dim == 1:
+        cones: tuple[Cone, ...] = (Nonneg(1),) * count
+    else:
+        sliding = active.mu > 0
+        scale[:, 0] = np.where(sliding, active.mu, 1.0)
+        if sliding.all():  # the usual case: one shared cone object per contact, no Python loop
+            cones = (SOC(dim),) * count
+        else:
+            soc, frictionless = (SOC(dim),), (Nonneg(1), Zero(dim - 1))
+            cones = tuple(cone for has_cone in sliding.tolist() for cone in (soc if has_cone else frictionless))
+    diagonal = np.arange(rows, dtype=np.int32)
+    return csc(-scale.reshape(-1), diagonal, np.arange(rows + 1, dtype=np.int32), (rows, rows)), cones
 
 
 class ConeComplementarity(Formulation):
@@ -93,7 +95,7 @@ class ConeComplementarity(Formulation):
             scale = np.ones((na, dim))
             scale[:, 1:] = active.mu[:, None]
             scaled = active.scaled_rows(scale.reshape(-1))
-            cones = tuple(SOC(dim) if dim > 1 else Nonneg(1) for _ in range(na))
+            cones = (SOC(dim) if dim > 1 else Nonneg(1),) * na
             return primal_program(problem, -scaled, normal_rhs, cones, (Block("friction_cones", 0, rows, dim),),
                                   metadata, epsilon=options["epsilon"])
         A_cone, cones = friction_cone_rows(active)
