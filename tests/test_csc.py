@@ -71,3 +71,4 @@ def test_csr_helpers_equal_scipy(shape: tuple[int, int]) -> None:
         np.testing.assert_array_equal(ours.indices, reference.indices)
         np.testing.assert_array_equal(ours.toarray(), dense)
     _same(csr_to_csc(dense_to_csr(dense)), dense)
+

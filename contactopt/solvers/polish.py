@@ -47,7 +47,7 @@ def min_norm_solve(K: FloatArray, rhs: FloatArray) -> FloatArray:
     size = K.shape[0]
     if size == 0:
         return np.zeros(0)
-    lwork = max(4 * size * size, 2 * size + 1)
+    lwork = 4 * size * (size + 1) + 1  # at least the minimum 4 size + 1, room for blocked QR
     _, solution, _, _, info = _GELSY(K, rhs.reshape(size, 1), np.zeros(size, dtype=np.int32),
                                      np.finfo(np.float64).eps * size, lwork)
     if info != 0:  # an illegal argument: the SVD answers the same question
