@@ -93,8 +93,11 @@ MIN_IMPEDANCE, MAX_IMPEDANCE = 1e-4, 0.9999  # MuJoCo's mjMINIMP, mjMAXIMP
 
 def impedance(r: FloatArray, solimp: tuple[float, float, float, float, float]) -> FloatArray:
     """MuJoCo's impedance ``d(r)`` for constraint violations ``r`` (elementwise)."""
+    r = np.asarray(r, dtype=np.float64)
+    if r.size == 0:  # a kind of row the step does not have (asked for every kind, every step)
+        return np.zeros(r.shape)
     d0, dwidth, width, midpoint, power = solimp
-    x = np.abs(np.asarray(r, dtype=np.float64)) / width if width > 0 else np.ones_like(r)
+    x = np.abs(r) / width if width > 0 else np.ones_like(r)
     x = np.minimum(x, 1.0)
     if power == 1:
         y = x
@@ -271,6 +274,9 @@ def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
     F = problem.friction_loss.F
     terms = []
     for rows, violation in ((G, phi), (F, np.zeros(F.shape[0]))):
+        if rows.shape[0] == 0:  # no rows of this kind at this step
+            terms.append((np.zeros(0), np.zeros(0)))
+            continue
         d = impedance(violation, options["solimp"])
         b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
         v_star = rows @ v + h * (-b_ref * (rows @ v) - k_ref * violation)
