@@ -32,7 +32,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
@@ -52,6 +51,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
+from contactopt.programs.csc import diagonal_csc
 
 
 def edge_rows(active: ActiveContacts, k: int) -> tuple[Any, int]:
@@ -90,7 +90,7 @@ class Anitescu(Formulation):
         if options["form"] == "primal":
             return primal_program(problem, -J_beta, rhs, (Nonneg(rows),), (Block("cone_edges", 0, rows, per),),
                                   metadata, epsilon=options["epsilon"])
-        return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, -sp.identity(rows, format="csc"),
+        return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, diagonal_csc(-np.ones(rows)),
                             (Nonneg(rows),), (Block("impulse_edges", 0, rows, per),),
                             (Block("impulse_edges_nonneg", 0, rows, per),), metadata, epsilon=options["epsilon"])
 

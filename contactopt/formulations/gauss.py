@@ -35,7 +35,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
@@ -47,6 +46,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
+from contactopt.programs.csc import diagonal_csc
 
 
 class FrictionIgnoredWarning(UserWarning):
@@ -72,7 +72,7 @@ class Gauss(Formulation):
         if options["form"] == "primal":
             return primal_program(problem, -n, contacts.phi / h, (Nonneg(nc),),
                                   (Block("nonpenetration", 0, nc),), metadata)
-        return dual_program(problem, n, n @ problem.v_free + contacts.phi / h, -sp.identity(nc, format="csc"),
+        return dual_program(problem, n, n @ problem.v_free + contacts.phi / h, diagonal_csc(-np.ones(nc)),
                             (Nonneg(nc),), (Block("impulse_normal", 0, nc),),
                             (Block("impulse_nonneg", 0, nc),), metadata)
 

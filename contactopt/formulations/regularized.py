@@ -85,6 +85,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Solution
+from contactopt.programs.csc import diagonal_csc, empty_csc
 
 FloatArray = NDArray[np.float64]
 
@@ -195,7 +196,7 @@ class Regularized(Formulation):
             J, per = pyramid_edges(active)
             position = np.repeat(active.phi, per).reshape(active.count, per)
             friction_row = np.zeros(J.shape[0], dtype=bool)
-            A_rows, cones = -sp.identity(J.shape[0], format="csc"), (Nonneg(J.shape[0]),)
+            A_rows, cones = diagonal_csc(-np.ones(J.shape[0])), (Nonneg(J.shape[0]),)
         rows = J.shape[0]
         R, v_star, R_eq = soft_rows(problem, options, damped, J, per, d, b_ref, k_ref, position, friction_row)
         metadata = {"formulation": self.name, "cone": options["cone"], "dt": h, "t": problem.state.t,
@@ -204,7 +205,7 @@ class Regularized(Formulation):
                     "impedance": d.tolist(), "b": options["b"]}
         name = "impulse" if options["cone"] == "elliptic" else "impulse_edges"
         limit_terms, friction_terms = row_terms(problem, options, damped, v_minus, solref)
-        return dual_program(problem, J, J @ v_minus - v_star, A_rows if rows else sp.csc_matrix((0, 0)),
+        return dual_program(problem, J, J @ v_minus - v_star, A_rows if rows else empty_csc(0, 0),
                             cones, (Block(name, 0, rows, per),), (Block("impulse_in_cone", 0, rows, per),),
                             metadata, dynamics=damped, v_free=v_minus, regularization=R,
                             bilateral_regularization=R_eq, epsilon=options["epsilon"],

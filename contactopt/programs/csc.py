@@ -24,8 +24,18 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.int32]
 
 __all__ = [
-    "coo_to_csc", "csc", "csr", "csr_to_csc", "dense_to_csc", "dense_to_csr", "empty_csc",
-    "pad_columns", "to_csc", "to_csr", "vstack_csc",
+    "coo_to_csc",
+    "csc",
+    "csr",
+    "csr_to_csc",
+    "dense_to_csc",
+    "dense_to_csr",
+    "diagonal_csc",
+    "empty_csc",
+    "pad_columns",
+    "to_csc",
+    "to_csr",
+    "vstack_csc",
 ]
 
 
@@ -157,3 +167,10 @@ def csr_to_csc(matrix: sp.csr_matrix) -> sp.csc_matrix:
     indptr = np.zeros(matrix.shape[1] + 1, dtype=np.int32)
     np.cumsum(np.bincount(matrix.indices, minlength=matrix.shape[1]), out=indptr[1:])
     return csc(matrix.data[order], rows[order], indptr, matrix.shape)
+
+
+def diagonal_csc(values: Any) -> sp.csc_matrix:
+    """``diag(values)``, explicit zeros kept (a fixed pattern whatever the values)."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    index = np.arange(values.shape[0] + 1, dtype=np.int32)
+    return csc(values.copy(), index[:-1], index, (values.shape[0], values.shape[0]))
