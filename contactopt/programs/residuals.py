@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -48,7 +49,11 @@ def cone_row_indices(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[n
     """Row indices of the zero and nonnegative cones and, per SOC dimension, a (count, dim)
     index array (read-only; shared by every program with the same cones: consecutive time
     steps with the same contacts compute them once)."""
-    return _cone_row_indices(program.cones)
+    cached = program.__dict__.get("_cone_row_indices")
+    if cached is None:  # hashing the cones costs ~1 us per cone: once per program
+        cached = _cone_row_indices(program.cones)
+        object.__setattr__(program, "_cone_row_indices", cached)  # a cache on a frozen program
+    return cast(tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]], cached)
 
 
 @functools.lru_cache(maxsize=256)
