@@ -15,6 +15,11 @@ from contactopt.errors import ShapeError
 FloatArray = NDArray[np.float64]
 Matrix = Any  # dense, or scipy.sparse (kept sparse throughout)
 
+#: Generalized velocities from which the systems build M, M^-1 and J as scipy.sparse matrices
+#: (MuJoCo's own mjJAC_AUTO threshold); below it they are dense, where scipy.sparse's per-object
+#: overhead costs more than the zeros it skips (a box step: ~0.5 ms of sparse bookkeeping).
+SPARSE_FROM_NV = 60
+
 #: Dense mass matrices up to this many entries are checked for symmetry every step (cheap);
 #: larger dense and all sparse ones only under :func:`debug_checks` (see :class:`Dynamics`).
 _DENSE_CHECK_ENTRIES = 4096

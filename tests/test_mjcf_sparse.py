@@ -57,7 +57,7 @@ def test_pile_contact_jacobian_is_sparse_and_equals_mj_jac() -> None:
 def test_jacobian_of_bodies_on_one_chain_sums_the_shared_dofs() -> None:
     """Contacts between bodies of one kinematic tree (a leg against the torso, two legs): the
     shared ancestors' columns cancel, as in ``J_p(body2) - J_p(body1)``."""
-    system = MjcfSystem(MJCF / "quadruped.xml")
+    system = MjcfSystem(MJCF / "quadruped.xml", sparse=True)
     q, v = system.default_state()
     rng = np.random.default_rng(3)
     system.dynamics(q + np.concatenate([np.zeros(7), 0.3 * rng.standard_normal(system.nq - 7)]), v)
@@ -103,7 +103,7 @@ def test_contact_rows_are_the_velocities_of_the_contact_points() -> None:
 
 @pytest.mark.parametrize("xml", ["sphere_pile.xml", "quadruped.xml", "limited_arm.xml", "two_link_arm.xml"])
 def test_mass_matrix_and_its_sparse_inverse(xml: str) -> None:
-    system = MjcfSystem(MJCF / xml)
+    system = MjcfSystem(MJCF / xml, sparse=True)
     q, v = system.default_state()
     dynamics = system.dynamics(q, v)
     M = compat.full_mass_matrix(system.mujoco, system.model, system.data)
@@ -134,3 +134,19 @@ def test_sparse_delassus_equals_the_dense_one() -> None:
     no_inverse = Dynamics(dynamics.M, dynamics.tau, inverse=dynamics.inverse)  # sparse J, solves only
     np.testing.assert_allclose(delassus_blocks(no_inverse, J, 3), dense_blocks, rtol=0,
                                atol=1e-12 * np.abs(dense_blocks).max())
+
+
+def test_small_models_are_dense_and_equal_the_sparse_assembly() -> None:
+    """Below nv = 60 (MuJoCo's own threshold) M, M^-1 and J are dense arrays, equal entry for
+    entry to the sparse assembly of the same state."""
+    dense_system = MjcfSystem(MJCF / "quadruped.xml")
+    sparse_system = MjcfSystem(MJCF / "quadruped.xml", sparse=True)
+    assert dense_system.nv < 60 and not dense_system.sparse
+    q, v = dense_system.default_state()
+    dense, sparse = dense_system.dynamics(q, v), sparse_system.dynamics(q, v)
+    assert not dense.is_sparse and sparse.is_sparse
+    np.testing.assert_array_equal(dense.M, sparse.M.toarray())
+    np.testing.assert_array_equal(dense.inverse_matrix, sparse.inverse_matrix.toarray())
+    dense_contacts, sparse_contacts = dense_system.contacts(q), sparse_system.contacts(q)
+    assert not dense_contacts.is_sparse
+    np.testing.assert_array_equal(dense_contacts.J, sparse_contacts.J.toarray())

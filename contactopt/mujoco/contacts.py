@@ -50,8 +50,9 @@ class Chains:
 
 
 def contact_jacobian(chains: Chains, data: Any, nv: int, frames: FloatArray, points: FloatArray,
-                     body1: IntArray, body2: IntArray) -> sp.csr_matrix:
-    """(3 nc, nv) CSR rows ``frame_c (J_p(body2_c, p_c) - J_p(body1_c, p_c))``.
+                     body1: IntArray, body2: IntArray, dense: bool = False) -> Any:
+    """(3 nc, nv) CSR rows ``frame_c (J_p(body2_c, p_c) - J_p(body1_c, p_c))`` (a dense array
+    with ``dense``).
 
     Per contact the two bodies' chains (padded to the longest, ``2 L`` columns) give the
     point-Jacobian columns ``X_c`` (3 x 2L: body2's, then minus body1's) and one batched
@@ -62,7 +63,7 @@ def contact_jacobian(chains: Chains, data: Any, nv: int, frames: FloatArray, poi
     identically."""
     nc = frames.shape[0]
     if nv == 0 or nc == 0:
-        return sp.csr_matrix((3 * nc, nv))
+        return np.zeros((3 * nc, nv)) if dense else sp.csr_matrix((3 * nc, nv))
     bodies = np.stack([body2, body1], axis=1)  # (nc, 2): J2 - J1
     dofs = chains.dofs[bodies].reshape(nc, -1)  # (nc, 2L), -1 padded
     real = dofs >= 0
@@ -76,6 +77,10 @@ def contact_jacobian(chains: Chains, data: Any, nv: int, frames: FloatArray, poi
     jacp[:, width:] *= -1.0  # body1's columns: -J1 (exact)
     values = np.matmul(frames, jacp.transpose(0, 2, 1))  # (nc, 3, 2L)
     mask = np.broadcast_to(real[:, None, :], values.shape)
+    if dense:  # small models: entries summed into place (a shared ancestor's two terms, in order)
+        rows = np.broadcast_to(np.arange(3 * nc).reshape(nc, 3, 1), values.shape)[mask]
+        flat = rows * nv + np.broadcast_to(dofs[:, None, :], values.shape)[mask]
+        return np.bincount(flat, weights=values[mask], minlength=3 * nc * nv).reshape(3 * nc, nv)
     counts = np.repeat(real.sum(axis=1), 3)
     J = sp.csr_matrix((values[mask], np.broadcast_to(dofs[:, None, :], values.shape)[mask],
                        np.concatenate([[0], np.cumsum(counts)])), shape=(3 * nc, nv))

@@ -108,6 +108,12 @@ class MassLayout:
         columns = np.repeat(np.arange(self.nv), np.diff(self.indptr))
         return np.flatnonzero(self.indices == columns)
 
+    def dense(self, values: FloatArray) -> FloatArray:
+        """:meth:`matrix` as a dense array (small models)."""
+        out = np.zeros((self.nv, self.nv))
+        out[self.indices, np.repeat(np.arange(self.nv), np.diff(self.indptr))] = values
+        return out
+
     def matrix(self, values: FloatArray) -> sp.csc_matrix:
         """The symmetric CSC ``M`` of :meth:`values` (explicit zeros dropped)."""
         M = sp.csc_matrix((values.copy(), self.indices.copy(), self.indptr.copy()), shape=(self.nv, self.nv))

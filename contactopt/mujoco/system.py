@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
 from contactopt.mujoco import compat
@@ -78,7 +79,10 @@ class MjcfSystem(System):
     config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction"})
     contact_dim = 3
 
-    def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "refuse") -> None:
+    def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "refuse",
+                 sparse: bool | None = None) -> None:
+        """``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from ``nv >= 60`` on
+        (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below."""
         super().__init__({}, {})
         self.mujoco = compat.load()
         self.path = Path(path)
@@ -92,6 +96,7 @@ class MjcfSystem(System):
         self.model.geom_gap[:] += self.detection_margin  # ... without activating MuJoCo's constraints
         self.data = self.mujoco.MjData(self.model)
         self.nq, self.nv = int(self.model.nq), int(self.model.nv)
+        self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
         self.q_names, self.v_names = self._coordinate_names()
         self._at: tuple[bytes, bytes, bytes] | None = None
@@ -175,8 +180,12 @@ class MjcfSystem(System):
             return Dynamics(M=compat.sparse_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau),
                             inverse=self._inverse_at(q, v))
         values = self._mass.values(data.M)  # M and its block-diagonal inverse from MuJoCo's sparse M
+        inverse = self._mass.inverse(values)
+        if not self.sparse:  # small models: dense (see contactopt.arrays.SPARSE_FROM_NV)
+            return Dynamics(M=self._mass.dense(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
+                            inverse_matrix=None if inverse is None else inverse.toarray())
         return Dynamics(M=self._mass.matrix(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
-                        inverse_matrix=self._mass.inverse(values))
+                        inverse_matrix=inverse)
 
     def _inverse_at(self, q: ArrayLike, v: ArrayLike) -> Any:
         """``M(q)^{-1} rhs`` by MuJoCo's sparse factorization (``mj_solveM``, O(nnz) per
@@ -206,7 +215,7 @@ class MjcfSystem(System):
         bodies = np.asarray(self.model.geom_bodyid)[geoms]
         frames = np.asarray(found.frame)[:ncon][keep].reshape(-1, 3, 3)
         J = contact_jacobian(self._chains, data, self.nv, frames, np.asarray(found.pos)[:ncon][keep],
-                             bodies[:, 0], bodies[:, 1])
+                             bodies[:, 0], bodies[:, 1], dense=not self.sparse)
         dims = np.asarray(found.dim)[:ncon][keep]
         self._extra_condims = sorted(set(dims[dims > 3].tolist()))
         if self._extra_condims and self.extra_friction == "sliding" and not self._warned_condim:
@@ -215,8 +224,9 @@ class MjcfSystem(System):
                           "friction is left out (system.extra_friction = 'sliding'); regularized -o params=model "
                           "solves MuJoCo's own rows", UnmodelledFrictionWarning, stacklevel=2)
         mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
-        # J stays sparse (CSR): every formulation keeps its rows, Delassus products and programs
-        # sparse, and no BLAS kernel touches them, so trajectories do not depend on the CPU's.
+        # J stays sparse (CSR) on large models: every formulation keeps its rows, Delassus products
+        # and programs sparse, and no BLAS kernel touches them, so trajectories do not depend on
+        # the CPU's; small models take it dense (contactopt.arrays.SPARSE_FROM_NV).
         return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J, mu=mu,
                         restitution=np.zeros(keep.shape[0]), dim=3)
 

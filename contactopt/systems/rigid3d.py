@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ShapeError
 from contactopt.model import Contacts, Dynamics, as_vector
 from contactopt.systems import rigid3d_contacts as kernels
@@ -66,8 +67,6 @@ IntArray = NDArray[np.int_]
 
 __all__ = ["BODY_KEYS", "SHAPES", "Rigid3D", "RigidBody"]
 
-#: Generalized velocities from which M and J are sparse by default (MuJoCo's mjJAC_AUTO).
-SPARSE_FROM_NV = 60
 
 class Rigid3D(System):
     """Free rigid bodies (boxes, spheres) with point contacts; see the module docstring."""
