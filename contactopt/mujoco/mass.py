@@ -125,6 +125,25 @@ class MassLayout:
         :meth:`values` (``M + h D`` included), or ``None`` where it would be dense."""
         if self.inverse_pattern is None:
             return None
+        _, indices, indptr = self.inverse_pattern
+        inverse_M = sp.csc_matrix((self._inverse_values(values), indices.copy(), indptr.copy()),
+                                  shape=(self.nv, self.nv))
+        inverse_M.eliminate_zeros()
+        return inverse_M
+
+    def inverse_dense(self, values: FloatArray) -> FloatArray | None:
+        """:meth:`inverse` as a dense array (small models)."""
+        if self.inverse_pattern is None:
+            return None
+        _, indices, indptr = self.inverse_pattern
+        out = np.zeros((self.nv, self.nv))
+        out[indices, np.repeat(np.arange(self.nv), np.diff(indptr))] = self._inverse_values(values)
+        return out
+
+    def _inverse_values(self, values: FloatArray) -> FloatArray:
+        """The entries of ``M^{-1}`` in the order of the inverse pattern (component blocks
+        inverted in batches, symmetrized exactly)."""
+        assert self.inverse_pattern is not None
         padded = np.concatenate([values, [0.0]])  # index -1: a structural zero
         parts = []
         for dofs, where in self.groups:
@@ -134,8 +153,4 @@ class MassLayout:
             else:
                 inverse = np.linalg.inv(blocks)
                 parts.append((0.5 * (inverse + inverse.transpose(0, 2, 1))).reshape(-1))  # exactly symmetric
-        order, indices, indptr = self.inverse_pattern
-        inverse_M = sp.csc_matrix((np.concatenate(parts)[order], indices.copy(), indptr.copy()),
-                                  shape=(self.nv, self.nv))
-        inverse_M.eliminate_zeros()
-        return inverse_M
+        return np.concatenate(parts)[self.inverse_pattern[0]]

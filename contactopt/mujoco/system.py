@@ -180,12 +180,11 @@ class MjcfSystem(System):
             return Dynamics(M=compat.sparse_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau),
                             inverse=self._inverse_at(q, v))
         values = self._mass.values(data.M)  # M and its block-diagonal inverse from MuJoCo's sparse M
-        inverse = self._mass.inverse(values)
         if not self.sparse:  # small models: dense (see contactopt.arrays.SPARSE_FROM_NV)
             return Dynamics(M=self._mass.dense(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
-                            inverse_matrix=None if inverse is None else inverse.toarray())
+                            inverse_matrix=self._mass.inverse_dense(values))
         return Dynamics(M=self._mass.matrix(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
-                        inverse_matrix=inverse)
+                        inverse_matrix=self._mass.inverse(values))
 
     def _inverse_at(self, q: ArrayLike, v: ArrayLike) -> Any:
         """``M(q)^{-1} rhs`` by MuJoCo's sparse factorization (``mj_solveM``, O(nnz) per
