@@ -56,7 +56,7 @@ def save(fig: Figure, path: str | Path | None, dpi: int = 110) -> Path | None:
         return None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    fig.savefig(path, dpi=dpi)  # constrained layout already fits legends and titles: no second draw
     return path
 
 
