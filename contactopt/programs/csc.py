@@ -42,9 +42,13 @@ __all__ = [
 def csc(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> sp.csc_matrix:
     """A ``csc_matrix`` over ``(data, indices, indptr)`` that are canonical by construction
     (row indices sorted within each column, no duplicates), without scipy's checks."""
-    matrix: Any = object.__new__(sp.csc_matrix)
-    # the attributes scipy's constructor sets, plus the format facts it caches on the object
-    # (they hold by construction)
+    return cast(sp.csc_matrix, _compressed(sp.csc_matrix, data, indices, indptr, shape))
+
+
+def _compressed(kind: Any, data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> Any:
+    """An instance of ``kind`` (csc or csr) over canonical arrays: the attributes scipy's
+    constructor sets, plus the format facts it caches on the object (they hold by construction)."""
+    matrix: Any = object.__new__(kind)
     matrix.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=50,
                            data=np.asarray(data, dtype=np.float64),
                            indices=np.asarray(indices, dtype=np.int32),
@@ -52,7 +56,7 @@ def csc(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> 
                            _has_sorted_indices=True, _has_canonical_format=True)
     if debug_checks():
         matrix.check_format(full_check=True)
-    return cast(sp.csc_matrix, matrix)
+    return matrix
 
 
 def empty_csc(rows: int, cols: int) -> sp.csc_matrix:
@@ -73,16 +77,22 @@ def dense_to_csc(dense: FloatArray) -> sp.csc_matrix:
 def to_csc(matrix: Any) -> sp.csc_matrix:
     """``matrix`` (dense or any scipy.sparse) as a canonical float64 ``csc_matrix``; a
     canonical ``csc_matrix`` is returned as it is."""
-    if isinstance(matrix, sp.csc_matrix) and matrix.dtype == np.float64:
+    return cast(sp.csc_matrix, _canonical(matrix, sp.csc_matrix))
+
+
+def _canonical(matrix: Any, kind: Any) -> Any:
+    """``matrix`` as a canonical float64 matrix of the scipy class ``kind`` (csc or csr)."""
+    if isinstance(matrix, kind) and matrix.dtype == np.float64:
         if not matrix.has_canonical_format:
             matrix = matrix.copy()
             matrix.sum_duplicates()
         return matrix
     if sp.issparse(matrix):
-        out = sp.csc_matrix(cast(Any, matrix), dtype=np.float64)
+        out = kind(cast(Any, matrix), dtype=np.float64)
         out.sum_duplicates()
         return out
-    return dense_to_csc(np.asarray(matrix, dtype=np.float64).reshape(np.shape(matrix)))
+    dense = np.asarray(matrix, dtype=np.float64).reshape(np.shape(matrix))
+    return dense_to_csc(dense) if kind is sp.csc_matrix else dense_to_csr(dense)
 
 
 def vstack_csc(blocks: Sequence[Any]) -> sp.csc_matrix:
@@ -127,15 +137,7 @@ def coo_to_csc(rows: Any, cols: Any, values: FloatArray, shape: tuple[int, int])
 def csr(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> sp.csr_matrix:
     """A ``csr_matrix`` over canonical ``(data, indices, indptr)`` (column indices sorted
     within each row, no duplicates), without scipy's checks; see :func:`csc`."""
-    matrix: Any = object.__new__(sp.csr_matrix)
-    matrix.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=50,
-                           data=np.asarray(data, dtype=np.float64),
-                           indices=np.asarray(indices, dtype=np.int32),
-                           indptr=np.asarray(indptr, dtype=np.int32),
-                           _has_sorted_indices=True, _has_canonical_format=True)
-    if debug_checks():
-        matrix.check_format(full_check=True)
-    return cast(sp.csr_matrix, matrix)
+    return cast(sp.csr_matrix, _compressed(sp.csr_matrix, data, indices, indptr, shape))
 
 
 def dense_to_csr(dense: FloatArray) -> sp.csr_matrix:
@@ -147,16 +149,7 @@ def dense_to_csr(dense: FloatArray) -> sp.csr_matrix:
 def to_csr(matrix: Any) -> sp.csr_matrix:
     """``matrix`` (dense or any scipy.sparse) as a canonical float64 ``csr_matrix``; a
     canonical ``csr_matrix`` is returned as it is."""
-    if isinstance(matrix, sp.csr_matrix) and matrix.dtype == np.float64:
-        if not matrix.has_canonical_format:
-            matrix = matrix.copy()
-            matrix.sum_duplicates()
-        return matrix
-    if sp.issparse(matrix):
-        out = sp.csr_matrix(cast(Any, matrix), dtype=np.float64)
-        out.sum_duplicates()
-        return out
-    return dense_to_csr(np.asarray(matrix, dtype=np.float64).reshape(np.shape(matrix)))
+    return cast(sp.csr_matrix, _canonical(matrix, sp.csr_matrix))
 
 
 def csr_to_csc(matrix: sp.csr_matrix) -> sp.csc_matrix:
