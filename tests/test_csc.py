@@ -98,3 +98,15 @@ def test_every_formulation_builds_canonical_programs(monkeypatch: pytest.MonkeyP
     for matrix in (program.P, program.A, program.P_upper):
         matrix.check_format(full_check=True)
         _same(matrix, matrix.toarray())
+
+
+def test_fallback_to_scipy_constructors_gives_the_same_matrices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where this scipy's matrices cannot be built by attribute assignment (checked at import),
+    the checked constructors give the same matrices."""
+    import contactopt.programs.csc as module
+
+    assert module._DIRECT  # this scipy passes the import-time check
+    dense = _random(np.random.default_rng(3), 9, 4, 0.5)
+    monkeypatch.setattr(module, "_DIRECT", False)
+    _same(dense_to_csc(dense), dense)
+    _same(csr_to_csc(dense_to_csr(dense)), dense)

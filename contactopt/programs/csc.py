@@ -48,6 +48,9 @@ def csc(data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> 
 def _compressed(kind: Any, data: FloatArray, indices: Any, indptr: Any, shape: tuple[int, int]) -> Any:
     """An instance of ``kind`` (csc or csr) over canonical arrays: the attributes scipy's
     constructor sets, plus the format facts it caches on the object (they hold by construction)."""
+    if not _DIRECT:
+        return kind((np.asarray(data, dtype=np.float64), np.asarray(indices, dtype=np.int32),
+                     np.asarray(indptr, dtype=np.int32)), shape=shape)
     matrix: Any = object.__new__(kind)
     matrix.__dict__.update(_shape=(int(shape[0]), int(shape[1])), maxprint=50,
                            data=np.asarray(data, dtype=np.float64),
@@ -167,3 +170,29 @@ def diagonal_csc(values: Any) -> sp.csc_matrix:
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     index = np.arange(values.shape[0] + 1, dtype=np.int32)
     return csc(values.copy(), index[:-1], index, (values.shape[0], values.shape[0]))
+
+
+def _direct_construction_works() -> bool:
+    """Whether this scipy's matrices built by attribute assignment behave like constructed
+    ones (checked once at import on a small matrix with every operation the programs use);
+    otherwise :func:`csc` and :func:`csr` go through scipy's checked constructors."""
+    global _DIRECT
+    _DIRECT = True
+    try:
+        dense = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 4.0]])
+        for kind, indices, indptr, data in ((sp.csc_matrix, [0, 1, 0, 1], [0, 1, 2, 4], [1.0, 3.0, 2.0, 4.0]),
+                                            (sp.csr_matrix, [0, 2, 1, 2], [0, 2, 4], [1.0, 2.0, 3.0, 4.0])):
+            ours = _compressed(kind, np.array(data), indices, indptr, (2, 3))
+            ours.check_format(full_check=True)
+            x = np.array([1.0, -1.0, 0.5])
+            if not (np.array_equal(ours.toarray(), dense) and np.array_equal(ours @ x, dense @ x)
+                    and np.array_equal(ours.T @ np.ones(2), dense.T @ np.ones(2))
+                    and np.array_equal((ours + ours).toarray(), 2 * dense) and ours.has_canonical_format):
+                return False
+        return True
+    except Exception:
+        return False
+
+
+_DIRECT = True
+_DIRECT = _direct_construction_works()
