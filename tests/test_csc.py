@@ -110,3 +110,30 @@ def test_fallback_to_scipy_constructors_gives_the_same_matrices(monkeypatch: pyt
     monkeypatch.setattr(module, "_DIRECT", False)
     _same(dense_to_csc(dense), dense)
     _same(csr_to_csc(dense_to_csr(dense)), dense)
+
+
+def test_add_diagonal_and_symmetric_part_equal_scipy_expressions() -> None:
+    """The same numbers and pattern as ``W + diags(d)`` and ``0.5 * (W + W.T)``, bit for bit:
+    nearly symmetric matrices (a Delassus product's rounding), explicit zeros, a missing
+    diagonal entry and an unsymmetric pattern (the fallbacks)."""
+    from contactopt.programs.csc import add_diagonal, symmetric_part
+
+    rng = np.random.default_rng(11)
+    base = _random(rng, 12, 12, 0.4)
+    nearly = base + base.T + 1e-17 * rng.standard_normal((12, 12)) * (base + base.T != 0)
+    np.fill_diagonal(nearly, 1.0 + rng.random(12))
+    with_zero = sp.csc_matrix(nearly)
+    with_zero.data[3] = 0.0  # an explicit zero, as a sparse product can leave
+    no_diagonal = sp.csc_matrix(nearly - np.diag(np.diag(nearly)) * (np.arange(12) == 4)[:, None])
+    unsymmetric = sp.csc_matrix(np.triu(nearly))
+    diagonal = rng.random(12)
+    for W in (sp.csc_matrix(nearly), with_zero, no_diagonal, unsymmetric):
+        expected = sp.csc_matrix(W + sp.diags(diagonal))
+        ours = add_diagonal(W, diagonal)
+        np.testing.assert_array_equal(ours.toarray(), expected.toarray())
+        symmetric = symmetric_part(ours)
+        reference = sp.csc_matrix(0.5 * (expected + expected.T))
+        symmetric.check_format(full_check=True)
+        np.testing.assert_array_equal(symmetric.toarray(), reference.toarray())
+        np.testing.assert_array_equal(symmetric.indices, reference.indices)
+        np.testing.assert_array_equal(symmetric.indptr, reference.indptr)

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from contactopt.model import Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero
-from contactopt.programs.csc import coo_to_csc, empty_csc, pad_columns, to_csc, vstack_csc
+from contactopt.programs.csc import add_diagonal, coo_to_csc, empty_csc, pad_columns, symmetric_part, to_csc, vstack_csc
 
 FloatArray = NDArray[np.float64]
 
@@ -136,7 +136,7 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
                                limit_R, friction_R])
     if np.any(diagonal):
         if is_sparse(W):
-            W = W + sp.diags(diagonal)
+            W = add_diagonal(W, diagonal)
         else:
             W[np.diag_indices(W.shape[0])] += diagonal
     total = n + nh + nu + nf
@@ -169,7 +169,7 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
             variable_blocks.append(Block(name, start, start + size))
     linear = np.concatenate([c, H @ v_free - problem.bilateral_target, limit_c, friction_c])
     return ConicProgram(
-        P=to_csc(0.5 * (W + W.T)), c=linear, A=A_all,
+        P=symmetric_part(W) if is_sparse(W) else to_csc(0.5 * (W + W.T)), c=linear, A=A_all,
         b=np.concatenate(b_parts), cones=tuple(cone_list), variables=tuple(variable_blocks),
         constraints=tuple(constraint_blocks),
         metadata={**metadata, "bilateral": nh, "limits": limits.tolist(), "friction_loss": nf})

@@ -24,6 +24,7 @@ FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.int32]
 
 __all__ = [
+    "add_diagonal",
     "coo_to_csc",
     "csc",
     "csr",
@@ -33,6 +34,7 @@ __all__ = [
     "diagonal_csc",
     "empty_csc",
     "pad_columns",
+    "symmetric_part",
     "to_csc",
     "to_csr",
     "vstack_csc",
@@ -196,3 +198,34 @@ def _direct_construction_works() -> bool:
 
 _DIRECT = True
 _DIRECT = _direct_construction_works()
+
+
+def add_diagonal(matrix: Any, diagonal: FloatArray) -> sp.csc_matrix:
+    """``matrix + diag(diagonal)`` for a square sparse matrix, as CSC: added in place of a copy
+    of the data when every diagonal entry is stored (the Delassus matrix of contact rows), by
+    scipy's sparse sum otherwise. The same floating-point sums either way."""
+    out = to_csc(matrix)
+    n = out.shape[0]
+    columns = np.repeat(np.arange(n, dtype=np.int32), np.diff(out.indptr))
+    position = np.flatnonzero(out.indices == columns)
+    if position.shape[0] != n:
+        return to_csc(out + sp.diags(diagonal))
+    data = out.data.copy()
+    data[position] += diagonal
+    return csc(data, out.indices, out.indptr, out.shape)
+
+
+def symmetric_part(matrix: Any) -> sp.csc_matrix:
+    """``(W + W^T) / 2`` of a square sparse matrix as CSC, from W's arrays and one transpose
+    when W's pattern is symmetric (entry by entry ``0.5 (w_ij + w_ji)``, exact zeros dropped:
+    the numbers and pattern of scipy's ``0.5 * (W + W.T)``), by that expression otherwise."""
+    W = to_csc(matrix)
+    transposed = csr_to_csc(csr(W.data, W.indices, W.indptr, (W.shape[1], W.shape[0])))
+    if not (np.array_equal(W.indptr, transposed.indptr) and np.array_equal(W.indices, transposed.indices)):
+        return to_csc(0.5 * (W + W.T))
+    data = 0.5 * (W.data + transposed.data)
+    keep = data != 0
+    if keep.all():
+        return csc(data, W.indices, W.indptr, W.shape)
+    columns = np.repeat(np.arange(W.shape[1], dtype=np.int32), np.diff(W.indptr))
+    return coo_to_csc(W.indices[keep], columns[keep], data[keep], W.shape)
