@@ -60,7 +60,7 @@ def test_empty_csc_multiplies_like_a_zero_matrix() -> None:
         np.testing.assert_array_equal(zero.T @ np.ones(rows), np.zeros(cols))
 
 
-@pytest.mark.parametrize("shape", [(0, 4), (5, 0), (7, 3), (24, 30)])
+@pytest.mark.parametrize("shape", [(0, 4), (5, 0), (7, 3), (24, 30), (120, 90)])
 def test_csr_helpers_equal_scipy(shape: tuple[int, int]) -> None:
     dense = _random(np.random.default_rng(shape[0] + 7 * shape[1]), *shape, 0.4)
     for ours in (dense_to_csr(dense), to_csr(dense), to_csr(sp.coo_matrix(dense))):

@@ -157,9 +157,16 @@ def to_csr(matrix: Any) -> sp.csr_matrix:
     return cast(sp.csr_matrix, _canonical(matrix, sp.csr_matrix))
 
 
+#: Entries up to which :func:`csr_to_csc` sorts in NumPy rather than calling scipy's conversion.
+_SORT_LIMIT = 2000
+
+
 def csr_to_csc(matrix: sp.csr_matrix) -> sp.csc_matrix:
-    """A canonical CSR matrix in compressed-column form (a stable sort of its entries by
-    column keeps the rows sorted)."""
+    """A canonical CSR matrix in compressed-column form: a stable sort of its entries by
+    column keeps the rows sorted (small matrices), scipy's compiled O(nnz) conversion for
+    large ones, where the sort's O(nnz log nnz) costs more than the constructor's checks."""
+    if matrix.nnz > _SORT_LIMIT:
+        return to_csc(matrix.tocsc())
     rows = np.repeat(np.arange(matrix.shape[0], dtype=np.int32), np.diff(matrix.indptr))
     order = np.argsort(matrix.indices, kind="stable")
     indptr = np.zeros(matrix.shape[1] + 1, dtype=np.int32)
