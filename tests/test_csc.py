@@ -137,3 +137,21 @@ def test_add_diagonal_and_symmetric_part_equal_scipy_expressions() -> None:
         np.testing.assert_array_equal(symmetric.toarray(), reference.toarray())
         np.testing.assert_array_equal(symmetric.indices, reference.indices)
         np.testing.assert_array_equal(symmetric.indptr, reference.indptr)
+
+
+def test_rows_of_equals_scipy_row_indexing() -> None:
+    """Rows gathered from a CSR matrix's arrays: scipy's ``J[rows]`` entry for entry (repeated,
+    reordered and empty selections, empty rows), dense arrays indexed as they are."""
+    from contactopt.programs.csc import rows_of
+
+    dense = _random(np.random.default_rng(5), 15, 8, 0.35)
+    dense[4] = 0.0
+    J = sp.csr_matrix(dense)
+    for rows in ([], [3], [0, 4, 4, 14, 2], np.arange(0, 15, 3), np.arange(15)[::-1]):
+        ours, expected = rows_of(J, rows), J[np.asarray(rows, dtype=int)]
+        assert isinstance(ours, sp.csr_matrix)
+        ours.check_format(full_check=True)
+        np.testing.assert_array_equal(ours.indptr, expected.indptr)
+        np.testing.assert_array_equal(ours.indices, expected.indices)
+        np.testing.assert_array_equal(ours.data, expected.data)
+        np.testing.assert_array_equal(rows_of(dense, rows), dense[np.asarray(rows, dtype=int)])

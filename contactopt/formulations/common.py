@@ -29,6 +29,7 @@ from contactopt.formulations.constraint_rows import (
     row_impulses,
 )
 from contactopt.model import Contacts, Dynamics, Matrix, is_sparse, to_dense
+from contactopt.programs.csc import rows_of
 
 __all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
            "delassus", "delassus_blocks", "dual_program", "dual_velocity", "limit_index", "polyhedral_frame_impulses",
@@ -114,7 +115,7 @@ class ActiveContacts:
     def N(self) -> Matrix:
         """(na, nv) normal rows (sparse if J is)."""
         if self.is_sparse:
-            return self.J[np.arange(0, self.J.shape[0], self.dim)]
+            return rows_of(self.J, np.arange(0, self.J.shape[0], self.dim))
         return self.J[:: self.dim]
 
     @property
@@ -163,7 +164,7 @@ def select_contacts(contacts: Contacts, index: Any) -> ActiveContacts:
     if index.shape[0] == contacts.count and np.array_equal(index, np.arange(contacts.count)):
         J = contacts.J
     else:
-        J = contacts.J[(index[:, None] * dim + np.arange(dim)).reshape(-1)]
+        J = rows_of(contacts.J, (index[:, None] * dim + np.arange(dim)).reshape(-1))
     return ActiveContacts(index=index, phi=contacts.phi[index], mu=contacts.mu[index], J=J, dim=dim)
 
 

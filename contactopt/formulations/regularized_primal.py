@@ -41,6 +41,7 @@ from contactopt.formulations.regularized import (
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
 from contactopt.model import StepProblem
 from contactopt.programs import ConicProgram, Nonneg, Solution
+from contactopt.programs.csc import rows_of
 from contactopt.programs.primal import PrimalConicProgram
 
 FloatArray = np.ndarray
@@ -78,7 +79,7 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     (limit_c, limit_R), _ = row_terms(problem, options, damped, v_minus, solref)
     index = limit_index(problem, options["epsilon"])
     limit_ref = problem.unilateral.G[index] @ v_minus - limit_c
-    return primal_step(problem, damped, v_minus, J[rows], R[rows], v_ref[rows], scale, cones, R_eq, metadata,
+    return primal_step(problem, damped, v_minus, rows_of(J, rows), R[rows], v_ref[rows], scale, cones, R_eq, metadata,
                        (index, limit_R, limit_ref))
 
 

@@ -76,7 +76,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.model import Dynamics, StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
-from contactopt.programs.csc import to_csr
+from contactopt.programs.csc import rows_of, to_csr
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
 
 FloatArray = np.ndarray
@@ -190,8 +190,9 @@ class SAP(Formulation):
         metadata = {"formulation": self.name, "dt": h, "t": problem.state.t, "contacts": active.index.tolist(),
                     "nv": problem.nv, "stiffness": k, "dissipation_time_scale": tau_d,
                     "near_rigid_threshold": options["near_rigid_threshold"], "sigma": options["sigma"]}
-        return primal_step(problem, problem.dynamics, problem.v_free, active.J[rows], R_frame.reshape(-1)[rows],
-                           v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h, metadata, limits)
+        return primal_step(problem, problem.dynamics, problem.v_free, rows_of(active.J, rows),
+                           R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h,
+                           metadata, limits)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)

@@ -34,6 +34,7 @@ __all__ = [
     "diagonal_csc",
     "empty_csc",
     "pad_columns",
+    "rows_of",
     "symmetric_part",
     "to_csc",
     "to_csr",
@@ -236,3 +237,20 @@ def symmetric_part(matrix: Any) -> sp.csc_matrix:
         return csc(data, W.indices, W.indptr, W.shape)
     columns = np.repeat(np.arange(W.shape[1], dtype=np.int32), np.diff(W.indptr))
     return coo_to_csc(W.indices[keep], columns[keep], data[keep], W.shape)
+
+
+def rows_of(matrix: Any, rows: Any) -> Any:
+    """``matrix[rows]`` for a dense array or a sparse matrix (CSR out): a canonical CSR
+    matrix's rows are gathered straight from its arrays (scipy's fancy row indexing costs
+    ~0.2 ms of argument handling on a pile step's Jacobian); the same entries in the same order."""
+    rows = np.asarray(rows, dtype=np.intp).reshape(-1)
+    if not sp.issparse(matrix):
+        return matrix[rows]
+    source = to_csr(matrix)
+    starts, stops = source.indptr[rows], source.indptr[rows + 1]
+    lengths = stops - starts
+    indptr = np.zeros(rows.shape[0] + 1, dtype=np.int32)
+    np.cumsum(lengths, out=indptr[1:])
+    # position of every kept entry in the source: its row's start plus its rank within the row
+    positions = np.repeat(starts - indptr[:-1], lengths) + np.arange(int(indptr[-1]))
+    return csr(source.data[positions], source.indices[positions], indptr, (rows.shape[0], source.shape[1]))
