@@ -25,6 +25,8 @@ import matplotlib
 import pytest
 from hypothesis import HealthCheck, settings
 
+import contactopt as co
+
 matplotlib.use("Agg")
 
 # Property-based tests (tests/test_fuzz.py): a bounded budget by default (the fuzz file in a
@@ -42,3 +44,16 @@ PROBLEMS = ROOT / "problems"
 @pytest.fixture(autouse=True)
 def _problems_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONTACTOPT_PROBLEMS", os.fspath(PROBLEMS))
+
+
+#: Steps of the :func:`box_run` fixture.
+BOX_RUN_STEPS = 10
+
+
+@pytest.fixture(scope="module")
+def box_run() -> tuple[co.Scene, co.Trajectory]:
+    """The first ten steps of the box slide under anitescu/clarabel (the exports' input)."""
+    scene = co.load_scene(PROBLEMS / "box_slide.toml")
+    traj = co.simulate(scene, formulation="anitescu", solver="clarabel", duration=BOX_RUN_STEPS * scene.dt)
+    assert traj.completed and len(traj.steps) == BOX_RUN_STEPS
+    return scene, traj

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import BOX_RUN_STEPS
 
 import contactopt as co
 from contactopt import solvers
@@ -38,16 +39,8 @@ from contactopt.cli.export import add_export_parser
 qpsolvers = pytest.importorskip("qpsolvers")
 pytestmark = pytest.mark.filterwarnings("ignore:formulation 'gauss' is frictionless")
 
-STEPS = 10
+STEPS = BOX_RUN_STEPS  # the box_run fixture's steps (tests/conftest.py)
 INNER = [name for name in ("proxqp", "piqp", "daqp") if name in qpsolvers.available_solvers]
-
-
-@pytest.fixture(scope="module")
-def box_run() -> tuple[co.Scene, co.Trajectory]:
-    scene = co.load_scene(Path(__file__).resolve().parent.parent / "problems" / "box_slide.toml")
-    traj = co.simulate(scene, formulation="anitescu", solver="clarabel", duration=STEPS * scene.dt)
-    assert traj.completed and len(traj.steps) == STEPS
-    return scene, traj
 
 
 @pytest.fixture(scope="module")

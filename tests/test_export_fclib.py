@@ -14,22 +14,15 @@ import h5py
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import BOX_RUN_STEPS
 
 import contactopt as co
 from contactopt.analysis.export import export_run
 from contactopt.cli.bench import add_bench_parser
 from contactopt.cli.common import _Parser
 
-STEPS = 10
+STEPS = BOX_RUN_STEPS  # the box_run fixture's steps (tests/conftest.py)
 pytestmark = pytest.mark.filterwarnings("ignore:formulation 'gauss' is frictionless")
-
-
-@pytest.fixture(scope="module")
-def box_run() -> tuple[co.Scene, co.Trajectory]:
-    scene = co.load_scene(Path(__file__).resolve().parent.parent / "problems" / "box_slide.toml")
-    traj = co.simulate(scene, formulation="anitescu", solver="clarabel", duration=STEPS * scene.dt)
-    assert traj.completed and len(traj.steps) == STEPS
-    return scene, traj
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.systems.rigid3d_contacts import CORNER_SIGNS
+
 FloatArray = NDArray[np.float64]
 
 __all__ = ["Ball", "Box", "ContactMarks", "Disk", "Dot", "Drawing", "Line", "Plane", "Polygon", "Segment",
@@ -100,8 +102,7 @@ class Box:
 
     def corners(self) -> FloatArray:
         """(8, 3) world corners, ``itertools.product((-1, 1), repeat=3)`` order."""
-        signs = np.array([[sx, sy, sz] for sx in (-1.0, 1.0) for sy in (-1.0, 1.0) for sz in (-1.0, 1.0)])
-        return _vec(self.centre, "Box.centre", 3) + (signs * _vec(self.half_extents, "Box.half_extents", 3)) @ \
+        return _vec(self.centre, "Box.centre", 3) + (CORNER_SIGNS * _vec(self.half_extents, "Box.half_extents", 3)) @ \
             np.asarray(self.rotation, dtype=np.float64).reshape(3, 3).T
 
     def extent(self) -> FloatArray:
