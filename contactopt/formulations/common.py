@@ -29,7 +29,7 @@ from contactopt.formulations.constraint_rows import (
     row_impulses,
 )
 from contactopt.model import Contacts, Dynamics, Matrix, is_sparse, to_dense
-from contactopt.programs.csc import rows_of
+from contactopt.programs.csc import csr, rows_of, to_csr
 
 __all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
            "delassus", "delassus_blocks", "dual_program", "dual_velocity", "limit_index", "polyhedral_frame_impulses",
@@ -221,21 +221,62 @@ def delassus_blocks(dynamics: Dynamics, J: Matrix, dim: int) -> FloatArray:
     """(n, dim, dim) diagonal blocks ``J_i M^{-1} J_i^T`` of the Delassus operator (contact ``i``'s
     ``dim`` rows ``J_i``; SAP's (S9) and MuJoCo's diagonal approximation). A sparse ``J`` stays
     sparse: ``Y = J M^{-1}`` (a sparse product with ``M^{-1}`` where the system gives it, else one
-    solve per row), then ``block[:, a, b] = sum(J[a::dim] * Y[b::dim], axis=1)``, linear in the contacts."""
+    solve per row), then ``block_i = J_i Y_i^T`` over the columns of ``J_i`` only
+    (:func:`_local_products`), linear in the contacts."""
     n = J.shape[0] // dim if dim else 0
     if n == 0:
         return np.zeros((0, dim, dim))
     if not is_sparse(J):
         solved = dynamics.solve_M(J.T).T.reshape(n, dim, -1)
         return np.einsum("civ,cjv->cij", J.reshape(n, dim, -1), solved)
-    J = sp.csr_matrix(J)
-    Y = (J @ dynamics.inverse_matrix).tocsr() if dynamics.inverse_matrix is not None \
-        else sp.csr_matrix(dynamics.solve_M(J.T.toarray()).T)
+    J = to_csr(J)
+    inverse = dynamics.inverse_matrix
+    if inverse is not None and is_sparse(inverse) and _is_diagonal(inverse):  # J_ik (J_ik / m_k)
+        Y = csr(J.data * inverse.diagonal()[J.indices], J.indices, J.indptr, J.shape)
+    elif inverse is not None:
+        Y = (J @ inverse).tocsr()
+        Y.sort_indices()
+    else:
+        Y = sp.csr_matrix(dynamics.solve_M(J.T.toarray()).T)
+    local = _local_products(J, Y, n, dim)
+    if local is not None:
+        return local
     blocks = np.empty((n, dim, dim))
     for a in range(dim):  # dim <= 3: at most nine sparse elementwise products
         for b in range(dim):
             blocks[:, a, b] = np.asarray(J[a::dim].multiply(Y[b::dim]).sum(axis=1)).reshape(-1)
     return blocks
+
+
+def _is_diagonal(matrix: Any) -> bool:
+    """Whether a sparse matrix stores its diagonal only (free spheres' ``M^{-1}``)."""
+    coo = matrix.tocoo() if matrix.nnz <= matrix.shape[0] else None
+    return coo is not None and bool(np.all(coo.row == coo.col))
+
+
+def _local_products(J: sp.csr_matrix, Y: sp.csr_matrix, n: int, dim: int) -> FloatArray | None:
+    """``block_i[a, b] = sum_k J[dim i + a, k] Y[dim i + b, k]`` when ``J`` and ``Y`` (sorted
+    CSR) have one column pattern within each contact's ``dim`` rows (free bodies, as MuJoCo's
+    chains and rigid3d's bodies give): the ``t``-th entries of a contact's rows share a column,
+    so ``J_i`` and ``Y_i`` are ``(dim, count_i)`` arrays, padded to the widest and multiplied
+    in one batch. ``None`` where the patterns differ (articulated chains: ``Y`` fills a
+    whole tree)."""
+    if Y.nnz != J.nnz or not np.array_equal(Y.indptr, J.indptr) or not np.array_equal(Y.indices, J.indices):
+        return None
+    counts = np.diff(J.indptr).reshape(n, dim)
+    if not (counts == counts[:, :1]).all():
+        return None
+    row = np.repeat(np.arange(J.shape[0]), np.diff(J.indptr))
+    slot = np.arange(J.nnz) - J.indptr[row]
+    first_row = J.indptr[row - row % dim]
+    if not np.array_equal(J.indices, J.indices[first_row + slot]):
+        return None
+    width = int(counts[:, 0].max(initial=1))
+    place = row * width + slot  # (contact, row of the contact, slot), flat
+    J_local, Y_local = np.zeros(n * dim * width), np.zeros(n * dim * width)
+    J_local[place], Y_local[place] = J.data, Y.data
+    J_local, Y_local = J_local.reshape(n, dim, width), Y_local.reshape(n, dim, width)
+    return np.asarray(np.matmul(J_local, Y_local.transpose(0, 2, 1)))
 
 
 def require_finite_mu(active: ActiveContacts, formulation: str) -> None:

@@ -24,9 +24,10 @@ IntArray = NDArray[np.int_]
 
 
 class Chains:
-    """Per body, the degrees of freedom of its chain to the root (``mj_jac``'s walk, leaf
-    first), padded with ``-1`` to the longest chain (``dofs``: ``(nbody, L)``), and the body
-    whose ``body_rootid`` sets the offset (``root``)."""
+    """Per body, the degrees of freedom of its chain to the root (``mj_jac``'s walk),
+    ascending (a dof's parent has a smaller index in MuJoCo's numbering, so this is the walk
+    reversed), padded with ``-1`` to the longest chain (``dofs``: ``(nbody, L)``), and the
+    body whose ``body_rootid`` sets the offset (``root``)."""
 
     def __init__(self, model: Any) -> None:
         nbody = int(model.nbody)
@@ -42,7 +43,7 @@ class Chains:
             while j >= 0:
                 chain.append(j)
                 j = int(model.dof_parentid[j])
-            chains.append(chain)
+            chains.append(chain[::-1])
         self.dofs = np.full((nbody, max(1, max(map(len, chains)))), -1, dtype=np.int_)
         for body, chain in enumerate(chains):
             self.dofs[body, :len(chain)] = chain
@@ -86,3 +87,4 @@ def contact_jacobian(chains: Chains, data: Any, nv: int, frames: FloatArray, poi
                        np.concatenate([[0], np.cumsum(counts)])), shape=(3 * nc, nv))
     J.sum_duplicates()  # sorts each row's dofs; sums a shared ancestor's two entries
     return J
+
