@@ -273,10 +273,9 @@ def _local_products(J: sp.csr_matrix, Y: sp.csr_matrix, n: int, dim: int) -> Flo
         return None
     width = int(counts[:, 0].max(initial=1))
     place = row * width + slot  # (contact, row of the contact, slot), flat
-    J_local, Y_local = np.zeros(n * dim * width), np.zeros(n * dim * width)
-    J_local[place], Y_local[place] = J.data, Y.data
-    J_local, Y_local = J_local.reshape(n, dim, width), Y_local.reshape(n, dim, width)
-    return np.asarray(np.matmul(J_local, Y_local.transpose(0, 2, 1)))
+    J_flat, Y_flat = np.zeros(n * dim * width), np.zeros(n * dim * width)
+    J_flat[place], Y_flat[place] = J.data, Y.data
+    return np.asarray(np.matmul(J_flat.reshape(n, dim, width), Y_flat.reshape(n, dim, width).transpose(0, 2, 1)))
 
 
 def require_finite_mu(active: ActiveContacts, formulation: str) -> None:
