@@ -64,10 +64,19 @@ class SolverSpec:
     default_comparison: bool = True
 
     def is_available(self) -> bool:
-        """Whether the backend's package is installed, without importing it (a package already
-        imported is: ``solve`` asks every step, and ``find_spec`` walks ``sys.path``, 40-180 us)."""
-        return (self.requires is None or self.requires in sys.modules
-                or importlib.util.find_spec(self.requires) is not None)
+        """Whether the backend's package is installed, without importing it. A package found
+        once (or already imported) stays found for the process: ``solve`` asks every step, and
+        ``find_spec`` walks ``sys.path`` (40-180 us); a missing one is looked for again."""
+        if self.requires is None or self.requires in _FOUND or self.requires in sys.modules:
+            return True
+        if importlib.util.find_spec(self.requires) is None:
+            return False
+        _FOUND.add(self.requires)
+        return True
+
+
+#: Packages :meth:`SolverSpec.is_available` has found.
+_FOUND: set[str] = set()
 
 
 class Stopwatch:
