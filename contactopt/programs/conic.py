@@ -13,6 +13,7 @@ solution. A QP is a ConicProgram without SOC cones.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -32,33 +33,51 @@ _OptionalArray = FloatArray | None  # built once: a union built per call costs m
 __all__ = ["SOC", "Block", "Cone", "ConicProgram", "Nonneg", "Zero"]
 
 
+_KIND_CODES = {"zero": 0, "nonneg": 1, "soc": 2}
+
+
 @dataclass(frozen=True)
 class Cone:
-    """One cone of the product ``K``: ``kind`` is ``zero``, ``nonneg`` or ``soc``; ``dim`` rows."""
+    """One cone of the product ``K``: ``kind`` is ``zero``, ``nonneg`` or ``soc``; ``dim`` rows.
+
+    A program holds one cone per contact (485 on the sphere pile), and its cones are hashed
+    and compared every step (cone layouts, workspace keys, warm-start checks): the factories
+    :func:`Zero`, :func:`Nonneg` and :func:`SOC` hand out one shared instance per dimension
+    (tuples of identical objects compare by identity), and the hash is computed once, from
+    integers (the same in every process)."""
 
     kind: ConeKind
     dim: int
 
     def __post_init__(self) -> None:
-        if self.kind not in ("zero", "nonneg", "soc"):
+        if self.kind not in _KIND_CODES:
             raise ShapeError(f"Cone.kind: unknown cone {self.kind!r}")
         if self.dim < 0 or (self.kind == "soc" and self.dim < 1):
             raise ShapeError(f"Cone.dim: invalid dimension {self.dim} for a {self.kind} cone")
+        object.__setattr__(self, "_hash", hash((_KIND_CODES[self.kind], int(self.dim))))
+
+    def __hash__(self) -> int:
+        return cast(int, self.__dict__["_hash"])
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared(kind: ConeKind, dim: int) -> Cone:
+    return Cone(kind, dim)
 
 
 def Zero(dim: int) -> Cone:
     """``{0}^dim``: equality rows ``A x = b``."""
-    return Cone("zero", dim)
+    return _shared("zero", int(dim))
 
 
 def Nonneg(dim: int) -> Cone:
     """``R_+^dim``: inequality rows ``A x <= b``."""
-    return Cone("nonneg", dim)
+    return _shared("nonneg", int(dim))
 
 
 def SOC(dim: int) -> Cone:
     """Second-order (Lorentz) cone ``{s : s_0 >= ||s_{1:dim}||}``."""
-    return Cone("soc", dim)
+    return _shared("soc", int(dim))
 
 
 @dataclass(frozen=True)
