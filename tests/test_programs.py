@@ -227,6 +227,35 @@ def test_lcp_rejects_bad_input(M, q):
         co.LCP(M, q)
 
 
+def test_cones_are_shared_values_with_a_process_independent_hash():
+    """The factories hand out one instance per kind and dimension (a pile program holds
+    hundreds); a cone built directly is equal to it, and the hash (computed once, from
+    integers) is the same in a fresh interpreter, so pickled programs and the process pool
+    of ``compare`` see the same cones."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    from contactopt.programs.conic import SOC, Cone, Nonneg, Zero
+
+    assert SOC(3) is SOC(3) and Nonneg(7) is Nonneg(np.int64(7)) and Zero(2) is Zero(2)
+    assert SOC(3) == co.programs.Cone("soc", 3) and hash(SOC(3)) == hash(Cone("soc", 3))
+    assert SOC(3) != Nonneg(3) and hash(SOC(3)) != hash(Nonneg(3))
+    assert type(SOC(np.int64(3)).dim) is int
+    copy = pickle.loads(pickle.dumps((SOC(3), Nonneg(2))))
+    assert copy == (SOC(3), Nonneg(2)) and hash(copy) == hash((SOC(3), Nonneg(2)))
+    code = "from contactopt.programs.conic import SOC; print(hash(SOC(3)))"
+    for seed in ("1", "2"):
+        other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                               env={**os.environ, "PYTHONHASHSEED": seed})
+        assert int(other.stdout) == hash(SOC(3))
+    with pytest.raises(ShapeError):
+        SOC(0)
+    with pytest.raises(ShapeError):
+        Cone("cube", 3)
+
+
 def test_program_kind():
     assert box_qp()[0].kind == "qp"
     assert simplex_qp()[0].kind == "qp"
