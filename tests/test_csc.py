@@ -139,6 +139,47 @@ def test_add_diagonal_and_symmetric_part_equal_scipy_expressions() -> None:
         np.testing.assert_array_equal(symmetric.indptr, reference.indptr)
 
 
+def test_symmetric_part_is_trusted_by_programs_until_its_arrays_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``symmetric_part``'s output is symmetric by construction, so a program takes it without
+    the O(nnz) symmetry check; a matrix whose arrays were replaced loses the mark, and a
+    non-symmetric P is still refused (always, and under CONTACTOPT_DEBUG=1 for marked ones)."""
+    from contactopt.errors import ShapeError
+    from contactopt.programs import ConicProgram, Nonneg
+    from contactopt.programs import conic as conic_module
+    from contactopt.programs.csc import symmetric_by_construction, symmetric_part
+
+    rng = np.random.default_rng(5)
+    base = _random(rng, 40, 40, 0.3)
+    checks: list[int] = []
+    original = conic_module._symmetric
+
+    def counted(*args: object) -> bool:
+        checks.append(1)
+        return bool(original(*args))  # type: ignore[arg-type]
+
+    for W in (sp.csc_matrix(base @ base.T + np.eye(40)), sp.csc_matrix(np.triu(base) + np.eye(40))):
+        P = symmetric_part(W)
+        assert symmetric_by_construction(P)
+        np.testing.assert_array_equal(P.toarray(), P.toarray().T)
+        checks.clear()
+        monkeypatch.setattr(conic_module, "_symmetric", counted)
+        program = ConicProgram(P=P, c=np.zeros(40), A=sp.identity(40, format="csc"), b=np.ones(40),
+                               cones=(Nonneg(40),))
+        assert checks == [] and symmetric_by_construction(program.P)
+        monkeypatch.setenv("CONTACTOPT_DEBUG", "1")
+        ConicProgram(P=P, c=np.zeros(40), A=sp.identity(40, format="csc"), b=np.ones(40), cones=(Nonneg(40),))
+        assert checks == [1]
+        monkeypatch.delenv("CONTACTOPT_DEBUG")
+        tampered = P.copy()
+        assert not symmetric_by_construction(tampered)
+        tampered.data = tampered.data.copy()
+        tampered.data[np.flatnonzero(tampered.indices != np.repeat(np.arange(40), np.diff(tampered.indptr)))[0]] += 1.0
+        with pytest.raises(ShapeError, match="not symmetric"):
+            ConicProgram(P=tampered, c=np.zeros(40), A=sp.identity(40, format="csc"), b=np.ones(40),
+                         cones=(Nonneg(40),))
+        monkeypatch.setattr(conic_module, "_symmetric", original)
+
+
 def test_rows_of_equals_scipy_row_indexing() -> None:
     """Rows gathered from a CSR matrix's arrays: scipy's ``J[rows]`` entry for entry (repeated,
     reordered and empty selections, empty rows), dense arrays indexed as they are."""

@@ -22,8 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.arrays import debug_checks
 from contactopt.errors import ShapeError
-from contactopt.programs.csc import csc, empty_csc, to_csc
+from contactopt.programs.csc import csc, empty_csc, symmetric_by_construction, to_csc
 
 FloatArray = NDArray[np.float64]
 ConeKind = Literal["zero", "nonneg", "soc"]
@@ -163,7 +164,8 @@ class ConicProgram:
         for name, arr in (("c", c), ("b", b), ("P", P.data), ("A", A.data)):
             if not np.isfinite(arr).all():
                 raise ShapeError(f"ConicProgram.{name}: contains NaN or infinite entries")
-        if P.nnz and not _symmetric(P, 1e-9 * max(1.0, float(np.abs(P.data).max()))):
+        trusted = symmetric_by_construction(P) and not debug_checks()  # the formulations' 0.5 (W + W^T)
+        if P.nnz and not trusted and not _symmetric(P, 1e-9 * max(1.0, float(np.abs(P.data).max()))):
             raise ShapeError("ConicProgram.P: not symmetric (give both triangles)")
         _check_blocks(tuple(self.variables), n, "variable")
         _check_blocks(tuple(self.constraints), m, "constraint")

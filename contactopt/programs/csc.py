@@ -35,6 +35,7 @@ __all__ = [
     "empty_csc",
     "pad_columns",
     "rows_of",
+    "symmetric_by_construction",
     "symmetric_part",
     "to_csc",
     "to_csr",
@@ -226,17 +227,36 @@ def add_diagonal(matrix: Any, diagonal: FloatArray) -> sp.csc_matrix:
 def symmetric_part(matrix: Any) -> sp.csc_matrix:
     """``(W + W^T) / 2`` of a square sparse matrix as CSC, from W's arrays and one transpose
     when W's pattern is symmetric (entry by entry ``0.5 (w_ij + w_ji)``, exact zeros dropped:
-    the numbers and pattern of scipy's ``0.5 * (W + W.T)``), by that expression otherwise."""
+    the numbers and pattern of scipy's ``0.5 * (W + W.T)``), by that expression otherwise.
+    The result is symmetric by construction (``a + b = b + a`` in floating point), and is
+    marked so (:func:`symmetric_by_construction`): a program checks it only under
+    ``CONTACTOPT_DEBUG=1``."""
     W = to_csc(matrix)
     transposed = csr_to_csc(csr(W.data, W.indices, W.indptr, (W.shape[1], W.shape[0])))
     if not (np.array_equal(W.indptr, transposed.indptr) and np.array_equal(W.indices, transposed.indices)):
-        return to_csc(0.5 * (W + W.T))
-    data = 0.5 * (W.data + transposed.data)
-    keep = data != 0
-    if keep.all():
-        return csc(data, W.indices, W.indptr, W.shape)
-    columns = np.repeat(np.arange(W.shape[1], dtype=np.int32), np.diff(W.indptr))
-    return coo_to_csc(W.indices[keep], columns[keep], data[keep], W.shape)
+        out = to_csc(0.5 * (W + W.T))
+    else:
+        data = 0.5 * (W.data + transposed.data)
+        keep = data != 0
+        if keep.all():
+            out = csc(data, W.indices, W.indptr, W.shape)
+        else:
+            columns = np.repeat(np.arange(W.shape[1], dtype=np.int32), np.diff(W.indptr))
+            out = coo_to_csc(W.indices[keep], columns[keep], data[keep], W.shape)
+    out.__dict__[_SYMMETRIC_MARK] = (out.data, out.indices, out.indptr)
+    return out
+
+
+#: The attribute under which :func:`symmetric_part` records the arrays it made symmetric.
+_SYMMETRIC_MARK = "_contactopt_symmetric"
+
+
+def symmetric_by_construction(matrix: Any) -> bool:
+    """Whether ``matrix`` is :func:`symmetric_part`'s output with its arrays unchanged (the
+    same array objects: a matrix rebuilt or given new arrays loses the mark; changing the
+    values in place is not detected, and nothing in contactopt does it after assembly)."""
+    mark = getattr(matrix, "__dict__", {}).get(_SYMMETRIC_MARK)
+    return mark is not None and mark[0] is matrix.data and mark[1] is matrix.indices and mark[2] is matrix.indptr
 
 
 def rows_of(matrix: Any, rows: Any) -> Any:
