@@ -11,7 +11,12 @@ Workspace reuse (option ``reuse``, default true): when a program has the sparsit
 row kinds and settings of the previous one, the previous workspace is updated in place
 (``OSQP.update`` of ``q, l, u`` and the values of ``P`` and ``A``, which refactors the KKT
 matrix numerically only) and starts from the previous iterate (OSQP's warm start), instead
-of a fresh ``setup`` and a cold start; see :mod:`contactopt.solvers.workspace`.
+of a fresh ``setup`` and a cold start; see :mod:`contactopt.solvers.workspace`. When polishing
+ran on a warm-started iterate and was rejected, the workspace is solved once more from a cold
+start (the active set a warm start stops at may be incomplete); when it was skipped because no
+constraint is active, a cold start finds none either and the answer stands. ``iterations``
+counts the ADMM iterations of both solves, and the message says how polishing ended (an
+unpolished answer is accurate to ``eps_abs``/``eps_rel``, a polished one to rounding).
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ _STATUS = {
     "OSQP_MAX_ITER_REACHED": Status.MAX_ITERATIONS,
     "OSQP_TIME_LIMIT_REACHED": Status.MAX_ITERATIONS,
 }
+#: OSQP's ``info.status_polish`` (``osqp_polish_status_type`` of OSQP 1.x's constants.h).
+_POLISH = {-2: "linear system error", -1: "unsuccessful", 0: "not performed", 1: "successful",
+           2: "not needed (no active constraint)"}
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
@@ -80,12 +88,14 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                                      iterations=0, watch=watch, message=f"OSQP setup failed: {exc!r}")
     with watch.time("solve"), silence_c_stdout():
         result = backend.solve(raise_error=False)
-        if reused and settings.get("polishing") and result.info.status_polish != 1:
+        iterations = result.info.iter
+        if reused and settings.get("polishing") and result.info.status_polish < 0:
             # A warm start can stop before the active set is identified, and polishing (the
-            # exact KKT solve that makes OSQP's answers exact) then does not run: start the
-            # updated workspace cold once more, as a fresh setup would.
+            # exact KKT solve that makes OSQP's answers exact) then fails: start the updated
+            # workspace cold once more, as a fresh setup would.
             backend.warm_start(x=np.zeros(program.n), y=np.zeros(program.m))
             result = backend.solve(raise_error=False)
+            iterations += result.info.iter
     name = osqp.SolverStatus(result.info.status_val).name
     status = _STATUS.get(name, Status.NUMERICAL_ERROR)
     usable = status.usable
@@ -93,7 +103,9 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         workspace.keep("osqp", backend, P_upper, program.A, key)
     else:
         workspace.forget("osqp")
+    message = result.info.status
+    if usable and settings.get("polishing"):
+        message += f"; polishing {_POLISH.get(result.info.status_polish, result.info.status_polish)}"
     return make_solution(program, solver="osqp", status=status,
                          x=result.x if usable else None, y=result.y if usable else None,
-                         iterations=result.info.iter, watch=watch, message=result.info.status,
-                         raw=result)
+                         iterations=iterations, watch=watch, message=message, raw=result)
