@@ -11,14 +11,17 @@ Workspace reuse (option ``reuse``, default true): when a program has the sparsit
 row kinds and settings of the previous one, the previous workspace is updated in place
 (``OSQP.update`` of ``q, l, u`` and the values of ``P`` and ``A``, which refactors the KKT
 matrix numerically only) and starts from the previous iterate (OSQP's warm start), instead
-of a fresh ``setup`` and a cold start; see :mod:`contactopt.solvers.workspace`. When a
-warm-started solve ends unpolished, the workspace is solved once more from a cold start, as a
-fresh setup would be: the active set a warm start stops at may be incomplete, and where no
-constraint is active OSQP skips polishing, and a warm start stopping at its first termination
-check leaves an error of about ``eps_abs`` that a free flight accumulates step after step (the
-point mass of ``point_mass_drop``: 1e-6 in ``vx`` after 45 steps). ``iterations`` counts the ADMM
-iterations of both solves, and the message says how polishing ended (an unpolished answer is
-accurate to ``eps_abs``/``eps_rel``, a polished one to rounding).
+of a fresh ``setup`` and a cold start; see :mod:`contactopt.solvers.workspace`. The kept
+iterate seeds the next program only when it was an exact (polished) answer, whose active set
+is then the likely next one (with ``polishing`` off, every iterate seeds the next). An
+unpolished iterate (polishing rejected on a degenerate active set, or skipped because no
+constraint was active) starts the next program cold: a warm start from it may stop at an
+incomplete active set and, with no constraint active, at an error of about ``eps_abs`` that a
+free flight accumulates step after step (the point mass of ``point_mass_drop``: 1e-6 in
+``vx`` after 45 steps). A warm start whose polishing does not succeed is solved once more from
+a cold start. ``iterations`` counts the ADMM iterations of every run, and the message says
+how polishing ended (an unpolished answer is accurate to ``eps_abs``/``eps_rel``, a polished
+one to rounding).
 """
 
 from __future__ import annotations
@@ -74,10 +77,12 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         reuse = bool(settings.pop("reuse", True))
         P_upper = program.P_upper
         key = (workspace.settings_key(settings), zero_rows.tobytes())
-        backend = workspace.cached("osqp", P_upper, program.A, key) if reuse else None
-        reused = backend is not None
+        kept = workspace.cached("osqp", P_upper, program.A, key) if reuse else None
+        backend, warm = kept if kept is not None else (None, False)
         if backend is not None:
             backend.update(q=program.c, l=lower, u=program.b, Px=P_upper.data, Ax=program.A.data)
+            if not warm:
+                backend.warm_start(x=np.zeros(program.n), y=np.zeros(program.m))
         else:
             backend = osqp.OSQP()
             try:
@@ -91,7 +96,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     with watch.time("solve"), silence_c_stdout():
         result = backend.solve(raise_error=False)
         iterations = result.info.iter
-        if reused and settings.get("polishing") and result.info.status_polish != 1:
+        if warm and settings.get("polishing") and result.info.status_polish != 1:
             # A warm start can stop before the active set is identified, and polishing (the
             # exact KKT solve that makes OSQP's answers exact) then fails or does not run:
             # start the updated workspace cold once more, as a fresh setup would.
@@ -101,8 +106,9 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     name = osqp.SolverStatus(result.info.status_val).name
     status = _STATUS.get(name, Status.NUMERICAL_ERROR)
     usable = status.usable
-    if reuse and usable:
-        workspace.keep("osqp", backend, P_upper, program.A, key)
+    if reuse and usable:  # the iterate seeds the next program only where it is an exact answer
+        exact = result.info.status_polish == 1 or not settings.get("polishing")
+        workspace.keep("osqp", (backend, exact), P_upper, program.A, key)
     else:
         workspace.forget("osqp")
     message = result.info.status
