@@ -107,8 +107,9 @@ def simulate(
     check_state = getattr(stepper, "check_state", None)
     if check_state is not None:  # what the method cannot handle is refused before the first step
         check_state(State(scene.q0, scene.v0, 0.0))
+    initial = State(scene.q0, scene.v0, 0.0)
     if isinstance(stepper, TimeStepping):  # refuse (or replace a default) before the first step
-        program = stepper.program(State(scene.q0, scene.v0, 0.0))[1]
+        program = stepper.first_program(initial)
         chosen, choice = choose(program, solver, explicit=explicit)
         if chosen != solver:
             solver = chosen
@@ -119,6 +120,8 @@ def simulate(
     backup = make_stepper(scene.system, formulation, fallback, dt, merged_options) if fallback else None
     spec = controller if controller is not None else scene.control
     control = make_controller(spec, scene.system)
+    if control is not None and isinstance(stepper, TimeStepping):
+        stepper.forget_first_program()  # step 0's program depends on the control it is given
     n_steps = round(duration / dt)
     info = {"scene": scene.name, "system": scene.system.type_name,
             "system_description": scene.system.describe(), "formulation": formulation.strip().lower(),
@@ -127,7 +130,7 @@ def simulate(
             "q_names": list(scene.system.q_names), "v_names": list(scene.system.v_names),
             "control": _describe_control(spec)}
 
-    state = State(scene.q0, scene.v0, 0.0)
+    state = initial
     times, qs, vs = [state.t], [state.q], [state.v]
     steps: list[StepRecord] = []
     message = ""

@@ -8,6 +8,7 @@ solution; checked on random multi-contact step problems, not only on the 1-conta
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -180,3 +181,34 @@ def test_core_types_check_shapes_and_values() -> None:
     with pytest.raises(co.ContactoptError, match="dt"):
         StepProblem(State([0.0], [0.0]), 0.0, Dynamics([[1.0]], [0.0]), Contacts.empty(1, 1),
                     Bilateral.empty(1))
+
+
+def test_step_zero_program_is_built_once_and_equals_a_fresh_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``simulate`` checks the solver against step 0's program and then steps with that same
+    program (one build, not two), unless a controller acts on step 0 (its program depends on
+    the control): the trajectory equals one whose every program is built fresh."""
+    from contactopt.integrators.time_stepping import TimeStepping
+
+    scene = co.load_scene(Path(__file__).resolve().parent.parent / "problems" / "box_slide.toml")
+    formulation = co.formulations.get("anitescu")
+    builds: list[float] = []
+    original = type(formulation).build
+
+    def counted(self: object, problem: StepProblem, options: dict[str, object]) -> object:
+        builds.append(problem.state.t)
+        return original(self, problem, options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(formulation), "build", counted)
+    traj = co.simulate(scene, formulation="anitescu", solver="clarabel", duration=5 * scene.dt)
+    assert builds == [0.0, *traj.t[1:-1]]  # step 0's program once
+    builds.clear()
+    monkeypatch.setattr(TimeStepping, "first_program", lambda self, state: self.program(state)[1])
+    fresh = co.simulate(scene, formulation="anitescu", solver="clarabel", duration=5 * scene.dt)
+    assert builds == [0.0, 0.0, *fresh.t[1:-1]]
+    np.testing.assert_array_equal(traj.q, fresh.q)
+    np.testing.assert_array_equal(traj.v, fresh.v)
+    builds.clear()
+    driven = co.load_scene(Path(__file__).resolve().parent.parent / "problems" / "cartesian_pendulum_floor.toml")
+    co.simulate(driven, formulation="anitescu", solver="clarabel", duration=3 * driven.dt,
+                controller=lambda t, q, v: np.ones(driven.system.control_size))
+    assert builds[:2] == [0.0, 0.0]  # with a controller step 0 is built again, after its control

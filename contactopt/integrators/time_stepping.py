@@ -89,11 +89,25 @@ class TimeStepping:
         self.last_program: Program | None = None
         self.last_solution: Solution | None = None
         self.warm_start_option = spec.warm_start if spec.warm_start not in self.solver_options else None
+        self._prebuilt: tuple[State, StepProblem, Program, float] | None = None
 
     def program(self, state: State) -> tuple[StepProblem, Program]:
         problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t, drift=self.drift,
                                      native=self.formulation.native_request(self.formulation_options))
         return problem, self.formulation.build(problem, self.formulation_options)
+
+    def first_program(self, state: State) -> Program:
+        """The program of ``state`` (:meth:`program`), kept for a :meth:`step` from this same
+        ``state`` object: ``simulate`` checks the solver against step 0's program before the
+        first step, which then need not build it again. Only valid while nothing the program
+        depends on changes in between (``simulate`` keeps it only without a controller)."""
+        start = time.perf_counter()
+        problem, program = self.program(state)
+        self._prebuilt = (state, problem, program, time.perf_counter() - start)
+        return program
+
+    def forget_first_program(self) -> None:
+        self._prebuilt = None
 
     def _options_for(self, program: Program) -> dict[str, Any]:
         """Solver options, plus the previous step's solution as warm start when the solver
@@ -108,9 +122,13 @@ class TimeStepping:
         return {**options, self.warm_start_option: last.x}
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
-        start = time.perf_counter()
-        problem, program = self.program(state)
-        build_time = time.perf_counter() - start
+        prebuilt, self._prebuilt = self._prebuilt, None
+        if prebuilt is not None and prebuilt[0] is state:
+            _, problem, program, build_time = prebuilt
+        else:
+            start = time.perf_counter()
+            problem, program = self.program(state)
+            build_time = time.perf_counter() - start
         contacts = problem.contacts
         nan_impulses = np.full((contacts.count, contacts.dim), np.nan)
         try:
