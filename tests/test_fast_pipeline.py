@@ -187,7 +187,9 @@ def test_compiled_pgs_converges_on_the_pile() -> None:
 def test_mjcf_contacts_equal_mujocos_per_contact_jacobians(scene_name: str) -> None:
     """The vectorized MJCF rows equal, bit for bit, MuJoCo's own per-contact computation:
     contacts in MuJoCo's order (exclude > 1 dropped), rows frame (mj_jac(body2, p) -
-    mj_jac(body1, p)), phi = dist, mu = friction[0]."""
+    mj_jac(body1, p)), phi = dist, mu = friction[0]. The frame product is written out as the
+    pipeline writes it, ``(f_0 J_x + f_1 J_y) + f_2 J_z`` (a BLAS product would round with or
+    without FMA depending on the CPU)."""
     scene = co.load_scene(PROBLEMS / f"{scene_name}.toml")
     system = scene.system
     contacts = system.contacts(scene.q0)
@@ -201,7 +203,8 @@ def test_mjcf_contacts_equal_mujocos_per_contact_jacobians(scene_name: str) -> N
         for body, sign in ((model.geom_bodyid[contact.geom2], 1.0), (model.geom_bodyid[contact.geom1], -1.0)):
             mujoco.mj_jac(model, data, jacp, None, contact.pos, body)
             J += sign * jacp
-        rows.append(np.asarray(contact.frame).reshape(3, 3) @ J)
+        frame = np.asarray(contact.frame).reshape(3, 3)
+        rows.append(frame[:, 0, None] * J[0] + frame[:, 1, None] * J[1] + frame[:, 2, None] * J[2])
         phi.append(contact.dist)
         mu.append(contact.friction[0] if contact.dim > 1 else 0.0)
     assert contacts.count == len(rows) > 0

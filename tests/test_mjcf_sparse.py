@@ -189,3 +189,61 @@ def test_delassus_blocks_fast_path_and_fallback_equal_the_dense_products(case: s
     Y = sp.csr_matrix(J @ inverse.toarray())
     batched = _local_products(J_sparse, Y, n, 3) is not None
     assert batched == (case in ("diagonal", "body_blocks"))
+
+
+@pytest.mark.parametrize("xml", ["sphere_pile.xml", "quadruped.xml", "limited_arm.xml"])
+def test_compiled_contact_rows_equal_the_numpy_rows_bit_for_bit(xml: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled assembly of the sparse contact rows (numba) is the NumPy path's arithmetic
+    in loops: the same CSR arrays bit for bit, for body pairs on separate trees, on the world,
+    and on one tree (shared ancestors: a dof met twice, its two terms summed)."""
+    import contactopt.mujoco.contacts as contacts_module
+
+    if not contacts_module.COMPILED or contacts_module._compiled() is None:
+        pytest.skip("numba is not installed: only the NumPy path exists")
+    system = MjcfSystem(MJCF / xml, sparse=True)
+    q, v = system.default_state()
+    data = system._evaluate(q, v)
+    rng = np.random.default_rng(3)
+    nbody = system.model.nbody
+    body1, body2 = rng.integers(0, nbody, 60), rng.integers(0, nbody, 60)
+    body1[:5] = 0  # on the world
+    frames = np.linalg.qr(rng.normal(size=(60, 3, 3)))[0]
+    points = rng.normal(size=(60, 3))
+    args = (system._chains, data, system.nv, frames, points, body1, body2)
+    compiled = contact_jacobian(*args)
+    monkeypatch.setattr(contacts_module, "COMPILED", False)
+    plain = contact_jacobian(*args)
+    assert compiled.shape == plain.shape
+    for name in ("indptr", "indices"):
+        np.testing.assert_array_equal(getattr(compiled, name), getattr(plain, name))
+    np.testing.assert_array_equal(compiled.data.view(np.int64), plain.data.view(np.int64))
+    dense = contact_jacobian(*args, dense=True)
+    np.testing.assert_allclose(compiled.toarray(), dense, rtol=0, atol=1e-15 * np.abs(dense).max())
+
+
+def test_pile_programs_do_not_depend_on_the_blas_kernel(tmp_path: Path) -> None:
+    """The pile's contact rows, Delassus product and regularized program are the same bit for
+    bit under OpenBLAS's Haswell (AVX2, FMA) and Prescott (SSE, no FMA) kernels: no BLAS call
+    on that path (its reference trajectories then hold on every CPU)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, sys, numpy as np, contactopt as co\n"
+        "from contactopt.integrators.time_stepping import build_step_problem\n"
+        f"scene = co.load_scene({str(ROOT / 'problems' / 'sphere_pile_mjcf.toml')!r})\n"
+        "problem = build_step_problem(scene.system, scene.q0, scene.v0, scene.dt)\n"
+        "program = co.formulations.get('regularized').build(problem, "
+        "co.formulations.get('regularized').resolve_options({'cone': 'elliptic'}))\n"
+        "digest = hashlib.sha256()\n"
+        "for array in (problem.contacts.J.data, program.P.data, program.c, program.A.data, program.b):\n"
+        "    digest.update(np.ascontiguousarray(array).tobytes())\n"
+        "print(digest.hexdigest())\n")
+    digests = []
+    for kernel in ("Haswell", "Prescott"):
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel, "OPENBLAS_NUM_THREADS": "2", "PYTHONPATH": str(ROOT)}
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr[-2000:]
+        digests.append(run.stdout.strip())
+    assert digests[0] == digests[1]

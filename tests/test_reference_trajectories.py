@@ -10,10 +10,12 @@ short horizons, while any modelling change (a sign, a dropped term, a reordered 
 moves the state by far more than 1e-9 within a step.
 
 The pile's degenerate steps amplify summation-order differences (a one-ulp change of its
-first program moves Clarabel's answer by up to 1e-7): its programs are now built by sparse
-products alone, the same under every BLAS kernel, while the dense cases are replayed under
-the OpenBLAS kernels and threads they were recorded with (AVX2 "Haswell", 2 threads: pinned
-by tests/conftest.py before NumPy loads, and by experiments/make_reference_trajectories.py).
+first program moves Clarabel's answer by up to 1e-7): its programs are built without BLAS
+(sparse products, and contact Jacobian frame products written out), so its trajectories are
+the same bit for bit under every OpenBLAS kernel and thread count (checked with the Haswell,
+SkylakeX and Prescott kernels, 1 and 2 threads), while the dense cases are replayed under the
+OpenBLAS kernels and threads they were recorded with (AVX2 "Haswell", 2 threads: pinned by
+tests/conftest.py before NumPy loads, and by experiments/make_reference_trajectories.py).
 """
 
 from __future__ import annotations

@@ -13,11 +13,15 @@ geoms) have an empty chain and contribute nothing, as in ``mj_jac``.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
+
+from contactopt.programs.csc import csr
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -56,27 +60,39 @@ def contact_jacobian(chains: Chains, data: Any, nv: int, frames: FloatArray, poi
     with ``dense``).
 
     Per contact the two bodies' chains (padded to the longest, ``2 L`` columns) give the
-    point-Jacobian columns ``X_c`` (3 x 2L: body2's, then minus body1's) and one batched
-    product ``frame_c X_c`` gives every entry; the real (unpadded) entries are written
-    row by row into the CSR arrays. A dof on both chains (a shared ancestor) appears twice
-    in a row and is summed (``sum_duplicates``): ``frame (jacp_2 - jacp_1)`` by the
-    distributive law, exactly 0 for a common ancestor dof since both terms are computed
-    identically."""
+    point-Jacobian columns ``X_c`` (3 x 2L: body2's, then minus body1's) and the products
+    ``frame_c X_c`` give every entry; the real (unpadded) entries are written row by row into
+    the CSR arrays. A dof on both chains (a shared ancestor) appears twice in a row and is
+    summed (``sum_duplicates``): ``frame (jacp_2 - jacp_1)`` by the distributive law, exactly
+    0 for a common ancestor dof since both terms are computed identically.
+
+    Every entry is the same sequence of floating-point operations whatever the machine: the
+    3-term frame products are written out (``(f_0 x + f_1 y) + f_2 z``) instead of a batched
+    matrix product, whose BLAS kernel (FMA or not) would change the last bit with the CPU; so
+    the compiled twin (:func:`_rows_loops`, numba, used for the sparse rows when installed)
+    gives the same bits, and so do all CPUs (tested)."""
     nc = frames.shape[0]
     if nv == 0 or nc == 0:
         return np.zeros((3 * nc, nv)) if dense else sp.csr_matrix((3 * nc, nv))
     bodies = np.stack([body2, body1], axis=1)  # (nc, 2): J2 - J1
     dofs = chains.dofs[bodies].reshape(nc, -1)  # (nc, 2L), -1 padded
+    width = dofs.shape[1] // 2
+    offsets = points[:, None, :] - np.asarray(data.subtree_com)[chains.root[bodies]]  # (nc, 2, 3)
+    if not dense and COMPILED:
+        compiled = _compiled()
+        if compiled is not None:
+            indptr, indices, values = compiled(dofs.astype(np.int64), np.asarray(data.cdof, dtype=np.float64),
+                                               offsets, np.ascontiguousarray(frames, dtype=np.float64), width)
+            return csr(values, indices, indptr, (3 * nc, nv))
     real = dofs >= 0
     cdof = np.asarray(data.cdof)[dofs]  # (nc, 2L, 6): [angular; linear]; padding gathers junk, dropped below
-    width = dofs.shape[1] // 2
-    offset = np.repeat(points[:, None, :] - np.asarray(data.subtree_com)[chains.root[bodies]], width, axis=1)
-    w, r = cdof[..., :3], offset
+    w, r = cdof[..., :3], np.repeat(offsets, width, axis=1)
     jacp = cdof[..., 3:] + np.stack([w[..., 1] * r[..., 2] - w[..., 2] * r[..., 1],
                                      w[..., 2] * r[..., 0] - w[..., 0] * r[..., 2],
                                      w[..., 0] * r[..., 1] - w[..., 1] * r[..., 0]], axis=-1)  # cdof_ang x r
     jacp[:, width:] *= -1.0  # body1's columns: -J1 (exact)
-    values = np.matmul(frames, jacp.transpose(0, 2, 1))  # (nc, 3, 2L)
+    values = (frames[:, :, 0, None] * jacp[:, None, :, 0] + frames[:, :, 1, None] * jacp[:, None, :, 1]
+              + frames[:, :, 2, None] * jacp[:, None, :, 2])  # (nc, 3, 2L)
     mask = np.broadcast_to(real[:, None, :], values.shape)
     if dense:  # small models: entries summed into place (a shared ancestor's two terms, in order)
         rows = np.broadcast_to(np.arange(3 * nc).reshape(nc, 3, 1), values.shape)[mask]
@@ -88,3 +104,86 @@ def contact_jacobian(chains: Chains, data: Any, nv: int, frames: FloatArray, poi
     J.sum_duplicates()  # sorts each row's dofs; sums a shared ancestor's two entries
     return J
 
+
+def _rows_loops(dofs: IntArray, cdof: FloatArray, offsets: FloatArray, frames: FloatArray,
+                width: int) -> tuple[IntArray, IntArray, FloatArray]:
+    """:func:`contact_jacobian`'s sparse rows as loops (numba): per contact, the chain
+    entries in the same operations and order, sorted by dof (insertion sort: at most ``2 L``
+    entries), a dof met twice summed; ``(indptr, indices, data)`` of the canonical CSR."""
+    nc, chain = dofs.shape[0], dofs.shape[1]
+    counts = np.zeros(nc, np.int64)
+    columns = np.empty((nc, chain), np.int64)
+    values = np.empty((nc, 3, chain))
+    found = np.empty(chain, np.int64)
+    terms = np.empty((chain, 3))
+    entry = np.empty((3, chain))
+    order = np.empty(chain, np.int64)
+    for c in range(nc):
+        n = 0
+        for k in range(chain):
+            dof = dofs[c, k]
+            if dof < 0:
+                continue
+            side = 0 if k < width else 1
+            r0, r1, r2 = offsets[c, side, 0], offsets[c, side, 1], offsets[c, side, 2]
+            w0, w1, w2 = cdof[dof, 0], cdof[dof, 1], cdof[dof, 2]
+            x = cdof[dof, 3] + (w1 * r2 - w2 * r1)
+            y = cdof[dof, 4] + (w2 * r0 - w0 * r2)
+            z = cdof[dof, 5] + (w0 * r1 - w1 * r0)
+            if side == 1:
+                x, y, z = -x, -y, -z
+            terms[n, 0], terms[n, 1], terms[n, 2] = x, y, z
+            found[n] = dof
+            for i in range(3):
+                entry[i, n] = frames[c, i, 0] * x + frames[c, i, 1] * y + frames[c, i, 2] * z
+            order[n] = n
+            n += 1
+        for a in range(1, n):  # stable insertion sort of the entries by dof
+            key, b = order[a], a - 1
+            while b >= 0 and found[order[b]] > found[key]:
+                order[b + 1] = order[b]
+                b -= 1
+            order[b + 1] = key
+        m = 0
+        for e in range(n):
+            at = order[e]
+            if m > 0 and columns[c, m - 1] == found[at]:  # a shared ancestor: its two terms summed
+                for i in range(3):
+                    values[c, i, m - 1] = values[c, i, m - 1] + entry[i, at]
+            else:
+                columns[c, m] = found[at]
+                for i in range(3):
+                    values[c, i, m] = entry[i, at]
+                m += 1
+        counts[c] = m
+    indptr = np.zeros(3 * nc + 1, np.int64)
+    indices = np.empty(3 * int(counts.sum()), np.int64)
+    data = np.empty(indices.shape[0])
+    p = 0
+    for c in range(nc):
+        for i in range(3):
+            for e in range(counts[c]):
+                indices[p] = columns[c, e]
+                data[p] = values[c, i, e]
+                p += 1
+            indptr[3 * c + i + 1] = p
+    return indptr, indices, data
+
+
+#: Whether the sparse rows are assembled by the compiled :func:`_rows_loops` (numba installed
+#: and ``CONTACTOPT_NO_NUMBA`` unset; tests switch it off to compare the two paths).
+COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+_KERNEL: Any = None
+
+
+def _compiled() -> Any:
+    """The numba dispatcher of :func:`_rows_loops` (compiled at its first call, cached on disk)."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            import numba
+        except ImportError:
+            _KERNEL = False
+        else:
+            _KERNEL = numba.njit(cache=True, nogil=True)(_rows_loops)
+    return _KERNEL or None
