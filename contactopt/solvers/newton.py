@@ -99,7 +99,8 @@ DENSE_PRODUCTS = 40_000  # nv * (nv + m) up to which A and J are multiplied as d
 DENSE_KERNEL_MAX = 48  # unknowns up to which the compiled loop factorizes H densely (as newton_linalg)
 
 DEFAULTS: dict[str, Any] = {"max_iter": 100, "tol": 1e-10, "tol_abs": 1e-14, "cost_tol": 1e-15,
-                            "alpha_max": 1.5, "ls_tol": 1e-6, "ls_max_iter": 100, "warm_start": None}
+                            "alpha_max": 1.5, "ls_tol": 1e-6, "ls_max_iter": 100, "warm_start": None,
+                            "history": False}
 
 
 def accepts(program: Program) -> str | None:
@@ -116,6 +117,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     for key in ("tol", "tol_abs", "cost_tol", "ls_tol"):
         if not (isinstance(opts[key], int | float) and opts[key] >= 0):
             raise OptionError(f"solver 'newton': {key} must be a number >= 0, got {opts[key]!r}")
+    if not isinstance(opts["history"], bool):
+        raise OptionError(f"solver 'newton': history must be true or false, got {opts['history']!r}")
     if not (isinstance(opts["alpha_max"], int | float) and opts["alpha_max"] >= 1):
         raise OptionError(f"solver 'newton': alpha_max must be a number >= 1, got {opts['alpha_max']!r}")
     watch = Stopwatch()
@@ -125,7 +128,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         blocks = kernels.block_arrays(layout) if kernels.AVAILABLE else None
         if blocks is not None:
             kernels.ensure_compiled()
-        dense = (blocks is not None and primal.nv <= DENSE_KERNEL_MAX
+        history: list[dict[str, Any]] | None = [] if opts["history"] else None
+        dense = (blocks is not None and history is None and primal.nv <= DENSE_KERNEL_MAX
                  and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
         compiled_sparse = blocks is not None and not dense and newton_sparse.SparseNewton.fits(primal.J, blocks)
         if compiled_sparse:
@@ -136,16 +140,50 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         gamma = None
         if hessian is None:
             assert blocks is not None
-            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts, dense)
+            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts, dense, history)
         else:
-            status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks)
+            status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks, history)
         if gamma is None or not np.all(np.isfinite(v)):
             gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
     usable = status.usable
     return make_solution(program, solver="newton", status=status,
                          x=np.concatenate([v, gamma]) if usable else None,
                          y=primal.dual(gamma) if usable else None,
-                         iterations=iterations, watch=watch, message=message)
+                         iterations=iterations, watch=watch, message=message,
+                         raw=None if history is None else {"history": history})
+
+
+def record(history: list[dict[str, Any]] | None, layout: ConeLayout, y: FloatArray, gamma: FloatArray,
+           cost: float, residual: float, scale: float) -> None:
+    """Append one iterate's entry to ``history`` (option ``history``; a no-op when None): the
+    cost ``l(v)``, the (S10) residual ``||D g||`` and its scale, and how many cone blocks are in
+    each regime of the projection (S3): ``stiction`` (``gamma = y``: inside the cone, also a
+    positive ``nonneg`` row), ``sliding`` (on the cone's boundary, ``0 != gamma != y``) and
+    ``no_contact`` (``gamma = 0``); free rows are not counted. The step taken from the iterate
+    is added by :func:`record_step`, as Drake's SapSolver statistics keep cost, residual and
+    step length per iteration."""
+    if history is None:
+        return
+    counts = {"stiction": 0, "sliding": 0, "no_contact": 0}
+    for group in layout.groups:
+        if group.kind == "free":
+            continue
+        g, yb = gamma[group.rows], y[group.rows]
+        none = ~np.any(g != 0.0, axis=1)
+        stick = ~none & np.all(g == yb, axis=1)
+        counts["no_contact"] += int(none.sum())
+        counts["stiction"] += int(stick.sum())
+        counts["sliding"] += int((~none & ~stick).sum())
+    history.append({"cost": cost, "residual": residual, "scale": scale, **counts})
+
+
+def record_step(history: list[dict[str, Any]] | None, alpha: float, slope: float, slope_after: float) -> None:
+    """Add to the last entry the step length ``alpha`` taken from it and ``l'(alpha) / |l'(0)|``
+    (``slope_after``: ``g(v + alpha dv)' dv / |g(v)' dv|``; about 0 when the exact line search
+    stopped inside ``(0, alpha_max)``, <= 0 at ``alpha_max``)."""
+    if history is not None and history:
+        history[-1]["alpha"] = alpha
+        history[-1]["line_slope"] = slope_after / abs(slope) if slope != 0.0 else 0.0
 
 
 def _initial(primal: PrimalProgram, warm_start: Any) -> FloatArray:
@@ -167,8 +205,9 @@ _MESSAGES = {
 }
 
 
-def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray,
-                       opts: Mapping[str, Any], dense: bool) -> tuple[Status, FloatArray, FloatArray, int, str]:
+def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray, opts: Mapping[str, Any],
+                       dense: bool, history: list[dict[str, Any]] | None = None
+                       ) -> tuple[Status, FloatArray, FloatArray, int, str]:
     """The compiled Newton loop: whole for small problems (:func:`.newton_kernels.dense_newton`),
     else around QDLDL (:func:`.newton_sparse.minimize`): (status, v, gamma(v), iterations, message)."""
     if dense:
@@ -179,7 +218,7 @@ def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatAr
             int(opts["max_iter"]), float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]),
             float(opts["alpha_max"]), float(opts["ls_tol"]), int(opts["ls_max_iter"]))
     else:
-        code, v, gamma, iterations = newton_sparse.minimize(primal, blocks, v, opts)
+        code, v, gamma, iterations = newton_sparse.minimize(primal, blocks, v, opts, history)
     if code == kernels.MAX_ITER:
         return Status.MAX_ITERATIONS, v, gamma, iterations, f"{opts['max_iter']} Newton iterations"
     status, message = _MESSAGES[code]
@@ -187,8 +226,8 @@ def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatAr
 
 
 def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian, v: FloatArray,
-              opts: Mapping[str, Any], blocks: kernels.Blocks | None = None
-              ) -> tuple[Status, FloatArray, int, str]:
+              opts: Mapping[str, Any], blocks: kernels.Blocks | None = None,
+              history: list[dict[str, Any]] | None = None) -> tuple[Status, FloatArray, int, str]:
     """Newton's method of the module docstring from ``v``: (status, v, iterations, message).
     With ``blocks`` (:func:`.newton_kernels.block_arrays`) the projection and the line
     search run compiled; the factorization is :class:`.ActiveHessian`'s either way."""
@@ -199,6 +238,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
     project_step: Any = (_compiled_projection(layout, blocks, R) if blocks is not None
                          else lambda y, want_G: project(layout, y, R, hessian=want_G))
     previous = np.inf
+    last: tuple[float, float, FloatArray] | None = None  # (alpha, l'(0), dv) of the previous step
     for iteration in range(int(opts["max_iter"]) + 1):
         vc = J @ v
         y = (v_hat - vc) / R
@@ -210,7 +250,11 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
         if not np.isfinite(cost):
             return Status.NUMERICAL_ERROR, v, iteration, "non-finite cost"
         size = max(float(np.linalg.norm(d_inv * Av)), c_norm, float(np.linalg.norm(d_inv * jc)))
-        if float(np.linalg.norm(d_inv * gradient)) <= opts["tol_abs"] + opts["tol"] * size:
+        residual = float(np.linalg.norm(d_inv * gradient))
+        if last is not None:
+            record_step(history, last[0], last[1], float(last[2] @ gradient))
+        record(history, layout, y, gamma, cost, residual, size)
+        if residual <= opts["tol_abs"] + opts["tol"] * size:
             return Status.OPTIMAL, v, iteration, "optimality criterion (S10) met"
         if iteration and previous - cost <= opts["cost_tol"] * max(abs(cost), abs(previous)):
             return Status.OPTIMAL, v, iteration, "cost decrease below cost_tol (rounding floor)"
@@ -234,6 +278,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
             return Status.OPTIMAL, v, iteration, "no descent direction left (rounding floor)"
         v = v + alpha * step
         previous = cost
+        last = (alpha, slope, step)
     return Status.MAX_ITERATIONS, v, int(opts["max_iter"]), f"{opts['max_iter']} Newton iterations"
 
 

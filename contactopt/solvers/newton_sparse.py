@@ -347,9 +347,12 @@ class SparseNewton:
             _PATTERNS[self.nv] = SparsePattern(self.nv, keys[used[:-1]])
 
 
-def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any) -> tuple[int, FloatArray, FloatArray, int]:
+def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any,
+             history: list[dict[str, Any]] | None = None) -> tuple[int, FloatArray, FloatArray, int]:
     """Newton's method of :mod:`contactopt.solvers.newton` from ``v`` (updated in place) on the
-    sparse path: ``(status code of .newton_kernels, v, gamma(v), iterations)``."""
+    sparse path: ``(status code of .newton_kernels, v, gamma(v), iterations)``; ``history``
+    (a list) receives the iterates' entries of :func:`contactopt.solvers.newton.record`."""
+    from contactopt.solvers.newton import record, record_step
     A, J, R, v_hat, c = primal.A, primal.J, primal.R, primal.v_hat, primal.c
     run = SparseNewton(A, J, blocks)
     nv, m, nb = run.nv, run.m, blocks[0].shape[0]
@@ -369,9 +372,15 @@ def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any) -> t
             run.count, run.active)
 
     previous, code, iterations = np.inf, kernels.MAX_ITER, max_iter
+    layout = primal.cone_layout if history is not None else None
+    last: tuple[float, float, FloatArray] | None = None  # (alpha, l'(0), dv) of the previous step
     try:
         for iteration in range(max_iter + 1):
             cost, g_norm, size, missing = evaluate(iteration < max_iter)
+            if layout is not None:
+                if last is not None:
+                    record_step(history, last[0], last[1], float(last[2] @ gradient))
+                record(history, layout, y, gamma, cost, g_norm, max(size, c_norm))
             if not np.isfinite(cost):
                 code, iterations = kernels.NONFINITE, iteration
             elif g_norm <= tol_abs + tol * max(size, c_norm):
@@ -395,6 +404,8 @@ def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any) -> t
                 code, iterations = kernels.NO_DESCENT, iteration
                 break
             previous = cost
+            if layout is not None:
+                last = (alpha, float(step @ gradient), step)
     finally:
         run.release()
     return code, v, gamma, iterations
