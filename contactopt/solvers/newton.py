@@ -24,7 +24,8 @@ convex along ``dv``, so its derivative ``l'(alpha) = dv'(A (v + alpha dv - v*)) 
 ``dv' A dv + (J dv)' G (J dv)``) safeguarded by bisection of the bracket, starting from the
 full step ``alpha = 1``, until ``|l'| <= ls_tol |l'(0)|``. Each evaluation costs one
 projection (O(m)). Converges globally (strictly convex ``l``, exact line search) and
-quadratically near the solution (``l`` is piecewise quadratic in each regime).
+quadratically near the solution (``l`` is quadratic in stiction and no contact and smooth
+in sliding, away from a zero slip).
 
 The answer ``x = [v, gamma(v)]``, ``y = D^{-1} gamma(v)`` is judged on the conic form like
 every other solver's: its slacks are feasible and complementary by construction and its
@@ -39,34 +40,45 @@ line search over the blocks that are not separated on the whole segment. Without
 for ``soc_general`` cones) the same algorithm runs in NumPy, factorizing over the blocks active
 during the solve (:class:`.newton_linalg.ActiveHessian`).
 
-**Iteration counts.** Near a solution every step is a full Newton step (``l`` is piecewise
-quadratic); far from it the exact line search stops where a contact changes regime. The
-costly change is sliding to stiction: along the slip the sliding Hessian has only the
-normal coupling ``mu^2 / (R_n + mu^2 R_t)`` (friction ``mu gamma_n |v_t|`` is linear in the
-slip), so the Newton step carries the slip through zero, where the stiction cone
-``|v_t| <= mu (R_t / R_n) (v_hat_n - v_n)`` is narrow (``R_t / R_n = 4 pi^2 sigma / beta^2``,
-0.04 at the defaults) and the curvature jumps to ``1 / R_t``; the line search stops there. So
-each contact that comes to rest costs about one damped step, one per iteration. Measured on
-the MJCF sphere pile in SAP's rigid limit (spheres pushed out of MuJoCo's penetrations at
-``phi / h`` and spinning, ~40 sticking and ~40 sliding contacts per step): 28 iterations per
-step, 18 of 25 with ``alpha < 0.5`` on a typical step, each bringing 1-3 contacts into
-stiction, none flipping back (no cycling); ``G`` is the exact derivative (tested against
-finite differences). The warm start (the previous step's ``v``, also when the contact set
-changes, through the program's ``v_guess``) barely helps: 28.3 iterations against 28.9 from
-``v*`` (and 19.6 from ``v = 0``, where every penetrating contact starts in stiction), because
-contacts stuck at the previous step lie just outside the narrow cone of the new program. Not
-kept (more iterations): Armijo backtracking from ``alpha = 1`` (54-72), the Hessian at the
-trial point (stalls), the stiction Hessian for sliding contacts (no gain or stalls). The same
-pile with ``dissipation_time_scale = 0.05, epsilon = 0`` stays at rest and takes ~10, the
-``regularized`` primal ~5.
+**Iteration counts** (checked against Drake's SapSolver, whose Newton step, Hessian ``G`` per
+regime, exact line search ``l'(alpha) = 0`` from ``alpha_max = 1.5`` and warm start from the
+previous step's ``v`` are the ones here; ``experiments/sap_iterations.py`` reproduces the
+numbers below with the option ``history``). Near a solution every step is a full Newton step;
+far from it the line search stops early, for two reasons. (1) A contact changes regime on the
+segment where the curvature grows: sliding to stiction (along the slip the sliding ``G`` has
+only the normal coupling ``mu^2 / (R_n + mu^2 R_t)``, in stiction ``1 / R_t``: a jump of
+``R_n / (mu^2 R_t) = beta^2 / (4 pi^2 sigma mu^2)``, about 100 at the near-rigid defaults and
+``mu = 0.5``, with a narrow stiction cone ``|v_t| <= mu (R_t / R_n) (v_hat_n - v_n)``), or no
+contact to contact (``0`` to ``~1 / R_n``). The sliding Newton step carries a slip through
+zero; the search stops in the cone. (2) ``l`` is not quadratic within the sliding regime (it
+depends on ``|y_t|``), so a step whose slip turns by a lot also stops with no regime change
+(pile with ``tau_d = 0.05``, step 6: one contact's slip is asked to reverse by 4-25 times its
+size on six successive iterations, ``alpha`` 0.05-0.5). The record shows every search ending
+at ``|l'(alpha)| <= 1e-6 |l'(0)|``: the steps are exact, not short. Measured on the MJCF sphere
+pile (20 steps): SAP's defaults (near-rigid, ``tau_d = 0``: MuJoCo's settled penetrations are
+pushed out at ``phi / h``, the spheres fly apart at 0.3 m/s spinning at 10 rad/s, ~30 new
+impacts a step) take 28.3 iterations per step; on step 0 the first step (``alpha = 0.83``)
+moves 125 of 246 sticking contacts to sliding and 35 of them return to stiction one or two per
+iteration over the next 30 (``alpha`` 0.03-0.36). The same pile at rest (``tau_d = 0.05,
+epsilon = 0``) takes 10.5, with a finite ``stiffness = 1e4`` 14; raising ``sigma`` (a
+different program: softer stiction) to ``1e-2`` gives 14.6 and to ``2.5e-2`` (``R_t = R_n``,
+MuJoCo-like) 10.3, the ``regularized`` primal (``R_t ~ R_n``) 4.7: the count follows the
+curvature jump. Start: the previous step's ``v`` 28.5, ``v*`` 31.4, ``v = 0`` 22.7 on the
+rigid-limit pile (from ``v = 0`` every penetrating contact starts in stiction, and releasing
+a contact lowers the curvature, which the search passes), but 13 / 34 / 18 on the resting pile:
+the warm start stays. Not kept (more iterations): Armijo backtracking from ``alpha = 1``
+(54-72), the Hessian at the trial point (stalls), the stiction ``G`` for sliding contacts, all
+of them (stalls) or those whose slip the Newton step reverses (40-132 instead of 9-13).
 
 Drake's SapSolver defaults are ``rel_tolerance = 1e-6``, ``abs_tolerance = 1e-14`` and the
 cost criterion ``1e-15``; ``tol`` here is tighter (1e-10) because the answers are compared
-with Clarabel's to 1e-7, and costs about one more (full) Newton step.
+with Clarabel's to 1e-7 (at 1e-6 ``v`` is off by up to 1.5e-6 relative on the resting pile),
+and costs about one more (full) Newton step (28.3 against 27.05 iterations on the pile).
 
 Options: ``max_iter`` (100), ``tol`` (1e-10, relative, S10), ``tol_abs`` (1e-14),
 ``cost_tol`` (1e-15), ``alpha_max`` (1.5), ``ls_tol`` (1e-6), ``ls_max_iter`` (100),
-``warm_start`` (``x`` of length n or ``v`` of length nv).
+``warm_start`` (``x`` of length n or ``v`` of length nv), ``history`` (False: with True the
+solution's ``raw["history"]`` lists every iterate, see :func:`record`).
 """
 
 from __future__ import annotations
