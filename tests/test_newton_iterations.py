@@ -103,3 +103,28 @@ def test_pile_with_dissipation_takes_fewer_iterations() -> None:
     check_history(program, solution)
     reference = program.objective(reference_solve(program).x)
     assert (program.objective(solution.x) - reference) / abs(reference) <= 1e-8
+
+
+def test_sparse_pattern_takes_all_blocks_only_when_they_share_columns() -> None:
+    # The Hessian pattern of the sparse path (newton_sparse) takes every block once the active
+    # ones span most column sets: on the pyramidal regularized pile (four edge blocks per
+    # contact, one column set) it ends holding all blocks' entries; on SAP's pile, whose
+    # candidate list keeps ~240 separated pairs, it keeps only what the solve used.
+    from contactopt.solvers import newton_kernels, newton_sparse
+
+    if not newton_kernels.AVAILABLE:
+        pytest.skip("numba is not installed: only the NumPy path exists")
+    scene = co.load_scene(PROBLEMS / "sphere_pile_mjcf.toml")
+    for formulation, options, takes_all in (("regularized", {"form": "primal"}, True), ("sap", {}, False)):
+        newton_sparse._PATTERNS.clear()
+        program = co.formulate(scene.system, scene.q0, scene.v0, scene.dt, formulation, options=options)
+        assert co.solve(program, "newton").status is co.solvers.Status.OPTIMAL
+        primal = PrimalProgram.from_conic(program)
+        blocks = newton_kernels.block_arrays(primal.cone_layout)
+        assert blocks is not None
+        run = newton_sparse.SparseNewton(primal.A, primal.J, blocks)
+        every = newton_sparse.block_keys(run.cols, run.nv)
+        kept = newton_sparse._PATTERNS[scene.system.nv].keys
+        assert bool(np.isin(every, kept).all()) == takes_all
+        if not takes_all:
+            assert kept.shape[0] < 0.6 * every.shape[0]
