@@ -24,7 +24,8 @@ convex along ``dv``, so its derivative ``l'(alpha) = dv'(A (v + alpha dv - v*)) 
 ``dv' A dv + (J dv)' G (J dv)``) safeguarded by bisection of the bracket, starting from the
 full step ``alpha = 1``, until ``|l'| <= ls_tol |l'(0)|``. Each evaluation costs one
 projection (O(m)). Converges globally (strictly convex ``l``, exact line search) and
-quadratically near the solution (``l`` is piecewise quadratic in each regime).
+quadratically near the solution (``l`` is quadratic in stiction and no contact and smooth
+in sliding, away from a zero slip).
 
 The answer ``x = [v, gamma(v)]``, ``y = D^{-1} gamma(v)`` is judged on the conic form like
 every other solver's: its slacks are feasible and complementary by construction and its
@@ -39,34 +40,45 @@ line search over the blocks that are not separated on the whole segment. Without
 for ``soc_general`` cones) the same algorithm runs in NumPy, factorizing over the blocks active
 during the solve (:class:`.newton_linalg.ActiveHessian`).
 
-**Iteration counts.** Near a solution every step is a full Newton step (``l`` is piecewise
-quadratic); far from it the exact line search stops where a contact changes regime. The
-costly change is sliding to stiction: along the slip the sliding Hessian has only the
-normal coupling ``mu^2 / (R_n + mu^2 R_t)`` (friction ``mu gamma_n |v_t|`` is linear in the
-slip), so the Newton step carries the slip through zero, where the stiction cone
-``|v_t| <= mu (R_t / R_n) (v_hat_n - v_n)`` is narrow (``R_t / R_n = 4 pi^2 sigma / beta^2``,
-0.04 at the defaults) and the curvature jumps to ``1 / R_t``; the line search stops there. So
-each contact that comes to rest costs about one damped step, one per iteration. Measured on
-the MJCF sphere pile in SAP's rigid limit (spheres pushed out of MuJoCo's penetrations at
-``phi / h`` and spinning, ~40 sticking and ~40 sliding contacts per step): 28 iterations per
-step, 18 of 25 with ``alpha < 0.5`` on a typical step, each bringing 1-3 contacts into
-stiction, none flipping back (no cycling); ``G`` is the exact derivative (tested against
-finite differences). The warm start (the previous step's ``v``, also when the contact set
-changes, through the program's ``v_guess``) barely helps: 28.3 iterations against 28.9 from
-``v*`` (and 19.6 from ``v = 0``, where every penetrating contact starts in stiction), because
-contacts stuck at the previous step lie just outside the narrow cone of the new program. Not
-kept (more iterations): Armijo backtracking from ``alpha = 1`` (54-72), the Hessian at the
-trial point (stalls), the stiction Hessian for sliding contacts (no gain or stalls). The same
-pile with ``dissipation_time_scale = 0.05, epsilon = 0`` stays at rest and takes ~10, the
-``regularized`` primal ~5.
+**Iteration counts** (checked against Drake's SapSolver, whose Newton step, Hessian ``G`` per
+regime, exact line search ``l'(alpha) = 0`` from ``alpha_max = 1.5`` and warm start from the
+previous step's ``v`` are the ones here; ``experiments/sap_iterations.py`` reproduces the
+numbers below with the option ``history``). Near a solution every step is a full Newton step;
+far from it the line search stops early, for two reasons. (1) A contact changes regime on the
+segment where the curvature grows: sliding to stiction (along the slip the sliding ``G`` has
+only the normal coupling ``mu^2 / (R_n + mu^2 R_t)``, in stiction ``1 / R_t``: a jump of
+``R_n / (mu^2 R_t) = beta^2 / (4 pi^2 sigma mu^2)``, about 100 at the near-rigid defaults and
+``mu = 0.5``, with a narrow stiction cone ``|v_t| <= mu (R_t / R_n) (v_hat_n - v_n)``), or no
+contact to contact (``0`` to ``~1 / R_n``). The sliding Newton step carries a slip through
+zero; the search stops in the cone. (2) ``l`` is not quadratic within the sliding regime (it
+depends on ``|y_t|``), so a step whose slip turns by a lot also stops with no regime change
+(pile with ``tau_d = 0.05``, step 6: one contact's slip is asked to reverse by 4-25 times its
+size on six successive iterations, ``alpha`` 0.05-0.5). The record shows every search ending
+at ``|l'(alpha)| <= 1e-6 |l'(0)|``: the steps are exact, not short. Measured on the MJCF sphere
+pile (20 steps): SAP's defaults (near-rigid, ``tau_d = 0``: MuJoCo's settled penetrations are
+pushed out at ``phi / h``, the spheres fly apart at 0.3 m/s spinning at 10 rad/s, ~30 new
+impacts a step) take 28.3 iterations per step; on step 0 the first step (``alpha = 0.83``)
+moves 125 of 246 sticking contacts to sliding and 35 of them return to stiction one or two per
+iteration over the next 30 (``alpha`` 0.03-0.36). The same pile at rest (``tau_d = 0.05,
+epsilon = 0``) takes 10.5, with a finite ``stiffness = 1e4`` 14; raising ``sigma`` (a
+different program: softer stiction) to ``1e-2`` gives 14.6 and to ``2.5e-2`` (``R_t = R_n``,
+MuJoCo-like) 10.3, the ``regularized`` primal (``R_t ~ R_n``) 4.7: the count follows the
+curvature jump. Start: the previous step's ``v`` 28.5, ``v*`` 31.4, ``v = 0`` 22.7 on the
+rigid-limit pile (from ``v = 0`` every penetrating contact starts in stiction, and releasing
+a contact lowers the curvature, which the search passes), but 13 / 34 / 18 on the resting pile:
+the warm start stays. Not kept (more iterations): Armijo backtracking from ``alpha = 1``
+(54-72), the Hessian at the trial point (stalls), the stiction ``G`` for sliding contacts, all
+of them (stalls) or those whose slip the Newton step reverses (40-132 instead of 9-13).
 
 Drake's SapSolver defaults are ``rel_tolerance = 1e-6``, ``abs_tolerance = 1e-14`` and the
 cost criterion ``1e-15``; ``tol`` here is tighter (1e-10) because the answers are compared
-with Clarabel's to 1e-7, and costs about one more (full) Newton step.
+with Clarabel's to 1e-7 (at 1e-6 ``v`` is off by up to 1.5e-6 relative on the resting pile),
+and costs about one more (full) Newton step (28.3 against 27.05 iterations on the pile).
 
 Options: ``max_iter`` (100), ``tol`` (1e-10, relative, S10), ``tol_abs`` (1e-14),
 ``cost_tol`` (1e-15), ``alpha_max`` (1.5), ``ls_tol`` (1e-6), ``ls_max_iter`` (100),
-``warm_start`` (``x`` of length n or ``v`` of length nv).
+``warm_start`` (``x`` of length n or ``v`` of length nv), ``history`` (False: with True the
+solution's ``raw["history"]`` lists every iterate, see :func:`record`).
 """
 
 from __future__ import annotations
@@ -99,7 +111,8 @@ DENSE_PRODUCTS = 40_000  # nv * (nv + m) up to which A and J are multiplied as d
 DENSE_KERNEL_MAX = 48  # unknowns up to which the compiled loop factorizes H densely (as newton_linalg)
 
 DEFAULTS: dict[str, Any] = {"max_iter": 100, "tol": 1e-10, "tol_abs": 1e-14, "cost_tol": 1e-15,
-                            "alpha_max": 1.5, "ls_tol": 1e-6, "ls_max_iter": 100, "warm_start": None}
+                            "alpha_max": 1.5, "ls_tol": 1e-6, "ls_max_iter": 100, "warm_start": None,
+                            "history": False}
 
 
 def accepts(program: Program) -> str | None:
@@ -116,6 +129,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     for key in ("tol", "tol_abs", "cost_tol", "ls_tol"):
         if not (isinstance(opts[key], int | float) and opts[key] >= 0):
             raise OptionError(f"solver 'newton': {key} must be a number >= 0, got {opts[key]!r}")
+    if not isinstance(opts["history"], bool):
+        raise OptionError(f"solver 'newton': history must be true or false, got {opts['history']!r}")
     if not (isinstance(opts["alpha_max"], int | float) and opts["alpha_max"] >= 1):
         raise OptionError(f"solver 'newton': alpha_max must be a number >= 1, got {opts['alpha_max']!r}")
     watch = Stopwatch()
@@ -125,7 +140,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         blocks = kernels.block_arrays(layout) if kernels.AVAILABLE else None
         if blocks is not None:
             kernels.ensure_compiled()
-        dense = (blocks is not None and primal.nv <= DENSE_KERNEL_MAX
+        history: list[dict[str, Any]] | None = [] if opts["history"] else None
+        dense = (blocks is not None and history is None and primal.nv <= DENSE_KERNEL_MAX
                  and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
         compiled_sparse = blocks is not None and not dense and newton_sparse.SparseNewton.fits(primal.J, blocks)
         if compiled_sparse:
@@ -136,16 +152,50 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         gamma = None
         if hessian is None:
             assert blocks is not None
-            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts, dense)
+            status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts, dense, history)
         else:
-            status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks)
+            status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks, history)
         if gamma is None or not np.all(np.isfinite(v)):
             gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
     usable = status.usable
     return make_solution(program, solver="newton", status=status,
                          x=np.concatenate([v, gamma]) if usable else None,
                          y=primal.dual(gamma) if usable else None,
-                         iterations=iterations, watch=watch, message=message)
+                         iterations=iterations, watch=watch, message=message,
+                         raw=None if history is None else {"history": history})
+
+
+def record(history: list[dict[str, Any]] | None, layout: ConeLayout, y: FloatArray, gamma: FloatArray,
+           cost: float, residual: float, scale: float) -> None:
+    """Append one iterate's entry to ``history`` (option ``history``; a no-op when None): the
+    cost ``l(v)``, the (S10) residual ``||D g||`` and its scale, and how many cone blocks are in
+    each regime of the projection (S3): ``stiction`` (``gamma = y``: inside the cone, also a
+    positive ``nonneg`` row), ``sliding`` (on the cone's boundary, ``0 != gamma != y``) and
+    ``no_contact`` (``gamma = 0``); free rows are not counted. The step taken from the iterate
+    is added by :func:`record_step`, as Drake's SapSolver statistics keep cost, residual and
+    step length per iteration."""
+    if history is None:
+        return
+    counts = {"stiction": 0, "sliding": 0, "no_contact": 0}
+    for group in layout.groups:
+        if group.kind == "free":
+            continue
+        g, yb = gamma[group.rows], y[group.rows]
+        none = ~np.any(g != 0.0, axis=1)
+        stick = ~none & np.all(g == yb, axis=1)
+        counts["no_contact"] += int(none.sum())
+        counts["stiction"] += int(stick.sum())
+        counts["sliding"] += int((~none & ~stick).sum())
+    history.append({"cost": cost, "residual": residual, "scale": scale, **counts})
+
+
+def record_step(history: list[dict[str, Any]] | None, alpha: float, slope: float, slope_after: float) -> None:
+    """Add to the last entry the step length ``alpha`` taken from it and ``l'(alpha) / |l'(0)|``
+    (``slope_after``: ``g(v + alpha dv)' dv / |g(v)' dv|``; about 0 when the exact line search
+    stopped inside ``(0, alpha_max)``, <= 0 at ``alpha_max``)."""
+    if history is not None and history:
+        history[-1]["alpha"] = alpha
+        history[-1]["line_slope"] = slope_after / abs(slope) if slope != 0.0 else 0.0
 
 
 def _initial(primal: PrimalProgram, warm_start: Any) -> FloatArray:
@@ -167,8 +217,9 @@ _MESSAGES = {
 }
 
 
-def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray,
-                       opts: Mapping[str, Any], dense: bool) -> tuple[Status, FloatArray, FloatArray, int, str]:
+def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray, opts: Mapping[str, Any],
+                       dense: bool, history: list[dict[str, Any]] | None = None
+                       ) -> tuple[Status, FloatArray, FloatArray, int, str]:
     """The compiled Newton loop: whole for small problems (:func:`.newton_kernels.dense_newton`),
     else around QDLDL (:func:`.newton_sparse.minimize`): (status, v, gamma(v), iterations, message)."""
     if dense:
@@ -179,7 +230,7 @@ def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatAr
             int(opts["max_iter"]), float(opts["tol"]), float(opts["tol_abs"]), float(opts["cost_tol"]),
             float(opts["alpha_max"]), float(opts["ls_tol"]), int(opts["ls_max_iter"]))
     else:
-        code, v, gamma, iterations = newton_sparse.minimize(primal, blocks, v, opts)
+        code, v, gamma, iterations = newton_sparse.minimize(primal, blocks, v, opts, history)
     if code == kernels.MAX_ITER:
         return Status.MAX_ITERATIONS, v, gamma, iterations, f"{opts['max_iter']} Newton iterations"
     status, message = _MESSAGES[code]
@@ -187,8 +238,8 @@ def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatAr
 
 
 def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian, v: FloatArray,
-              opts: Mapping[str, Any], blocks: kernels.Blocks | None = None
-              ) -> tuple[Status, FloatArray, int, str]:
+              opts: Mapping[str, Any], blocks: kernels.Blocks | None = None,
+              history: list[dict[str, Any]] | None = None) -> tuple[Status, FloatArray, int, str]:
     """Newton's method of the module docstring from ``v``: (status, v, iterations, message).
     With ``blocks`` (:func:`.newton_kernels.block_arrays`) the projection and the line
     search run compiled; the factorization is :class:`.ActiveHessian`'s either way."""
@@ -199,6 +250,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
     project_step: Any = (_compiled_projection(layout, blocks, R) if blocks is not None
                          else lambda y, want_G: project(layout, y, R, hessian=want_G))
     previous = np.inf
+    last: tuple[float, float, FloatArray] | None = None  # (alpha, l'(0), dv) of the previous step
     for iteration in range(int(opts["max_iter"]) + 1):
         vc = J @ v
         y = (v_hat - vc) / R
@@ -210,7 +262,11 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
         if not np.isfinite(cost):
             return Status.NUMERICAL_ERROR, v, iteration, "non-finite cost"
         size = max(float(np.linalg.norm(d_inv * Av)), c_norm, float(np.linalg.norm(d_inv * jc)))
-        if float(np.linalg.norm(d_inv * gradient)) <= opts["tol_abs"] + opts["tol"] * size:
+        residual = float(np.linalg.norm(d_inv * gradient))
+        if last is not None:
+            record_step(history, last[0], last[1], float(last[2] @ gradient))
+        record(history, layout, y, gamma, cost, residual, size)
+        if residual <= opts["tol_abs"] + opts["tol"] * size:
             return Status.OPTIMAL, v, iteration, "optimality criterion (S10) met"
         if iteration and previous - cost <= opts["cost_tol"] * max(abs(cost), abs(previous)):
             return Status.OPTIMAL, v, iteration, "cost decrease below cost_tol (rounding floor)"
@@ -234,6 +290,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
             return Status.OPTIMAL, v, iteration, "no descent direction left (rounding floor)"
         v = v + alpha * step
         previous = cost
+        last = (alpha, slope, step)
     return Status.MAX_ITERATIONS, v, int(opts["max_iter"]), f"{opts['max_iter']} Newton iterations"
 
 

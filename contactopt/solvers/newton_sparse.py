@@ -5,50 +5,30 @@ exact line search, criterion (S10), cost floor); per iteration two compiled call
 (:func:`evaluate_and_assemble`: ``gamma``, ``G``, gradient, cost and ``H``'s values;
 :func:`search_step`: line search and ``v += alpha dv``) around QDLDL's refactorization.
 
-**Pattern of H, kept across iterations and steps.** ``J_b^T G_b J_b`` fills only
-``cols_b x cols_b`` (``cols_b``: the columns of block ``b``'s rows, 12 for a contact of two
-free bodies). The pattern (:class:`SparsePattern`, one per ``nv``) is ``A``'s upper triangle
-plus ``cols_b x cols_b`` of the blocks that have been active (``G_b != 0``): keyed by
-*columns*, it survives MuJoCo's new contact list every step (the body pairs in contact
-change slowly), and pyramid edges or several contacts of one body pair share entries. A
-block first active outside the pattern grows it (new analysis: QDLDL's AMD ordering and
-elimination tree); a solve that used under ``RESET_FRACTION`` of the pattern rebuilds it
-from what it used. Separated contacts add nothing (pile: ~80 of 485 cones active at the end
-of a step, 100-250 during its solve).
-
-**Why QDLDL** (pile Hessian at a step's optimum: 600 unknowns, 79 active cones, 5.9k
-entries; best of 20, this 2-core machine): QDLDL numeric update 0.028 ms + solve 0.008 ms,
-analysis 0.14 ms; CHOLMOD (cvxopt) numeric 0.067 ms supernodal / 0.044 ms simplicial + solve
-0.029 ms + 0.2 ms converting the matrix; scipy's SuperLU (no symbolic reuse) 0.41 ms; dense
-LAPACK 6.8 ms. CHOLMOD's supernodal code wins only on full candidate patterns (all 485 cones:
-0.39 ms against QDLDL's 1.27 ms), which the active pattern avoids.
+**Pattern of H** (kept across iterations and steps, factorized by QDLDL reusing its
+analysis): :mod:`.newton_pattern`.
 
 **Line search.** A block in the polar cone of ``F`` (no contact) at ``alpha = 0`` and at
 ``alpha_max`` stays there in between (a convex cone), adding nothing to ``l'``, ``l''``: the
-search runs over the other blocks only.
-
-Not thread-safe: a pattern's value buffer is shared by the solves of one ``nv``."""
+search runs over the other blocks only."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.solvers import newton_kernels as kernels
+from contactopt.solvers.newton_pattern import _PATTERNS, SparsePattern, block_keys, distinct_runs, pattern_for
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-DENSE_MIN_SIZE, DENSE_FILL = 48, 0.25  # a pattern fuller than this is factorized densely (LAPACK)
 RESET_FRACTION = 0.8  # a solve that used less than this fraction of the pattern rebuilds it
-FULL_FRACTION = 0.5  # active blocks beyond which a growing pattern takes all blocks
+FULL_SHARE = 0.8  # share of the blocks' column sets in use beyond which the pattern takes all blocks
 MAX_LOCAL_PAIRS = 4_000_000  # blocks x cols^2 above which this path is not used (memory)
-_PATTERNS: OrderedDict[int, SparsePattern] = OrderedDict()
 _KERNELS = ("local_blocks", "locate_block", "_matvec", "evaluate_and_assemble", "search_step")
 _compiled = False
 
@@ -65,56 +45,6 @@ def ensure_compiled() -> None:
     for name in _KERNELS:
         namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
     _compiled = True
-
-
-class SparsePattern:
-    """The upper triangle of ``H`` in CSC order: ``keys = col * nv + row`` (sorted), a CSC
-    template whose ``data`` the kernels fill, and the QDLDL solver analysed for it."""
-
-    def __init__(self, nv: int, keys: IntArray) -> None:
-        self.nv, self.keys = nv, keys
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // nv, minlength=nv))])
-        self.matrix = sp.csc_matrix((np.zeros(keys.shape[0]), (keys % nv).astype(np.int32), indptr.astype(np.int32)),
-                                    shape=(nv, nv))
-        self.dense = nv > DENSE_MIN_SIZE and keys.shape[0] > DENSE_FILL * nv * (nv + 1) / 2
-        self.solver: Any = None
-
-    def factor_solve(self, rhs: FloatArray) -> FloatArray:
-        """``H^{-1} rhs`` with ``H``'s values in ``matrix.data`` (numeric refactorization only,
-        unless the pattern is new)."""
-        if self.dense:
-            factor = scipy.linalg.cho_factor(self.matrix.toarray(), lower=False, check_finite=False)
-            return np.asarray(scipy.linalg.cho_solve(factor, rhs, check_finite=False))
-        import qdldl  # type: ignore[import-not-found]
-
-        if self.solver is None:
-            self.solver = qdldl.Solver(self.matrix, upper=True)
-        else:
-            self.solver.update(self.matrix, upper=True)
-        return np.asarray(self.solver.solve(rhs))
-
-
-def sorted_unique(keys: IntArray) -> IntArray:
-    """``numpy.unique`` by a sort (numpy's hash-based unique is several times slower here)."""
-    keys = np.sort(keys)
-    return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.shape[0] else keys
-
-
-def pattern_for(nv: int, keys: IntArray) -> SparsePattern:
-    """The cached pattern of ``nv`` unknowns, grown to hold the sorted unique ``keys`` if it
-    does not already."""
-    pattern = _PATTERNS.get(nv)
-    if pattern is not None:
-        _PATTERNS.move_to_end(nv)
-        found = np.minimum(np.searchsorted(pattern.keys, keys), pattern.keys.shape[0] - 1)
-        if (pattern.keys[found] == keys).all():
-            return pattern
-        keys = sorted_unique(np.concatenate([pattern.keys, keys]))
-    pattern = SparsePattern(nv, keys)
-    _PATTERNS[nv] = pattern
-    if len(_PATTERNS) > 4:
-        _PATTERNS.popitem(last=False)
-    return pattern
 
 
 def local_blocks(indptr: IntArray, indices: IntArray, data: FloatArray, start: IntArray, dim: IntArray,
@@ -290,12 +220,6 @@ def search_step(v: FloatArray, step: FloatArray, Jp: IntArray, Ji: IntArray, Jx:
     return alpha
 
 
-def block_keys(cols: IntArray, nv: int) -> IntArray:
-    """The pattern keys ``col * nv + row`` (row <= col) of the blocks' ``cols x cols`` entries."""
-    upper = (cols[:, :, None] >= 0) & (cols[:, :, None] <= cols[:, None, :])  # -1: padding
-    return sorted_unique((cols[:, None, :] * nv + cols[:, :, None])[upper])
-
-
 class SparseNewton:
     """One program's data for the sparse path: CSR ``J``, CSC ``A``, the local blocks and their
     places in the shared :class:`SparsePattern`."""
@@ -310,6 +234,7 @@ class SparseNewton:
         a_col = np.repeat(np.arange(self.nv), np.diff(A.indptr))
         self.a_keys = np.where(A.indices <= a_col, a_col * self.nv + A.indices, -1)
         self.active = np.zeros(start.shape[0], dtype=np.bool_)
+        self.column_sets = distinct_runs(self.cols)
         self.located = np.zeros(start.shape[0], dtype=np.bool_)
         self.pos = np.full((start.shape[0], self.cols.shape[1], self.cols.shape[1]), -1, np.int64)
         a_keys = self.a_keys[self.a_keys >= 0]
@@ -327,10 +252,14 @@ class SparseNewton:
         self.a_pos = np.where(self.a_keys >= 0, found, -1)
         self.located[:] = False
 
+    def takes_all(self) -> bool:
+        """Whether the active blocks span over ``FULL_SHARE`` of the column sets of all blocks."""
+        return distinct_runs(self.cols[self.active]) > FULL_SHARE * self.column_sets
+
     def grow(self) -> None:
-        """Add the active blocks' entries (all blocks' once over ``FULL_FRACTION`` are active:
-        MuJoCo's pyramids) to the pattern (a new analysis at the next factor)."""
-        chosen = self.active if self.active.mean() <= FULL_FRACTION else np.ones_like(self.active)
+        """Add the active blocks' entries (all blocks' when :meth:`takes_all`: MuJoCo's
+        pyramids) to the pattern (a new analysis at the next factor)."""
+        chosen = np.ones_like(self.active) if self.takes_all() else self.active
         self.pattern = pattern_for(self.nv, block_keys(self.cols[chosen], self.nv))
         self._locate()
 
@@ -338,7 +267,7 @@ class SparseNewton:
         """After a solve: rebuild the pattern from the entries this solve used when they are
         less than ``RESET_FRACTION`` of it (the next solve analyses afresh)."""
         keys = self.pattern.keys
-        if self.active.mean() > FULL_FRACTION:  # all blocks belong in it (see grow)
+        if self.takes_all():  # all blocks belong in it (see grow)
             return
         used = np.zeros(keys.shape[0] + 1, dtype=np.bool_)
         used[self.a_pos] = True  # -1 (below the diagonal) marks the spare last entry
@@ -347,9 +276,12 @@ class SparseNewton:
             _PATTERNS[self.nv] = SparsePattern(self.nv, keys[used[:-1]])
 
 
-def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any) -> tuple[int, FloatArray, FloatArray, int]:
+def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any,
+             history: list[dict[str, Any]] | None = None) -> tuple[int, FloatArray, FloatArray, int]:
     """Newton's method of :mod:`contactopt.solvers.newton` from ``v`` (updated in place) on the
-    sparse path: ``(status code of .newton_kernels, v, gamma(v), iterations)``."""
+    sparse path: ``(status code of .newton_kernels, v, gamma(v), iterations)``; ``history``
+    (a list) receives the iterates' entries of :func:`contactopt.solvers.newton.record`."""
+    from contactopt.solvers.newton import record, record_step
     A, J, R, v_hat, c = primal.A, primal.J, primal.R, primal.v_hat, primal.c
     run = SparseNewton(A, J, blocks)
     nv, m, nb = run.nv, run.m, blocks[0].shape[0]
@@ -369,9 +301,15 @@ def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any) -> t
             run.count, run.active)
 
     previous, code, iterations = np.inf, kernels.MAX_ITER, max_iter
+    layout = primal.cone_layout if history is not None else None
+    last: tuple[float, float, FloatArray] | None = None  # (alpha, l'(0), dv) of the previous step
     try:
         for iteration in range(max_iter + 1):
             cost, g_norm, size, missing = evaluate(iteration < max_iter)
+            if layout is not None:
+                if last is not None:
+                    record_step(history, last[0], last[1], float(last[2] @ gradient))
+                record(history, layout, y, gamma, cost, g_norm, max(size, c_norm))
             if not np.isfinite(cost):
                 code, iterations = kernels.NONFINITE, iteration
             elif g_norm <= tol_abs + tol * max(size, c_norm):
@@ -395,6 +333,8 @@ def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any) -> t
                 code, iterations = kernels.NO_DESCENT, iteration
                 break
             previous = cost
+            if layout is not None:
+                last = (alpha, float(step @ gradient), step)
     finally:
         run.release()
     return code, v, gamma, iterations
