@@ -368,3 +368,50 @@ def test_pile_sparse_path_across_steps(monkeypatch: pytest.MonkeyPatch) -> None:
         assert relative(fast.x, plain.x) <= 1e-12
         reference = program.objective(reference_solve(program).x)
         assert (program.objective(fast.x) - reference) / abs(reference) <= 1e-8
+
+
+def test_cholmod_and_qdldl_factorizations_give_the_same_newton_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The regularized pile's Hessian pattern (all pyramid edges: ~15 entries per unknown) is
+    # factorized by CHOLMOD's supernodal code where cvxopt is installed, SAP's active patterns
+    # (~7 per unknown) by QDLDL: both are exact factorizations of the same matrix, so the
+    # Newton iterates agree to rounding and the iteration counts are equal.
+    from contactopt.solvers import newton_kernels, newton_pattern, newton_sparse
+
+    if not newton_kernels.AVAILABLE or newton_pattern._cholmod() is None:
+        pytest.skip("needs numba (the sparse compiled path) and cvxopt (CHOLMOD)")
+    scene = co.load_scene(PROBLEMS / "sphere_pile_mjcf.toml")
+    options = {"form": "primal"}
+    programs = [co.formulate(scene.system, q, v, scene.dt, "regularized", options=options)
+                for q, v in states(scene, [1, 3], "regularized", options)]
+    newton_sparse._PATTERNS.clear()
+    supernodal = [co.solve(program, "newton") for program in programs]
+    assert newton_sparse._PATTERNS[scene.system.nv].cholmod  # the dense-ish pattern went to CHOLMOD
+    newton_sparse._PATTERNS.clear()
+    monkeypatch.setattr(newton_pattern, "CHOLMOD_DENSITY", 10**9)
+    simplicial = [co.solve(program, "newton") for program in programs]
+    assert not newton_sparse._PATTERNS[scene.system.nv].cholmod
+    for program, a, b in zip(programs, supernodal, simplicial, strict=True):
+        assert a.status is b.status is co.solvers.Status.OPTIMAL
+        assert a.iterations == b.iterations
+        assert relative(a.x, b.x) <= 1e-10
+        reference = program.objective(reference_solve(program).x)
+        assert (program.objective(a.x) - reference) / abs(reference) <= 1e-8
+
+
+def test_cholmod_refuses_an_indefinite_hessian_like_qdldl() -> None:
+    from contactopt.solvers import newton_pattern
+
+    if newton_pattern._cholmod() is None:
+        pytest.skip("cvxopt (CHOLMOD) is not installed")
+    nv = 4
+    keys = np.array([col * nv + row for col in range(nv) for row in range(col + 1)], dtype=np.int64)
+    pattern = newton_pattern.SparsePattern(nv, keys)
+    pattern.cholmod = True
+    upper = np.triu(np.array([[2.0, 1, 0, 0], [1, 2, 1, 0], [0, 1, 2, 1], [0, 0, 1, 2]]))
+    pattern.matrix.data[:] = [upper[row, col] for col in range(nv) for row in range(col + 1)]  # CSC order
+    rhs = np.arange(1.0, nv + 1)
+    np.testing.assert_allclose(pattern.factor_solve(rhs), np.linalg.solve(upper + np.triu(upper, 1).T, rhs),
+                               rtol=0, atol=1e-12)
+    pattern.matrix.data[0] = -5.0  # H[0, 0] < 0: not positive definite
+    with pytest.raises(ValueError, match="CHOLMOD"):
+        pattern.factor_solve(rhs)
