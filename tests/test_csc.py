@@ -196,3 +196,24 @@ def test_rows_of_equals_scipy_row_indexing() -> None:
         np.testing.assert_array_equal(ours.indices, expected.indices)
         np.testing.assert_array_equal(ours.data, expected.data)
         np.testing.assert_array_equal(rows_of(dense, rows), dense[np.asarray(rows, dtype=int)])
+
+
+def test_block_diagonal_inertia_is_marked_symmetric_only_when_its_blocks_are() -> None:
+    """rigid3d's sparse M (blockdiag(m I3, R I R^T)) is symmetric by construction and marked
+    so; a block that is not symmetric leaves the matrix unmarked (a program then checks it)."""
+    from contactopt.programs.csc import symmetric_by_construction
+    from contactopt.systems import rigid3d_contacts as kernels
+
+    rng = np.random.default_rng(2)
+    rotations = np.linalg.qr(rng.normal(size=(70, 3, 3)))[0]
+    inertia = kernels.world_inertia(rotations, rng.uniform(0.1, 1.0, (70, 3)))
+    masses = rng.uniform(0.5, 2.0, 70)
+    M = kernels.block_diagonal(masses, inertia)
+    assert symmetric_by_construction(M)
+    dense = M.toarray()
+    np.testing.assert_array_equal(dense, dense.T)
+    np.testing.assert_array_equal(dense, kernels.block_diagonal_dense(masses, inertia))
+    skewed = inertia.copy()
+    skewed[3, 0, 1] += 1e-3
+    assert not symmetric_by_construction(kernels.block_diagonal(masses, skewed))
+    assert kernels.block_diagonal(masses, inertia).indices is M.indices  # the pattern is made once per size

@@ -33,6 +33,7 @@ __all__ = [
     "dense_to_csr",
     "diagonal_csc",
     "empty_csc",
+    "mark_symmetric",
     "pad_columns",
     "rows_of",
     "symmetric_by_construction",
@@ -243,16 +244,23 @@ def symmetric_part(matrix: Any) -> sp.csc_matrix:
         else:
             columns = np.repeat(np.arange(W.shape[1], dtype=np.int32), np.diff(W.indptr))
             out = coo_to_csc(W.indices[keep], columns[keep], data[keep], W.shape)
-    out.__dict__[_SYMMETRIC_MARK] = (out.data, out.indices, out.indptr)
-    return out
+    return mark_symmetric(out)
 
 
-#: The attribute under which :func:`symmetric_part` records the arrays it made symmetric.
+#: The attribute under which :func:`mark_symmetric` records the arrays known symmetric.
 _SYMMETRIC_MARK = "_contactopt_symmetric"
 
 
+def mark_symmetric(matrix: Any) -> Any:
+    """``matrix``, recorded as symmetric by construction (its assembler guarantees it exactly:
+    :func:`symmetric_part`, block-diagonal inertia of symmetric blocks), so that programs take
+    it without the O(nnz) symmetry check (which still runs under ``CONTACTOPT_DEBUG=1``)."""
+    matrix.__dict__[_SYMMETRIC_MARK] = (matrix.data, matrix.indices, matrix.indptr)
+    return matrix
+
+
 def symmetric_by_construction(matrix: Any) -> bool:
-    """Whether ``matrix`` is :func:`symmetric_part`'s output with its arrays unchanged (the
+    """Whether ``matrix`` was marked by :func:`mark_symmetric` with its arrays unchanged (the
     same array objects: a matrix rebuilt or given new arrays loses the mark; changing the
     values in place is not detected, and nothing in contactopt does it after assembly)."""
     mark = getattr(matrix, "__dict__", {}).get(_SYMMETRIC_MARK)

@@ -20,10 +20,14 @@ pair margin is set; the pairs are then sorted into the documented order (``A`` b
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.spatial import cKDTree
+
+from contactopt.programs.csc import csc, csr, mark_symmetric
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -88,17 +92,29 @@ def world_inertia(R: FloatArray, inertia: FloatArray) -> FloatArray:
 def block_diagonal(masses: FloatArray, rotational: FloatArray) -> sp.csc_matrix:
     """``blockdiag(m_i I3, B_i)`` as CSC from (N,) masses and (N, 3, 3) blocks ``B_i``,
     assembled directly in compressed-column form: per body, three columns holding ``m_i``
-    on the diagonal, then three columns holding the columns of ``B_i``."""
+    on the diagonal, then three columns holding the columns of ``B_i`` (the index arrays
+    depend on N only: made once). Marked symmetric when the blocks are (those of
+    :func:`world_inertia` are, exactly)."""
     n = masses.shape[0]
+    indices, indptr = _block_diagonal_pattern(n)
+    data = np.concatenate([np.repeat(masses, 3).reshape(n, 3),
+                           rotational.transpose(0, 2, 1).reshape(n, 9)], axis=1).reshape(-1)
+    out = csc(data, indices, indptr, (6 * n, 6 * n))  # canonical by construction
+    return mark_symmetric(out) if np.array_equal(rotational, rotational.transpose(0, 2, 1)) else out
+
+
+@functools.lru_cache(maxsize=16)
+def _block_diagonal_pattern(n: int) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
+    """(indices, indptr) of :func:`block_diagonal` for ``n`` bodies (read-only, shared)."""
     base = 6 * np.arange(n)
     counts = np.tile([1, 1, 1, 3, 3, 3], n)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     linear = base[:, None] + np.arange(3)  # (n, 3)
     rotational_rows = np.tile(base[:, None] + 3 + np.arange(3), (1, 3))  # (n, 9)
     indices = np.concatenate([linear, rotational_rows], axis=1).reshape(-1).astype(np.int32)
-    data = np.concatenate([np.repeat(masses, 3).reshape(n, 3),
-                           rotational.transpose(0, 2, 1).reshape(n, 9)], axis=1).reshape(-1)
-    return sp.csc_matrix((data, indices, indptr), shape=(6 * n, 6 * n))
+    for array in (indices, indptr):
+        array.setflags(write=False)
+    return indices, indptr
 
 
 def block_diagonal_dense(masses: FloatArray, rotational: FloatArray) -> FloatArray:
@@ -198,4 +214,4 @@ def jacobian(contact: IntArray, body: IntArray, offset: FloatArray, sign: FloatA
     data[dest.reshape(-1)] = blocks.reshape(-1)
     indices[dest.reshape(-1)] = np.broadcast_to((6 * body[:, None] + np.arange(6))[:, None, :],
                                                 blocks.shape).reshape(-1)
-    return sp.csr_matrix((data, indices, indptr), shape=(3 * nc, nv))
+    return csr(data, indices, indptr, (3 * nc, nv))  # canonical: a contact's bodies in increasing order
