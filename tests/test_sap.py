@@ -415,3 +415,32 @@ def test_cholmod_refuses_an_indefinite_hessian_like_qdldl() -> None:
     pattern.matrix.data[0] = -5.0  # H[0, 0] < 0: not positive definite
     with pytest.raises(ValueError, match="CHOLMOD"):
         pattern.factor_solve(rhs)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_local_blocks_equal_the_dense_restriction_of_each_block(shared: bool) -> None:
+    # newton_sparse.local_blocks: per block the sorted distinct columns of its rows and those
+    # rows restricted to them; blocks whose rows share increasing columns take a shortcut.
+    import scipy.sparse as sp
+
+    from contactopt.solvers import newton_kernels, newton_sparse
+
+    if not newton_kernels.AVAILABLE:
+        pytest.skip("numba is not installed: the sparse compiled path does not run")
+    newton_sparse.ensure_compiled()
+    rng = np.random.default_rng(4)
+    dense = np.zeros((60, 40))
+    for block in range(20):
+        columns = rng.choice(40, size=8, replace=False)
+        for row in range(3 * block, 3 * block + 3):
+            use = columns if shared else rng.choice(columns, size=5, replace=False)
+            dense[row, use] = rng.normal(size=use.shape[0])
+    J = sp.csr_matrix(dense)
+    start, dim = np.arange(0, 60, 3, dtype=np.int64), np.full(20, 3, np.int64)
+    cols, count, Jl = newton_sparse.local_blocks(J.indptr.astype(np.int64), J.indices.astype(np.int64), J.data,
+                                                 start, dim, 3)
+    for block in range(20):
+        rows = dense[3 * block:3 * block + 3]
+        expected = np.flatnonzero(np.any(rows != 0, axis=0))
+        np.testing.assert_array_equal(cols[block, :count[block]], expected)
+        np.testing.assert_array_equal(Jl[block, :, :count[block]], rows[:, expected])

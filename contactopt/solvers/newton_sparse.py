@@ -51,14 +51,37 @@ def ensure_compiled() -> None:
 def local_blocks(indptr: IntArray, indices: IntArray, data: FloatArray, start: IntArray, dim: IntArray,
                  dmax: int) -> tuple[IntArray, IntArray, FloatArray]:
     """Per block its sorted distinct columns ``cols`` (nb, K; -1 padded), their count and the
-    local Jacobian ``Jl`` (nb, dmax, K): block ``b``'s rows restricted to ``cols[b]``."""
+    local Jacobian ``Jl`` (nb, dmax, K): block ``b``'s rows restricted to ``cols[b]``. When a
+    block's rows hold the same increasing columns (a contact's frame rows, a pyramid edge: the
+    usual case) the first row names them and entry ``k`` of each row is column ``k``; otherwise
+    the columns are sorted and matched one by one."""
     nb = start.shape[0]
     bound = 1
     for b in range(nb):
         bound = max(bound, indptr[start[b] + dim[b]] - indptr[start[b]])
     cols = np.full((nb, bound), -1, np.int64)
     count = np.zeros(nb, np.int64)
+    shared = np.zeros(nb, np.bool_)
     for b in range(nb):
+        first, width = indptr[start[b]], indptr[start[b] + 1] - indptr[start[b]]
+        same = True
+        for k in range(1, width):
+            if indices[first + k] <= indices[first + k - 1]:
+                same = False
+        for i in range(1, dim[b]):
+            row = start[b] + i
+            if indptr[row + 1] - indptr[row] != width:
+                same = False
+            else:
+                for k in range(width):
+                    if indices[indptr[row] + k] != indices[first + k]:
+                        same = False
+        shared[b] = same
+        if same:
+            for k in range(width):
+                cols[b, k] = indices[first + k]
+            count[b] = width
+            continue
         low, high = indptr[start[b]], indptr[start[b] + dim[b]]
         found = np.sort(indices[low:high])
         n = 0
@@ -72,6 +95,10 @@ def local_blocks(indptr: IntArray, indices: IntArray, data: FloatArray, start: I
     for b in range(nb):
         for i in range(dim[b]):
             row = start[b] + i
+            if shared[b]:
+                for k in range(indptr[row + 1] - indptr[row]):
+                    Jl[b, i, k] += data[indptr[row] + k]
+                continue
             for p in range(indptr[row], indptr[row + 1]):
                 for j in range(count[b]):
                     if cols[b, j] == indices[p]:
