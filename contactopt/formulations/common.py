@@ -231,7 +231,7 @@ def delassus_blocks(dynamics: Dynamics, J: Matrix, dim: int) -> FloatArray:
         return np.einsum("civ,cjv->cij", J.reshape(n, dim, -1), solved)
     J = to_csr(J)
     inverse = dynamics.inverse_matrix
-    if inverse is not None and is_sparse(inverse) and _is_diagonal(inverse):  # J_ik (J_ik / m_k)
+    if inverse is not None and is_sparse(inverse) and is_diagonal(inverse):  # J_ik (J_ik / m_k)
         Y = csr(J.data * inverse.diagonal()[J.indices], J.indices, J.indptr, J.shape)
     elif inverse is not None:
         Y = (J @ inverse).tocsr()
@@ -248,10 +248,12 @@ def delassus_blocks(dynamics: Dynamics, J: Matrix, dim: int) -> FloatArray:
     return blocks
 
 
-def _is_diagonal(matrix: Any) -> bool:
-    """Whether a sparse matrix stores its diagonal only (free spheres' ``M^{-1}``)."""
-    coo = matrix.tocoo() if matrix.nnz <= matrix.shape[0] else None
-    return coo is not None and bool(np.all(coo.row == coo.col))
+def is_diagonal(matrix: Any) -> bool:
+    """Whether a sparse square matrix stores its diagonal only (free bodies' ``M^{-1}``)."""
+    csc = sp.csc_matrix(matrix)
+    n = csc.shape[0]
+    return bool(csc.nnz == n and np.array_equal(csc.indices, np.arange(n))
+                and np.array_equal(csc.indptr, np.arange(n + 1)))
 
 
 def _local_products(J: sp.csr_matrix, Y: sp.csr_matrix, n: int, dim: int) -> FloatArray | None:

@@ -77,6 +77,7 @@ from contactopt.formulations.common import (
     delassus,
     dual_program,
     dual_velocity,
+    is_diagonal,
     limit_index,
     require_finite_mu,
     row_impulses,
@@ -330,7 +331,7 @@ def delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     if rows.shape[0] == 0:
         return np.zeros(0)
     inverse = dynamics.inverse_matrix
-    if is_sparse(rows) and inverse is not None and _is_diagonal(inverse):  # J_ik (J_ik m_k), summed in order
+    if is_sparse(rows) and inverse is not None and is_diagonal(inverse):  # J_ik (J_ik m_k), summed in order
         rows = sp.csr_matrix(rows)
         solved = rows.data * inverse.diagonal()[rows.indices]
         owner = np.repeat(np.arange(rows.shape[0]), np.diff(rows.indptr))
@@ -342,12 +343,6 @@ def delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
 
 
-def _is_diagonal(matrix: Any) -> bool:
-    """Whether a sparse square matrix stores its diagonal only (free bodies' ``M^{-1}``)."""
-    csc = sp.csc_matrix(matrix)
-    n = csc.shape[0]
-    return bool(csc.nnz == n and np.array_equal(csc.indices, np.arange(n))
-                and np.array_equal(csc.indptr, np.arange(n + 1)))
 
 
 def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
