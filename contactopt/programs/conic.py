@@ -164,7 +164,7 @@ class ConicProgram:
         for name, arr in (("c", c), ("b", b), ("P", P.data), ("A", A.data)):
             if not np.isfinite(arr).all():
                 raise ShapeError(f"ConicProgram.{name}: contains NaN or infinite entries")
-        trusted = symmetric_by_construction(P) and not debug_checks()  # the formulations' 0.5 (W + W^T)
+        trusted = symmetric_by_construction(P) and not debug_checks()  # marked by its assembler (csc.mark_symmetric)
         if P.nnz and not trusted and not _symmetric(P, 1e-9 * max(1.0, float(np.abs(P.data).max()))):
             raise ShapeError("ConicProgram.P: not symmetric (give both triangles)")
         _check_blocks(tuple(self.variables), n, "variable")
