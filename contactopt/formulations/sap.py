@@ -92,7 +92,8 @@ def contact_rows(mu: FloatArray, dim: int) -> tuple[FloatArray, FloatArray, tupl
     cone = (mu > 0) & (dim > 1)
     keep[cone, 1:] = True
     scale = np.where(np.arange(dim) > 0, mu[:, None], 1.0)[keep]
-    cones = tuple(SOC(dim) if has_cone else Nonneg(1) for has_cone in cone)
+    choices = (Nonneg(1), SOC(dim))  # shared instances: the tuple holds references only
+    cones = tuple(choices[has_cone] for has_cone in cone.astype(np.int_).tolist())
     return np.flatnonzero(keep.reshape(-1)), scale, cones
 
 
