@@ -115,7 +115,6 @@ def _rows_loops(dofs: IntArray, cdof: FloatArray, offsets: FloatArray, frames: F
     columns = np.empty((nc, chain), np.int64)
     values = np.empty((nc, 3, chain))
     found = np.empty(chain, np.int64)
-    terms = np.empty((chain, 3))
     entry = np.empty((3, chain))
     order = np.empty(chain, np.int64)
     for c in range(nc):
@@ -132,7 +131,6 @@ def _rows_loops(dofs: IntArray, cdof: FloatArray, offsets: FloatArray, frames: F
             z = cdof[dof, 5] + (w0 * r1 - w1 * r0)
             if side == 1:
                 x, y, z = -x, -y, -z
-            terms[n, 0], terms[n, 1], terms[n, 2] = x, y, z
             found[n] = dof
             for i in range(3):
                 entry[i, n] = frames[c, i, 0] * x + frames[c, i, 1] * y + frames[c, i, 2] * z
