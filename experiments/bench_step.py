@@ -15,6 +15,10 @@ each; sphere pairs through the k-d tree broad phase with ``pair_margin``), again
 fitted over N >= 100, and the peak memory of a step is measured with ``tracemalloc``
 (Python and NumPy allocations) next to the process's peak resident size.
 
+Targets: the speed targets of issues 10 and 11 are printed against the run (:func:`targets`;
+``targets`` in summary.json), each with its *backend floor* (the value if only the solver's own
+setup + solve cost anything) and the time the limit leaves for everything else.
+
 Writes ``experiments/out/bench_step/{summary.json, summary.csv, scaling.png}``.
 
     python experiments/bench_step.py [--steps 100] [--rounds 3] [--grid 10,30,100,300,1000] [--scenes pile]
@@ -43,13 +47,55 @@ import contactopt as co  # noqa: E402
 Case = tuple[str, str, dict[str, Any]]
 BOX_CASES: list[Case] = [("anitescu", "clarabel", {}), ("ccp", "clarabel", {}), ("regularized", "clarabel", {}),
                          ("anitescu", "osqp", {}), ("regularized", "clarabel", {"cone": "elliptic"}),
-                         ("regularized", "pgs", {"cone": "elliptic"}), ("lcp", "lemke", {})]
+                         ("regularized", "pgs", {"cone": "elliptic"}), ("lcp", "lemke", {}), ("sap", "newton", {})]
 PILE_CASES: list[Case] = [("regularized", "clarabel", {"cone": "elliptic"}), ("regularized", "clarabel", {}),
                           ("anitescu", "osqp", {}), ("regularized", "pgs", {"cone": "elliptic"}),
                           ("ccp", "clarabel", {"form": "dual"}), ("regularized", "newton", {"form": "primal"}),
                           ("sap", "newton", {})]
 GRID_CASES: list[Case] = [("anitescu", "clarabel", {}), ("regularized", "clarabel", {}), ("anitescu", "osqp", {})]
 RADIUS, SPACING = 0.05, 0.2
+BOX_LIMIT_MS, BOX_SAP_LIMIT_MS = 0.35, 0.15  # issue 10 (four rows, both boxes), issue 11 (sap/newton)
+PILE_LIMITS = {"regularized/clarabel cone=elliptic": 6.0, "anitescu/osqp": 8.0,  # issue 10
+               "regularized/newton form=primal": 2.0, "sap/newton": 2.0}  # issue 11
+BOX_TARGET_ROWS = ("anitescu/clarabel", "ccp/clarabel", "regularized/clarabel", "anitescu/osqp")
+
+
+def targets(rows: list[dict[str, Any]], grid_rows: list[dict[str, Any]], slopes: dict[str, float],
+            rss_mb: float) -> list[dict[str, Any]]:
+    """The speed targets of issues 10 and 11 against this run: the measured value, the limit,
+    whether it is met, and the *backend floor*: the value the row would have if everything but
+    the solver's own setup + solve cost nothing (system evaluation, assembly, residual checks,
+    recovery, integration, records), and the share of the limit that leaves for all of those
+    (``budget_for_rest``, against ``rest_now`` = wall - solver). A floor above the limit, or a
+    budget far below the measured rest, says what a target would take."""
+    found: list[dict[str, Any]] = []
+
+    def add(target: str, value: float, limit: float, floor: float, budget: float, rest: float) -> None:
+        found.append({"target": target, "value": value, "limit": limit, "met": bool(value <= limit),
+                      "backend_floor": floor, "budget_for_rest": budget, "rest_now": rest})
+
+    for row in rows:
+        wall, solver, mj = row["wall_ms"], row["solver_ms"], row["mj_step_ms"]
+        where = f"{row['scene']} {row['method']}"
+        if row["scene"].startswith("box") and row["method"] in BOX_TARGET_ROWS:
+            add(f"{where}: ms/step", wall, BOX_LIMIT_MS, solver, BOX_LIMIT_MS - solver, wall - solver)
+            add(f"{where}: wall / solver", wall / solver, 2.0, 1.0, solver, wall - solver)
+        if row["scene"] == "box_slide" and row["method"] == "sap/newton":
+            add(f"{where}: ms/step", wall, BOX_SAP_LIMIT_MS, solver, BOX_SAP_LIMIT_MS - solver, wall - solver)
+        if row["scene"].startswith("sphere_pile") and row["method"] in PILE_LIMITS:
+            limit = PILE_LIMITS[row["method"]]
+            add(f"{where}: x mj_step", row["ratio_to_mj_step"], limit, solver / mj, limit * mj - solver,
+                wall - solver)
+    for method, slope in slopes.items():
+        if method != "mujoco mj_step":
+            add(f"grid {method}: slope N >= 100", slope, 1.15, float("nan"), float("nan"), float("nan"))
+    largest = max((r["contacts"] for r in grid_rows), default=0)
+    for row in (r for r in grid_rows if r["contacts"] == largest and largest >= 1000):
+        add(f"grid {row['method']} N={largest}: build share", row["build_share"], 0.25, 0.0, float("nan"),
+            float("nan"))
+    if grid_rows:
+        add("grid: process peak RSS [MB]", rss_mb, 300.0, float("nan"), float("nan"), float("nan"))
+    return found
 
 
 def mj_step_time(xml_path: Path | None, xml: str | None, q0: Any, v0: Any, dt: float, steps: int) -> tuple[float, int]:
@@ -218,9 +264,13 @@ def main() -> int:
     print("log-log slope of step time against contacts, N >= 100:", {k: round(v, 3) for k, v in slopes.items()})
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process peak resident size: {rss:.0f} MB")
+    goals = targets(rows, grid_rows, slopes, rss)
+    print("\nspeed targets of issues 10 and 11 (ms, ratios; backend_floor: the value with only the solver's "
+          "setup + solve; budget_for_rest: what the limit leaves for everything else, rest_now: what that costs now):")
+    print_table(goals)
     folder = OUT / "bench_step"
     write_results(folder, rows + grid_rows, {"steps": args.steps, "rounds": args.rounds, "slopes": slopes,
-                                             "process_peak_rss_MB": rss,
+                                             "process_peak_rss_MB": rss, "targets": goals,
                                              "note": "medians over rounds; ratio = wall per step / mj_step, "
                                                      "timed in the same round"})
     plot(grid_rows, slopes, folder / "scaling.png")
