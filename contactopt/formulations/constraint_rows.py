@@ -37,8 +37,18 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.model import Dynamics, Matrix, StepProblem, is_sparse, to_dense
-from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero
-from contactopt.programs.csc import add_diagonal, coo_to_csc, empty_csc, pad_columns, symmetric_part, to_csc, vstack_csc
+from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero, delassus_kernel
+from contactopt.programs.csc import (
+    add_diagonal,
+    coo_to_csc,
+    csc,
+    empty_csc,
+    mark_symmetric,
+    pad_columns,
+    symmetric_part,
+    to_csc,
+    vstack_csc,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -125,21 +135,14 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
             np.vstack([to_dense(rows), *extra])
     else:
         K = rows
-    from contactopt.formulations.common import delassus
-
-    W = delassus(dynamics, K)
     limit_c, limit_R = limit_terms if limit_terms is not None else (
         G @ v_free + problem.unilateral.phi[limits] / h, np.zeros(nu))
     friction_c, friction_R = friction_terms if friction_terms is not None else (F @ v_free, np.zeros(nf))
     diagonal = np.concatenate([np.zeros(n) if regularization is None else regularization,
                                np.zeros(nh) if bilateral_regularization is None else bilateral_regularization,
                                limit_R, friction_R])
-    if np.any(diagonal):
-        if is_sparse(W):
-            W = add_diagonal(W, diagonal)
-        else:
-            W[np.diag_indices(W.shape[0])] += diagonal
     total = n + nh + nu + nf
+    P = _delassus_P(dynamics, K, diagonal if np.any(diagonal) else None)
     A_contacts = to_csc(A) if A.shape[0] else empty_csc(0, n)
     m_contacts = A_contacts.shape[0]
     A_all = pad_columns(A_contacts, total)
@@ -169,7 +172,7 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
             variable_blocks.append(Block(name, start, start + size))
     linear = np.concatenate([c, H @ v_free - problem.bilateral_target, limit_c, friction_c])
     return ConicProgram(
-        P=symmetric_part(W) if is_sparse(W) else to_csc(0.5 * (W + W.T)), c=linear, A=A_all,
+        P=P, c=linear, A=A_all,
         b=np.concatenate(b_parts), cones=tuple(cone_list), variables=tuple(variable_blocks),
         constraints=tuple(constraint_blocks),
         metadata={**metadata, "bilateral": nh, "limits": limits.tolist(), "friction_loss": nf})
@@ -229,3 +232,23 @@ def raise_refusal(formulation: str, what: str) -> None:
     from contactopt.errors import ContactoptError
 
     raise ContactoptError(f"formulation {formulation!r} cannot take {what}")
+
+
+def _delassus_P(dynamics: Dynamics, K: Matrix, diagonal: FloatArray | None) -> sp.csc_matrix:
+    """``P = sym(K M^{-1} K^T + diag(diagonal))`` of a dual program: one compiled call for sparse
+    rows and a sparse ``M^{-1}`` (:mod:`contactopt.programs.delassus_kernel`, the same arrays
+    as the scipy steps below), else :func:`~contactopt.formulations.common.delassus`,
+    :func:`~contactopt.programs.csc.add_diagonal` and :func:`~contactopt.programs.csc.symmetric_part`."""
+    from contactopt.formulations.common import delassus
+
+    if is_sparse(K) and dynamics.inverse_matrix is not None:
+        fused = delassus_kernel.delassus_symmetric(K, dynamics.inverse_matrix, diagonal)
+        if fused is not None:
+            return mark_symmetric(csc(fused[2], fused[1], fused[0], (K.shape[0], K.shape[0])))
+    W = delassus(dynamics, K)
+    if diagonal is not None:
+        if is_sparse(W):
+            W = add_diagonal(W, diagonal)
+        else:
+            W[np.diag_indices(W.shape[0])] += diagonal
+    return symmetric_part(W) if is_sparse(W) else to_csc(0.5 * (W + W.T))
