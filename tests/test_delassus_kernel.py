@@ -32,7 +32,9 @@ def assert_same(rows: sp.csr_matrix, inverse: sp.spmatrix, diagonal: np.ndarray 
     found = delassus_kernel.delassus_symmetric(rows, inverse, diagonal)
     assert found is not None
     expected = scipy_P(rows, inverse, diagonal)
-    for ours, theirs in zip(found, (expected.indptr, expected.indices, expected.data), strict=True):
+    upper = csc.upper_triangle(expected)
+    for ours, theirs in zip((*found[0], *found[1]), (expected.indptr, expected.indices, expected.data,
+                                                     upper.indptr, upper.indices, upper.data), strict=True):
         np.testing.assert_array_equal(ours, theirs)
 
 
@@ -78,6 +80,16 @@ def test_exact_cancellation_in_one_order_only() -> None:
     assert_same(rows, sp.identity(3, format="csc"), None)
 
 
+def test_attached_upper_follows_the_arrays() -> None:
+    """A recorded upper triangle is used only while P keeps the arrays it was recorded with."""
+    P = csc.dense_to_csc(np.array([[2.0, 1.0], [1.0, 3.0]]))
+    upper = csc.upper_triangle(P)
+    csc.attach_upper(P, upper)
+    assert csc.attached_upper(P) is upper
+    P.data = P.data.copy()
+    assert csc.attached_upper(P) is None
+
+
 def test_declines_without_a_stored_diagonal_entry() -> None:
     rows = sp.csr_matrix(np.array([[1.0, 2.0, 0.0], [0.0, 0.0, 0.0], [0.0, 1.0, 3.0]]))
     assert delassus_kernel.delassus_symmetric(rows, sp.identity(3, format="csc"), np.ones(3)) is None
@@ -90,9 +102,9 @@ def test_pile_programs_equal_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
     scene = co.load_scene(PROBLEMS / "sphere_pile_mjcf.toml")
     traj = co.simulate(scene, formulation="regularized", solver="clarabel", options={"cone": "elliptic"},
                        duration=3 * scene.dt)
-    def build(k: int, formulation: str, options: dict[str, str]) -> sp.csc_matrix:
+    def build(k: int, formulation: str, options: dict[str, str]) -> co.programs.ConicProgram:
         return co.formulate(scene.system, traj.q[k], traj.v[k], scene.dt, formulation, options=options,
-                            t=float(traj.t[k])).P
+                            t=float(traj.t[k]))
 
     for k in range(3):
         for formulation, options in (("regularized", {"cone": "elliptic"}), ("regularized", {}),
@@ -101,10 +113,15 @@ def test_pile_programs_equal_scipy(monkeypatch: pytest.MonkeyPatch) -> None:
             with monkeypatch.context() as patch:
                 patch.setattr(delassus_kernel, "COMPILED", False)
                 reference = build(k, formulation, options)
-            for ours, theirs in zip((compiled.indptr, compiled.indices, compiled.data),
-                                    (reference.indptr, reference.indices, reference.data), strict=True):
+            assert csc.attached_upper(reference.P) is None
+            for ours, theirs in zip((compiled.P.indptr, compiled.P.indices, compiled.P.data, compiled.P_upper.indptr,
+                                     compiled.P_upper.indices, compiled.P_upper.data),
+                                    (reference.P.indptr, reference.P.indices, reference.P.data,
+                                     reference.P_upper.indptr, reference.P_upper.indices, reference.P_upper.data),
+                                    strict=True):
                 np.testing.assert_array_equal(ours, theirs)
-            assert csc.symmetric_by_construction(compiled)
+            assert csc.symmetric_by_construction(compiled.P)
+            assert csc.attached_upper(compiled.P) is compiled.P_upper
 
 
 def test_dual_program_uses_the_kernel_for_sparse_rows(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,6 +40,7 @@ from contactopt.model import Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero, delassus_kernel
 from contactopt.programs.csc import (
     add_diagonal,
+    attach_upper,
     coo_to_csc,
     csc,
     empty_csc,
@@ -244,7 +245,10 @@ def _delassus_P(dynamics: Dynamics, K: Matrix, diagonal: FloatArray | None) -> s
     if is_sparse(K) and dynamics.inverse_matrix is not None:
         fused = delassus_kernel.delassus_symmetric(K, dynamics.inverse_matrix, diagonal)
         if fused is not None:
-            return mark_symmetric(csc(fused[2], fused[1], fused[0], (K.shape[0], K.shape[0])))
+            (indptr, indices, data), (u_indptr, u_indices, u_data) = fused
+            shape = (K.shape[0], K.shape[0])
+            return attach_upper(mark_symmetric(csc(data, indices, indptr, shape)),
+                                csc(u_data, u_indices, u_indptr, shape))
     W = delassus(dynamics, K)
     if diagonal is not None:
         if is_sparse(W):

@@ -23,8 +23,14 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.arrays import debug_checks
-from contactopt.errors import ShapeError
-from contactopt.programs.csc import csc, empty_csc, symmetric_by_construction, to_csc
+from contactopt.errors import ContactoptError, ShapeError
+from contactopt.programs.csc import (
+    attached_upper,
+    empty_csc,
+    symmetric_by_construction,
+    to_csc,
+    upper_triangle,
+)
 
 FloatArray = NDArray[np.float64]
 ConeKind = Literal["zero", "nonneg", "soc"]
@@ -203,17 +209,19 @@ class ConicProgram:
     @property
     def P_upper(self) -> sp.csc_matrix:
         """The upper triangle of ``P`` with its diagonal, CSC (what Clarabel and OSQP take), made
-        once per program by masking P's sorted CSC arrays (``scipy.sparse.triu`` goes through
-        COO and costs several times more for the small programs of a time step)."""
+        once per program: the one its assembler recorded (:func:`.csc.attach_upper`), else by
+        masking P's sorted CSC arrays (:func:`.csc.upper_triangle`)."""
         cached = self.__dict__.get("_P_upper")
         if cached is None:
-            P = self.P
-            n = P.shape[0]
-            columns = np.repeat(np.arange(n), np.diff(P.indptr))
-            keep = P.indices <= columns
-            indptr = np.zeros(n + 1, dtype=np.int32)
-            np.cumsum(np.bincount(columns[keep], minlength=n), out=indptr[1:])
-            cached = csc(P.data[keep], P.indices[keep], indptr, (n, n))
+            cached = attached_upper(self.P)
+            if cached is None:
+                cached = upper_triangle(self.P)
+            elif debug_checks():
+                expected = upper_triangle(self.P)
+                if not all(np.array_equal(a, b) for a, b in ((cached.indptr, expected.indptr),
+                                                              (cached.indices, expected.indices),
+                                                              (cached.data, expected.data))):
+                    raise ContactoptError("CONTACTOPT_DEBUG: the upper triangle recorded with P differs from P's")
             object.__setattr__(self, "_P_upper", cached)
         return cached
 

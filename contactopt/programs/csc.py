@@ -25,6 +25,8 @@ IndexArray = NDArray[np.int32]
 
 __all__ = [
     "add_diagonal",
+    "attach_upper",
+    "attached_upper",
     "coo_to_csc",
     "csc",
     "csr",
@@ -40,6 +42,7 @@ __all__ = [
     "symmetric_part",
     "to_csc",
     "to_csr",
+    "upper_triangle",
     "vstack_csc",
 ]
 
@@ -265,6 +268,39 @@ def symmetric_by_construction(matrix: Any) -> bool:
     values in place is not detected, and nothing in contactopt does it after assembly)."""
     mark = getattr(matrix, "__dict__", {}).get(_SYMMETRIC_MARK)
     return mark is not None and mark[0] is matrix.data and mark[1] is matrix.indices and mark[2] is matrix.indptr
+
+
+#: The attribute under which :func:`attach_upper` records a symmetric matrix's upper triangle.
+_UPPER_MARK = "_contactopt_upper"
+
+
+def attach_upper(matrix: Any, upper: sp.csc_matrix) -> Any:
+    """``matrix`` with its upper triangle (diagonal included, CSC) recorded, as its assembler
+    produced it in the same pass (:mod:`contactopt.programs.delassus_kernel`): a program's
+    ``P_upper`` takes it instead of masking ``P`` again. Tied to the arrays like
+    :func:`mark_symmetric`; ``CONTACTOPT_DEBUG=1`` compares it with the masked triangle."""
+    matrix.__dict__[_UPPER_MARK] = (matrix.data, matrix.indices, matrix.indptr, upper)
+    return matrix
+
+
+def attached_upper(matrix: Any) -> sp.csc_matrix | None:
+    """The upper triangle recorded by :func:`attach_upper`, or None (none recorded, or the
+    matrix has other arrays now)."""
+    mark = getattr(matrix, "__dict__", {}).get(_UPPER_MARK)
+    if mark is None or mark[0] is not matrix.data or mark[1] is not matrix.indices or mark[2] is not matrix.indptr:
+        return None
+    return cast(sp.csc_matrix, mark[3])
+
+
+def upper_triangle(P: sp.csc_matrix) -> sp.csc_matrix:
+    """The upper triangle of a canonical CSC matrix with its diagonal, by masking its arrays
+    (``scipy.sparse.triu`` goes through COO and costs several times more on a step's program)."""
+    n = P.shape[0]
+    columns = np.repeat(np.arange(n), np.diff(P.indptr))
+    keep = P.indices <= columns
+    indptr = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(columns[keep], minlength=n), out=indptr[1:])
+    return csc(P.data[keep], P.indices[keep], indptr, (n, n))
 
 
 def rows_of(matrix: Any, rows: Any) -> Any:

@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.int32]
+Arrays = tuple[Any, Any, FloatArray]  # CSC (indptr, indices, data)
 
 #: Whether :func:`delassus_symmetric` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
@@ -77,9 +78,9 @@ def _transpose(n_row: int, n_col: int, Ap: Any, Aj: Any, Ax: FloatArray) -> tupl
 
 
 def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool, Mp: Any, Mi: Any,
-           Mx: FloatArray, diagonal: FloatArray, add: bool) -> tuple[bool, Any, Any, FloatArray]:
-    """``(done, indptr, indices, data)`` of ``P`` (module docstring); ``done`` False when a
-    diagonal entry to add to is not stored."""
+           Mx: FloatArray, diagonal: FloatArray, add: bool) -> tuple[bool, Any, Any]:
+    """``(done, P, P's upper triangle)``, each as CSC ``(indptr, indices, data)`` (module
+    docstring); ``done`` False when a diagonal entry to add to is not stored."""
     if inverse_csc:  # scipy's @ converts a CSC operand to CSR first
         Mp, Mi, Mx = _transpose(nv, nv, Mp, Mi, Mx)
     # Y = rows Minv, csr_matmat with its linked list: rows of Y in reverse order of first touch
@@ -168,7 +169,7 @@ def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool,
                         found = True
                         break
                 if not found:
-                    return False, Cp, Ci, Cx
+                    return False, (Cp, Ci, Cx), (Cp, Ci, Cx)
     same = True
     for j in range(m + 1):
         if Cp[j] != Wp[j]:
@@ -212,25 +213,43 @@ def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool,
                     Px[out] = 0.5 * total
                     out += 1
             Pp[j + 1] = out
-    return True, Pp, Pi[:out].copy(), Px[:out].copy()
+    Up = np.zeros(m + 1, np.int32)  # the upper triangle (row <= column), what Clarabel and OSQP take
+    upper = 0
+    for j in range(m):
+        for p in range(_u(Pp[j]), _u(Pp[j + 1])):
+            if Pi[p] <= j:
+                upper += 1
+        Up[j + 1] = upper
+    Ui = np.empty(upper, np.int32)
+    Ux = np.empty(upper, np.float64)
+    upper = 0
+    for j in range(m):
+        for p in range(_u(Pp[j]), _u(Pp[j + 1])):
+            if Pi[p] <= j:
+                Ui[upper] = Pi[p]
+                Ux[upper] = Px[p]
+                upper += 1
+    return True, (Pp, Pi[:out].copy(), Px[:out].copy()), (Up, Ui, Ux)
 
 
-def delassus_symmetric(rows: Any, inverse: Any, diagonal: FloatArray | None) -> tuple[Any, Any, FloatArray] | None:
+def delassus_symmetric(rows: Any, inverse: Any, diagonal: FloatArray | None) -> tuple[Arrays, Arrays] | None:
     """CSC arrays ``(indptr, indices, data)`` of
-    ``symmetric_part(add_diagonal((rows @ inverse @ rows.T).tocsc(), diagonal))`` (no
-    ``add_diagonal`` when ``diagonal`` is None), equal to scipy's bit for bit; None where the
-    kernel does not apply (numba missing, ``rows`` not CSR, ``inverse`` not CSC/CSR, a diagonal
-    entry not stored): the caller then runs the scipy expressions."""
+    ``P = symmetric_part(add_diagonal((rows @ inverse @ rows.T).tocsc(), diagonal))`` (no
+    ``add_diagonal`` when ``diagonal`` is None), equal to scipy's bit for bit, and of P's upper
+    triangle with its diagonal (what Clarabel and OSQP take; the arrays
+    :func:`contactopt.programs.csc.upper_triangle` gives); None where the kernel does not apply
+    (numba missing, ``rows`` not CSR, ``inverse`` not CSC/CSR, a diagonal entry not stored):
+    the caller then runs the scipy expressions."""
     if not (COMPILED and isinstance(rows, sp.csr_matrix) and isinstance(inverse, sp.csr_matrix | sp.csc_matrix)
             and rows.dtype == np.float64 and inverse.dtype == np.float64 and rows.shape[0] > 0):
         return None
     kernel = _compiled()
     m, nv = rows.shape
     add = diagonal is not None
-    done, indptr, indices, data = kernel(m, nv, rows.indptr, rows.indices, rows.data,
-                                         isinstance(inverse, sp.csc_matrix), inverse.indptr, inverse.indices,
-                                         inverse.data, np.zeros(m) if diagonal is None else diagonal, add)
-    return (indptr, indices, data) if done else None
+    done, P, upper = kernel(m, nv, rows.indptr, rows.indices, rows.data, isinstance(inverse, sp.csc_matrix),
+                            inverse.indptr, inverse.indices, inverse.data,
+                            np.zeros(m) if diagonal is None else diagonal, add)
+    return (P, upper) if done else None
 
 
 def _compiled() -> Any:
