@@ -26,6 +26,7 @@ from contactopt.arrays import debug_checks
 from contactopt.errors import ContactoptError, ShapeError
 from contactopt.programs.csc import (
     attached_upper,
+    csr,
     empty_csc,
     symmetric_by_construction,
     to_csc,
@@ -201,8 +202,8 @@ class ConicProgram:
         """``A^T`` as CSR over A's own arrays, made once per program (residuals, the judge
         and refinement multiply by it several times per step)."""
         cached = self.__dict__.get("_A_T")
-        if cached is None:
-            cached = self.A.T
+        if cached is None:  # A is canonical CSC: its arrays are canonical CSR of A^T (no scipy checks)
+            cached = csr(self.A.data, self.A.indices, self.A.indptr, (self.A.shape[1], self.A.shape[0]))
             object.__setattr__(self, "_A_T", cached)  # a cache on a frozen program
         return cached
 
