@@ -14,10 +14,14 @@ sap.png}``.
 ``--drake`` adds Drake's SAP on the box slide (stop distance, per-step time of
 ``Simulator.AdvanceTo``), run by ``experiments/sap_drake.py`` under the interpreter of a
 separate environment that has Drake (``--drake-python``, default /work/venv-drake/bin/python;
-Drake is never a dependency of contactopt).
+Drake is never a dependency of contactopt). ``--drake-pile`` adds Drake's SAP on the
+100-sphere pile (``experiments/sap_drake_pile.py``, same interpreter, ``--pile-steps`` steps):
+its ``AdvanceTo`` per step, SAP Newton iterations per step (read under gdb) and largest
+penetration, and its ratio to ``mj_step`` timed in Drake's process (``ratio_total_to_mj_step``;
+``wall_ms`` of the contactopt rows is the whole ``simulate`` per step, AdvanceTo's counterpart).
 
     PYTHONPATH=. python experiments/sap.py [--pile-steps 20] [--stack-steps 100]
-        [--box-duration 0.3] [--drake [--drake-python PATH]]
+        [--box-duration 0.3] [--drake] [--drake-pile] [--drake-python PATH]
 """
 
 from __future__ import annotations
@@ -110,12 +114,23 @@ def main() -> int:
     parser.add_argument("--stack-steps", type=int, default=100)
     parser.add_argument("--gap-steps", type=int, default=5)
     parser.add_argument("--drake", action="store_true", help="compare the box slide with Drake's SAP")
+    parser.add_argument("--drake-pile", action="store_true", help="compare the sphere pile with Drake's SAP")
     parser.add_argument("--drake-python", default="/work/venv-drake/bin/python")
     args = parser.parse_args()
     load = lambda name: co.load_scene(ROOT / "problems" / f"{name}.toml")  # noqa: E731
     box = load("box_slide")
     rows = run_scene(box, round(args.box_duration / box.dt), load("box_slide_mjcf"), args.gap_steps)
-    rows += run_scene(load("sphere_pile_mjcf"), args.pile_steps, load("sphere_pile_mjcf"), args.gap_steps)
+    pile = load("sphere_pile_mjcf")
+    rows += run_scene(pile, args.pile_steps, pile, args.gap_steps)
+    pile_drake = drake_pile(args.drake_python, args.pile_steps) if args.drake_pile else None
+    if pile_drake is not None:
+        at = next(i for i, r in enumerate(rows) if r["scene"] == pile.name) + 1  # after the pile's mj_step row
+        rows.insert(at, {**{key: float("nan") for key in rows[0]}, "scene": pile.name,
+                         "method": f"drake {pile_drake['drake_version']} SAP (AdvanceTo)", "steps": args.pile_steps,
+                         "total_ms": pile_drake["per_step_ms"], "wall_ms": pile_drake["per_step_ms"],
+                         "ratio_total_to_mj_step": pile_drake["per_step_ms"] / pile_drake["mj_step_ms"],
+                         "iterations": pile_drake.get("mean_iterations", float("nan")),
+                         "max_penetration_mm": pile_drake["max_penetration_mm"], "status": "completed"})
     stack = load("box_stack_mjcf")
     rows += run_scene(stack, args.stack_steps, stack, args.gap_steps)
     drake = drake_box_slide(args.drake_python, box.dt, args.box_duration) if args.drake else None
@@ -129,6 +144,7 @@ def main() -> int:
     expected = box.v0[0] ** 2 / (2 * 0.5 * 9.81)
     folder = OUT / "sap"
     write_results(folder, rows, {"box_expected_stop_distance_m": expected, "args": vars(args), "drake": drake,
+                                 "drake_pile": pile_drake,
                                  "note": "ratios: contactopt per-step median / mj_step mean, same process"})
     plot(rows, folder)
     print(f"box slide: expected stop distance {expected:.4f} m; wrote {folder}/summary.json, summary.csv, sap.png")
@@ -146,6 +162,21 @@ def drake_box_slide(python: str, dt: float, duration: float) -> dict[str, Any] |
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
         print(f"--drake: no Drake comparison ({type(exc).__name__}: {str(exc)[:200]})")
         return None
+    return result
+
+
+def drake_pile(python: str, steps: int) -> dict[str, Any] | None:
+    """Drake's SAP on the sphere pile (experiments/sap_drake_pile.py in Drake's environment,
+    ``steps`` steps, iterations counted over the same steps), or None with the reason printed."""
+    script = Path(__file__).with_name("sap_drake_pile.py")
+    try:
+        done = subprocess.run([python, str(script), "--steps", str(steps), "--iterations", str(steps)],
+                              capture_output=True, text=True, timeout=1200, check=True)
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        print(f"--drake-pile: no Drake comparison ({type(exc).__name__}: {str(exc)[:200]})")
+        return None
+    print(f"drake pile: {json.dumps({k: v for k, v in result.items() if k != 'iterations_per_step'})}")
     return result
 
 
