@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
 
 import contactopt as co
 from contactopt.formulations import constraint_rows
@@ -136,3 +138,50 @@ def test_dual_program_uses_the_kernel_for_sparse_rows(monkeypatch: pytest.Monkey
     scene = co.load_scene(PROBLEMS / "sphere_pile_mjcf.toml")
     co.formulate(scene.system, scene.q0, scene.v0, scene.dt, "regularized")
     assert calls and constraint_rows.delassus_kernel is delassus_kernel
+
+
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 12), nv=st.integers(1, 10),
+       density=st.floats(0.05, 0.9), duplicates=st.booleans(), zeros=st.booleans(),
+       inverse_kind=st.sampled_from(["diag", "block", "dense_sparse"]), add=st.booleans())
+def test_fuzz_equals_scipy(seed: int, m: int, nv: int, density: float, duplicates: bool, zeros: bool,
+                           inverse_kind: str, add: bool) -> None:
+    """Random rows (stored out of order, with duplicate entries and explicit zeros, values
+    from a few magnitudes so that sums cancel exactly now and then) against scipy: equal
+    arrays, or a declined call where a diagonal entry is missing."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, data = [0], [], []
+    for _ in range(m):
+        cols = np.flatnonzero(rng.random(nv) < density)
+        if duplicates and cols.size:
+            cols = np.concatenate([cols, rng.choice(cols, size=1)])
+        rng.shuffle(cols)
+        values = rng.choice([1.0, -1.0, 0.5, 3.0, 1e8, -1e8], size=cols.size) * rng.integers(1, 4, cols.size)
+        if zeros and cols.size:
+            values[0] = 0.0
+        indices += cols.tolist()
+        data += values.tolist()
+        indptr.append(len(indices))
+    rows = sp.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int32),
+                          np.array(indptr, dtype=np.int32)), shape=(m, nv))
+    if inverse_kind == "diag":
+        inverse = sp.diags(rng.choice([0.5, 1.0, 2.0, 1 / 3], nv), format="csc")
+    else:
+        a = rng.standard_normal((nv, nv))
+        full = np.linalg.inv(a @ a.T + nv * np.eye(nv))
+        banded = sp.csc_matrix(np.triu(np.tril(full, 1), -1))  # a sparse, non-diagonal inverse
+        inverse = sp.csr_matrix(full) if inverse_kind == "dense_sparse" else banded
+    diagonal = rng.uniform(0.1, 1.0, m) if add else None
+    found = delassus_kernel.delassus_symmetric(rows, inverse, diagonal)
+    W = (rows @ inverse @ rows.T).tocsc()
+    if diagonal is not None:
+        columns = np.repeat(np.arange(m), np.diff(W.indptr))
+        if np.count_nonzero(W.indices == columns) != m:  # add_diagonal's other path: the kernel declines
+            assert found is None
+            return
+        W = csc.add_diagonal(W, diagonal)
+    expected = csc.symmetric_part(W)
+    assert found is not None
+    upper = csc.upper_triangle(expected)
+    for ours, theirs in zip((*found[0], *found[1]), (expected.indptr, expected.indices, expected.data,
+                                                     upper.indptr, upper.indices, upper.data), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
