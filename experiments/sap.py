@@ -151,32 +151,32 @@ def main() -> int:
     return 0
 
 
+def run_drake(python: str, script: str, arguments: list[str], timeout: float, flag: str) -> dict[str, Any] | None:
+    """The JSON object a Drake script (run by Drake's interpreter ``python``) prints last, or
+    None with the reason printed under ``flag``."""
+    try:
+        done = subprocess.run([python, str(Path(__file__).with_name(script)), *arguments],
+                              capture_output=True, text=True, timeout=timeout, check=True)
+        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+        print(f"{flag}: no Drake comparison ({type(exc).__name__}: {str(exc)[:200]})")
+        return None
+    return result
+
+
 def drake_box_slide(python: str, dt: float, duration: float) -> dict[str, Any] | None:
     """Drake's SAP box slide (experiments/sap_drake.py in Drake's environment), or None with
     the reason printed."""
-    script = Path(__file__).with_name("sap_drake.py")
-    try:
-        done = subprocess.run([python, str(script), "--dt", str(dt), "--duration", str(duration)],
-                              capture_output=True, text=True, timeout=600, check=True)
-        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
-        print(f"--drake: no Drake comparison ({type(exc).__name__}: {str(exc)[:200]})")
-        return None
-    return result
+    return run_drake(python, "sap_drake.py", ["--dt", str(dt), "--duration", str(duration)], 600, "--drake")
 
 
 def drake_pile(python: str, steps: int) -> dict[str, Any] | None:
     """Drake's SAP on the sphere pile (experiments/sap_drake_pile.py in Drake's environment,
     ``steps`` steps, iterations counted over the same steps), or None with the reason printed."""
-    script = Path(__file__).with_name("sap_drake_pile.py")
-    try:
-        done = subprocess.run([python, str(script), "--steps", str(steps), "--iterations", str(steps)],
-                              capture_output=True, text=True, timeout=1200, check=True)
-        result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
-        print(f"--drake-pile: no Drake comparison ({type(exc).__name__}: {str(exc)[:200]})")
-        return None
-    print(f"drake pile: {json.dumps({k: v for k, v in result.items() if k != 'iterations_per_step'})}")
+    result = run_drake(python, "sap_drake_pile.py", ["--steps", str(steps), "--iterations", str(steps)], 1200,
+                       "--drake-pile")
+    if result is not None:
+        print(f"drake pile: {json.dumps({k: v for k, v in result.items() if k != 'iterations_per_step'})}")
     return result
 
 
