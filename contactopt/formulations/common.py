@@ -29,6 +29,7 @@ from contactopt.formulations.constraint_rows import (
     row_impulses,
 )
 from contactopt.model import Contacts, Dynamics, Matrix, is_sparse, to_dense
+from contactopt.programs import combine_kernel
 from contactopt.programs.csc import csr, rows_of, to_csr
 
 __all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
@@ -127,6 +128,9 @@ class ActiveContacts:
         """Rows ``sum_j C[c, r, j] J_cj`` (contact-major, ``r`` fastest): ``(na * R, nv)`` for
         coefficients ``C`` of shape ``(na, R, dim)``; one sparse product ``S J`` with the
         block-diagonal ``S = blockdiag(C_c)``, so it stays sparse when J is."""
+        compiled = combine_kernel.combine(coefficients, self.J)  # the same arrays as the product below
+        if compiled is not None:
+            return compiled
         na, per, dim = coefficients.shape
         rows = np.repeat(np.arange(na * per), dim)
         cols = (np.arange(na)[:, None, None] * dim + np.arange(dim)[None, None, :]).repeat(per, axis=1)
