@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from contactopt.programs import csc
 from contactopt.programs.csc import csr_to_csc, dense_to_csc, dense_to_csr, empty_csc, to_csc, to_csr, vstack_csc
 
 
@@ -217,3 +218,13 @@ def test_block_diagonal_inertia_is_marked_symmetric_only_when_its_blocks_are() -
     skewed[3, 0, 1] += 1e-3
     assert not symmetric_by_construction(kernels.block_diagonal(masses, skewed))
     assert kernels.block_diagonal(masses, inertia).indices is M.indices  # the pattern is made once per size
+
+
+def test_attached_upper_follows_the_arrays() -> None:
+    """A recorded upper triangle is used only while P keeps the arrays it was recorded with."""
+    P = csc.dense_to_csc(np.array([[2.0, 1.0], [1.0, 3.0]]))
+    upper = csc.upper_triangle(P)
+    csc.attach_upper(P, upper)
+    assert csc.attached_upper(P) is upper
+    P.data = P.data.copy()
+    assert csc.attached_upper(P) is None

@@ -82,14 +82,24 @@ def test_exact_cancellation_in_one_order_only() -> None:
     assert_same(rows, sp.identity(3, format="csc"), None)
 
 
-def test_attached_upper_follows_the_arrays() -> None:
-    """A recorded upper triangle is used only while P keeps the arrays it was recorded with."""
-    P = csc.dense_to_csc(np.array([[2.0, 1.0], [1.0, 3.0]]))
-    upper = csc.upper_triangle(P)
-    csc.attach_upper(P, upper)
-    assert csc.attached_upper(P) is upper
-    P.data = P.data.copy()
-    assert csc.attached_upper(P) is None
+def test_int64_index_inverse_equals_scipy() -> None:
+    """An inverse whose index arrays are int64 (as from COO triplets of NumPy integers)."""
+    rng = np.random.default_rng(7)
+    rows = shuffled_rows(rng, 20, 12, 5)
+    inverse = sp.csc_matrix(sp.coo_array((rng.uniform(0.5, 2.0, 12), (np.arange(12), np.arange(12)))))
+    inverse.indices, inverse.indptr = inverse.indices.astype(np.int64), inverse.indptr.astype(np.int64)
+    assert_same(rows, inverse, rng.uniform(0.1, 1.0, 20))
+    assert_same(rows, inverse.tocsr(), None)
+
+
+def test_declines_a_wrong_shaped_inverse() -> None:
+    """Left to scipy, which refuses it (the kernel would read outside the arrays)."""
+    rows = sp.csr_matrix(np.arange(12.0).reshape(3, 4))
+    for inverse in (sp.identity(6, format="csc"), sp.identity(3, format="csc"), sp.csc_matrix(np.ones((4, 6)))):
+        assert delassus_kernel.delassus_symmetric(rows, inverse, None) is None
+        dynamics = co.model.Dynamics(M=np.eye(4), tau=np.zeros(4), inverse_matrix=inverse)
+        with pytest.raises(ValueError):
+            constraint_rows._delassus_P(dynamics, rows, None)
 
 
 def test_declines_without_a_stored_diagonal_entry() -> None:

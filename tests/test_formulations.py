@@ -183,3 +183,23 @@ def test_planar_contacts_take_two_directions_only() -> None:
     form = co.formulations.get("anitescu")
     with pytest.raises(co.OptionError, match="k = 2"):
         form.build(problem, form.resolve_options({"k": 4}))
+
+
+def test_select_contacts_cache_cannot_be_changed_by_callers() -> None:
+    """select_contacts keeps its last selection for recover: a caller changing its index array
+    afterwards gets a fresh selection, and the returned arrays are read-only."""
+    from contactopt.formulations.common import select_contacts
+
+    contacts = co.model.Contacts(phi=np.array([0.0, 1.0, 2.0, 3.0]), J=np.eye(4 * 3)[:, :6] + 1.0,
+                                 mu=np.array([0.1, 0.2, 0.3, 0.4]), restitution=np.zeros(4), dim=3)
+    index = np.array([0, 1])
+    first = select_contacts(contacts, index)
+    assert select_contacts(contacts, [0, 1]) is first
+    index[:] = [2, 3]
+    second = select_contacts(contacts, index)
+    np.testing.assert_array_equal(second.phi, [2.0, 3.0])
+    np.testing.assert_array_equal(second.mu, [0.3, 0.4])
+    np.testing.assert_array_equal(first.index, [0, 1])
+    for array in (second.index, second.phi, second.mu):
+        with pytest.raises(ValueError):
+            array[0] = -5.0

@@ -164,8 +164,11 @@ def active_contacts(contacts: Contacts, epsilon: float) -> ActiveContacts:
 def select_contacts(contacts: Contacts, index: Any) -> ActiveContacts:
     """The contacts at ``index``; ``recover`` re-selects the set recorded in the program. The
     last selection is kept on ``contacts`` (both are frozen): ``recover`` asking for the set
-    ``build`` chose gets the same object back (gathering the pile's rows again costs ~50 us)."""
-    index = np.asarray(index, dtype=np.int_).reshape(-1)
+    ``build`` chose gets the same object back (gathering the pile's rows again costs ~50 us).
+    Its ``index``, ``phi`` and ``mu`` are read-only copies, so no caller can change what a
+    later call gets; values of ``contacts`` changed in place afterwards are not detected (as
+    for :func:`contactopt.programs.csc.mark_symmetric`; nothing in contactopt does it)."""
+    index = np.array(index, dtype=np.int_).reshape(-1)  # a copy: the caller's array may change
     last = contacts.__dict__.get("_last_selection")
     if last is not None and np.array_equal(last.index, index):
         return cast(ActiveContacts, last)
@@ -174,7 +177,10 @@ def select_contacts(contacts: Contacts, index: Any) -> ActiveContacts:
         J = contacts.J
     else:
         J = rows_of(contacts.J, (index[:, None] * dim + np.arange(dim)).reshape(-1))
-    active = ActiveContacts(index=index, phi=contacts.phi[index], mu=contacts.mu[index], J=J, dim=dim)
+    phi, mu = contacts.phi[index], contacts.mu[index]
+    for array in (index, phi, mu):
+        array.setflags(write=False)
+    active = ActiveContacts(index=index, phi=phi, mu=mu, J=J, dim=dim)
     object.__setattr__(contacts, "_last_selection", active)  # a cache on a frozen object
     return active
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ FloatArray = NDArray[np.float64]
 #: Whether :func:`combine` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
 _KERNEL: Any = None
+_LOCK = threading.Lock()
 _u = np.uint64  # unsigned indices: numba skips its negative-index handling in the loops
 
 
@@ -97,8 +99,9 @@ def combine(coefficients: FloatArray, J: Any) -> sp.csr_matrix | None:
 def _compiled() -> Any:
     """The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk)."""
     global _KERNEL
-    if _KERNEL is None:
-        import numba
+    with _LOCK:
+        if _KERNEL is None:
+            import numba
 
-        _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
+            _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
     return _KERNEL

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ Arrays = tuple[Any, Any, FloatArray]  # CSC (indptr, indices, data)
 #: Whether :func:`delassus_symmetric` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
 _KERNEL: Any = None
+_LOCK = threading.Lock()
 # Indices are read as unsigned in the hot loops: numba then skips its negative-index
 # (wraparound) handling, which doubled the product's time (172 -> 90 us on the pile).
 _u = np.uint64
@@ -241,23 +243,28 @@ def delassus_symmetric(rows: Any, inverse: Any, diagonal: FloatArray | None) -> 
     (numba missing, ``rows`` not CSR, ``inverse`` not CSC/CSR, a diagonal entry not stored):
     the caller then runs the scipy expressions."""
     if not (COMPILED and isinstance(rows, sp.csr_matrix) and isinstance(inverse, sp.csr_matrix | sp.csc_matrix)
-            and rows.dtype == np.float64 and inverse.dtype == np.float64 and rows.shape[0] > 0):
-        return None
+            and rows.dtype == np.float64 and inverse.dtype == np.float64 and rows.shape[0] > 0
+            and inverse.shape == (rows.shape[1], rows.shape[1]) and inverse.nnz < 2**31
+            and (diagonal is None or np.shape(diagonal) == (rows.shape[0],))):
+        return None  # a wrong-shaped inverse is left to scipy, which refuses it
     kernel = _compiled()
     m, nv = rows.shape
     add = diagonal is not None
     done, P, upper = kernel(m, nv, rows.indptr, rows.indices, rows.data, isinstance(inverse, sp.csc_matrix),
-                            inverse.indptr, inverse.indices, inverse.data,
-                            np.zeros(m) if diagonal is None else diagonal, add)
+                            inverse.indptr.astype(np.int32, copy=False), inverse.indices.astype(np.int32, copy=False),
+                            inverse.data, np.zeros(m) if diagonal is None else np.asarray(diagonal, dtype=np.float64),
+                            add)
     return (P, upper) if done else None
 
 
 def _compiled() -> Any:
-    """The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk)."""
+    """The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk; under a
+    lock: :func:`_loops` calls ``_transpose``, which must be replaced by its dispatcher once)."""
     global _KERNEL, _transpose
-    if _KERNEL is None:
-        import numba
+    with _LOCK:
+        if _KERNEL is None:
+            import numba
 
-        _transpose = numba.njit(cache=True, nogil=True)(_transpose)
-        _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
+            _transpose = numba.njit(cache=True, nogil=True)(_transpose)
+            _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
     return _KERNEL
