@@ -102,6 +102,9 @@ class Dynamics:
             if (M.size <= _DENSE_CHECK_ENTRIES or debug_checks()) and not is_symmetric_dense(
                     M, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0)))):
                 raise ShapeError("Dynamics.M: mass matrix is not symmetric")
+        if self.inverse_matrix is not None and tuple(np.shape(self.inverse_matrix)) != (nv, nv):
+            raise ShapeError(f"Dynamics.inverse_matrix: expected shape ({nv}, {nv}), "
+                             f"got {tuple(np.shape(self.inverse_matrix))}")
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "tau", tau)
 

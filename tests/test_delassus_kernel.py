@@ -93,13 +93,12 @@ def test_int64_index_inverse_equals_scipy() -> None:
 
 
 def test_declines_a_wrong_shaped_inverse() -> None:
-    """Left to scipy, which refuses it (the kernel would read outside the arrays)."""
+    """Declined (the kernel would read outside the arrays); Dynamics refuses it anyway."""
     rows = sp.csr_matrix(np.arange(12.0).reshape(3, 4))
     for inverse in (sp.identity(6, format="csc"), sp.identity(3, format="csc"), sp.csc_matrix(np.ones((4, 6)))):
         assert delassus_kernel.delassus_symmetric(rows, inverse, None) is None
-        dynamics = co.model.Dynamics(M=np.eye(4), tau=np.zeros(4), inverse_matrix=inverse)
-        with pytest.raises(ValueError):
-            constraint_rows._delassus_P(dynamics, rows, None)
+        with pytest.raises(co.errors.ShapeError, match=r"Dynamics\.inverse_matrix"):  # refused where it is given
+            co.model.Dynamics(M=np.eye(4), tau=np.zeros(4), inverse_matrix=inverse)
 
 
 def test_declines_without_a_stored_diagonal_entry() -> None:
