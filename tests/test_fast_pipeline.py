@@ -211,3 +211,54 @@ def test_mjcf_contacts_equal_mujocos_per_contact_jacobians(scene_name: str) -> N
     np.testing.assert_array_equal(contacts.J_dense, np.vstack(rows))
     np.testing.assert_array_equal(contacts.phi, phi)
     np.testing.assert_array_equal(contacts.mu, mu)
+
+
+@pytest.mark.parametrize(("scene_name", "formulation", "options"), [
+    ("sphere_pile_mjcf", "regularized", {"cone": "elliptic"}), ("box_slide", "anitescu", {}),
+    ("cart_wall", "ccp", {"form": "dual"})])
+def test_clarabel_takes_list_views_with_the_same_result(scene_name: str, formulation: str,
+                                                        options: dict[str, Any]) -> None:
+    """Clarabel given the program's matrices and vectors as lists (``clarabel_._ListCsc``, the
+    faster conversion) returns exactly what it returns from the scipy matrices; a Clarabel that
+    reads more than the list view gives falls back to the scipy matrices."""
+    clarabel = pytest.importorskip("clarabel")
+    from contactopt.solvers import clarabel_
+
+    scene = co.load_scene(PROBLEMS / f"{scene_name}.toml")
+    program = co.formulate(scene.system, scene.q0, scene.v0, scene.dt, formulation, options=options)
+    settings = {**clarabel_.DEFAULTS}
+    via_lists = clarabel_._setup(clarabel, program, program.P_upper, settings).solve()
+    direct = clarabel.DefaultSolver(program.P_upper, program.c, program.A, program.b,
+                                    [_cone(clarabel, cone) for cone in program.cones],
+                                    _settings(clarabel, settings)).solve()
+    assert str(via_lists.status) == str(direct.status) and via_lists.iterations == direct.iterations
+    np.testing.assert_array_equal(np.array(via_lists.x), np.array(direct.x))
+    np.testing.assert_array_equal(np.array(via_lists.z), np.array(direct.z))
+
+
+def test_clarabel_falls_back_to_scipy_matrices(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("clarabel")
+    from contactopt.solvers import clarabel_
+
+    class Incomplete:  # lacks what Clarabel reads: the constructor raises, the scipy matrices are used
+        @classmethod
+        def of(cls, matrix: sp.csc_matrix) -> object:
+            return object()
+
+    monkeypatch.setattr(clarabel_, "_ListCsc", Incomplete)
+    scene = co.load_scene(PROBLEMS / "box_slide.toml")
+    program = co.formulate(scene.system, scene.q0, scene.v0, scene.dt, "anitescu")
+    assert co.solve(program, "clarabel").status is co.Status.OPTIMAL
+
+
+def _cone(clarabel: Any, cone: co.programs.Cone) -> Any:
+    kinds = {"zero": clarabel.ZeroConeT, "nonneg": clarabel.NonnegativeConeT, "soc": clarabel.SecondOrderConeT}
+    return kinds[cone.kind](cone.dim)
+
+
+def _settings(clarabel: Any, options: dict[str, Any]) -> Any:
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    for key, value in options.items():
+        setattr(settings, key, value)
+    return settings
