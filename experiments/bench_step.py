@@ -102,15 +102,27 @@ def targets(rows: list[dict[str, Any]], grid_rows: list[dict[str, Any]], slopes:
     return found
 
 
+def own_peak_rss() -> float:
+    """This process's peak resident size (MB): ``VmHWM`` of /proc/self/status where there is
+    one (it starts afresh at ``exec``, while ``ru_maxrss`` keeps the peak of the process that
+    forked it), else ``ru_maxrss``."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def run_peak_rss(count: int, steps: int = 3) -> float:
     """Peak resident size (MB) of a fresh process that imports contactopt and runs ``steps``
     steps of every grid row at ``count`` spheres: the memory of a run at that size (this
     benchmark's own process also holds MuJoCo's model of the same spheres for ``mj_step``,
     matplotlib, and every smaller grid's runs)."""
-    code = ("import resource, sys, warnings; sys.path.insert(0, sys.argv[1]); import bench_step as b; "
+    code = ("import sys, warnings; sys.path.insert(0, sys.argv[1]); import bench_step as b; "
             "import contactopt as co; warnings.simplefilter('ignore'); scene, _ = b.grid_scene(int(sys.argv[2])); "
             "[co.simulate(scene, formulation=f, solver=s, options=o, duration=int(sys.argv[3]) * scene.dt) "
-            "for f, s, o in b.GRID_CASES]; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+            "for f, s, o in b.GRID_CASES]; print(b.own_peak_rss())")
     done = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(count), str(steps)],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     if done.returncode != 0:
