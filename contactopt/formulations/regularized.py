@@ -346,11 +346,14 @@ def delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
 
 
 def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
-    """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia)."""
+    """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia);
+    without damping the problem's own ``M`` and ``v_free`` (the same expression, computed once
+    per step for build and recover)."""
     dynamics = problem.dynamics
-    if b:
-        identity = sp.identity(problem.nv, format="csc") if dynamics.is_sparse else np.eye(problem.nv)
-        dynamics = Dynamics(dynamics.M + b * identity, dynamics.tau - b * problem.state.v)
+    if not b:
+        return dynamics, problem.v_free
+    identity = sp.identity(problem.nv, format="csc") if dynamics.is_sparse else np.eye(problem.nv)
+    dynamics = Dynamics(dynamics.M + b * identity, dynamics.tau - b * problem.state.v)
     return dynamics, problem.state.v + problem.dt * dynamics.solve_M(dynamics.tau)
 
 
