@@ -262,3 +262,36 @@ def _settings(clarabel: Any, options: dict[str, Any]) -> Any:
     for key, value in options.items():
         setattr(settings, key, value)
     return settings
+
+
+def test_kernels_compile_once_under_concurrent_first_calls() -> None:
+    """Eight threads make the first call of every lazily compiled kernel at once (in a fresh
+    interpreter): each kernel is wrapped by numba once (wrapping a dispatcher again raises), and
+    every thread gets the same dispatcher."""
+    import subprocess
+    import sys
+
+    code = """
+import threading
+from contactopt.mujoco import contacts
+from contactopt.programs import combine_kernel, delassus_kernel
+from contactopt.solvers import newton_kernels, newton_sparse
+barrier, found, errors = threading.Barrier(8), [], []
+def first_calls():
+    barrier.wait()
+    try:
+        newton_sparse.ensure_compiled()
+        found.append((contacts._compiled(), combine_kernel._compiled(), delassus_kernel._compiled(),
+                      newton_sparse.evaluate_and_assemble, newton_kernels.line_search))
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=first_calls) for _ in range(8)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+assert not errors, errors
+assert len(found) == 8 and all(entry == found[0] for entry in found), found
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -172,16 +173,19 @@ def _rows_loops(dofs: IntArray, cdof: FloatArray, offsets: FloatArray, frames: F
 #: and ``CONTACTOPT_NO_NUMBA`` unset; tests switch it off to compare the two paths).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
 _KERNEL: Any = None
+_LOCK = threading.Lock()
 
 
 def _compiled() -> Any:
     """The numba dispatcher of :func:`_rows_loops` (compiled at its first call, cached on disk)."""
     global _KERNEL
-    if _KERNEL is None:
-        try:
-            import numba
-        except ImportError:
-            _KERNEL = False
-        else:
-            _KERNEL = numba.njit(cache=True, nogil=True)(_rows_loops)
+    if _KERNEL is None:  # checked again under the lock: compiled once
+        with _LOCK:
+            if _KERNEL is None:
+                try:
+                    import numba
+                except ImportError:
+                    _KERNEL = False
+                else:
+                    _KERNEL = numba.njit(cache=True, nogil=True)(_rows_loops)
     return _KERNEL or None

@@ -99,9 +99,10 @@ def combine(coefficients: FloatArray, J: Any) -> sp.csr_matrix | None:
 def _compiled() -> Any:
     """The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk)."""
     global _KERNEL
-    with _LOCK:
-        if _KERNEL is None:
-            import numba
+    if _KERNEL is None:  # checked again under the lock: compiled once
+        with _LOCK:
+            if _KERNEL is None:
+                import numba
 
-            _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
+                _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
     return _KERNEL

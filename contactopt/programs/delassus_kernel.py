@@ -261,10 +261,11 @@ def _compiled() -> Any:
     """The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk; under a
     lock: :func:`_loops` calls ``_transpose``, which must be replaced by its dispatcher once)."""
     global _KERNEL, _transpose
-    with _LOCK:
-        if _KERNEL is None:
-            import numba
+    if _KERNEL is None:  # checked again under the lock: compiled once
+        with _LOCK:
+            if _KERNEL is None:
+                import numba
 
-            _transpose = numba.njit(cache=True, nogil=True)(_transpose)
-            _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
+                _transpose = numba.njit(cache=True, nogil=True)(_transpose)
+                _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
     return _KERNEL

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import threading
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +42,7 @@ AVAILABLE = importlib.util.find_spec("numba") is not None and not os.environ.get
 _KERNELS = ("_soc_block", "project_blocks", "line_derivatives", "line_search", "_matvec", "_scaled_norm",
             "dense_newton")
 _compiled = False
+_LOCK = threading.Lock()
 
 
 def ensure_compiled() -> None:
@@ -51,10 +53,13 @@ def ensure_compiled() -> None:
         return
     import numba
 
-    namespace = globals()
-    for name in _KERNELS:
-        namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
-    _compiled = True
+    with _LOCK:  # two threads' first calls must not wrap a dispatcher again
+        if _compiled:
+            return
+        namespace = globals()
+        for name in _KERNELS:
+            namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
+        _compiled = True
 
 
 _CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC}
