@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.programs import scipy_replay as replay
+
 FloatArray = NDArray[np.float64]
 
 #: Whether :func:`combine` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
-_KERNEL: Any = None
-_LOCK = threading.Lock()
 _u = np.uint64  # unsigned indices: numba skips its negative-index handling in the loops
 
 
@@ -58,24 +57,9 @@ def _loops(coefficients: FloatArray, Jp: Any, Jj: Any, Jx: FloatArray, nv: int) 
         for r in range(per):
             head, length = -2, 0
             for j in range(dim):
-                value = coefficients[c, r, j]
-                row = c * dim + j
-                for kk in range(_u(Jp[row]), _u(Jp[row + 1])):
-                    col = Jj[kk]
-                    sums[col] += value * Jx[kk]
-                    if following[col] == -1:
-                        following[col] = head
-                        head = col
-                        length += 1
-            for _ in range(length):
-                if sums[head] != 0:
-                    Oj[nnz] = head
-                    Ox[nnz] = sums[head]
-                    nnz += 1
-                previous = head
-                head = following[head]
-                following[previous] = -1
-                sums[previous] = 0.0
+                head, length = replay.accumulate(coefficients[c, r, j], Jp, Jj, Jx, _u(c * dim + j), sums, following,
+                                                 head, length)
+            nnz = replay.emit(head, length, sums, following, Oj, Ox, nnz)
             Op[c * per + r + 1] = nnz
     return Op, Oj[:nnz].copy(), Ox[:nnz].copy()
 
@@ -96,13 +80,5 @@ def combine(coefficients: FloatArray, J: Any) -> sp.csr_matrix | None:
     return sp.csr_matrix((data, indices, indptr), shape=(na * per, int(J.shape[1])))
 
 
-def _compiled() -> Any:
-    """The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk)."""
-    global _KERNEL
-    if _KERNEL is None:  # checked again under the lock: compiled once
-        with _LOCK:
-            if _KERNEL is None:
-                import numba
-
-                _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
-    return _KERNEL
+#: The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk).
+_compiled = replay.LazyKernel(_loops)

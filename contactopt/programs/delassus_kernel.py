@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
+
+from contactopt.programs import scipy_replay as replay
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.int32]
@@ -50,33 +51,9 @@ Arrays = tuple[Any, Any, FloatArray]  # CSC (indptr, indices, data)
 
 #: Whether :func:`delassus_symmetric` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
-_KERNEL: Any = None
-_LOCK = threading.Lock()
 # Indices are read as unsigned in the hot loops: numba then skips its negative-index
 # (wraparound) handling, which doubled the product's time (172 -> 90 us on the pile).
 _u = np.uint64
-
-
-def _transpose(n_row: int, n_col: int, Ap: Any, Aj: Any, Ax: FloatArray) -> tuple[Any, Any, FloatArray]:
-    """scipy's ``csr_tocsc``: the other compressed form of an ``n_row x n_col`` CSR matrix
-    (entries of each output row ascending); a counting sort, values moved, not changed."""
-    nnz = Ap[n_row]
-    Bp = np.zeros(n_col + 1, np.int32)
-    for n in range(_u(nnz)):
-        Bp[_u(Aj[n]) + _u(1)] += 1
-    for col in range(n_col):
-        Bp[col + 1] += Bp[col]
-    fill = Bp[:n_col].copy()
-    Bi = np.empty(nnz, np.int32)
-    Bx = np.empty(nnz, np.float64)
-    for row in range(n_row):
-        for jj in range(_u(Ap[row]), _u(Ap[row + 1])):
-            target = _u(Aj[jj])
-            dest = _u(fill[target])
-            Bi[dest] = row
-            Bx[dest] = Ax[jj]
-            fill[target] += 1
-    return Bp, Bi, Bx
 
 
 def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool, Mp: Any, Mi: Any,
@@ -84,7 +61,7 @@ def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool,
     """``(done, P, P's upper triangle)``, each as CSC ``(indptr, indices, data)`` (module
     docstring); ``done`` False when a diagonal entry to add to is not stored."""
     if inverse_csc:  # scipy's @ converts a CSC operand to CSR first
-        Mp, Mi, Mx = _transpose(nv, nv, Mp, Mi, Mx)
+        Mp, Mi, Mx = replay.transpose(nv, nv, Mp, Mi, Mx)
     # Y = rows Minv, csr_matmat with its linked list: rows of Y in reverse order of first touch
     Yp = np.empty(m + 1, np.int64)
     bound = 0
@@ -99,27 +76,11 @@ def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool,
     for i in range(m):
         head, length = -2, 0
         for jj in range(_u(Rp[i]), _u(Rp[i + 1])):
-            value = Rx[jj]
-            k = _u(Rj[jj])
-            for kk in range(_u(Mp[k]), _u(Mp[k + 1])):
-                col = Mi[kk]
-                sums[col] += value * Mx[kk]
-                if following[col] == -1:
-                    following[col] = head
-                    head = col
-                    length += 1
-        for _ in range(length):
-            if sums[head] != 0:
-                Yj[count] = head
-                Yx[count] = sums[head]
-                count += 1
-            previous = head
-            head = following[head]
-            following[previous] = -1
-            sums[previous] = 0.0
+            head, length = replay.accumulate(Rx[jj], Mp, Mi, Mx, _u(Rj[jj]), sums, following, head, length)
+        count = replay.emit(head, length, sums, following, Yj, Yx, count)
         Yp[i + 1] = count
     # rows^T as CSR (each row's entries ascending), as scipy's tocsr of rows.T
-    Tp, Tj, Tx = _transpose(m, nv, Rp, Rj, Rx)
+    Tp, Tj, Tx = replay.transpose(m, nv, Rp, Rj, Rx)
     # W = Y rows^T row by row, each row collected sorted: the CSC arrays of W^T
     bound = 0
     for jj in range(count):
@@ -159,7 +120,7 @@ def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool,
                 nnz += 1
         Wp[i + 1] = nnz
     # W^T's CSC arrays are (Wp, Wj, Wx); W's own CSC arrays by one transposition
-    Cp, Ci, Cx = _transpose(m, m, Wp, Wj, Wx)
+    Cp, Ci, Cx = replay.transpose(m, m, Wp, Wj, Wx)
     if add:  # W_ii += R_i in both copies (the transposed copy is made from the sum in scipy)
         for copy in range(2):
             p_, i_, x_ = (Cp, Ci, Cx) if copy == 0 else (Wp, Wj, Wx)
@@ -257,15 +218,5 @@ def delassus_symmetric(rows: Any, inverse: Any, diagonal: FloatArray | None) -> 
     return (P, upper) if done else None
 
 
-def _compiled() -> Any:
-    """The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk; under a
-    lock: :func:`_loops` calls ``_transpose``, which must be replaced by its dispatcher once)."""
-    global _KERNEL, _transpose
-    if _KERNEL is None:  # checked again under the lock: compiled once
-        with _LOCK:
-            if _KERNEL is None:
-                import numba
-
-                _transpose = numba.njit(cache=True, nogil=True)(_transpose)
-                _KERNEL = numba.njit(cache=True, nogil=True)(_loops)
-    return _KERNEL
+#: The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk).
+_compiled = replay.LazyKernel(_loops)

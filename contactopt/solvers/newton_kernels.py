@@ -20,6 +20,7 @@ import importlib.util
 import math
 import os
 import threading
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,15 +52,21 @@ def ensure_compiled() -> None:
     global _compiled
     if _compiled or not AVAILABLE:
         return
-    import numba
+    jit_in_place(globals(), _KERNELS)
+    _compiled = True
 
-    with _LOCK:  # two threads' first calls must not wrap a dispatcher again
-        if _compiled:
-            return
-        namespace = globals()
-        for name in _KERNELS:
-            namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
-        _compiled = True
+
+def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Replace each ``namespace[name]`` by its numba dispatcher, once: under a lock, and a name
+    already replaced is left alone (two threads' first calls must not wrap a dispatcher again,
+    which raises)."""
+    import numba
+    from numba.core.dispatcher import Dispatcher
+
+    with _LOCK:
+        for name in names:
+            if not isinstance(namespace[name], Dispatcher):
+                namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
 
 
 _CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC}

@@ -14,7 +14,6 @@ search runs over the other blocks only."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -33,7 +32,6 @@ FULL_SHARE = 0.8  # share of the blocks' column sets in use beyond which the pat
 MAX_LOCAL_PAIRS = 4_000_000  # blocks x cols^2 above which this path is not used (memory)
 _KERNELS = ("local_blocks", "locate_block", "_matvec", "evaluate_and_assemble", "search_step")
 _compiled = False
-_LOCK = threading.Lock()
 
 
 def ensure_compiled() -> None:
@@ -41,16 +39,9 @@ def ensure_compiled() -> None:
     global _compiled
     if _compiled:
         return
-    import numba
-
     kernels.ensure_compiled()
-    with _LOCK:  # two threads' first calls must not wrap a dispatcher again
-        if _compiled:
-            return
-        namespace = globals()
-        for name in _KERNELS:
-            namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
-        _compiled = True
+    kernels.jit_in_place(globals(), _KERNELS)
+    _compiled = True
 
 
 def local_blocks(indptr: IntArray, indices: IntArray, data: FloatArray, start: IntArray, dim: IntArray,
