@@ -37,7 +37,7 @@ FloatArray = NDArray[np.float64]
 
 #: Whether :func:`combine` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
-_u = np.uint64  # unsigned indices: numba skips its negative-index handling in the loops
+_u = replay.UNSIGNED
 
 
 def _loops(coefficients: FloatArray, Jp: Any, Jj: Any, Jx: FloatArray, nv: int) -> tuple[Any, Any, FloatArray]:

@@ -51,9 +51,7 @@ Arrays = tuple[Any, Any, FloatArray]  # CSC (indptr, indices, data)
 
 #: Whether :func:`delassus_symmetric` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
-# Indices are read as unsigned in the hot loops: numba then skips its negative-index
-# (wraparound) handling, which doubled the product's time (172 -> 90 us on the pile).
-_u = np.uint64
+_u = replay.UNSIGNED  # unsigned indices in the hot loops (scipy_replay)
 
 
 def _loops(m: int, nv: int, Rp: Any, Rj: Any, Rx: FloatArray, inverse_csc: bool, Mp: Any, Mi: Any,
