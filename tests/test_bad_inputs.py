@@ -1,6 +1,7 @@
 """Every bad input of experiments/bad_inputs.py (scene files, CLI arguments, API calls,
-corrupted trajectory / program / compare-cell files) gives one clear line: no traceback, no
-silent acceptance. The whole list runs in a few seconds."""
+corrupted trajectory / program / compare-cell files, extreme units and sizes, cases in
+experiments/badinputs/) is loud: one clear line, a one-line warning or a right answer; no
+traceback, no silent acceptance, no wrong answer marked optimal, no hang."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ BAD = _module()
 def test_the_table_has_at_least_sixty_distinct_inputs() -> None:
     labels = [(case.category, case.label) for case in BAD.cases()]  # type: ignore[attr-defined]
     assert len(labels) == len(set(labels)) >= 60
-    assert {category for category, _ in labels} == {"scene file", "CLI", "API", "corrupted file"}
+    assert {category for category, _ in labels} >= {"scene file", "CLI", "API", "corrupted file"}
 
 
 @pytest.mark.parametrize("case", BAD.cases(), ids=lambda case: f"{case.category}: {case.label}")  # type: ignore[attr-defined]
