@@ -3,8 +3,8 @@ takes them, and random (valid and corrupted) scene files through ``load_scene``.
 
 Properties, whatever the program (feasible, degenerate, infeasible, unbounded):
 * a status of ``optimal`` comes with residuals that contactopt recomputes here, from ``x`` and
-  ``y`` alone, below the level at which the solver layer believes a solver (relative to the
-  program's scale, :data:`contactopt.solvers.base.INACCURATE_LEVEL`);
+  ``y`` alone, below the level at which the solver layer believes a solver (each relative to
+  its own row, :data:`contactopt.solvers.base.INACCURATE_LEVEL`);
 * two solvers that both claim ``optimal`` agree on the objective value;
 * a program with a known infeasibility certificate is never reported optimal.
 Scenes: ``load_scene`` returns a Scene or raises one :class:`SceneError` whose message names
@@ -34,7 +34,7 @@ from contactopt import solvers
 from contactopt.errors import ContactoptError, SceneError
 from contactopt.programs import LCP, ConicProgram, Nonneg, Status, Zero, residuals
 from contactopt.programs.conic import SOC
-from contactopt.solvers.base import INACCURATE_LEVEL, scale
+from contactopt.solvers.base import INACCURATE_LEVEL
 
 # Solvers fuzzed: every installed one; cvxpy once (its default inner solver is clarabel, so
 # it checks the modelling layer, not a new algorithm) and qpsolvers with its default.
@@ -149,12 +149,21 @@ def _run_all(program: ConicProgram | LCP) -> dict[str, co.Solution]:
         if solution.status is Status.OPTIMAL:
             y = None if isinstance(program, LCP) else solution.y
             res = residuals(program, solution.x, y)  # recomputed here, from x and y only
-            size = scale(program, solution.x, solution.y)
-            linear = max(res.primal, res.dual)
-            products = max((v for v in (res.gap, res.complementarity) if not math.isnan(v)), default=0.0)
-            assert max(linear / size, products / size / size) <= INACCURATE_LEVEL * (1 + 1e-9), (name, res)
+            assert res.relative <= INACCURATE_LEVEL * (1 + 1e-9), (name, res)
             answers[name] = solution
     return answers
+
+
+def scale(program: ConicProgram | LCP, x: np.ndarray, y: np.ndarray) -> float:
+    """The size of the numbers an answer adds up (data and products, at least 1): the unit of
+    the agreement bounds below (a global bound, for comparing two solvers' answers)."""
+    if isinstance(program, LCP):
+        terms = [np.abs(program.q).max(initial=0.0), np.abs(program.M @ x).max(initial=0.0)]
+    else:
+        terms = [np.abs(program.c).max(initial=0.0), np.abs(program.b).max(initial=0.0),
+                 np.abs(program.P @ x).max(initial=0.0), np.abs(program.A.T @ y).max(initial=0.0),
+                 np.abs(program.A @ x).max(initial=0.0)]
+    return max(1.0, *map(float, terms))
 
 
 def _agree(program: ConicProgram | LCP, answers: dict[str, co.Solution]) -> None:

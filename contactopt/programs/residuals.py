@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.programs.conic import Cone, ConicProgram
 from contactopt.programs.lcp import LCP
+from contactopt.programs.relative import conic_relative, lcp_relative
 from contactopt.programs.solution import Residuals
 
 FloatArray = NDArray[np.float64]
@@ -82,10 +83,10 @@ def _cone_row_indices(cones: tuple[Cone, ...]) -> tuple[NDArray[np.int_], NDArra
     return zero, nonneg, socs
 
 
-def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Residuals, FloatArray, float]:
-    """``(residuals, s = b - A x, scale)`` of a finite ``(x, y)``, with each product formed
-    once: ``scale`` is the size of the numbers the residuals compare (the data and the
-    products ``P x``, ``A^T y``, ``A x``; at least 1), which the solvers' judge divides by."""
+def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Residuals, FloatArray]:
+    """``(residuals, s = b - A x)`` of a finite ``(x, y)``, with each product formed once;
+    ``residuals.relative`` is the worst of them relative to its own row
+    (:func:`contactopt.programs.relative.conic_relative`), which the solvers' judge reads."""
     Ax = program.A_dot(x)
     Px = program.P_dot(x)
     ATy = program.AT_dot(y)
@@ -93,10 +94,11 @@ def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Re
     stationarity = Px + program.c + ATy
     primal, dual_cone = _violations(program, np.stack([s, y]), with_zero=True)
     dual = max(float(np.abs(stationarity).max(initial=0.0)), dual_cone)
-    gap = abs(float(x @ Px + program.c @ x + program.b @ y))
+    terms = (float(x @ Px), float(program.c @ x), float(program.b @ y))
+    gap = abs(sum(terms))
     complementarity = abs(float(s @ y))
-    scale = max(1.0, float(np.abs(np.concatenate([program.c, program.b, Px, ATy, Ax])).max(initial=0.0)))
-    return Residuals(primal, dual, gap, complementarity), s, scale
+    relative = conic_relative(program, x, y, s, stationarity, terms, gap)
+    return Residuals(primal, dual, gap, complementarity, relative), s
 
 
 def conic_residuals(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> Residuals:
@@ -104,7 +106,7 @@ def conic_residuals(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> Residu
     xv = np.asarray(x, dtype=np.float64)
     yv = np.asarray(y, dtype=np.float64)
     if not (np.isfinite(xv).all() and np.isfinite(yv).all()):
-        return Residuals(np.inf, np.inf, np.inf, np.inf)
+        return Residuals(np.inf, np.inf, np.inf, np.inf, np.inf)
     return conic_check(program, xv, yv)[0]
 
 
@@ -112,13 +114,14 @@ def lcp_residuals(lcp: LCP, z: ArrayLike) -> Residuals:
     """Residuals of ``z`` for ``0 <= z ⟂ M z + q >= 0``."""
     zv = np.asarray(z, dtype=np.float64)
     if not np.all(np.isfinite(zv)):
-        return Residuals(np.inf, np.inf, float("nan"), np.inf)
+        return Residuals(np.inf, np.inf, float("nan"), np.inf, np.inf)
     w = lcp.w(zv)
     return Residuals(
         primal=float(max(0.0, -zv.min(initial=0.0))),
         dual=float(max(0.0, -w.min(initial=0.0))),
         gap=float("nan"),
         complementarity=abs(float(zv @ w)),
+        relative=lcp_relative(lcp, zv, w),
     )
 
 

@@ -47,12 +47,17 @@ class Residuals:
     For an LCP with ``w = M z + q``:
         primal: ``max(0, -min z)``; dual: ``max(0, -min w)``; gap: NaN (not defined);
         complementarity: ``|z^T w|``.
+    And, for both kinds:
+        relative: the worst residual relative to the terms of its own row, cone or variable
+            (:mod:`contactopt.programs.relative`): unit-free, what the solver layer judges a
+            solver's claim by; NaN where not computed.
     """
 
     primal: float
     dual: float
     gap: float
     complementarity: float
+    relative: float = float("nan")
 
     @property
     def worst(self) -> float:
@@ -62,12 +67,12 @@ class Residuals:
 
     def as_dict(self) -> dict[str, float]:
         return {"primal": self.primal, "dual": self.dual, "gap": self.gap,
-                "complementarity": self.complementarity}
+                "complementarity": self.complementarity, "relative": self.relative}
 
     @staticmethod
     def undefined() -> Residuals:
         nan = float("nan")
-        return Residuals(nan, nan, nan, nan)
+        return Residuals(nan, nan, nan, nan, nan)
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,8 @@ class Solution:
         refined: whether the active-set refinement of :mod:`contactopt.solvers.refine`
             replaced the backend's interior-point answer.
         raw: the backend's own result object.
+        claimed: the status the backend claimed, when contactopt's judgement of its answer
+            (:func:`contactopt.solvers.base.judge`) differs from it; None otherwise.
     """
 
     x: FloatArray
@@ -103,6 +110,7 @@ class Solution:
     message: str = ""
     raw: Any = field(default=None, repr=False, compare=False)
     refined: bool = False
+    claimed: Status | None = None
 
     @property
     def z(self) -> FloatArray:

@@ -29,6 +29,7 @@ from contactopt.errors import (
     UnsupportedProgramError,
 )
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
+from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
 from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
 from contactopt.solvers import newton as _newton
@@ -146,7 +147,9 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     """Solve ``program`` with ``solver`` and return a :class:`Solution`.
 
     ``options`` (or keyword arguments) go to the backend, except ``refine`` (default: true for
-    interior-point backends): the active-set refinement of :mod:`contactopt.solvers.refine`. Residuals in the result are
+    interior-point backends): the active-set refinement of :mod:`contactopt.solvers.refine`, and
+    ``normalize`` (default true): the program is handed over in its own units when its numbers
+    are far from 1 (:mod:`contactopt.programs.normalize`; exact, powers of two). Residuals in the result are
     computed by contactopt against the program that was given, even after a conversion.
     """
     if not isinstance(program, ConicProgram | LCP):
@@ -170,23 +173,76 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     backend = importlib.import_module(spec_.module)
     merged = {**(options or {}), **kwargs}
     refine = merged.pop("refine", spec_.interior_point)
-    if not isinstance(refine, bool):
-        raise OptionError(f"solver {solver!r}: option refine must be true or false, got {refine!r}")
+    normalize = merged.pop("normalize", spec_.normalize)
+    for name, value in (("refine", refine), ("normalize", normalize)):
+        if not isinstance(value, bool):
+            raise OptionError(f"solver {solver!r}: option {name} must be true or false, got {value!r}")
+    own = spec_.module.startswith(_OWN_BACKENDS)
     if route is None:
-        return _refined(program, backend.solve(program, variant, merged), refine)
+        return _normalized_solve(program, backend, variant, merged, own, refine, normalize, spec_.warm_start)
     converted, data = route.apply(program)
-    solution = _refined(converted, backend.solve(converted, variant, merged), refine)
+    solution = _normalized_solve(converted, backend, variant, merged, own, refine, normalize, spec_.warm_start)
     return _rejudge(program, route.invert(solution, data))
+
+
+def _normalized_solve(program: Program, backend: Any, variant: str | None, options: dict[str, Any], own: bool,
+                      refine: bool, normalize: bool, warm_start: str | None) -> Solution:
+    """The backend's answer to ``program``, solved in the program's own units
+    (:mod:`contactopt.programs.normalize`) when its numbers are far from 1, refined, mapped
+    back and judged on ``program`` itself."""
+    reduced = Normalize().apply(program) if normalize else None
+    if reduced is None:
+        return _refined(program, _answer(program, backend.solve(program, variant, options), own), refine)
+    scaled, scaling = reduced
+    if warm_start is not None and options.get(warm_start) is not None:
+        options = {**options, warm_start: scaling.x_to_scaled(options[warm_start])}
+    solution = _refined(scaled, _answer(scaled, backend.solve(scaled, variant, options), own), refine)
+    x, y = Normalize.invert(solution.x, solution.y, scaling)
+    watch = Stopwatch()
+    watch.setup, watch.solve = solution.setup_time, solution.solve_time
+    back = make_solution(program, solver=solution.solver, status=solution.claimed or solution.status, x=x,
+                         y=None if isinstance(program, LCP) else y, iterations=solution.iterations, watch=watch,
+                         message=solution.message, raw=solution.raw)
+    return dataclasses.replace(back, conversion=solution.conversion, refined=solution.refined)
+
+
+#: contactopt's own backends assemble their Solution through :func:`.base.make_solution`,
+#: which computes the residuals and judges the claim; any other backend's answer is judged
+#: again, from its ``x`` and ``y`` alone.
+_OWN_BACKENDS = "contactopt.solvers."
+
+
+def _answer(program: Program, solution: Solution, own: bool) -> Solution:
+    """A backend's Solution, its residuals and status recomputed by contactopt unless the
+    backend is one of contactopt's own (a plugin's residuals and status are claims)."""
+    if own:
+        return solution
+    if not isinstance(solution, Solution):
+        raise UnsupportedProgramError(f"solver backend returned {type(solution).__name__}, not a Solution")
+    watch = Stopwatch()
+    watch.setup, watch.solve = solution.setup_time, solution.solve_time
+    judged = make_solution(program, solver=solution.solver, status=solution.status, x=solution.x,
+                           y=None if isinstance(program, LCP) else solution.y, iterations=solution.iterations,
+                           watch=watch, message=solution.message, raw=solution.raw)
+    return dataclasses.replace(judged, conversion=solution.conversion, refined=solution.refined)
 
 
 def _refined(program: Program, solution: Solution, refine: bool) -> Solution:
     """The active-set refinement (:mod:`contactopt.solvers.refine`) of an interior-point answer
-    on the program the backend solved (before a conversion is inverted)."""
-    if not (refine and isinstance(program, ConicProgram)):
+    on the program the backend solved (before a conversion is inverted). It runs on what the
+    backend claimed (an interior-point iterate's barrier-sized multipliers of inactive rows
+    can fail contactopt's row-wise judgement before refinement sets them to zero), and the
+    refined answer is judged again against that claim."""
+    claim = solution.claimed or solution.status
+    if not (refine and isinstance(program, ConicProgram) and claim.usable):
         return solution
     from contactopt.solvers.refine import refine as refine_solution
 
-    return refine_solution(program, solution)
+    refined = refine_solution(program, dataclasses.replace(solution, status=claim))
+    if not refined.refined:
+        return dataclasses.replace(solution, message=refined.message)
+    status, message = judge(program, refined.x, refined.y, refined.residuals, claim, refined.message, refined.s)
+    return dataclasses.replace(refined, status=status, message=message, claimed=None if status is claim else claim)
 
 
 def _rejudge(program: Program, solution: Solution) -> Solution:
@@ -195,8 +251,11 @@ def _rejudge(program: Program, solution: Solution) -> Solution:
     contradict it (e.g. ``x = -P^{-1}(c + A'z)`` with ``P`` nearly singular)."""
     if not solution.status.usable:
         return solution
-    status, message = judge(program, solution.x, solution.y, solution.residuals, solution.status, solution.message)
-    return dataclasses.replace(solution, status=status, message=message)
+    status, message = judge(program, solution.x, solution.y, solution.residuals, solution.status, solution.message,
+                            solution.s)
+    if status is solution.status:
+        return solution
+    return dataclasses.replace(solution, status=status, message=message, claimed=solution.claimed or solution.status)
 
 
 _KINDS = frozenset({"qp", "socp", "lcp"})

@@ -22,6 +22,7 @@ import numpy as np
 
 from contactopt.errors import OptionError
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status, residuals
+from contactopt.programs.relative import conic_data_violation, lcp_data_violation
 from contactopt.programs.residuals import conic_check
 
 Program = ConicProgram | LCP
@@ -49,6 +50,10 @@ class SolverSpec:
         default_comparison: whether ``compare`` runs it when no solvers are named (a backend
             that only re-solves the same programs through other solvers, at many times their
             cost, sets False: it runs when named).
+        normalize: whether programs far from unit size reach it in their own units
+            (:mod:`contactopt.programs.normalize`); False for a backend that reads a
+            formulation's structure (``A = -I`` of a dual program, SAP's primal layout), which a
+            rescaling would hide.
     """
 
     name: str
@@ -62,6 +67,7 @@ class SolverSpec:
     conversions: bool = True
     interior_point: bool = False
     default_comparison: bool = True
+    normalize: bool = True
 
     def is_available(self) -> bool:
         """Whether the backend's package is installed, without importing it. A package found
@@ -126,46 +132,37 @@ def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> N
                           f"known: {', '.join(sorted(known)) or 'none'}")
 
 
-#: Residual levels, relative to the program's scale, above which a solver's "optimal" is
-#: not believed: INACCURATE above the first, NUMERICAL_ERROR (not an answer) above the second.
+#: Residual levels, relative to the terms of each residual's own row
+#: (:mod:`contactopt.programs.relative`), above which a solver's "optimal" is not believed:
+#: INACCURATE above the first, NUMERICAL_ERROR (not an answer) above the second.
 INACCURATE_LEVEL, WRONG_LEVEL = 1e-6, 1e-3
 
 
-def scale(program: Program, x: np.ndarray, y: np.ndarray) -> float:
-    """Size of the numbers the residuals compare: data and the products they contain."""
-    if isinstance(program, LCP):
-        terms = [np.abs(program.q).max(initial=0.0), np.abs(program.M @ x).max(initial=0.0)]
-    else:
-        terms = [np.abs(program.c).max(initial=0.0), np.abs(program.b).max(initial=0.0),
-                 np.abs(program.P @ x).max(initial=0.0), np.abs(program.A_T @ y).max(initial=0.0),
-                 np.abs(program.A @ x).max(initial=0.0)]
-    return max(1.0, *map(float, terms))
-
-
 def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
-          message: str, size: float | None = None) -> tuple[Status, str]:
+          message: str, s: np.ndarray | None = None) -> tuple[Status, str]:
     """Downgrade a solver's claim when contactopt's own residuals contradict it.
 
-    The gap and complementarity are products, so they are compared with the scale squared.
+    ``res.relative`` (every residual against its own row's terms) decides; a second reading
+    measures the rows against the magnitudes the data alone implies, which a diverging
+    iterate (``|x| ~ 1e11`` on an infeasible program, a row violated by 0.5) cannot hide in.
+    Both are unit-free: the verdict does not change when a scene is written in other units.
     """
-    size = scale(program, x, y) if size is None else size
-    linear = max(res.primal, res.dual)
-    products = max((v for v in (res.gap, res.complementarity) if not np.isnan(v)), default=0.0)
+    worst = res.relative
     if not isinstance(program, LCP) and np.isnan(res.gap):  # inf - inf: the gap overflowed, unverifiable
-        products = np.inf
-    worst = max(linear / size, products / size / size)  # size**2 raises OverflowError past 1e154
+        worst = np.inf
+    if np.isnan(worst):  # a Residuals made without the relative reading: compute it
+        worst = residuals(program, x, y).relative
     if worst > WRONG_LEVEL:
-        return Status.NUMERICAL_ERROR, f"{message}; residuals {worst:.1e} (relative) contradict the solver"
-    if isinstance(program, ConicProgram):
-        # Relative to |A x| and |P x| alone, a diverging iterate (|x| ~ 1e11 on an infeasible
-        # program) hides a row violated by 0.5: the constraints and stationarity must also
-        # hold to WRONG_LEVEL of the data itself (a correct answer misses by ~eps |A| |x|).
-        data = max(1.0, float(np.abs(program.b).max(initial=0.0)), float(np.abs(program.c).max(initial=0.0)))
-        if linear > WRONG_LEVEL * data:
-            return Status.NUMERICAL_ERROR, (f"{message}; residuals {linear:.1e} (absolute) against data of size "
-                                            f"{data:.1e} contradict the solver")
+        return Status.NUMERICAL_ERROR, f"{message}; residuals {worst:.1e} (relative to their rows) contradict the solver"
+    if isinstance(program, LCP):
+        data = lcp_data_violation(program, x, program.w(x) if s is None else s)
+    else:
+        data = conic_data_violation(program, x, program.b - program.A_dot(x) if s is None else s)
+    if data > WRONG_LEVEL:
+        return Status.NUMERICAL_ERROR, (f"{message}; a row violated by {data:.1e} of the magnitudes its data "
+                                        "implies contradicts the solver")
     if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
-        return Status.INACCURATE, f"{message}; residuals {worst:.1e} (relative) above {INACCURATE_LEVEL:g}"
+        return Status.INACCURATE, f"{message}; residuals {worst:.1e} (relative to their rows) above {INACCURATE_LEVEL:g}"
     return status, message
 
 
@@ -183,19 +180,19 @@ def make_solution(
     y_arr = np.zeros(0) if isinstance(program, LCP) else (
         np.full(m, np.nan) if y is None else np.asarray(y, dtype=np.float64).reshape(m))
     finite = bool(np.isfinite(x_arr).all() and np.isfinite(y_arr).all())
-    size: float | None = None
     if isinstance(program, LCP):
         s_arr = program.w(x_arr)
-        res = residuals(program, x_arr, y_arr) if finite else Residuals(np.inf, np.inf, np.inf, np.inf)
+        res = residuals(program, x_arr, y_arr) if finite else Residuals(np.inf, np.inf, np.inf, np.inf, np.inf)
     elif finite:
-        res, s_arr, size = conic_check(program, x_arr, y_arr)
+        res, s_arr = conic_check(program, x_arr, y_arr)
     else:
         s_arr = program.b - program.A @ x_arr
-        res = Residuals(np.inf, np.inf, np.inf, np.inf)
+        res = Residuals(np.inf, np.inf, np.inf, np.inf, np.inf)
+    claimed = status
     if status.usable and not finite:
         status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
     elif status.usable:
-        status, message = judge(program, x_arr, y_arr, res, status, message, size)
+        status, message = judge(program, x_arr, y_arr, res, status, message, s_arr)
     return Solution(x=x_arr, y=y_arr, s=s_arr, status=status, iterations=int(iterations),
                     setup_time=watch.setup, solve_time=watch.solve, residuals=res,
-                    solver=solver, message=message, raw=raw)
+                    solver=solver, message=message, raw=raw, claimed=None if status is claimed else claimed)

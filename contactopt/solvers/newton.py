@@ -104,7 +104,7 @@ SPEC = SolverSpec(
     name="newton", kinds=frozenset({"qp", "socp"}), module=__name__, requires="qdldl",
     install_hint="pip install qdldl",
     description="SAP primal Newton, exact line search, sparse LDL^T (ours; sap, regularized form=primal)",
-    warm_start="warm_start", conversions=False,
+    normalize=False, warm_start="warm_start", conversions=False,
 )
 
 DENSE_PRODUCTS = 40_000  # nv * (nv + m) up to which A and J are multiplied as dense arrays

@@ -97,7 +97,7 @@ SPEC = SolverSpec(
     name="pgs", kinds=frozenset({"lcp", "qp", "socp"}), module=__name__, requires=None,
     install_hint="(built in)",
     description="projected Gauss-Seidel/SOR for LCPs and dual cone programs (ours)",
-    warm_start="warm_start",
+    normalize=False, warm_start="warm_start",
 )
 
 OPTIONS = {"max_iter", "tol", "omega", "warm_start"}

@@ -156,8 +156,8 @@ def refine(program: ConicProgram, solution: Solution) -> Solution:
     if xy is None:
         return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: KKT system not solvable")
     x, y = xy[: program.n], xy[program.n:]
-    res, s, _ = conic_check(program, x, y)
-    if not res.worst < solution.residuals.worst:  # a misread active set: Newton on the natural map
+    res, s = conic_check(program, x, y)
+    if not res.relative < solution.residuals.relative:  # a misread active set: Newton on the natural map
         return _polished(program, solution, "active set not confirmed") or solution
     return dataclasses.replace(solution, x=x, y=y, s=s, residuals=res, refined=True,
                                message=f"{solution.message}; refined on {rows.size} active rows")
@@ -172,8 +172,8 @@ def _polished(program: ConicProgram, solution: Solution, why: str) -> Solution |
     x, y = polished
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         return None
-    res, s, _ = conic_check(program, x, y)
-    if not res.worst < solution.residuals.worst:
+    res, s = conic_check(program, x, y)
+    if not res.relative < solution.residuals.relative:
         return None
     return dataclasses.replace(solution, x=x, y=y, s=s, residuals=res, refined=True,
                                message=f"{solution.message}; polished by semismooth Newton ({why})")

@@ -1,0 +1,146 @@
+"""Programs in their own units: an exact rescaling applied before a solver sees a program.
+
+Solvers stop on tolerances with absolute floors (Clarabel and OSQP compare residuals with
+``eps (1 + |data|)``, Lemke accepts pivots above ``tol max(1, |column|)``): a program whose
+numbers are all far from 1 (a 1 mg box: impulses of 1e-8 N s; a cart at rest against a wall:
+a cost of 5e-16) is "solved" by them to an accuracy that is no accuracy at its own scale.
+Written in its own units, the same program has numbers near 1 and those floors do not bite.
+
+For a :class:`ConicProgram` the units are (a nondimensionalization): each variable's reach
+``D_j = |c_j| / P_jj`` (the geometric mean of the others where undefined), each cone's row scale ``E_k = 1 / max_(i in k) (|b_i| +
+sum_j |A_ij| D_j)`` (one factor per cone, so that cones stay cones) and an objective scale
+``sigma = 1 / max_j (|c_j| D_j + P_jj D_j^2)``::
+
+    P~ = sigma D P D,  c~ = sigma D c,  A~ = E A D,  b~ = E b
+    x = D x~,  s = s~ / E,  y = E y~ / sigma,
+
+and for an :class:`LCP` ``0 <= z _|_ M z + q >= 0`` with ``z = D z~`` (``D_j = |q_j| / M_jj``, else
+1)
+and rows ``E_i = 1 / (|q_i| + sum_j |M_ij| D_j)``: ``M~ = E M D``, ``q~ = E q``, ``w = w~ / E``.
+Every factor is a power of two, so the scaled program is the given one exactly (no rounding),
+and the scaling is applied only when some factor is at least ``2^THRESHOLD_EXPONENT`` away
+from 1: programs already written in units near their own are handed over untouched.
+
+A reduction in cvxpy's sense: :meth:`Normalize.apply` gives the scaled program and what
+:meth:`Normalize.invert` needs to map the solver's answer back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactopt.programs.conic import ConicProgram
+from contactopt.programs.lcp import LCP
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["THRESHOLD_EXPONENT", "Normalize", "Scaling"]
+
+#: A program is rescaled when one of its factors is at least 2^this from 1 (a factor 256).
+THRESHOLD_EXPONENT = 8
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Power-of-two factors of one program: ``column`` (n,) = D, ``row`` (m,) = E, ``objective`` = sigma
+    (1 for an LCP)."""
+
+    column: FloatArray
+    row: FloatArray
+    objective: float
+
+    def x_to_scaled(self, x: FloatArray) -> FloatArray:
+        return np.asarray(x, dtype=np.float64) / self.column
+
+
+def _power_of_two(values: FloatArray) -> FloatArray:
+    """``2^round(log2(v))`` for positive finite ``v``; 1 elsewhere."""
+    out = np.ones_like(values)
+    good = np.isfinite(values) & (values > 0.0)
+    out[good] = np.exp2(np.round(np.log2(values[good])))
+    return out
+
+
+def _reach(diagonal: FloatArray, linear: FloatArray, fallback: float | None = None) -> FloatArray:
+    """``|linear_j| / diag_j`` where both are nonzero and the ratio is not round-off (above
+    :data:`contactopt.programs.relative.FLOOR` times the largest): the size one step of the
+    applied forces gives the variable. Elsewhere ``fallback``, or the geometric mean of the
+    defined ones (1 if there are none): a variable that no force moves takes the others' unit
+    rather than one read from a round-off entry."""
+    from contactopt.programs.relative import FLOOR
+
+    reach = np.zeros_like(linear)
+    positive = diagonal > 0.0
+    reach[positive] = np.abs(linear[positive]) / diagonal[positive]
+    defined = reach > FLOOR * reach.max(initial=0.0)
+    if fallback is None:
+        fallback = float(np.exp(np.log(reach[defined]).mean())) if defined.any() else 1.0
+    reach[~defined] = fallback
+    return reach
+
+
+def _needed(*factors: FloatArray) -> bool:
+    exponents = [np.abs(np.log2(f)).max(initial=0.0) for f in factors]
+    return max(exponents) >= THRESHOLD_EXPONENT
+
+
+class Normalize:
+    """The reduction to the program's own units (module docstring)."""
+
+    name = "normalize"
+
+    def apply(self, program: ConicProgram | LCP) -> tuple[ConicProgram | LCP, Scaling] | None:
+        """The scaled program and its factors, or None when no factor is far from 1."""
+        if isinstance(program, LCP):
+            return self._apply_lcp(program)
+        return self._apply_conic(program)
+
+    @staticmethod
+    def _apply_conic(program: ConicProgram) -> tuple[ConicProgram, Scaling] | None:
+        if program.n == 0:
+            return None
+        abs_A = sp.csc_matrix((np.abs(program.A.data), program.A.indices, program.A.indptr), shape=program.A.shape)
+        diagonal = program.P.diagonal()
+        D = _power_of_two(_reach(diagonal, program.c))
+        row = np.abs(program.b) + abs_A @ D
+        E = np.ones(program.m)
+        start = 0
+        for cone in program.cones:  # one factor per cone: a scaled cone is the same cone
+            if cone.dim:
+                E[start:start + cone.dim] = row[start:start + cone.dim].max()
+            start += cone.dim
+        E = 1.0 / _power_of_two(E)
+        size = float((np.abs(program.c) * D + np.abs(diagonal) * D * D).max(initial=0.0))
+        sigma = float(1.0 / _power_of_two(np.array([size]))[0])
+        if not _needed(D, E, np.array([sigma])):
+            return None
+        Dm, Em = sp.diags(D), sp.diags(E)
+        scaled = ConicProgram(P=sp.csc_matrix(sigma * (Dm @ program.P @ Dm)), c=sigma * D * program.c,
+                              A=sp.csc_matrix(Em @ program.A @ Dm), b=E * program.b, cones=program.cones,
+                              variables=program.variables, constraints=program.constraints,
+                              metadata=program.metadata)
+        return scaled, Scaling(column=D, row=E, objective=sigma)
+
+    @staticmethod
+    def _apply_lcp(program: LCP) -> tuple[LCP, Scaling] | None:
+        if program.n == 0:
+            return None
+        abs_M = np.abs(program.M)
+        D = _power_of_two(_reach(np.diagonal(program.M), program.q, fallback=1.0))
+        E = 1.0 / _power_of_two(np.abs(program.q) + abs_M @ D)
+        if not _needed(D, E):
+            return None
+        return LCP(M=E[:, None] * program.M * D[None, :], q=E * program.q), Scaling(column=D, row=E, objective=1.0)
+
+    @staticmethod
+    def invert(x: FloatArray, y: FloatArray, scaling: Scaling) -> tuple[FloatArray, FloatArray]:
+        """The given program's ``(x, y)`` from the scaled program's (``y`` empty for an LCP)."""
+        x_out = scaling.column * np.asarray(x, dtype=np.float64)
+        y_out = np.asarray(y, dtype=np.float64)
+        if y_out.size:
+            y_out = scaling.row * y_out / scaling.objective
+        return x_out, y_out

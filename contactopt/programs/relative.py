@@ -1,0 +1,205 @@
+"""Residuals judged where they live: each one relative to the terms of its own row.
+
+A residual means something only next to the numbers it was computed from. A global scale
+(``max(1, |q|, |b|, ...)``) mixes rows of different units (velocities and impulses in one
+LCP) and makes a verdict depend on the units a scene is written in: a 1 g box whose friction
+rows carry impulses of 1e-5 N s was judged against the 200 m/s of a far corner's ``phi / h``.
+Here every residual is a componentwise backward error (Oettli and Prager, 1964; Higham,
+"Accuracy and Stability of Numerical Algorithms", 2nd ed., section 7.2): the violation of a
+row divided by the sum of the absolute values of the terms that row adds up,
+
+    primal row i:        |viol_i| / (|b_i| + sum_j |A_ij| X_j)
+    stationarity col j:  |(P x + c + A^T y)_j| / (|c_j| + sum_k |P_jk| |x_k| + sum_i |A_ij| |y_i|)
+
+where ``X_j = |x_j| + |c_j| / P_jj`` adds to ``|x_j|`` the size one step of the applied forces
+gives the variable (``v_free`` for a velocity, ``m g h``-sized impulses for an impulse): a
+contact at rest has ``phi ~ 0`` and ``v ~ 0``, and its row must still be read in the
+velocity unit the step moves things by, not in the round-off of zero. A second-order cone is
+one geometric object: its rows share the largest of their scales. Dual variables are
+measured by what they do: ``y_i`` weighs ``|y_i| sum_j |A_ij| / T_j``, its share of the
+stationarity rows it enters; complementarity of a cone is met when either side is negligible
+in its own measure, or (second-order cones) when both lie on the boundary, opposite
+(``|s . y| / (|s| |y|)`` small). The LCP ``w = M z + q`` is read the same way, row by row,
+with ``Z_j = |z_j| + |q_j| / M_jj``.
+
+Every quantity is homogeneous: multiplying a row, a variable or the objective by a positive
+constant (a change of units) leaves each ratio unchanged, so the verdict of a step does not
+depend on grams or tonnes, millimetres or kilometres. A floor of :data:`FLOOR` times the
+largest scale of the same family keeps rows that are exactly empty from dividing by zero.
+
+A diverging iterate on an infeasible program (``|x| ~ 1e11`` leaving a row violated by 0.5)
+passes a backward-error test, since ``0.5`` is round-off next to ``1e11``;
+:func:`conic_data_violation` measures the rows against the magnitudes the data alone implies
+(``X0_j = max(|c_j| / P_jj, |b_i| / |A_ij|)``) for the judge to catch it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactopt.programs.conic import ConicProgram
+from contactopt.programs.lcp import LCP
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["FLOOR", "conic_data_violation", "conic_relative", "lcp_data_violation", "lcp_relative"]
+
+#: A scale is never taken below this fraction of the largest scale of its family (rows,
+#: columns): an exactly empty row divides by the floor, not by zero.
+FLOOR = 1e-10
+
+
+def _absolute(matrix: sp.spmatrix, program: object, key: str) -> sp.csc_matrix:
+    """``|matrix|`` (same pattern), cached on the (frozen) program."""
+    cached = program.__dict__.get(key)
+    if cached is None:
+        csc_matrix = sp.csc_matrix(matrix)
+        cached = sp.csc_matrix((np.abs(csc_matrix.data), csc_matrix.indices, csc_matrix.indptr), shape=csc_matrix.shape)
+        object.__setattr__(program, key, cached)  # a cache on a frozen program
+    return cached
+
+
+def _floored(scale: FloatArray) -> FloatArray:
+    """``scale`` with :data:`FLOOR` times its largest entry as a floor (all empty: ones; the
+    floor never goes below the smallest normal number, so that its reciprocal is finite)."""
+    top = float(scale.max(initial=0.0))
+    if not top > 0.0:
+        return np.ones_like(scale)
+    return np.maximum(scale, max(FLOOR * top, 1.0 / np.finfo(np.float64).max))
+
+
+def _share(values: FloatArray, weight: FloatArray) -> FloatArray:
+    """``values * weight`` with exact zeros kept (a weight may overflow to inf)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(values == 0.0, 0.0, values * weight)
+
+
+def _diagonal_reach(diagonal: FloatArray, numerator: FloatArray) -> FloatArray:
+    """``numerator / diagonal`` where the diagonal is positive, else 0."""
+    out = np.zeros_like(numerator)
+    positive = diagonal > 0.0
+    out[positive] = numerator[positive] / diagonal[positive]
+    return out
+
+
+def _soc_ratio(s: FloatArray, y: FloatArray) -> FloatArray:
+    """``|s . y| / (|s| |y|)`` per row of (count, dim) blocks; 0 where a side is zero."""
+    dot = np.abs(np.einsum("cd,cd->c", s, y))
+    norms = np.linalg.norm(s, axis=1) * np.linalg.norm(y, axis=1)
+    return np.where(norms > 0.0, dot / np.where(norms > 0.0, norms, 1.0), 0.0)
+
+
+def conic_relative(program: ConicProgram, x: FloatArray, y: FloatArray, s: FloatArray,
+                   stationarity: FloatArray, objective_terms: tuple[float, float, float], gap: float) -> float:
+    """The worst relative residual of a finite ``(x, y)`` with ``s = b - A x`` and
+    ``stationarity = P x + c + A^T y`` (see the module docstring); ``objective_terms`` are
+    ``(x'Px, c'x, b'y)``: the duality gap is measured against their absolute values plus
+    ``sum_j X_j T_j`` (an optimum whose objective is zero, a box at rest, still has a size)."""
+    from contactopt.programs.residuals import cone_row_indices
+
+    abs_A = _absolute(program.A, program, "_abs_A")
+    abs_P = _absolute(program.P, program, "_abs_P")
+    abs_x, abs_y = np.abs(x), np.abs(y)
+    reach = abs_x + _diagonal_reach(program.P.diagonal(), np.abs(program.c))
+    row_scale = _floored(np.abs(program.b) + abs_A @ reach)
+    column_scale = _floored(np.abs(program.c) + abs_P @ abs_x + abs_A.T @ abs_y)
+    with np.errstate(over="ignore"):
+        y_weight = abs_A @ (1.0 / column_scale)  # |y_i| y_weight_i: y_i's share of its stationarity rows
+
+    worst = float((np.abs(stationarity) / column_scale).max(initial=0.0))
+    zero, nonneg, socs = cone_row_indices(program)
+    if zero.size:
+        worst = max(worst, float((np.abs(s[zero]) / row_scale[zero]).max()))
+    if nonneg.size:
+        s_rel = s[nonneg] / row_scale[nonneg]
+        y_rel = _share(y[nonneg], y_weight[nonneg])
+        worst = max(worst, float(-s_rel.min()), float(-y_rel.min()),
+                    float(np.minimum(np.abs(s_rel), np.abs(y_rel)).max()))
+    for rows in socs:  # (count, dim) row indices per SOC dimension
+        s_block, y_block = s[rows], y[rows]
+        block_scale = row_scale[rows].max(axis=1)
+        block_weight = y_weight[rows].max(axis=1)
+        s_norm = np.linalg.norm(s_block, axis=1)
+        y_norm = np.linalg.norm(y_block, axis=1)
+        primal = (np.linalg.norm(s_block[:, 1:], axis=1) - s_block[:, 0]) / block_scale
+        dual = _share(np.linalg.norm(y_block[:, 1:], axis=1) - y_block[:, 0], block_weight)
+        complementarity = np.minimum(np.minimum(s_norm / block_scale, _share(y_norm, block_weight)),
+                                     _soc_ratio(s_block, y_block))
+        worst = max(worst, float(primal.max()), float(dual.max()), float(complementarity.max()))
+    size = sum(abs(term) for term in objective_terms) + float(reach @ column_scale)
+    if size > 0.0:  # the objective's terms, or what they amount to at the variables' reach
+        worst = max(worst, abs(gap) / size)
+    return worst
+
+
+def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) -> float:
+    """The worst primal row violation of ``x`` relative to the magnitudes the data alone
+    implies: ``|b_i| + sum_j |A_ij| X0_j`` with ``X0_j = max(|c_j| / P_jj, max_i |b_i| / |A_ij|)``
+    (a diverging iterate's round-off is not a data-sized residual)."""
+    from contactopt.programs.residuals import cone_row_indices
+
+    zero, nonneg, socs = cone_row_indices(program)
+    violation = np.zeros(program.m)
+    violation[zero] = np.abs(s[zero])
+    violation[nonneg] = np.maximum(0.0, -s[nonneg])
+    for rows in socs:
+        violation[rows[:, 0]] = np.maximum(0.0, np.linalg.norm(s[rows[:, 1:]], axis=1) - s[rows[:, 0]])
+    if not violation.any():
+        return 0.0
+    abs_A = _absolute(program.A, program, "_abs_A")
+    b_reach = _column_max(abs_A, np.abs(program.b))
+    reach = np.maximum(_diagonal_reach(program.P.diagonal(), np.abs(program.c)), b_reach)
+    data_scale = _floored(np.abs(program.b) + abs_A @ reach)
+    return float((violation / data_scale).max())
+
+
+def _column_max(abs_matrix: sp.csc_matrix, rhs: FloatArray) -> FloatArray:
+    """``max_i rhs_i / |A_ij|`` per column ``j`` over the stored nonzeros."""
+    out = np.zeros(abs_matrix.shape[1])
+    if abs_matrix.nnz == 0:
+        return out
+    nonzero = abs_matrix.data > 0.0
+    ratio = np.zeros_like(abs_matrix.data)
+    ratio[nonzero] = rhs[abs_matrix.indices[nonzero]] / abs_matrix.data[nonzero]
+    counts = np.diff(abs_matrix.indptr)
+    filled = counts > 0
+    out[filled] = np.maximum.reduceat(ratio, abs_matrix.indptr[:-1][filled])
+    return out
+
+
+def lcp_relative(lcp: LCP, z: FloatArray, w: FloatArray) -> float:
+    """The worst relative residual of a finite ``z`` for ``0 <= z  _|_  w = M z + q >= 0``:
+    each row of ``w`` against ``|q_i| + sum_j |M_ij| Z_j`` (``Z_j = |z_j| + |q_j| / M_jj``),
+    each ``z_j`` by its share of the rows it enters, complementarity met when either side is
+    negligible in its own measure."""
+    abs_M, q = _abs_dense(lcp), lcp.q
+    reach = np.abs(z) + _diagonal_reach(np.diagonal(lcp.M), np.abs(q))
+    row_scale = _floored(np.abs(q) + abs_M @ reach)
+    with np.errstate(over="ignore"):
+        z_weight = (1.0 / row_scale) @ abs_M  # z_j's share of the rows it enters
+    w_rel = w / row_scale
+    z_rel = _share(z, z_weight)
+    return max(float(-w_rel.min(initial=0.0)), float(-z_rel.min(initial=0.0)),
+               float(np.minimum(np.abs(w_rel), np.abs(z_rel)).max(initial=0.0)))
+
+
+def lcp_data_violation(lcp: LCP, z: FloatArray, w: FloatArray) -> float:
+    """The worst violation of ``w >= 0`` relative to ``|q_i| + sum_j |M_ij| Z0_j`` with the
+    data-implied ``Z0_j = |q_j| / M_jj`` (see :func:`conic_data_violation`)."""
+    violation = np.maximum(0.0, -w)
+    if not violation.any():
+        return 0.0
+    reach = _diagonal_reach(np.diagonal(lcp.M), np.abs(lcp.q))
+    data_scale = _floored(np.abs(lcp.q) + _abs_dense(lcp) @ reach)
+    return float((violation / data_scale).max())
+
+
+def _abs_dense(lcp: LCP) -> FloatArray:
+    """``|M|`` of an LCP (dense, like ``M``), cached on the frozen program."""
+    cached = lcp.__dict__.get("_abs_M")
+    if cached is None:
+        cached = np.abs(lcp.M)
+        object.__setattr__(lcp, "_abs_M", cached)  # a cache on a frozen program
+    return cached
