@@ -6,16 +6,19 @@ numbers are all far from 1 (a 1 mg box: impulses of 1e-8 N s; a cart at rest aga
 a cost of 5e-16) is "solved" by them to an accuracy that is no accuracy at its own scale.
 Written in its own units, the same program has numbers near 1 and those floors do not bite.
 
-For a :class:`ConicProgram` the units are (a nondimensionalization): each variable's reach
-``D_j = |c_j| / P_jj`` (the geometric mean of the others where undefined), each cone's row scale ``E_k = 1 / max_(i in k) (|b_i| +
-sum_j |A_ij| D_j)`` (one factor per cone, so that cones stay cones) and an objective scale
-``sigma = 1 / max_j (|c_j| D_j + P_jj D_j^2)``::
+For a :class:`ConicProgram` the units are three scalars (a nondimensionalization; an
+interior-point solver's own equilibration takes care of the ratios between rows and between
+variables, but not of the program's overall size, which its absolute floors compare with):
+the variables' unit ``alpha`` (the geometric mean of the reaches ``|c_j| / P_jj``, the size one
+step of the applied forces gives a variable), the rows' unit ``1 / beta`` (the geometric mean
+of ``|b_i| + alpha sum_j |A_ij|``) and the objective's ``1 / sigma`` (``max_j |c_j| alpha +
+P_jj alpha^2``)::
 
-    P~ = sigma D P D,  c~ = sigma D c,  A~ = E A D,  b~ = E b
-    x = D x~,  s = s~ / E,  y = E y~ / sigma,
+    P~ = sigma alpha^2 P,  c~ = sigma alpha c,  A~ = beta alpha A,  b~ = beta b
+    x = alpha x~,  s = s~ / beta,  y = beta y~ / sigma,
 
-and for an :class:`LCP` ``0 <= z _|_ M z + q >= 0`` with ``z = D z~`` (``D_j = |q_j| / M_jj``, else
-1)
+and for an :class:`LCP` ``0 <= z _|_ M z + q >= 0``, whose pivoting has no equilibration of its
+own, one factor per variable and per row: ``z = D z~`` (``D_j = |q_j| / M_jj``, else 1)
 and rows ``E_i = 1 / (|q_i| + sum_j |M_ij| D_j)``: ``M~ = E M D``, ``q~ = E q``, ``w = w~ / E``.
 Every factor is a power of two, so the scaled program is the given one exactly (no rounding),
 and the scaling is applied only when some factor is at least ``2^THRESHOLD_EXPONENT`` away
@@ -35,6 +38,7 @@ from numpy.typing import NDArray
 
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.lcp import LCP
+from contactopt.programs.relative import FLOOR
 
 FloatArray = NDArray[np.float64]
 
@@ -71,8 +75,6 @@ def _reach(diagonal: FloatArray, linear: FloatArray, fallback: float | None = No
     applied forces gives the variable. Elsewhere ``fallback``, or the geometric mean of the
     defined ones (1 if there are none): a variable that no force moves takes the others' unit
     rather than one read from a round-off entry."""
-    from contactopt.programs.relative import FLOOR
-
     reach = np.zeros_like(linear)
     positive = diagonal > 0.0
     reach[positive] = np.abs(linear[positive]) / diagonal[positive]
@@ -81,6 +83,12 @@ def _reach(diagonal: FloatArray, linear: FloatArray, fallback: float | None = No
         fallback = float(np.exp(np.log(reach[defined]).mean())) if defined.any() else 1.0
     reach[~defined] = fallback
     return reach
+
+
+def _geometric_mean(values: FloatArray) -> float:
+    """The power of two nearest the geometric mean of the positive finite ``values`` (1 if none)."""
+    good = values[np.isfinite(values) & (values > 0.0)]
+    return float(np.exp2(np.round(np.log2(good).mean()))) if good.size else 1.0
 
 
 def _needed(*factors: FloatArray) -> bool:
@@ -105,25 +113,18 @@ class Normalize:
             return None
         abs_A = sp.csc_matrix((np.abs(program.A.data), program.A.indices, program.A.indptr), shape=program.A.shape)
         diagonal = program.P.diagonal()
-        D = _power_of_two(_reach(diagonal, program.c))
-        row = np.abs(program.b) + abs_A @ D
-        E = np.ones(program.m)
-        start = 0
-        for cone in program.cones:  # one factor per cone: a scaled cone is the same cone
-            if cone.dim:
-                E[start:start + cone.dim] = row[start:start + cone.dim].max()
-            start += cone.dim
-        E = 1.0 / _power_of_two(E)
-        size = float((np.abs(program.c) * D + np.abs(diagonal) * D * D).max(initial=0.0))
-        sigma = float(1.0 / _power_of_two(np.array([size]))[0])
-        if not _needed(D, E, np.array([sigma])):
+        alpha = _geometric_mean(_reach(diagonal, program.c))
+        rows = np.abs(program.b) + alpha * (abs_A @ np.ones(program.n))
+        beta = 1.0 / _geometric_mean(rows[rows > FLOOR * rows.max(initial=0.0)])
+        size = float((np.abs(program.c) * alpha + np.abs(diagonal) * alpha * alpha).max(initial=0.0))
+        sigma = 1.0 / _geometric_mean(np.array([size]))
+        if not _needed(np.array([alpha, beta, sigma])):
             return None
-        Dm, Em = sp.diags(D), sp.diags(E)
-        scaled = ConicProgram(P=sp.csc_matrix(sigma * (Dm @ program.P @ Dm)), c=sigma * D * program.c,
-                              A=sp.csc_matrix(Em @ program.A @ Dm), b=E * program.b, cones=program.cones,
+        scaled = ConicProgram(P=sp.csc_matrix((sigma * alpha * alpha) * program.P), c=(sigma * alpha) * program.c,
+                              A=sp.csc_matrix((beta * alpha) * program.A), b=beta * program.b, cones=program.cones,
                               variables=program.variables, constraints=program.constraints,
                               metadata=program.metadata)
-        return scaled, Scaling(column=D, row=E, objective=sigma)
+        return scaled, Scaling(column=np.full(program.n, alpha), row=np.full(program.m, beta), objective=sigma)
 
     @staticmethod
     def _apply_lcp(program: LCP) -> tuple[LCP, Scaling] | None:
