@@ -60,3 +60,12 @@ class ContactoptWarning(UserWarning):
 
 class PartialTrajectoryWarning(ContactoptWarning):
     """``simulate`` returned a trajectory that stopped before its duration (see its ``message``)."""
+
+
+class OutputError(ContactoptError, OSError):
+    """An output path cannot be written (no permission, a file where a folder is expected, a
+    missing or read-only parent, ...): the message names the path and the reason."""
+
+
+class StoredCellWarning(ContactoptWarning):
+    """A stored compare cell is missing, altered or unreadable and is being recomputed."""

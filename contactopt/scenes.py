@@ -38,6 +38,7 @@ from contactopt.control import ControlSpec, parse_control
 from contactopt.errors import ContactoptError, SceneError
 from contactopt.mujoco.suite import SUITE_PREFIX, suite_path
 from contactopt.observables import Observable, parse_observables
+from contactopt.outputs import unsafe_name_reason
 from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError, System
 
@@ -146,6 +147,16 @@ def load_scene(path: str | Path) -> Scene:
         raise SceneError(f"{path}: {exc}") from exc
 
 
+def _scene_name(meta: dict[str, Any], path: Path) -> str:
+    """``scene.name``, which becomes part of output paths (``runs/NAME-...``): one safe file-name
+    component, so that no scene file can make a run write outside its output folder."""
+    name = validate.string(meta.get("name", path.stem), "scene.name")
+    reason = unsafe_name_reason(name)
+    if reason is not None:
+        raise SceneError(f"{path}: scene.name: {name!r} cannot name output files: {reason}")
+    return name
+
+
 #: Defaults of a scene made directly from an MJCF file (``contactopt run model.xml``).
 MJCF_DURATION, MJCF_FORMULATION, MJCF_SOLVER = 1.0, "regularized", "clarabel"
 
@@ -233,7 +244,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         duration=_scene_number(meta, "duration", positive=True),
         formulation=formulation, solver=solver, options=options,
         solver_options=validate.table(data, "solver_options"),
-        name=validate.string(meta.get("name", path.stem), "scene.name"),
+        name=_scene_name(meta, path),
         description=validate.string(meta.get("description", ""), "scene.description"), source=path,
         control=(parse_control(validate.table(data, "control"), system, path.parent)
                  if "control" in data else None),
