@@ -23,6 +23,7 @@ from contactopt._version import __version__
 from contactopt.cli.common import _options, _Parser, positive_float
 from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
+from contactopt.outputs import output_errors, safe_component, writable_file, writable_folder
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, load_scene, problems_dir
@@ -102,8 +103,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation
     solver = args.solver or scene.solver  # the folder name; simulate may replace a scene default
-    out = Path(args.out) if args.out else Path("runs") / (
-        f"{scene.name}-{formulation}-{solver.replace(':', '_')}")
+    out = writable_folder(Path(args.out) if args.out else Path("runs") / safe_component(
+        f"{scene.name}-{formulation}-{solver.replace(':', '_')}"))
     with warnings.catch_warnings():
         warnings.simplefilter("once")
         warnings.simplefilter("ignore", PartialTrajectoryWarning)  # reported below, exit 3
@@ -117,12 +118,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             path = partial.save(out / "trajectory.npz")
             raise SimulationError(f"{exc} (the {len(partial.steps)} finished steps are in {path})",
                                   partial) from exc
-    out.mkdir(parents=True, exist_ok=True)
     traj_path = traj.save(out / "trajectory.npz")
     row = _summary_row(scene, traj)
-    (out / "summary.json").write_text(json.dumps(
-        {**{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()},
-         "info": traj.info, "message": traj.message}, indent=2, default=str))
+    with output_errors(out / "summary.json", "summary file"):
+        (out / "summary.json").write_text(json.dumps(
+            {**{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()},
+             "info": traj.info, "message": traj.message}, indent=2, default=str))
     written = [traj_path, out / "summary.json"]
     if not args.no_plot:
         from contactopt.analysis.plotting import plot_trajectory
@@ -172,6 +173,8 @@ def _cmd_program(args: argparse.Namespace) -> int:
     q, v, t = scene.q0, scene.v0, 0.0
     if args.step < 0:
         raise OptionError(f"--step must be a step index >= 0, got {args.step}")
+    if args.out:  # checked before the steps up to --step are simulated
+        writable_file(args.out if str(args.out).endswith(".npz") else f"{args.out}.npz", "program file")
     if args.step > 0:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -204,11 +207,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         dts = [float(x) for x in _split(args.dt) or []] or None
     except ValueError as exc:
         raise OptionError(f"--dt: expected comma-separated numbers, got {args.dt!r}") from exc
-    out = Path(args.out) if args.out else Path("runs") / f"compare-{scene.name}"
+    out = writable_folder(Path(args.out) if args.out else Path("runs") / safe_component(f"compare-{scene.name}"))
+    if args.render:
+        writable_file(args.render, "video file")
     table, traces = compare(scene, formulations, solver_names, dts, args.duration,
                             solver_options=_options(args.solver_option), executor=args.executor,
                             address=args.address, workers=args.workers, out=out,
-                            progress=not args.no_progress, return_traces=True)
+                            progress=not args.no_progress, return_traces=True,
+                            cell_time_limit=args.cell_time_limit)
     columns = summary_columns(table)
     shown = table[columns].copy()
     if "time_per_step" in shown:
@@ -299,6 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--address", help="address of an existing Dask scheduler (implies --executor dask)")
     p_cmp.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     p_cmp.add_argument("--solver-option", action="append", metavar="KEY=VALUE", help="passed to every solver")
+    p_cmp.add_argument("--cell-time-limit", type=positive_float, metavar="S",
+                       help="stop a run after S seconds of wall time: it becomes an error row 'time limit S s "
+                       "reached' with the metrics of its finished steps; the other runs go on")
     p_cmp.add_argument("--no-plot", action="store_true", help="skip figures and report")
     p_cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p_cmp.set_defaults(func=_cmd_compare)

@@ -6,7 +6,6 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from contactopt.analysis.bench import (
@@ -17,6 +16,7 @@ from contactopt.analysis.bench import (
     run_benchmark,
     summarize,
 )
+from contactopt.outputs import output_errors, writable_folder
 from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
@@ -64,15 +64,15 @@ def run_bench(args: argparse.Namespace) -> int:
     profiles = _split(args.profiles, "default")
     for name in profiles:
         get_profile(name)
-    out = Path(args.out)
+    out = writable_folder(args.out)  # before the solves, so that none of them is lost
     start = time.perf_counter()
     df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress,
                        fclib_form=args.fclib_form)
     summary = summarize(df)
-    out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.csv", out / "summary.csv"]
-    df.to_csv(written[0], index=False)
-    summary.to_csv(written[1], index=False)
+    with output_errors(out, "output folder"):
+        df.to_csv(written[0], index=False)
+        summary.to_csv(written[1], index=False)
     if not args.no_plot:
         written.append(performance_profile(df, out / "performance_profile.png"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):

@@ -11,6 +11,7 @@ from typing import Any
 from contactopt.analysis.export import FORMATS, export_run, parse_formats
 from contactopt.cli.common import _options, positive_float
 from contactopt.errors import ContactoptError
+from contactopt.outputs import safe_component, writable_folder
 
 # --- command line ---------------------------------------------------------------------------
 
@@ -54,7 +55,8 @@ def run_export(args: argparse.Namespace) -> int:
     formats = parse_formats(args.format) if args.format else None
     options = _options(args.option)
     formulation = args.formulation or scene.formulation
-    out = Path(args.out) if args.out else Path("exports") / f"{scene.name}-{formulation}"
+    out = writable_folder(Path(args.out) if args.out
+                          else Path("exports") / safe_component(f"{scene.name}-{formulation}"))
     with warnings.catch_warnings():
         warnings.simplefilter("once")
         traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from contactopt.analysis.render import MIN_SIZE, RENDERERS, Panel, RenderResult, render
 from contactopt.cli.common import _options, positive_float
 from contactopt.errors import ContactoptError, ContactoptWarning, OptionError, PartialTrajectoryWarning, SimulationError
+from contactopt.outputs import output_errors, safe_component, writable_file
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, find_problem, load_scene, problems_dir
 from contactopt.simulate import simulate
@@ -157,7 +158,8 @@ def _simulate(scene: Scene, formulation: str | None, solver: str | None, dt: flo
 
 def _render(panels: Trajectory | list[Panel], system: System, out: Path, args: argparse.Namespace,
             title: str) -> RenderResult:
-    with warnings.catch_warnings():
+    writable_file(out, "video file")
+    with warnings.catch_warnings(), output_errors(out, "video file"):
         warnings.simplefilter("ignore", ContactoptWarning)  # the fallback note is printed below
         result = render(panels, system, out, fps=args.fps, size=args.size, stride=args.stride,
                         renderer=args.renderer, forces=not args.no_forces, title=title,
@@ -182,10 +184,12 @@ def _cmd_render(args: argparse.Namespace) -> int:
         if args.scene is not None:
             raise OptionError(f"--scene: only for a saved run; {args.target} is a scene")
         scene = load_scene(args.target)
+        if args.out:  # before simulating, so that an unwritable path costs nothing
+            writable_file(args.out, "video file")
         traj = _simulate(scene, args.formulation, args.solver, args.dt, args.duration, _options(args.option),
                          not args.no_progress)
         system, scene_name = scene.system, scene.name
-        folder = f"{scene.name}-{traj.info['formulation']}-{str(traj.info['solver']).replace(':', '_')}"
+        folder = safe_component(f"{scene.name}-{traj.info['formulation']}-{str(traj.info['solver']).replace(':', '_')}")
         out = Path(args.out) if args.out else Path("runs") / folder / "video.mp4"
     title = f"{scene_name}: {traj.info.get('formulation', '?')} / {traj.info.get('solver', '?')}"
     _render(traj, system, out, args, title)

@@ -82,7 +82,8 @@ def checked_csc_parts(data: Any, indices: Any, indptr: Any, shape: tuple[int, in
         bad = row_index[(row_index < 0) | (row_index >= rows)]
         raise _bad(where, indices_name, f"row index {int(bad[0])} out of range [0, {rows})")
     index_type = np.int32 if max(rows, nnz) < np.iinfo(np.int32).max else np.int64
-    matrix = sp.csc_matrix((values, row_index.astype(index_type), pointers.astype(index_type)), shape=(rows, cols))
+    parts: Any = (values, row_index.astype(index_type), pointers.astype(index_type))
+    matrix = sp.csc_matrix(parts, shape=(rows, cols))
     matrix.sum_duplicates()  # sorted, without duplicates: what OSQP and Clarabel assume
     return matrix
 
