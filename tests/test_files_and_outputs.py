@@ -4,6 +4,7 @@ paths that fail in one line before the work, and scene names that stay in their 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -128,10 +129,8 @@ def test_killing_compare_leaves_no_orphaned_pool_worker(tmp_path: Path) -> None:
         assert not [pid for pid in workers if _alive(pid)]
     finally:
         for pid in [parent.pid, *workers]:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
 
 
 # --- time limit per cell -------------------------------------------------------------------
@@ -279,4 +278,4 @@ def test_a_scene_object_with_an_escaping_name_still_writes_inside_runs(tmp_path:
     code, err = _cli("run", "cart_wall", "--no-plot", "--no-progress")
     assert code == 0, err
     assert not list(tmp_path.parent.parent.glob("escaped*"))
-    assert [p.name for p in (tmp_path / "runs").iterdir()][0].endswith("escaped-gauss-clarabel")
+    assert next(p.name for p in (tmp_path / "runs").iterdir()).endswith("escaped-gauss-clarabel")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from contactopt.errors import StoredCellWarning
+from contactopt.errors import OutputError, StoredCellWarning
 from contactopt.outputs import output_errors
 
 if TYPE_CHECKING:
@@ -87,7 +87,17 @@ class CellStore:
             _write_atomically(self.index_path, payload.encode())
 
     def store(self, ident: str, row: Mapping[str, Any], trace: pd.DataFrame) -> None:
-        """Write the cell's files, then record their hashes in the index."""
+        """Write the cell's files, then record their hashes in the index. A cell that cannot be
+        written is said in one warning and not recorded (a re-run computes it again); the
+        sweep goes on and its tables still hold the cell, so nothing computed is lost."""
+        try:
+            self._store(ident, row, trace)
+        except OutputError as exc:
+            self.index.pop(ident, None)
+            warnings.warn(f"compare: cannot store the cell {ident}: {exc}; it stays in this run's tables and is "
+                          "recomputed by the next one", StoredCellWarning, stacklevel=3)
+
+    def _store(self, ident: str, row: Mapping[str, Any], trace: pd.DataFrame) -> None:
         row_path, trace_path = self.cells / f"{ident}.json", self.cells / f"{ident}.parquet"
         with output_errors(row_path, "cell file"):
             _write_atomically(row_path, json.dumps(row, default=_json_default).encode())
@@ -116,7 +126,12 @@ class CellStore:
             if not path.exists():
                 self._recompute(path, "the file is missing")
                 return None
-            if _digest(path) != digest:
+            try:
+                found = _digest(path)
+            except OSError as exc:  # a folder in its place, no permission
+                self._recompute(path, f"cannot read it: {exc.strerror or exc}")
+                return None
+            if found != digest:
                 self._recompute(path, f"its content differs from the hash recorded in {self.index_path.name}")
                 return None
         if row_path.name not in recorded:

@@ -257,7 +257,7 @@ def compare(
         row["cell"] = ident
         rows[ident], traces[ident] = row, trace
         if store is not None and row["status"] != "error":
-            store.store(ident, row, trace)
+            store.store(ident, row, trace)  # a cell it cannot write is said, and stays in the tables
 
     bar = _bar(len(todo), f"compare {scene.name}", progress)
     try:
