@@ -20,7 +20,8 @@ from pathlib import Path
 
 from contactopt.errors import OutputError
 
-__all__ = ["output_errors", "safe_component", "unsafe_name_reason", "writable_file", "writable_folder"]
+__all__ = ["output_errors", "prepared_folder", "safe_component", "unsafe_name_reason", "writable_file",
+           "writable_folder"]
 
 _REASONS = {errno.EEXIST: "a file is in the way of the folder", errno.ENOTDIR: "a file is in the way of a folder",
             errno.EISDIR: "it is a folder", errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
@@ -62,6 +63,22 @@ def writable_folder(path: str | Path, what: str = "output folder") -> Path:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".contactopt-probe-"):
             pass
     return folder
+
+
+@contextlib.contextmanager
+def prepared_folder(path: str | Path, what: str = "output folder") -> Iterator[Path]:
+    """:func:`writable_folder` for a block that may still refuse its input: a folder made
+    here and left empty by a block that raises is removed, so a refused command leaves no trace."""
+    folder = Path(path)
+    made = not folder.exists()
+    writable_folder(folder, what)
+    try:
+        yield folder
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only if still empty
+        raise
 
 
 def writable_file(path: str | Path, what: str = "output file") -> Path:

@@ -16,7 +16,7 @@ from contactopt.analysis.bench import (
     run_benchmark,
     summarize,
 )
-from contactopt.outputs import output_errors, writable_folder
+from contactopt.outputs import output_errors, prepared_folder
 from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
@@ -64,10 +64,10 @@ def run_bench(args: argparse.Namespace) -> int:
     profiles = _split(args.profiles, "default")
     for name in profiles:
         get_profile(name)
-    out = writable_folder(args.out)  # before the solves, so that none of them is lost
     start = time.perf_counter()
-    df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress,
-                       fclib_form=args.fclib_form)
+    with prepared_folder(args.out) as out:  # checked before the solves, so that none of them is lost
+        df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress,
+                           fclib_form=args.fclib_form)
     summary = summarize(df)
     written = [out / "results.csv", out / "summary.csv"]
     with output_errors(out, "output folder"):
