@@ -23,7 +23,7 @@ from contactopt._version import __version__
 from contactopt.cli.common import _options, _Parser, positive_float
 from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
-from contactopt.outputs import output_errors, safe_component, writable_file, writable_folder
+from contactopt.outputs import output_errors, prepared_folder, safe_component, writable_file
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, load_scene, problems_dir
@@ -103,9 +103,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation
     solver = args.solver or scene.solver  # the folder name; simulate may replace a scene default
-    out = writable_folder(Path(args.out) if args.out else Path("runs") / safe_component(
-        f"{scene.name}-{formulation}-{solver.replace(':', '_')}"))
-    with warnings.catch_warnings():
+    out_path = Path(args.out) if args.out else Path("runs") / safe_component(
+        f"{scene.name}-{formulation}-{solver.replace(':', '_')}")
+    with prepared_folder(out_path) as out, warnings.catch_warnings():  # --out checked before the run
         warnings.simplefilter("once")
         warnings.simplefilter("ignore", PartialTrajectoryWarning)  # reported below, exit 3
         try:
@@ -207,14 +207,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         dts = [float(x) for x in _split(args.dt) or []] or None
     except ValueError as exc:
         raise OptionError(f"--dt: expected comma-separated numbers, got {args.dt!r}") from exc
-    out = writable_folder(Path(args.out) if args.out else Path("runs") / safe_component(f"compare-{scene.name}"))
-    if args.render:
-        writable_file(args.render, "video file")
-    table, traces = compare(scene, formulations, solver_names, dts, args.duration,
-                            solver_options=_options(args.solver_option), executor=args.executor,
-                            address=args.address, workers=args.workers, out=out,
-                            progress=not args.no_progress, return_traces=True,
-                            cell_time_limit=args.cell_time_limit)
+    out_path = Path(args.out) if args.out else Path("runs") / safe_component(f"compare-{scene.name}")
+    with prepared_folder(out_path) as out:  # --out (and --render) checked before the runs
+        if args.render:
+            writable_file(args.render, "video file")
+        table, traces = compare(scene, formulations, solver_names, dts, args.duration,
+                                solver_options=_options(args.solver_option), executor=args.executor,
+                                address=args.address, workers=args.workers, out=out,
+                                progress=not args.no_progress, return_traces=True,
+                                cell_time_limit=args.cell_time_limit)
     columns = summary_columns(table)
     shown = table[columns].copy()
     if "time_per_step" in shown:

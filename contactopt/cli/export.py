@@ -11,7 +11,7 @@ from typing import Any
 from contactopt.analysis.export import FORMATS, export_run, parse_formats
 from contactopt.cli.common import _options, positive_float
 from contactopt.errors import ContactoptError
-from contactopt.outputs import safe_component, writable_folder
+from contactopt.outputs import prepared_folder, safe_component
 
 # --- command line ---------------------------------------------------------------------------
 
@@ -55,9 +55,8 @@ def run_export(args: argparse.Namespace) -> int:
     formats = parse_formats(args.format) if args.format else None
     options = _options(args.option)
     formulation = args.formulation or scene.formulation
-    out = writable_folder(Path(args.out) if args.out
-                          else Path("exports") / safe_component(f"{scene.name}-{formulation}"))
-    with warnings.catch_warnings():
+    out_path = Path(args.out) if args.out else Path("exports") / safe_component(f"{scene.name}-{formulation}")
+    with prepared_folder(out_path) as out, warnings.catch_warnings():  # --out checked before the run
         warnings.simplefilter("once")
         traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,
                         duration=args.duration, options=options, progress=not args.no_progress)
