@@ -70,7 +70,8 @@ def prepared_folder(path: str | Path, what: str = "output folder") -> Iterator[P
     """:func:`writable_folder` for a block that may still refuse its input: a folder made
     here and left empty by a block that raises is removed, so a refused command leaves no trace."""
     folder = Path(path)
-    made = not folder.exists()
+    with output_errors(folder, what):  # exists() itself fails on a name too long
+        made = not folder.exists()
     writable_folder(folder, what)
     try:
         yield folder

@@ -15,7 +15,8 @@ syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational``,
 row) get one cell per step size, with solver ``-``.
 
 Sweeps are resumable: with an output folder every finished cell is stored under
-``cells/`` as soon as it completes, and a re-run loads it instead of recomputing it. A cell
+``cells/`` as soon as it completes, and a re-run loads it instead of recomputing it (when its
+files are the ones whose hashes ``cells-index.json`` records: :mod:`~contactopt.analysis.cells`). A cell
 that raises becomes a row with ``status = "error"`` (not cached, so a re-run retries it); it
 never stops the sweep or loses the other rows.
 """
