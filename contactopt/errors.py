@@ -60,3 +60,8 @@ class ContactoptWarning(UserWarning):
 
 class PartialTrajectoryWarning(ContactoptWarning):
     """``simulate`` returned a trajectory that stopped before its duration (see its ``message``)."""
+
+
+class InitialPenetrationWarning(ContactoptWarning):
+    """The initial state of a run has bodies inside each other or the ground beyond the
+    tolerance (:mod:`contactopt.integrators.initial_penetration`)."""
