@@ -91,7 +91,7 @@ def parse_ground(table: Any, ground_on: bool) -> GroundPlane:
               else HORIZONTAL_GROUND.normal)
     length = float(np.linalg.norm(normal))
     if not (math.isfinite(length) and length > 1e-12):
-        raise ParameterError("system.ground_normal", f"system.ground_normal: {list(normal)} has no direction; "
+        raise ParameterError("system.ground_normal", f"system.ground_normal: {normal.tolist()} has no direction; "
                              "give the plane's normal [nx, ny, nz] pointing to the free side")
     point = (validate.vector(table["ground_point"], "system.ground_point", 3) if "ground_point" in table
              else HORIZONTAL_GROUND.point)
