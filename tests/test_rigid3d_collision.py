@@ -250,6 +250,6 @@ def test_malformed_ground_normal_is_one_line(tmp_path: Path, value: str, fragmen
     path = tmp_path / "bad.toml"
     path.write_text(text.replace("ground_normal = [-0.49999999999999994, 0.0, 0.8660254037844387]",
                                  f"ground_normal = {value}"))
-    with pytest.raises(SceneError, match="system.ground_normal") as info:
+    with pytest.raises(SceneError, match=r"system\.ground_normal") as info:
         co.load_scene(path)
     assert fragment in str(info.value) and "\n" not in str(info.value)

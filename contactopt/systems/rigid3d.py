@@ -386,7 +386,7 @@ class Rigid3D(System):
         """One line: the bodies, gravity, ground and contact parameters."""
         bodies = ", ".join(f"{b.name}:{b.shape}(m={b.mass:g})" for b in self.bodies)
         gravity = ", ".join(f"{g:g}" for g in self.gravity)
-        plane = "" if self._horizontal else (
-            f" n=[{', '.join(f'{x:g}' for x in self.plane.normal)}] p0=[{', '.join(f'{x:g}' for x in self.plane.point)}]")
+        normal, point = (", ".join(f"{x:g}" for x in vector) for vector in (self.plane.normal, self.plane.point))
+        plane = "" if self._horizontal else f" n=[{normal}] p0=[{point}]"
         return (f"{self.type_name}({bodies}; g=[{gravity}], ground={self.ground}{plane}; "
                 f"mu={self.mu:g}, e={self.restitution:g})")
