@@ -253,3 +253,13 @@ def test_malformed_ground_normal_is_one_line(tmp_path: Path, value: str, fragmen
     with pytest.raises(SceneError, match=r"system\.ground_normal") as info:
         co.load_scene(path)
     assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_system_with_box_pairs_pickles_for_process_pools() -> None:
+    """The collider's MuJoCo model is rebuilt on unpickling (compare's process pool, Dask)."""
+    import pickle
+
+    scene = co.load_scene(ROOT / "problems" / "box_stack.toml")
+    copy = pickle.loads(pickle.dumps(scene))
+    np.testing.assert_array_equal(copy.system.contacts(copy.q0).J_dense, scene.system.contacts(scene.q0).J_dense)
+    assert copy.system.contact_names(copy.q0) == scene.system.contact_names(scene.q0)

@@ -28,6 +28,7 @@ when the system is built, naming the two bodies and the install hint.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,6 +134,7 @@ class PairCollider:
     def __init__(self, bodies: Sequence[RigidBody], pairs: Sequence[tuple[int, int]], margin: float | None) -> None:
         """``margin``: the gap below which a pair's contacts are candidates (m); None: per pair
         :data:`COLLISION_MARGIN_FRACTION` times the smaller body's smallest half extent."""
+        self._given = (tuple(bodies), tuple(pairs), margin)  # what pickling rebuilds from
         self.pairs = tuple(pairs)
         self.members = np.array(sorted({i for pair in self.pairs for i in pair}), dtype=np.int_)
         mujoco = _load_mujoco(bodies, self.pairs)
@@ -149,20 +151,29 @@ class PairCollider:
         self.data = mujoco.MjData(self.model)
         # geom id -> scene body index (the model's geoms follow self.members)
         self._body_of_geom = self.members.copy()
+        self._lock = threading.Lock()  # one MjData: one collision at a time
+
+    def __getstate__(self) -> tuple[tuple[RigidBody, ...], tuple[tuple[int, int], ...], float | None]:
+        return self._given  # MjModel/MjData and the module are rebuilt (process pools, Dask)
+
+    def __setstate__(self, state: tuple[tuple[RigidBody, ...], tuple[tuple[int, int], ...], float | None]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
 
     def collide(self, positions: FloatArray, quaternions: ArrayLike) -> PairContacts:
         """Contacts at the bodies' poses ``positions`` (N, 3) and quaternions (N, 4)."""
         quats = np.asarray(quaternions, dtype=np.float64)
-        self.data.mocap_pos[:] = positions[self.members]
-        self.data.mocap_quat[:] = quats[self.members]
-        self._mujoco.mj_kinematics(self.model, self.data)
-        self._mujoco.mj_collision(self.model, self.data)
-        ncon = int(self.data.ncon)
-        found = self.data.contact
-        geoms = np.asarray(found.geom)[:ncon].reshape(ncon, 2)
+        with self._lock:
+            self.data.mocap_pos[:] = positions[self.members]
+            self.data.mocap_quat[:] = quats[self.members]
+            self._mujoco.mj_kinematics(self.model, self.data)
+            self._mujoco.mj_collision(self.model, self.data)
+            ncon = int(self.data.ncon)
+            found = self.data.contact
+            geoms = np.array(found.geom[:ncon], dtype=np.int_).reshape(ncon, 2)
+            dist, pos = np.array(found.dist[:ncon], dtype=np.float64), np.array(found.pos[:ncon], dtype=np.float64)
+            normals = np.array(found.frame[:ncon, :3], dtype=np.float64)
         first, second = self._body_of_geom[geoms[:, 0]], self._body_of_geom[geoms[:, 1]]
         swapped = first > second
-        normals = np.asarray(found.frame)[:ncon, :3].copy()
         normals[swapped] *= -1.0
         normals /= np.linalg.norm(normals, axis=1)[:, None]
         a, b = np.minimum(first, second), np.maximum(first, second)
@@ -171,8 +182,7 @@ class PairCollider:
         starts = np.flatnonzero(np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]) if ncon else np.zeros(0, int)
         rank = np.arange(ncon) - np.repeat(starts, np.diff(np.r_[starts, ncon]))
         return PairContacts(a=a.astype(np.int_), b=b.astype(np.int_),
-                            phi=np.asarray(found.dist)[:ncon][order].astype(np.float64),
-                            points=np.asarray(found.pos)[:ncon][order].astype(np.float64),
+                            phi=dist[order], points=pos[order],
                             normals=normals[order], rank=rank.astype(np.int_))
 
 
