@@ -300,6 +300,9 @@ class Rigid3D(System):
         """The pair contacts in the documented order: bodies ``a < b``, ``phi``, points, unit
         normals from ``a`` to ``b`` and rank within a box pair (-1 for a sphere pair)."""
         positions, _ = self._split(q)
+        if self._collider is not None and len(self._spheres) < 2:  # box pairs only
+            found = self._collider.collide(positions, as_vector(q, "q", self.nq).reshape(-1, 7)[:, 3:])
+            return found.a, found.b, found.phi, found.points, found.normals, found.rank
         a, b = self._pairs(positions) if len(self._spheres) > 1 else (np.zeros(0, np.int_), np.zeros(0, np.int_))
         gap = positions[b] - positions[a]
         dist = np.linalg.norm(gap, axis=1)

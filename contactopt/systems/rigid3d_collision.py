@@ -179,10 +179,11 @@ class PairCollider:
         a, b = np.minimum(first, second), np.maximum(first, second)
         order = np.lexsort((b, a))  # stable: MuJoCo's order within a pair is kept
         a, b = a[order], b[order]
-        starts = np.flatnonzero(np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]) if ncon else np.zeros(0, int)
-        rank = np.arange(ncon) - np.repeat(starts, np.diff(np.r_[starts, ncon]))
-        return PairContacts(a=a.astype(np.int_), b=b.astype(np.int_),
-                            phi=dist[order], points=pos[order],
+        new_pair = np.ones(ncon, dtype=bool)
+        new_pair[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+        starts = np.flatnonzero(new_pair)
+        rank = np.arange(ncon) - np.repeat(starts, np.diff(np.append(starts, ncon)))
+        return PairContacts(a=a.astype(np.int_), b=b.astype(np.int_), phi=dist[order], points=pos[order],
                             normals=normals[order], rank=rank.astype(np.int_))
 
 
