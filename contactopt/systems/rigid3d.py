@@ -74,7 +74,7 @@ from contactopt.systems.rigid3d_collision import (
     GroundPlane,
     PairCollider,
     collider_pairs,
-    parse_ground,
+    parse_collision_keys,
 )
 
 FloatArray = NDArray[np.float64]
@@ -169,12 +169,7 @@ class Rigid3D(System):
         ground = table.get("ground", True)
         if not isinstance(ground, bool):
             raise ParameterError("system.ground", f"system.ground: expected true or false, got {ground!r}")
-        plane = parse_ground(table, ground)
-        box_pairs = table.get("box_pairs", True)
-        if not isinstance(box_pairs, bool):
-            raise ParameterError("system.box_pairs", f"system.box_pairs: expected true or false, got {box_pairs!r}")
-        margin = (validate.number(table["collision_margin"], "system.collision_margin", nonnegative=True)
-                  if "collision_margin" in table else None)
+        plane, box_pairs, margin = parse_collision_keys(table, ground)
         if "bodies" not in table:
             raise ParameterError("system.bodies", "system.bodies: missing; give at least one "
                                  "[[system.bodies]] table")

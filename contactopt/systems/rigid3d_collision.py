@@ -44,8 +44,8 @@ from contactopt.systems.rigid3d_bodies import RigidBody
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["COLLISION_MARGIN_FRACTION", "GroundPlane", "PairCollider", "PairContacts", "collider_pairs",
-           "parse_ground"]
+__all__ = ["COLLISION_MARGIN_FRACTION", "HORIZONTAL_GROUND", "GroundPlane", "PairCollider", "PairContacts",
+           "collider_pairs", "parse_collision_keys", "parse_ground"]
 
 #: Default collision margin of a body pair, as a fraction of the smaller of the two bodies'
 #: smallest half extent (or radius): 0.1 m cubes are candidates from 5 cm apart, which a body
@@ -97,6 +97,18 @@ def parse_ground(table: Any, ground_on: bool) -> GroundPlane:
     point = (validate.vector(table["ground_point"], "system.ground_point", 3) if "ground_point" in table
              else HORIZONTAL_GROUND.point)
     return GroundPlane(normal / length, point)
+
+
+def parse_collision_keys(table: Any, ground_on: bool) -> tuple[GroundPlane, bool, float | None]:
+    """``(plane, box_pairs, collision_margin)`` of a ``[system]`` table (:func:`parse_ground`;
+    ``box_pairs`` a bool, default true; ``collision_margin`` a finite number >= 0 in m, default
+    None: per pair); errors name the key."""
+    box_pairs = table.get("box_pairs", True)
+    if not isinstance(box_pairs, bool):
+        raise ParameterError("system.box_pairs", f"system.box_pairs: expected true or false, got {box_pairs!r}")
+    margin = (validate.number(table["collision_margin"], "system.collision_margin", nonnegative=True)
+              if "collision_margin" in table else None)
+    return parse_ground(table, ground_on), box_pairs, margin
 
 
 def collider_pairs(bodies: Sequence[RigidBody]) -> list[tuple[int, int]]:
