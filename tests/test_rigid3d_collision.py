@@ -16,6 +16,7 @@ Tolerances:
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 import warnings
@@ -32,7 +33,8 @@ from contactopt.systems.geometry import quat_to_matrix, tangent_basis
 
 ROOT = Path(__file__).resolve().parent.parent
 G = 9.81
-pytest.importorskip("mujoco")
+needs_mujoco = pytest.mark.skipif(importlib.util.find_spec("mujoco") is None,
+                                  reason="box pairs and MJCF scenes need mujoco")
 
 
 def _body(name: str, shape: str, position: list[float], size: list[float] | None = None,
@@ -50,6 +52,7 @@ def _quat_y(angle: float) -> list[float]:
 
 # ------------------------------------------------------------------ geometry against closed forms
 
+@needs_mujoco
 @pytest.mark.parametrize("sphere_first", [False, True], ids=["box-sphere", "sphere-box"])
 def test_box_sphere_phi_normal_and_point_against_closed_forms(sphere_first: bool) -> None:
     """Box (half extents 0.2, 0.1, 0.15) turned 0.4 rad about y, collision margin 0.1 m; a
@@ -78,6 +81,7 @@ def test_box_sphere_phi_normal_and_point_against_closed_forms(sphere_first: bool
                                    np.array(ball["position"]) - outward * (r + phi / 2), atol=1e-9)
 
 
+@needs_mujoco
 def test_sphere_pair_and_tilted_plane_against_closed_forms() -> None:
     """Sphere-sphere: phi = |c_B - c_A| - r_A - r_B, n from A to B; spheres and box corners on
     the plane n . (p - p0) = 0 with n = (-sin 0.3, 0, cos 0.3), p0 = (0, 0, -0.2):
@@ -103,6 +107,7 @@ def test_sphere_pair_and_tilted_plane_against_closed_forms() -> None:
     np.testing.assert_allclose(contacts.J_dense[30, 6:9], gap / np.linalg.norm(gap), atol=1e-14)
 
 
+@needs_mujoco
 def test_box_box_contacts_are_material_point_velocities() -> None:
     """Two boxes 1 mm apart, the upper one offset and turned: 4 to 8 face points, phi = 1 mm,
     n = +z; each row set [n, t1, t2] v is the frame applied to v_B(p) - v_A(p) (central
@@ -134,6 +139,7 @@ def test_box_box_contacts_are_material_point_velocities() -> None:
 
 # ------------------------------------------------------------------ dynamics
 
+@needs_mujoco
 @pytest.mark.parametrize(("formulation", "solver"), [("anitescu", "clarabel"), ("lcp", "lemke"), ("ccp", "clarabel")])
 def test_stacked_boxes_rest(formulation: str, solver: str) -> None:
     """problems/box_stack.toml (the top cube offset and turned 15 degrees): over 1 s at
@@ -210,6 +216,7 @@ def test_box_under_the_ground_warns_once_naming_it_and_the_depth() -> None:
     assert "\n" not in message and "box.corner(" in message and "1 m deep" in message and "7 other" in message
 
 
+@needs_mujoco
 def test_mjcf_scene_that_starts_penetrating_warns() -> None:
     scene = co.load_scene(ROOT / "problems" / "mjcf" / "box_plane.xml")
     q0 = scene.q0.copy()
@@ -218,6 +225,7 @@ def test_mjcf_scene_that_starts_penetrating_warns() -> None:
         co.simulate(scene.__class__(**{**scene.__dict__, "q0": q0}), duration=2e-3)
 
 
+@needs_mujoco
 def test_scenes_at_rest_do_not_warn_and_the_tolerance_is_an_option() -> None:
     scene = co.load_scene(ROOT / "problems" / "box_slide.toml")
     with warnings.catch_warnings():
@@ -255,6 +263,7 @@ def test_malformed_ground_normal_is_one_line(tmp_path: Path, value: str, fragmen
     assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
+@needs_mujoco
 def test_a_system_with_box_pairs_pickles_for_process_pools() -> None:
     """The collider's MuJoCo model is rebuilt on unpickling (compare's process pool, Dask)."""
     import pickle

@@ -49,7 +49,8 @@ The row of a point ``p`` on body ``i`` for a world direction ``d`` is ``[d^T, (r
 body ``i``'s six columns, ``r = p - x_i``.
 
 Limitations: there is no torsional or rolling friction; bodies are uniform solids; box pairs
-need the ``mujoco`` package (``pip install 'contactopt[mujoco]'``), refused in one line without it.
+need the ``mujoco`` package (``pip install 'contactopt[mujoco]'``), refused in one line without it,
+and their varying number of contacts stops a ``compliant`` run (a failed step) when it changes.
 """
 
 from __future__ import annotations
