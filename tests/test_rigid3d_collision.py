@@ -202,6 +202,24 @@ def test_box_on_incline_sticks_below_and_slides_above_the_friction_angle(tmp_pat
     assert np.abs(slide.v[:, 1]).max() < 1e-9  # no sideways drift
 
 
+def test_sphere_rolls_down_the_tilted_plane_at_five_sevenths_g_sin_theta() -> None:
+    """A solid sphere rolling without slipping (mu = 0.5 > 2/7 tan 20 deg) on the plane tilted
+    20 degrees accelerates at a = 5/7 g sin(theta) (I = 2/5 m r^2); sticking contact makes the
+    step's answer exact up to the solver's tolerance: 1e-6 relative."""
+    theta = math.radians(20)
+    normal = np.array([-math.sin(theta), 0.0, math.cos(theta)])
+    system = Rigid3D.from_config({"ground_normal": normal.tolist(),
+                                  "bodies": [_body("ball", "sphere", (0.1 * normal).tolist())]}, {"mu": 0.5})
+    q0, v0 = system.default_state()
+    scene = co.load_scene(ROOT / "problems" / "box_slide.toml")
+    scene = scene.__class__(**{**scene.__dict__, "system": system, "q0": q0, "v0": v0, "name": "roll"})
+    traj = co.simulate(scene, "anitescu", "clarabel", dt=2e-3, duration=0.2)
+    downhill = np.array([-math.cos(theta), 0.0, -math.sin(theta)])
+    fitted = np.polyfit(traj.t, traj.v[:, :3] @ downhill, 1)[0]
+    assert fitted == pytest.approx(5 / 7 * G * math.sin(theta), rel=1e-6)
+    assert np.abs(traj.q[:, :3] @ normal - 0.1).max() < 1e-9  # it stays on the plane
+
+
 # ------------------------------------------------------------------ initial penetration
 
 def test_box_under_the_ground_warns_once_naming_it_and_the_depth() -> None:
