@@ -69,3 +69,8 @@ class OutputError(ContactoptError, OSError):
 
 class StoredCellWarning(ContactoptWarning):
     """A stored compare cell is missing, altered or unreadable and is being recomputed."""
+
+
+class InitialPenetrationWarning(ContactoptWarning):
+    """The initial state of a run has bodies inside each other or the ground beyond the
+    tolerance (:mod:`contactopt.integrators.initial_penetration`)."""

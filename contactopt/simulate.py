@@ -18,6 +18,7 @@ from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWar
 from contactopt.formulations.base import Program
 from contactopt.integrators import make_stepper
 from contactopt.integrators.drift import Drift
+from contactopt.integrators.initial_penetration import INITIAL_PENETRATION_TOLERANCE, check_initial_penetration
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem, split_drift_options
 from contactopt.model import State
 from contactopt.records import StepRecord, Trajectory
@@ -63,6 +64,7 @@ def simulate(
     on_failure: Literal["stop", "raise"] = "stop",
     progress: bool = False,
     controller: Controller | ControlSpec | Mapping[str, Any] | None = None,
+    penetration_tolerance: float = INITIAL_PENETRATION_TOLERANCE,
 ) -> Trajectory:
     """Simulate ``scene``; arguments left None take the scene's defaults.
 
@@ -89,6 +91,10 @@ def simulate(
     recorded in ``steps[k].control``. A controller that raises or returns the wrong length or
     a non-finite value raises :class:`~contactopt.control.ControlError` naming the step, with
     every finished step in its ``trajectory``.
+
+    Before step 0, contacts of ``q0`` deeper than ``penetration_tolerance`` (m; ``inf``: no
+    check) give one :class:`~contactopt.errors.InitialPenetrationWarning` naming the deepest
+    (:mod:`contactopt.integrators.initial_penetration`).
     """
     formulation = formulation or scene.formulation
     dt = float(scene.dt if dt is None else dt)
@@ -117,6 +123,7 @@ def simulate(
         check_solver_options(program, solver, solver_options)
         if fallback:
             choose(program, fallback, explicit=True)
+    check_initial_penetration(scene.system, scene.q0, penetration_tolerance, scene.name)
     backup = make_stepper(scene.system, formulation, fallback, dt, merged_options) if fallback else None
     spec = controller if controller is not None else scene.control
     control = make_controller(spec, scene.system)
