@@ -88,18 +88,18 @@ def available_memory() -> int | None:
         return None
 
 
-def check_allocation(entries: float, what: str, option: str) -> None:
-    """Refuse an array of ``entries`` float64 values implied by ``option`` when it exceeds
-    :data:`MAX_ALLOCATION_BYTES` or the available memory: one line naming the option, the
-    array and its size."""
+def check_allocation(entries: float, what: str, option: str, value: Any, where: str) -> None:
+    """Refuse an array of ``entries`` float64 values implied by ``option = value`` (of
+    ``where``, e.g. formulation 'lcp') when it exceeds :data:`MAX_ALLOCATION_BYTES` or the
+    available memory: one line naming the option, the array and its size."""
     size = float(entries) * 8.0
     limit = float(MAX_ALLOCATION_BYTES)
     free = available_memory()
     if free is not None:
         limit = min(limit, float(free))
     if size > limit:
-        raise BudgetError(f"{option} implies {what} of {_bytes(size)}, more than the {_bytes(limit)} allowed "
-                          f"(MAX_ALLOCATION_BYTES = 4 GiB, or the available memory): lower {option.split()[-1]}")
+        raise BudgetError(f"{where}: {option} = {value!r} implies {what} of {_bytes(size)}, more than the "
+                          f"{_bytes(limit)} allowed (4 GiB, or the available memory): lower {option}")
 
 
 def _bytes(size: float) -> str:
