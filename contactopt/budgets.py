@@ -54,8 +54,8 @@ def plan_steps(dt: float, duration: float, max_steps: int | None = None, where: 
     budget = DEFAULT_MAX_STEPS if max_steps is None else check_max_steps(max_steps)
     prefix = f"{where}: " if where else ""
     if dt > duration * (1.0 + 1e-9):
-        raise BudgetError(f"{prefix}dt = {dt:g} is larger than duration = {duration:g}: the run would have "
-                          "no step (use a dt <= duration)")
+        raise BudgetError(f"{prefix}dt = {dt:g} is larger than duration = {duration:g}: no step fits in "
+                          "the run (use a dt <= duration)")
     ratio = duration / dt  # inf when it overflows (1e300 / 1e-300)
     if not math.isfinite(ratio) or ratio > budget + 0.5:
         count = "more than 1e308" if not math.isfinite(ratio) else f"{ratio:.3g}"
