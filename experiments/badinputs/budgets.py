@@ -91,7 +91,7 @@ def frictionless_box(tmp: Path) -> Any:
 
 
 def reported_undefined(result: Any) -> str | None:
-    scene, (values, problems) = result
+    _scene, (values, problems) = result
     if not np.isinf(values["stop_distance_ref"]) or not np.isnan(values["stop_distance_err"]):
         return f"stop_distance reference {values['stop_distance_ref']}, error {values['stop_distance_err']}"
     if not any("undefined for mu = 0" in problem for problem in problems):
