@@ -196,6 +196,13 @@ def test_compare_lists_are_checked(capsys: pytest.CaptureFixture[str], tmp_path:
     assert code == 1 and err.count("\n") == 1 and err.startswith("contactopt: error:") and fragment in err
 
 
+def test_bench_and_export_lists_are_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, err = cli(capsys, "bench", str(tmp_path), "--solvers", "clarabel,,osqp", "--out", str(tmp_path / "b"))
+    assert code == 1 and "--solvers 'clarabel,,osqp': item 2 of 3 is empty" in err
+    code, err = cli(capsys, "export", "cart_wall", "--format", "npz,", "--out", str(tmp_path / "e"))
+    assert code == 1 and "an empty item" in err
+
+
 # --------------------------------------------------------------------------- controllers
 
 

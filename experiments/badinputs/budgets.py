@@ -209,6 +209,11 @@ def cases() -> list[Case]:
                                                               "--executor", "serial", "--no-plot")),
         Case(cli, "compare --formulations anitescu:k=100000", cli_call(
             "compare", "box_slide", "--formulations", "anitescu:k=100000", "--executor", "serial", "--no-plot")),
+        Case(cli, "bench --solvers a,,b", cli_call("bench", "{tmp}", "--solvers", "clarabel,,osqp",
+                                                   "--out", "{tmp}/b")),
+        Case(cli, "bench --profiles trailing comma", cli_call("bench", "{tmp}", "--profiles", "default,",
+                                                              "--out", "{tmp}/b")),
+        Case(cli, "export --format npz,", cli_call("export", "cart_wall", "--format", "npz,")),
         Case(cli, "run -f lcp -o k=100000", cli_call("run", "box_slide", "-f", "lcp", "-o", "k=100000",
                                                      "--no-plot"), timeout=20),
         Case(cli, "run -f anitescu -o k=100000", cli_call("run", "box_slide", "-f", "anitescu", "-o", "k=100000",
