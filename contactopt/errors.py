@@ -50,6 +50,11 @@ class OptionError(ContactoptError, ValueError):
     """An unknown or invalid option was passed to a formulation or solver."""
 
 
+class BudgetError(ContactoptError, ValueError):
+    """A run or an option exceeds a budget checked before any work (steps, sizes;
+    :mod:`contactopt.budgets`): the message names the number and how to raise the budget."""
+
+
 class RegistrationError(ContactoptError, ValueError):
     """A formulation, solver or system cannot be registered (wrong type, bad or taken name)."""
 

@@ -22,9 +22,11 @@ from contactopt.tables import format_table
 # --- command line ------------------------------------------------------------------------
 
 
-def _split(values: Sequence[str] | None, default: str) -> list[str]:
-    items = values or [default]
-    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+def _split(values: Sequence[str] | None, default: str, option: str) -> list[str]:
+    """Repeated or comma-separated names; an empty item is an error naming ``option``."""
+    from contactopt.cli.grid import split_list
+
+    return [part for item in values or [default] for part in split_list(item, option) or []]
 
 
 def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -60,8 +62,8 @@ def run_bench(args: argparse.Namespace) -> int:
     """Handler of ``contactopt bench``."""
     import pandas as pd
 
-    solvers = _split(args.solvers, "clarabel,osqp")
-    profiles = _split(args.profiles, "default")
+    solvers = _split(args.solvers, "clarabel,osqp", "--solvers")
+    profiles = _split(args.profiles, "default", "--profiles")
     for name in profiles:
         get_profile(name)
     start = time.perf_counter()

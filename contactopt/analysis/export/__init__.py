@@ -55,8 +55,8 @@ def parse_formats(formats: str | Iterable[str]) -> tuple[str, ...]:
     for item in items:
         for name in str(item).split(","):
             name = name.strip().lower()
-            if not name:
-                continue
+            if not name:  # "npz,,fclib" or a trailing comma: a slip, not a request
+                raise OptionError(f"export formats {item!r}: an empty item (expected names separated by commas)")
             if name not in FORMATS:
                 raise OptionError(f"unknown export format {name!r}; known: {', '.join(FORMATS)}")
             if name not in names:
