@@ -152,10 +152,12 @@ def check_output(value: Any, system: System, step: int, t: float, where: str | N
     """``value`` as (nu,) finite floats, or a one-line :class:`OptionError` naming the step
     (or ``where``)."""
     where = where or f"controller output at step {step} (t={t:.6g})"
+    if not _numeric(value):  # '1.0' or True would convert silently: a controller returns numbers
+        raise OptionError(f"{where}: not an array of numbers: {_short(value)} ({type(value).__name__})")
     try:
         u = np.atleast_1d(np.asarray(value, dtype=np.float64))
     except (TypeError, ValueError) as exc:
-        raise OptionError(f"{where}: not an array of numbers: {value!r}") from exc
+        raise OptionError(f"{where}: not an array of numbers: {_short(value)}") from exc
     nu = system.control_size
     if u.ndim != 1 or u.shape[0] != nu:
         raise OptionError(f"{where}: expected {nu} values ({', '.join(system.control_names())}), "
@@ -165,6 +167,26 @@ def check_output(value: Any, system: System, step: int, t: float, where: str | N
         names = system.control_names()
         raise OptionError(f"{where}: non-finite value(s) {', '.join(f'{names[i]}={u[i]}' for i in bad)}")
     return u
+
+
+def _numeric(value: Any) -> bool:
+    """Whether ``value`` is a number or an array (or nested sequence) of real numbers, not a
+    string, bytes, bool or None."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return False
+    if array.dtype.kind in "iuf":
+        return True
+    if array.dtype.kind != "O":
+        return False  # strings, bytes, bools, complex, dates
+    return all(isinstance(item, int | float | np.integer | np.floating) and not isinstance(item, bool)
+               for item in array.reshape(-1))
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def actuated_coordinates(system: System) -> tuple[NDArray[np.int64], NDArray[np.int64], FloatArray]:

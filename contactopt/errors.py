@@ -50,6 +50,11 @@ class OptionError(ContactoptError, ValueError):
     """An unknown or invalid option was passed to a formulation or solver."""
 
 
+class BudgetError(ContactoptError, ValueError):
+    """A run or an option exceeds a budget checked before any work (steps, sizes;
+    :mod:`contactopt.budgets`): the message names the number and how to raise the budget."""
+
+
 class RegistrationError(ContactoptError, ValueError):
     """A formulation, solver or system cannot be registered (wrong type, bad or taken name)."""
 
@@ -60,3 +65,17 @@ class ContactoptWarning(UserWarning):
 
 class PartialTrajectoryWarning(ContactoptWarning):
     """``simulate`` returned a trajectory that stopped before its duration (see its ``message``)."""
+
+
+class OutputError(ContactoptError, OSError):
+    """An output path cannot be written (no permission, a file where a folder is expected, a
+    missing or read-only parent, ...): the message names the path and the reason."""
+
+
+class StoredCellWarning(ContactoptWarning):
+    """A stored compare cell is missing, altered or unreadable and is being recomputed."""
+
+
+class InitialPenetrationWarning(ContactoptWarning):
+    """The initial state of a run has bodies inside each other or the ground beyond the
+    tolerance (:mod:`contactopt.integrators.initial_penetration`)."""

@@ -110,7 +110,8 @@ def evaluate(value: str | float | int, namespace: Mapping[str, Any]) -> Any:
         return float(value)
     node = _parse(value)
     try:
-        return _eval(node, namespace, value)
+        with np.errstate(all="ignore"):  # IEEE results (1 / 0 = inf), judged by the caller, no warning
+            return _eval(node, namespace, value)
     except ExpressionError:
         raise
     except (ArithmeticError, ValueError, TypeError) as exc:

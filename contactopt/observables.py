@@ -78,10 +78,31 @@ class Observable:
         return {**self.namespace, "h": float(h), "T": float(T)}
 
     def reference_value(self, h: float, T: float) -> float:
-        """The reference for a run with step ``h`` and duration ``T`` (NaN if none)."""
+        """The reference for a run with step ``h`` and duration ``T`` (NaN if none; inf or NaN
+        where the expression is undefined for the scene's parameters, e.g. ``v0 / (mu g)`` with
+        ``mu = 0``: :meth:`reference_note` says why, and no error is computed against it)."""
         if self.reference is None:
             return math.nan
-        return _finite(expressions.evaluate(self.reference, self.names(h, T)), "reference")
+        try:
+            return _number(expressions.evaluate(self.reference, self.names(h, T)), "reference")
+        except expressions.ExpressionError as exc:
+            if isinstance(exc.__cause__, ZeroDivisionError):  # 1 / mu with mu = 0: undefined here
+                return math.nan
+            raise
+
+    def reference_note(self, h: float, T: float) -> str | None:
+        """Why the reference is not a finite number (None when it is, or there is none):
+        ``reference 'v0[0] / (mu * g)' is inf: undefined for mu = 0``."""
+        value = self.reference_value(h, T)
+        if self.reference is None or math.isfinite(value):
+            return None
+        text = str(self.reference)
+        names = self.names(h, T)
+        scalars = {name: float(names[name]) for name in sorted(expressions.names_used(text)) if name in names
+                   and isinstance(names[name], int | float | np.number) and not isinstance(names[name], bool)}
+        culprits = {k: v for k, v in scalars.items() if v == 0 or not math.isfinite(v)} or scalars
+        where = ", ".join(f"{k} = {v:g}" for k, v in culprits.items())
+        return f"reference {text!r} is {value}: undefined" + (f" for {where}" if where else "")
 
     def measure(self, traj: Trajectory, run: Mapping[str, Any], h: float, T: float) -> float:
         """The observable's value on ``traj`` (``run``: the run's metrics, for the kinds that
@@ -116,12 +137,16 @@ class Observable:
         return out
 
 
-def _finite(value: Any, what: str) -> float:
+def _number(value: Any, what: str) -> float:
     if isinstance(value, np.ndarray) and value.size == 1:
         value = value.reshape(())[()]
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
         raise expressions.ExpressionError(f"{what} is not a number: {value!r}")
-    value = float(value)
+    return float(value)
+
+
+def _finite(value: Any, what: str) -> float:
+    value = _number(value, what)
     if not math.isfinite(value):
         raise expressions.ExpressionError(f"{what} is {value}, not a finite number")
     return value

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from contactopt import records_io
 from contactopt.errors import ContactoptError
+from contactopt.outputs import output_errors, writable_file
 from contactopt.programs import Residuals, Status
 
 FloatArray = NDArray[np.float64]
@@ -241,7 +242,7 @@ class Trajectory:
         path = Path(path)
         if path.suffix != ".npz":
             path = path.with_suffix(path.suffix + ".npz")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        writable_file(path, "trajectory file")
         counts = np.array([record.phi.shape[0] for record in self.steps], dtype=np.int64)
         dims = {record.impulses.shape[1] for record in self.steps if record.impulses.ndim == 2}
         dim = dims.pop() if len(dims) == 1 else 1
@@ -277,7 +278,8 @@ class Trajectory:
             **records_io.impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=records_io.json_default)),
         }
-        np.savez_compressed(path, **arrays)
+        with output_errors(path, "trajectory file"):
+            np.savez_compressed(path, **arrays)
         return path
 
     @classmethod

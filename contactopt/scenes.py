@@ -2,7 +2,8 @@
 
 Shape of a scene file (every table rejects unknown keys)::
 
-    [scene]                     # name, dt (required), duration (required), formulation, solver, description
+    [scene]                     # name, dt (required), duration (required), formulation, solver, description,
+                                # max_steps (the step budget; default 10**6, contactopt.budgets)
     [system]                    # type (required, a registered system type) and the keys
                                 # that type declares (``config_keys``, e.g. bodies, gravity)
     [system.parameters]         # the type's parameters (see ``contactopt list systems``)
@@ -34,10 +35,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt import integrators, solvers, systems
+from contactopt.budgets import check_max_steps
 from contactopt.control import ControlSpec, parse_control
 from contactopt.errors import ContactoptError, SceneError
 from contactopt.mujoco.suite import SUITE_PREFIX, suite_path
 from contactopt.observables import Observable, parse_observables
+from contactopt.outputs import unsafe_name_reason
 from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError, System
 
@@ -46,7 +49,7 @@ FloatArray = NDArray[np.float64]
 __all__ = ["Scene", "find_problem", "load_scene", "problems_dir"]
 
 _TABLES = {"scene", "system", "initial", "contact", "options", "solver_options", "control", "observables"}
-_SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description"}
+_SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description", "max_steps"}
 _INITIAL_KEYS = {"q", "v"}
 
 
@@ -66,6 +69,7 @@ class Scene:
         control: the scene's ``[control]`` table (None: no input), the default controller of
             :func:`contactopt.simulate`.
         observables: what the scene is about, with reference values (:mod:`contactopt.observables`).
+        max_steps: the step budget of its runs (None: :data:`contactopt.budgets.DEFAULT_MAX_STEPS`).
     """
 
     system: System
@@ -82,6 +86,7 @@ class Scene:
     source: Path | None = None
     control: ControlSpec | None = None
     observables: tuple[Observable, ...] = ()
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         where = f"scene {self.name!r}"
@@ -98,6 +103,8 @@ class Scene:
             raise SceneError(f"{where}: dt must be a positive number, got {self.dt}")
         if not (math.isfinite(self.duration) and self.duration > 0):
             raise SceneError(f"{where}: duration must be a positive number, got {self.duration}")
+        if self.max_steps is not None:
+            object.__setattr__(self, "max_steps", check_max_steps(self.max_steps, f"{where}: max_steps"))
 
 
 def problems_dir() -> Path:
@@ -144,6 +151,16 @@ def load_scene(path: str | Path) -> Scene:
         raise
     except ContactoptError as exc:
         raise SceneError(f"{path}: {exc}") from exc
+
+
+def _scene_name(meta: dict[str, Any], path: Path) -> str:
+    """``scene.name``, which becomes part of output paths (``runs/NAME-...``): one safe file-name
+    component, so that no scene file can make a run write outside its output folder."""
+    name = validate.string(meta.get("name", path.stem), "scene.name")
+    reason = unsafe_name_reason(name)
+    if reason is not None:
+        raise SceneError(f"{path}: scene.name: {name!r} cannot name output files: {reason}")
+    return name
 
 
 #: Defaults of a scene made directly from an MJCF file (``contactopt run model.xml``).
@@ -233,8 +250,9 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         duration=_scene_number(meta, "duration", positive=True),
         formulation=formulation, solver=solver, options=options,
         solver_options=validate.table(data, "solver_options"),
-        name=validate.string(meta.get("name", path.stem), "scene.name"),
+        name=_scene_name(meta, path),
         description=validate.string(meta.get("description", ""), "scene.description"), source=path,
+        max_steps=check_max_steps(meta["max_steps"], "scene.max_steps") if "max_steps" in meta else None,
         control=(parse_control(validate.table(data, "control"), system, path.parent)
                  if "control" in data else None),
     )

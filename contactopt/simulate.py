@@ -13,11 +13,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt import formulations
+from contactopt.budgets import plan_steps
 from contactopt.control import ControlError, Controller, ControlSpec, check_output, make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.formulations.base import Program
 from contactopt.integrators import make_stepper
 from contactopt.integrators.drift import Drift
+from contactopt.integrators.initial_penetration import INITIAL_PENETRATION_TOLERANCE, check_initial_penetration
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem, split_drift_options
 from contactopt.model import State
 from contactopt.records import StepRecord, Trajectory
@@ -63,6 +65,8 @@ def simulate(
     on_failure: Literal["stop", "raise"] = "stop",
     progress: bool = False,
     controller: Controller | ControlSpec | Mapping[str, Any] | None = None,
+    penetration_tolerance: float = INITIAL_PENETRATION_TOLERANCE,
+    max_steps: int | None = None,
 ) -> Trajectory:
     """Simulate ``scene``; arguments left None take the scene's defaults.
 
@@ -89,6 +93,14 @@ def simulate(
     recorded in ``steps[k].control``. A controller that raises or returns the wrong length or
     a non-finite value raises :class:`~contactopt.control.ControlError` naming the step, with
     every finished step in its ``trajectory``.
+
+    Before step 0, contacts of ``q0`` deeper than ``penetration_tolerance`` (m; ``inf``: no
+    check) give one :class:`~contactopt.errors.InitialPenetrationWarning` naming the deepest
+    (:mod:`contactopt.integrators.initial_penetration`).
+    ``max_steps`` (default: the scene's ``max_steps``, else
+    :data:`~contactopt.budgets.DEFAULT_MAX_STEPS` = 10**6) bounds ``round(duration / dt)``:
+    a run over the budget, or with ``dt > duration``, raises
+    :class:`~contactopt.errors.BudgetError` before any work.
     """
     formulation = formulation or scene.formulation
     dt = float(scene.dt if dt is None else dt)
@@ -97,6 +109,7 @@ def simulate(
         raise OptionError(f"dt must be a positive number, got {dt}")
     if not (math.isfinite(duration) and duration > 0):
         raise OptionError(f"duration must be a positive number, got {duration}")
+    n_steps = plan_steps(dt, duration, scene.max_steps if max_steps is None else max_steps, scene.name)
     if on_failure not in ("stop", "raise"):
         raise OptionError(f"on_failure must be 'stop' or 'raise', got {on_failure!r}")
     merged_options = {**scene.options, **(options or {})}
@@ -117,12 +130,12 @@ def simulate(
         check_solver_options(program, solver, solver_options)
         if fallback:
             choose(program, fallback, explicit=True)
+    check_initial_penetration(scene.system, scene.q0, penetration_tolerance, scene.name)
     backup = make_stepper(scene.system, formulation, fallback, dt, merged_options) if fallback else None
     spec = controller if controller is not None else scene.control
     control = make_controller(spec, scene.system)
     if control is not None and isinstance(stepper, TimeStepping):
         stepper.forget_first_program()  # step 0's program depends on the control it is given
-    n_steps = round(duration / dt)
     info = {"scene": scene.name, "system": scene.system.type_name,
             "system_description": scene.system.describe(), "formulation": formulation.strip().lower(),
             "solver": solver, "solver_choice": choice, "fallback": fallback, "dt": dt, "duration": duration,
@@ -144,7 +157,7 @@ def simulate(
         for _ in range(n_steps):
             u = None
             if control is not None:
-                u = _control_at(control, scene.system, len(steps), state, partial)
+                u = _control_at(control, info["control"], scene.system, len(steps), state, partial)
                 scene.system.set_control(u)
             try:
                 next_state, record = stepper.step(state)
@@ -178,12 +191,13 @@ def simulate(
     return partial(message)
 
 
-def _control_at(control: Controller, system: System, step: int, state: State,
+def _control_at(control: Controller, name: str, system: System, step: int, state: State,
                 partial: Callable[[str], Trajectory]) -> FloatArray:
     """``u`` of step ``step``, checked; a failing controller keeps every finished step."""
     try:
         value = control(state.t, state.q.copy(), state.v.copy())
-        return check_output(value, system, step, state.t)
+        return check_output(value, system, step, state.t,
+                            f"controller {name} output at step {step} (t={state.t:.6g})")
     except OptionError as exc:
         raise ControlError(str(exc), partial(str(exc))) from exc
     except Exception as exc:  # the user's code

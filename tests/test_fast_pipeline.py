@@ -30,7 +30,8 @@ def _spheres_and_boxes(rng: np.random.Generator, count: int, pair_margin: float 
                                 "orientation": (quat / np.linalg.norm(quat)).tolist()}
         body["size"] = rng.uniform(0.05, 0.2, size=3).tolist() if i % 3 == 0 else [float(rng.uniform(0.05, 0.3))]
         bodies.append(co.systems.rigid3d_bodies.parse_body(body, f"b{i}", i))
-    return co.systems.Rigid3D(bodies, {"mu": 0.3}, pair_margin=pair_margin, sparse=sparse)
+    # box_pairs off: the analytic kernels (box pairs: tests/test_rigid3d_collision.py)
+    return co.systems.Rigid3D(bodies, {"mu": 0.3}, pair_margin=pair_margin, sparse=sparse, box_pairs=False)
 
 
 def test_vectorized_contacts_follow_the_documented_order_and_rows_are_point_velocities() -> None:
@@ -46,7 +47,7 @@ def test_vectorized_contacts_follow_the_documented_order_and_rows_are_point_velo
     assert sp.issparse(contacts.J)
     J = contacts.J_dense
     # the dense assembly (small systems) holds the same numbers
-    dense = co.systems.Rigid3D(system.bodies, {"mu": 0.3}, sparse=False)
+    dense = co.systems.Rigid3D(system.bodies, {"mu": 0.3}, sparse=False, box_pairs=False)
     assert not dense.contacts(q).is_sparse and not dense.dynamics(q, v).is_sparse
     np.testing.assert_array_equal(dense.contacts(q).J, J)
     np.testing.assert_array_equal(dense.dynamics(q, v).M, system.dynamics(q, v).M_dense)
@@ -100,7 +101,7 @@ def test_pair_margin_keeps_exactly_the_close_pairs_in_order() -> None:
     full = _spheres_and_boxes(rng, 40)
     q, _ = full.default_state()
     margin = 0.05
-    pruned = co.systems.Rigid3D(full.bodies, {"mu": 0.3}, pair_margin=margin)
+    pruned = co.systems.Rigid3D(full.bodies, {"mu": 0.3}, pair_margin=margin, box_pairs=False)
     all_contacts, some = full.contacts(q), pruned.contacts(q)
     names = full.contact_names()
     keep = [i for i, name in enumerate(names) if "|" not in name or all_contacts.phi[i] <= margin]

@@ -155,8 +155,6 @@ expression = "q[0]^2 + t * 0"
     ('[observables.a]\nkind = "drift"\nexpression = "q[40]"\n', "observables.a.expression", "out of range"),
     ('[observables.define]\ng = 3\n', "observables.define.g", "not a new name"),
     ('[observables.define]\nx = "1 / 0"\n', "observables.define.x", "ZeroDivisionError"),
-    ('[observables.a]\nkind = "stop_time"\nreference = "1 / (h - dt)"\n', "observables.a.reference",
-     "ZeroDivisionError"),
 ])
 def test_bad_observable_specs_give_one_error_naming_file_and_key(tmp_path: Path, snippet: str, key: str,
                                                                  fragment: str) -> None:

@@ -15,7 +15,8 @@ syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational``,
 row) get one cell per step size, with solver ``-``.
 
 Sweeps are resumable: with an output folder every finished cell is stored under
-``cells/`` as soon as it completes, and a re-run loads it instead of recomputing it. A cell
+``cells/`` as soon as it completes, and a re-run loads it instead of recomputing it (when its
+files are the ones whose hashes ``cells-index.json`` records: :mod:`~contactopt.analysis.cells`). A cell
 that raises becomes a row with ``status = "error"`` (not cached, so a re-run retries it); it
 never stops the sweep or loses the other rows.
 """
@@ -30,18 +31,20 @@ import time
 import tomllib
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from contactopt import integrators, solvers
 from contactopt._version import __version__
 from contactopt.analysis import metrics, observations
-from contactopt.errors import ContactoptError, ContactoptWarning, OptionError
+from contactopt.analysis.cell_limits import CellTimeLimitReached, Deadline, cell_deadline
+from contactopt.analysis.cells import CellStore
+from contactopt.analysis.workers import execute
+from contactopt.errors import ContactoptError, OptionError
+from contactopt.outputs import output_errors, writable_folder
 from contactopt.scenes import Scene
 from contactopt.simulate import formulate, simulate
 
@@ -145,18 +148,25 @@ def cell_id(scene_fingerprint: str, cell: Cell, solver_options: Mapping[str, Any
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
-def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any]) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Run one cell; never raises: an exception becomes a row with ``status = "error"``."""
+def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any],
+             time_limit: float | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Run one cell; never raises: an exception becomes a row with ``status = "error"``, and
+    so does a run stopped by ``time_limit`` (seconds; :mod:`~contactopt.analysis.cell_limits`),
+    whose row keeps the metrics and trace of its finished steps."""
     row: dict[str, Any] = {"scene": scene.name, "formulation": cell.formulation, "method": cell.method,
                            "solver": cell.solver, "dt": cell.dt, "duration": cell.duration}
     start = time.perf_counter()
+    deadline = Deadline(time_limit)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            traj = simulate(scene, formulation=cell.method,
-                            solver=cell.solver if cell.solver != NO_SOLVER else scene.solver,
-                            dt=cell.dt, duration=cell.duration, options=dict(cell.options),
-                            solver_options={**scene.solver_options, **solver_options})
+        try:
+            with warnings.catch_warnings(), cell_deadline(time_limit) as deadline:
+                warnings.simplefilter("ignore")
+                traj = simulate(scene, formulation=cell.method,
+                                solver=cell.solver if cell.solver != NO_SOLVER else scene.solver,
+                                dt=cell.dt, duration=cell.duration, options=dict(cell.options),
+                                solver_options={**scene.solver_options, **solver_options})
+        except CellTimeLimitReached:  # reached before simulate's loop (or as it returned)
+            raise TimeoutError(Deadline(time_limit).reason) from None
         trace, aggregated = metrics.evaluate(scene, traj)
         row.update(aggregated)
         observed, problems = observations.measure_all(scene, traj, aggregated, cell.dt, cell.duration)
@@ -164,10 +174,13 @@ def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any]) -> tup
         row["status"] = "completed" if traj.completed else "stopped"
         row["message"] = "; ".join(filter(None, [traj.message, *problems]))
         row["error"] = ""
+        if deadline.reached:  # a failed row, with what it computed before the limit
+            row.update(status="error", message=deadline.reason, error=deadline.reason)
         states = pd.DataFrame(traj.q[: len(trace)], columns=[f"q[{i}]" for i in range(traj.q.shape[1])])
         trace = pd.concat([trace.reset_index(drop=True), states], axis=1)
     except Exception as exc:  # a failing cell is a row, never a dead sweep
-        row.update(status="error", message="", error=f"{type(exc).__name__}: {exc}",
+        error = str(exc) if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        row.update(status="error", message="", error=error,
                    traceback="".join(traceback.format_exception(exc))[-4000:])
         trace = pd.DataFrame()
     row["wall_time"] = time.perf_counter() - start
@@ -176,10 +189,6 @@ def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any]) -> tup
                                                   ("dt", cell.dt))):
             trace.insert(position, name, value)
     return row, trace
-
-
-def _task(args: tuple[Scene, Cell, Mapping[str, Any]]) -> tuple[dict[str, Any], pd.DataFrame]:
-    return run_cell(*args)
 
 
 def compare(
@@ -196,6 +205,7 @@ def compare(
     out: str | Path | None = None,
     progress: bool = False,
     return_traces: bool = False,
+    cell_time_limit: float | None = None,
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Run the grid and return the table (and the per-step traces if ``return_traces``).
 
@@ -206,7 +216,12 @@ def compare(
     ``executor``: ``serial``, ``process`` (a local process pool of ``workers``) or ``dask``
     (a LocalCluster, or the scheduler at ``address``). With ``out`` the sweep is resumable
     and writes ``table.csv``, ``table.parquet`` and ``traces.parquet`` there. The table's
-    ``cached`` column says which rows were loaded from a previous run.
+    ``cached`` column says which rows were loaded from a previous run; a stored cell whose
+    files are not the ones its index records is run again (:mod:`~contactopt.analysis.cells`).
+
+    ``cell_time_limit`` (seconds of wall time per cell): a cell that runs longer is stopped and
+    becomes an error row "time limit S s reached" (with the metrics of its finished steps);
+    the other cells go on.
     """
     if executor not in ("serial", "process", "dask"):
         raise OptionError(f"executor must be 'serial', 'process' or 'dask', got {executor!r}")
@@ -214,22 +229,23 @@ def compare(
         executor = "dask"
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise OptionError(f"workers must be a positive integer, got {workers!r}")
+    if cell_time_limit is not None and (isinstance(cell_time_limit, bool) or not isinstance(
+            cell_time_limit, (int, float)) or not (math.isfinite(cell_time_limit) and cell_time_limit > 0)):
+        raise OptionError(f"cell_time_limit must be a positive number of seconds, got {cell_time_limit!r}")
     cells, skipped = plan(scene, formulations, solvers, dts, duration)
     if not cells:
         raise OptionError(f"nothing to compare: no solver given takes the program of any formulation given "
                           f"(skipped: {', '.join(skipped)})")
     extra = dict(solver_options or {})
     fingerprint = _scene_fingerprint(scene)
-    folder = Path(out) if out is not None else None
-    cache = folder / "cells" if folder is not None else None
-    if cache is not None:
-        cache.mkdir(parents=True, exist_ok=True)
+    folder = writable_folder(out) if out is not None else None  # before any cell runs
+    store = CellStore(folder) if folder is not None else None
     rows: dict[str, dict[str, Any]] = {}
     traces: dict[str, pd.DataFrame] = {}
     todo: list[tuple[str, Cell]] = []
     for cell in cells:
         ident = cell_id(fingerprint, cell, extra)
-        cached = _load_cell(cache, ident, cell)
+        cached = store.load(ident, cell) if store is not None else None
         if cached is not None:
             rows[ident], traces[ident] = cached
             rows[ident]["cached"] = True
@@ -241,12 +257,12 @@ def compare(
         row["cached"] = False
         row["cell"] = ident
         rows[ident], traces[ident] = row, trace
-        if cache is not None and row["status"] != "error":
-            _store_cell(cache, ident, row, trace)
+        if store is not None and row["status"] != "error":
+            store.store(ident, row, trace)  # a cell it cannot write is said, and stays in the tables
 
     bar = _bar(len(todo), f"compare {scene.name}", progress)
     try:
-        _execute(executor, address, workers, scene, todo, extra, finished, bar.update)
+        execute(executor, address, workers, scene, todo, extra, cell_time_limit, finished, bar.update)
     finally:
         bar.close()
     order = [cell_id(fingerprint, cell, extra) for cell in cells]
@@ -259,88 +275,6 @@ def compare(
     if folder is not None:
         write_tables(table, trace_table, folder)
     return (table, trace_table) if return_traces else table
-
-
-def _execute(executor: str, address: str | None, workers: int | None, scene: Scene,
-             todo: list[tuple[str, Cell]], extra: Mapping[str, Any],
-             finished: Callable[[str, tuple[dict[str, Any], pd.DataFrame]], None],
-             advance: Callable[[int], Any]) -> None:
-    if not todo:
-        return
-    if executor == "serial":
-        for ident, cell in todo:
-            finished(ident, run_cell(scene, cell, extra))
-            advance(1)
-        return
-    if executor == "process":
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_task, (scene, cell, extra)): ident for ident, cell in todo}
-            for future in as_completed(futures):
-                finished(futures[future], future.result())
-                advance(1)
-        return
-    try:
-        from distributed import Client, LocalCluster
-        from distributed import as_completed as dask_completed
-    except ImportError as exc:
-        raise ContactoptError("executor 'dask' needs dask.distributed: pip install 'contactopt[dask]'") from exc
-    cluster = None
-    if address is None:
-        cluster = LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
-    else:
-        try:
-            client = Client(address, timeout="10s")
-        except OSError as exc:
-            raise ContactoptError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
-    try:
-        scene_future = client.scatter(scene, broadcast=True)
-        pending = {client.submit(run_cell, scene_future, cell, dict(extra), pure=False): ident
-                   for ident, cell in todo}
-        for done in dask_completed(list(pending)):
-            finished(pending[done], done.result())
-            advance(1)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-def _store_cell(cache: Path, ident: str, row: Mapping[str, Any], trace: pd.DataFrame) -> None:
-    (cache / f"{ident}.json").write_text(json.dumps(row, default=_json_default))
-    if len(trace):
-        trace.to_parquet(cache / f"{ident}.parquet")
-
-
-def _load_cell(cache: Path | None, ident: str, cell: Cell) -> tuple[dict[str, Any], pd.DataFrame] | None:
-    """A stored cell, or None (recompute it): absent, or unreadable or not this cell's row (a
-    half-written cell from an interrupted run, an edited file), which a warning names."""
-    if cache is None or not (cache / f"{ident}.json").exists():
-        return None
-    path = cache / f"{ident}.json"
-    try:
-        row = json.loads(path.read_text())
-        trace_path = cache / f"{ident}.parquet"
-        trace = pd.read_parquet(trace_path) if trace_path.exists() else pd.DataFrame()
-        expected = {"formulation": cell.formulation, "solver": cell.solver, "dt": cell.dt}
-        if not isinstance(row, dict) or row.get("status") not in ("completed", "stopped") or any(
-                row.get(key) != value for key, value in expected.items()):
-            raise ValueError(f"not the row of {cell.formulation} x {cell.solver}, dt={cell.dt:g}")
-    except Exception as exc:  # whatever is wrong with the file, recompute the cell
-        warnings.warn(f"compare: ignoring the stored cell {path.name} ({type(exc).__name__}: {exc}); recomputing it",
-                      ContactoptWarning, stacklevel=3)
-        return None
-    row["cell"] = ident
-    return row, trace
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return str(value)
 
 
 FIRST_COLUMNS = ["scene", "formulation", "solver", "dt", "status", "steps"]
@@ -358,7 +292,12 @@ def _tidy(table: pd.DataFrame) -> pd.DataFrame:
 def write_tables(table: pd.DataFrame, traces: pd.DataFrame, folder: Path) -> list[Path]:
     """``table.csv``, ``table.parquet``, ``traces.parquet`` and (for a scene with observables)
     ``observables.csv`` (:func:`~contactopt.analysis.observations.long_table`) in ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    writable_folder(folder)
+    with output_errors(folder, "output folder"):
+        return _write_tables(table, traces, folder)
+
+
+def _write_tables(table: pd.DataFrame, traces: pd.DataFrame, folder: Path) -> list[Path]:
     written = [folder / "table.csv", folder / "table.parquet"]
     table.to_csv(written[0], index=False)
     if table.attrs.get("observables"):

@@ -40,6 +40,9 @@ def measure_all(scene: Scene, traj: Trajectory, run: Mapping[str, Any], h: float
             value = math.nan
             problems.append(f"observable {observable.name}: {exc}")
         reference = observable.reference_value(h, T)
+        note = observable.reference_note(h, T)
+        if note:  # reported, never an error against it
+            problems.append(f"observable {observable.name}: {note}")
         error, _ = observable.compare(value, reference)
         columns.update({observable.name: value, f"{observable.name}_ref": reference,
                         f"{observable.name}_err": error})
@@ -90,7 +93,9 @@ def display_table(table: pd.DataFrame, meta: Sequence[Mapping[str, Any]] | None 
         references = pd.to_numeric(table[f"{name}_ref"], errors="coerce").to_numpy(dtype=float)
         same = bool(np.all(references == references[0])) if references.size else False
         unit = f" [{m['unit']}]" if m["unit"] else ""
-        header = f"{name}{unit}" + (f" ref {references[0]:.4g}" if same and math.isfinite(references[0]) else "")
+        undefined = bool(m["reference"]) and references.size > 0 and not np.isfinite(references).any()
+        header = f"{name}{unit}" + (f" ref {references[0]:.4g}" if same and math.isfinite(references[0])
+                                    else f" ref {references[0]:g} (undefined)" if undefined else "")
         cells = []
         for _, cell in table.iterrows():
             value = float(cell.get(name, math.nan))
@@ -116,6 +121,8 @@ def describe(observables: Sequence[Observable], values: Mapping[str, float]) -> 
         text = f"{o.name} = {'n/a' if not math.isfinite(value) else f'{value:.6g}{unit}'}"
         if math.isfinite(reference):
             text += f", reference {reference:.6g}{unit}"
+        elif o.reference is not None:
+            text += f", reference {reference} (undefined for these parameters, see below)"
         if math.isfinite(error):
             within = "ok" if abs(error) <= o.tolerance else "OFF"
             text += (f", error {_format_error(error, o.error, o.unit)} (tolerance "

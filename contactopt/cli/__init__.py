@@ -20,9 +20,11 @@ import numpy as np
 
 from contactopt import solvers, systems
 from contactopt._version import __version__
-from contactopt.cli.common import _options, _Parser, positive_float
+from contactopt.cli.common import _options, _Parser, add_max_steps_argument, positive_float, with_max_steps
+from contactopt.cli.grid import check_grid, split_list, step_size
 from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
+from contactopt.outputs import output_errors, prepared_folder, safe_component, writable_file
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, load_scene, problems_dir
@@ -97,14 +99,14 @@ def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    scene = load_scene(args.scene)
+    scene = with_max_steps(load_scene(args.scene), args.max_steps)
     options = _options(args.option)
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation
     solver = args.solver or scene.solver  # the folder name; simulate may replace a scene default
-    out = Path(args.out) if args.out else Path("runs") / (
+    out_path = Path(args.out) if args.out else Path("runs") / safe_component(
         f"{scene.name}-{formulation}-{solver.replace(':', '_')}")
-    with warnings.catch_warnings():
+    with prepared_folder(out_path) as out, warnings.catch_warnings():  # --out checked before the run
         warnings.simplefilter("once")
         warnings.simplefilter("ignore", PartialTrajectoryWarning)  # reported below, exit 3
         try:
@@ -117,12 +119,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             path = partial.save(out / "trajectory.npz")
             raise SimulationError(f"{exc} (the {len(partial.steps)} finished steps are in {path})",
                                   partial) from exc
-    out.mkdir(parents=True, exist_ok=True)
     traj_path = traj.save(out / "trajectory.npz")
     row = _summary_row(scene, traj)
-    (out / "summary.json").write_text(json.dumps(
-        {**{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()},
-         "info": traj.info, "message": traj.message}, indent=2, default=str))
+    with output_errors(out / "summary.json", "summary file"):
+        (out / "summary.json").write_text(json.dumps(
+            {**{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()},
+             "info": traj.info, "message": traj.message}, indent=2, default=str))
     written = [traj_path, out / "summary.json"]
     if not args.no_plot:
         from contactopt.analysis.plotting import plot_trajectory
@@ -165,13 +167,15 @@ def _save_programs(scene: Scene, traj: Trajectory, folder: Path) -> Path:
 
 
 def _cmd_program(args: argparse.Namespace) -> int:
-    scene = load_scene(args.scene)
+    scene = with_max_steps(load_scene(args.scene), args.max_steps)
     options = {**scene.options, **_options(args.option)}
     formulation = args.formulation or scene.formulation
     dt = args.dt or scene.dt
     q, v, t = scene.q0, scene.v0, 0.0
     if args.step < 0:
         raise OptionError(f"--step must be a step index >= 0, got {args.step}")
+    if args.out:  # checked before the steps up to --step are simulated
+        writable_file(args.out if str(args.out).endswith(".npz") else f"{args.out}.npz", "program file")
     if args.step > 0:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -197,18 +201,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from contactopt.analysis.compare import compare, summary_columns
     from contactopt.analysis.report import write_report
 
-    scene = load_scene(args.scene)
-    formulations = _split(args.formulations)
-    solver_names = _split(args.solvers)
-    try:
-        dts = [float(x) for x in _split(args.dt) or []] or None
-    except ValueError as exc:
-        raise OptionError(f"--dt: expected comma-separated numbers, got {args.dt!r}") from exc
-    out = Path(args.out) if args.out else Path("runs") / f"compare-{scene.name}"
-    table, traces = compare(scene, formulations, solver_names, dts, args.duration,
-                            solver_options=_options(args.solver_option), executor=args.executor,
-                            address=args.address, workers=args.workers, out=out,
-                            progress=not args.no_progress, return_traces=True)
+    scene = with_max_steps(load_scene(args.scene), args.max_steps)
+    formulations = split_list(args.formulations, "--formulations")
+    solver_names = split_list(args.solvers, "--solvers")
+    dts = [step_size(item) for item in split_list(args.dt, "--dt") or []] or None
+    check_grid(scene, formulations, dts, args.duration)
+    out_path = Path(args.out) if args.out else Path("runs") / safe_component(f"compare-{scene.name}")
+    with prepared_folder(out_path) as out:  # --out (and --render) checked before the runs
+        if args.render:
+            writable_file(args.render, "video file")
+        table, traces = compare(scene, formulations, solver_names, dts, args.duration,
+                                solver_options=_options(args.solver_option), executor=args.executor,
+                                address=args.address, workers=args.workers, out=out,
+                                progress=not args.no_progress, return_traces=True,
+                                cell_time_limit=args.cell_time_limit)
     columns = summary_columns(table)
     shown = table[columns].copy()
     if "time_per_step" in shown:
@@ -247,10 +253,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         render_comparison(scene, table, args.render, out, args, _options(args.solver_option))
     errors = table["status"].eq("error").sum()
     return EXIT_STOPPED if errors else 0
-
-
-def _split(text: str | None) -> list[str] | None:
-    return [part.strip() for part in text.split(",") if part.strip()] if text else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,6 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--address", help="address of an existing Dask scheduler (implies --executor dask)")
     p_cmp.add_argument("--workers", type=int, help="worker processes (default: one per core)")
     p_cmp.add_argument("--solver-option", action="append", metavar="KEY=VALUE", help="passed to every solver")
+    p_cmp.add_argument("--cell-time-limit", type=positive_float, metavar="S",
+                       help="stop a run after S seconds of wall time: it becomes an error row 'time limit S s "
+                       "reached' with the metrics of its finished steps; the other runs go on")
+    add_max_steps_argument(p_cmp)
     p_cmp.add_argument("--no-plot", action="store_true", help="skip figures and report")
     p_cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p_cmp.set_defaults(func=_cmd_compare)
@@ -329,6 +335,7 @@ def _add_step_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dt", type=positive_float, help="time step [s] (default: the scene's)")
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="formulation option, repeatable (e.g. form=dual)")
+    add_max_steps_argument(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,7 +6,6 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from contactopt.analysis.bench import (
@@ -17,14 +16,17 @@ from contactopt.analysis.bench import (
     run_benchmark,
     summarize,
 )
+from contactopt.outputs import output_errors, prepared_folder
 from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
 
 
-def _split(values: Sequence[str] | None, default: str) -> list[str]:
-    items = values or [default]
-    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+def _split(values: Sequence[str] | None, default: str, option: str) -> list[str]:
+    """Repeated or comma-separated names; an empty item is an error naming ``option``."""
+    from contactopt.cli.grid import split_list
+
+    return [part for item in values or [default] for part in split_list(item, option) or []]
 
 
 def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -60,19 +62,19 @@ def run_bench(args: argparse.Namespace) -> int:
     """Handler of ``contactopt bench``."""
     import pandas as pd
 
-    solvers = _split(args.solvers, "clarabel,osqp")
-    profiles = _split(args.profiles, "default")
+    solvers = _split(args.solvers, "clarabel,osqp", "--solvers")
+    profiles = _split(args.profiles, "default", "--profiles")
     for name in profiles:
         get_profile(name)
-    out = Path(args.out)
     start = time.perf_counter()
-    df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress,
-                       fclib_form=args.fclib_form)
+    with prepared_folder(args.out) as out:  # checked before the solves, so that none of them is lost
+        df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress,
+                           fclib_form=args.fclib_form)
     summary = summarize(df)
-    out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.csv", out / "summary.csv"]
-    df.to_csv(written[0], index=False)
-    summary.to_csv(written[1], index=False)
+    with output_errors(out, "output folder"):
+        df.to_csv(written[0], index=False)
+        summary.to_csv(written[1], index=False)
     if not args.no_plot:
         written.append(performance_profile(df, out / "performance_profile.png"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):

@@ -6,9 +6,12 @@ import argparse
 import math
 import tomllib
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from contactopt.errors import OptionError
+
+if TYPE_CHECKING:
+    from contactopt.scenes import Scene
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,3 +43,17 @@ def _parse_option(text: str) -> tuple[str, Any]:
 
 def _options(items: Sequence[str] | None) -> dict[str, Any]:
     return dict(_parse_option(item) for item in items or [])
+
+
+def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
+    """``--max-steps N``: the step budget of the runs (contactopt.budgets; default 10**6)."""
+    parser.add_argument("--max-steps", type=int, metavar="N",
+                        help="refuse runs of more than N steps (duration / dt) before starting (default: the "
+                        "scene's max_steps, else 1000000)")
+
+
+def with_max_steps(scene: Scene, max_steps: int | None) -> Scene:
+    """``scene`` with the step budget ``--max-steps`` gave (unchanged when not given)."""
+    import dataclasses
+
+    return scene if max_steps is None else dataclasses.replace(scene, max_steps=max_steps)

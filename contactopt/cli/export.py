@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from contactopt.analysis.export import FORMATS, export_run, parse_formats
-from contactopt.cli.common import _options, positive_float
+from contactopt.cli.common import _options, add_max_steps_argument, positive_float, with_max_steps
 from contactopt.errors import ContactoptError
+from contactopt.outputs import prepared_folder, safe_component
 
 # --- command line ---------------------------------------------------------------------------
 
@@ -33,6 +34,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--solver", "-s", help="solver to simulate with (default: the scene's)")
     parser.add_argument("--dt", type=positive_float, help="time step [s] (default: the scene's)")
     parser.add_argument("--duration", type=positive_float, help="simulated time [s] (default: the scene's)")
+    add_max_steps_argument(parser)
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="formulation option, repeatable (e.g. form=dual)")
     parser.add_argument("--program-formulation", metavar="F",
@@ -50,12 +52,12 @@ def run_export(args: argparse.Namespace) -> int:
     from contactopt.scenes import load_scene
     from contactopt.simulate import simulate
 
-    scene = load_scene(args.scene)
+    scene = with_max_steps(load_scene(args.scene), args.max_steps)
     formats = parse_formats(args.format) if args.format else None
     options = _options(args.option)
     formulation = args.formulation or scene.formulation
-    out = Path(args.out) if args.out else Path("exports") / f"{scene.name}-{formulation}"
-    with warnings.catch_warnings():
+    out_path = Path(args.out) if args.out else Path("exports") / safe_component(f"{scene.name}-{formulation}")
+    with prepared_folder(out_path) as out, warnings.catch_warnings():  # --out checked before the run
         warnings.simplefilter("once")
         traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,
                         duration=args.duration, options=options, progress=not args.no_progress)

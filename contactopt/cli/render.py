@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contactopt.analysis.render import MIN_SIZE, RENDERERS, Panel, RenderResult, render
-from contactopt.cli.common import _options, positive_float
+from contactopt.cli.common import _options, add_max_steps_argument, positive_float, with_max_steps
 from contactopt.errors import ContactoptError, ContactoptWarning, OptionError, PartialTrajectoryWarning, SimulationError
+from contactopt.outputs import output_errors, safe_component, writable_file
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene, find_problem, load_scene, problems_dir
 from contactopt.simulate import simulate
@@ -73,6 +74,7 @@ def add_render_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--solver", "-s", help="for a scene: solver (default: the scene's)")
     parser.add_argument("--dt", type=positive_float, help="for a scene: time step [s] (default: the scene's)")
     parser.add_argument("--duration", type=positive_float, help="for a scene: simulated time [s]")
+    add_max_steps_argument(parser)
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="for a scene: formulation option, repeatable")
     _add_video_arguments(parser)
@@ -157,7 +159,8 @@ def _simulate(scene: Scene, formulation: str | None, solver: str | None, dt: flo
 
 def _render(panels: Trajectory | list[Panel], system: System, out: Path, args: argparse.Namespace,
             title: str) -> RenderResult:
-    with warnings.catch_warnings():
+    writable_file(out, "video file")
+    with warnings.catch_warnings(), output_errors(out, "video file"):
         warnings.simplefilter("ignore", ContactoptWarning)  # the fallback note is printed below
         result = render(panels, system, out, fps=args.fps, size=args.size, stride=args.stride,
                         renderer=args.renderer, forces=not args.no_forces, title=title,
@@ -181,11 +184,13 @@ def _cmd_render(args: argparse.Namespace) -> int:
     else:
         if args.scene is not None:
             raise OptionError(f"--scene: only for a saved run; {args.target} is a scene")
-        scene = load_scene(args.target)
+        scene = with_max_steps(load_scene(args.target), args.max_steps)
+        if args.out:  # before simulating, so that an unwritable path costs nothing
+            writable_file(args.out, "video file")
         traj = _simulate(scene, args.formulation, args.solver, args.dt, args.duration, _options(args.option),
                          not args.no_progress)
         system, scene_name = scene.system, scene.name
-        folder = f"{scene.name}-{traj.info['formulation']}-{str(traj.info['solver']).replace(':', '_')}"
+        folder = safe_component(f"{scene.name}-{traj.info['formulation']}-{str(traj.info['solver']).replace(':', '_')}")
         out = Path(args.out) if args.out else Path("runs") / folder / "video.mp4"
     title = f"{scene_name}: {traj.info.get('formulation', '?')} / {traj.info.get('solver', '?')}"
     _render(traj, system, out, args, title)

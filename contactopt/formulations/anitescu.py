@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from contactopt.budgets import check_allocation
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     ActiveContacts,
@@ -81,6 +82,10 @@ class Anitescu(Formulation):
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
         k = check_directions(options["k"], contacts.dim, self.name)
+        edges = active.count * max(k, 1)  # the dual form's Delassus matrix is edges x edges
+        check_allocation(float(edges) * (edges if options["form"] == "dual" else problem.nv),
+                         f"{edges} edge rows ({active.count} contacts, form {options['form']})", "k", options["k"],
+                         f"formulation {self.name!r}")
         J_beta, per = edge_rows(active, k)
         rows = J_beta.shape[0]
         h = problem.dt

@@ -46,12 +46,22 @@ def default_directions(dim: int) -> int:
     return {1: 0, 2: 2, 3: 4}[dim]
 
 
+#: Most friction directions ``k`` accepted: a 1024-gon is within 5e-6 (relative) of the circle,
+#: so more only costs memory and time (the program's size also is checked before it is made,
+#: :func:`contactopt.budgets.check_allocation`).
+MAX_DIRECTIONS = 1024
+
+
 def check_directions(k: Any, dim: int, formulation: str) -> int:
-    """Validate the ``k`` option for contacts of frame dimension ``dim``."""
+    """Validate the ``k`` option for contacts of frame dimension ``dim``: an even integer in
+    ``[2, MAX_DIRECTIONS]``."""
     if k is None:
         return default_directions(dim)
     if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
         raise OptionError(f"formulation {formulation!r}: k must be an even integer >= 2, got {k!r}")
+    if k > MAX_DIRECTIONS:
+        raise OptionError(f"formulation {formulation!r}: k = {k} friction directions is more than the "
+                          f"{MAX_DIRECTIONS} allowed (a {MAX_DIRECTIONS}-gon is within 5e-6 of the circle)")
     if dim == 2 and k != 2:
         raise OptionError(f"formulation {formulation!r}: planar contacts have k = 2 directions (+t, -t), "
                           f"got k = {k}")

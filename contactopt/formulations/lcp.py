@@ -50,6 +50,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from contactopt.budgets import check_allocation
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
@@ -80,6 +81,9 @@ class StewartTrinkleLCP(Formulation):
         G = problem.unilateral.G[limits]
         F, bound = problem.friction_loss.F, problem.friction_loss.bound
         nu, nf = limits.shape[0], bound.shape[0]
+        planned = na * (k + 1 + (k > 0)) + nu + 3 * nf  # before the dense matrix is made
+        check_allocation(float(planned) ** 2, f"a dense {planned} x {planned} LCP matrix ({na} contacts)",
+                         "k", options["k"], f"formulation {self.name!r}")
         N = active.N
         D = active.directions(k)
         n_gamma = na if k else 0

@@ -229,6 +229,20 @@ class MjcfSystem(System):
         return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J, mu=mu,
                         restitution=np.zeros(keep.shape[0]), dim=3)
 
+    def contact_names(self, q: ArrayLike) -> list[str]:
+        """A label per contact of :meth:`contacts`, in its order: ``"geom1|geom2"`` with MuJoCo's
+        geom names (a nameless geom is ``"body/geom<id>"``)."""
+        data = self._evaluate_position(q)
+        ncon = int(data.ncon)
+        found = data.contact
+        geoms = np.asarray(found.geom)[:ncon][np.asarray(found.exclude)[:ncon] <= 1]
+
+        def label(geom: int) -> str:
+            name = self.model.geom(geom).name
+            return name or f"{self.model.body(int(self.model.geom_bodyid[geom])).name or 'world'}/geom{geom}"
+
+        return [f"{label(int(g1))}|{label(int(g2))}" for g1, g2 in geoms]
+
     def check_contact_model(self) -> None:
         """Refuse contacts of condim 4 and 6 (torsional, rolling friction): the formulations'
         3-row frames cannot express them, and dropping them would be a silent change of the model."""

@@ -43,6 +43,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError
+from contactopt.programs.file_checks import checked_csc_parts
 
 __all__ = ["HDF5_SIGNATURE", "FclibGlobal", "FclibLocal", "FclibProblem", "is_fclib_file", "read_fclib",
            "write_fclib_matrix", "write_fclib_problem"]
@@ -160,11 +161,10 @@ def _read_matrix(group: Any, where: str) -> sp.csc_matrix:
             if p.shape[0] != outer + 1:
                 raise ValueError(f"{p.shape[0]} pointers, expected {outer + 1}")
             count = int(p[-1])
-            if count > min(i.shape[0], x.shape[0]) or count > max(nzmax, 0):
+            if count < 0 or count > min(i.shape[0], x.shape[0]) or count > max(nzmax, 0):
                 raise ValueError(f"{count} entries announced, nzmax {nzmax}, i/x hold {i.shape[0]}/{x.shape[0]}")
             shape = (m, n) if nz == -1 else (n, m)
-            compressed = sp.csc_matrix((x[:count], i[:count], p), shape=shape)
-            compressed.check_format(full_check=True)
+            compressed = checked_csc_parts(x[:count], i[:count], p, shape, where, ("x", "i", "p"))
             matrix = compressed if nz == -1 else sp.csc_matrix(compressed.T)
         else:
             raise ValueError(f"unknown storage nz = {nz} (-1 columns, -2 rows, >= 0 triplets)")

@@ -11,7 +11,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactopt.errors import ContactoptError
+from contactopt.outputs import output_errors, writable_file
 from contactopt.programs.conic import Block, Cone, ConicProgram
+from contactopt.programs.file_checks import checked_csc, checked_dense
 from contactopt.programs.lcp import LCP
 
 __all__ = ["load_program", "save_program"]
@@ -32,18 +34,12 @@ def _sparse_arrays(prefix: str, matrix: sp.csc_matrix) -> dict[str, np.ndarray]:
             f"{prefix}_indptr": matrix.indptr, f"{prefix}_shape": np.array(matrix.shape)}
 
 
-def _sparse_from(arrays: Any, prefix: str) -> sp.csc_matrix:
-    rows, cols = (int(v) for v in arrays[f"{prefix}_shape"])
-    return sp.csc_matrix((arrays[f"{prefix}_data"], arrays[f"{prefix}_indices"],
-                          arrays[f"{prefix}_indptr"]), shape=(rows, cols))
-
-
 def save_program(program: ConicProgram | LCP, path: str | Path) -> Path:
     """Write ``program`` to ``path`` (``.npz`` appended if missing) and return the path."""
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_suffix(path.suffix + ".npz")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    writable_file(path, "program file")
     header: dict[str, Any] = {"format": "contactopt-program", "version": FORMAT_VERSION,
                               "kind": program.kind, "metadata": dict(program.metadata),
                               "variables": _blocks_to_json(program.variables)}
@@ -57,7 +53,8 @@ def save_program(program: ConicProgram | LCP, path: str | Path) -> Path:
         arrays.update(_sparse_arrays("A", program.A))
         arrays.update(c=program.c, b=program.b)
     arrays["header"] = np.array(json.dumps(header, default=_json_default))
-    np.savez(path, **arrays)  # type: ignore[arg-type]
+    with output_errors(path, "program file"):
+        np.savez(path, **arrays)  # type: ignore[arg-type]
     return path
 
 
@@ -92,11 +89,17 @@ def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram |
             if header.get("kind") not in ("lcp", "qp", "socp"):
                 raise ContactoptError(f"{path}: unknown program kind {header.get('kind')!r}")
             variables = _blocks_from_json(header["variables"])
+            where = str(path)
             if header["kind"] == "lcp":
-                return LCP(arrays["M"], arrays["q"], variables=variables, metadata=header["metadata"])
+                return LCP(checked_dense(_member(arrays, "M", where), where, "M", ndim=2),
+                           checked_dense(_member(arrays, "q", where), where, "q"),
+                           variables=variables, metadata=header["metadata"])
             cones = tuple(Cone(kind, int(dim)) for kind, dim in header["cones"])
-            return ConicProgram(P=_sparse_from(arrays, "P"), c=arrays["c"], A=_sparse_from(arrays, "A"),
-                                b=arrays["b"], cones=cones, variables=variables,
+            return ConicProgram(P=checked_csc(arrays, "P", where),
+                                c=checked_dense(_member(arrays, "c", where), where, "c"),
+                                A=checked_csc(arrays, "A", where),
+                                b=checked_dense(_member(arrays, "b", where), where, "b"),
+                                cones=cones, variables=variables,
                                 constraints=_blocks_from_json(header["constraints"]),
                                 metadata=header["metadata"])
     except ContactoptError as exc:
@@ -105,6 +108,12 @@ def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram |
         raise ContactoptError(f"{path}: cannot read program: {exc}") from exc
     except Exception as exc:  # a damaged file in any way: one line naming it
         raise ContactoptError(f"{path}: cannot read program: {type(exc).__name__}: {exc}") from exc
+
+
+def _member(arrays: Any, name: str, where: str) -> Any:
+    if name not in arrays:
+        raise ContactoptError(f"{where}: missing array {name!r}")
+    return arrays[name]
 
 
 def _is_hdf5(path: Path) -> bool:

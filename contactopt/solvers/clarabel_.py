@@ -33,6 +33,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
+from contactopt.budgets import count_option
 from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers import workspace
@@ -70,6 +71,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     watch = Stopwatch()
     with watch.time("setup"):
         merged = {**DEFAULTS, **options}
+        if "max_iter" in options:  # a count, refused by name before Clarabel's own TypeError
+            merged["max_iter"] = count_option(options, "max_iter", "clarabel", 0, minimum=0)
         reuse = bool(merged.pop("reuse", False))
         P_upper = program.P_upper
         key = (workspace.settings_key(merged), program.cones)

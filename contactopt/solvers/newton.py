@@ -89,6 +89,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.budgets import count_option
 from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.cone_projection import ConeLayout, project
@@ -126,6 +127,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     assert isinstance(program, ConicProgram)
     check_options("newton", options, set(DEFAULTS))
     opts = {**DEFAULTS, **options}
+    opts["max_iter"] = count_option(opts, "max_iter", "newton", 100, minimum=0)
+    opts["ls_max_iter"] = count_option(opts, "ls_max_iter", "newton", 100, minimum=1)
     for key in ("tol", "tol_abs", "cost_tol", "ls_tol"):
         if not (isinstance(opts[key], int | float) and opts[key] >= 0):
             raise OptionError(f"solver 'newton': {key} must be a number >= 0, got {opts[key]!r}")

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from contactopt.budgets import count_option
 from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers import workspace
@@ -74,6 +75,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         zero_rows = program.cone_rows("zero")
         lower = np.where(zero_rows, program.b, -np.inf)
         settings = {**DEFAULTS, **options}
+        settings["max_iter"] = count_option(settings, "max_iter", "osqp", 20000, minimum=1)  # OSQP needs >= 1
         reuse = bool(settings.pop("reuse", True))
         P_upper = program.P_upper
         key = (workspace.settings_key(settings), zero_rows.tobytes())

@@ -39,6 +39,7 @@ import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.sparse.csgraph import structural_rank
 
 from contactopt.programs import ConicProgram, Solution
 from contactopt.programs.residuals import cone_row_indices, conic_check
@@ -83,12 +84,13 @@ def active_rows(program: ConicProgram, s: np.ndarray, y: np.ndarray) -> np.ndarr
     return np.sort(np.concatenate(rows))  # row order, whatever the order of the cones
 
 
-def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> np.ndarray | None:
+def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> np.ndarray | str | None:
     """``(x, y)`` from the KKT system of step 2, as the interior-point answer ``(x0, y0)`` plus
     the minimum-norm correction. Where the system is singular (more active rows than degrees
     of freedom: a box resting on four corners is statically indeterminate, Stewart 2000,
     SIAM Review 42(1) §4) the multipliers are not unique; the smallest change keeps those the
-    interior-point method chose (strictly inside the cone), instead of an arbitrary one."""
+    interior-point method chose (strictly inside the cone), instead of an arbitrary one.
+    A large system known to be singular is not factorized: the reason is returned instead."""
     n, size = program.n, program.n + rows.size
     rhs = np.concatenate([-program.c, program.b[rows]])
     start = np.concatenate([x0, y0[rows]])
@@ -100,9 +102,16 @@ def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.n
         K[:n, n:] = K[n:, :n].T
         z = start + _dense_correction(K, rhs - K @ start)
     else:
+        if rows.size > n:  # rank(K) <= 2 n < size: singular, and SuperLU's factorization of a
+            # structurally singular K calls BLAS dtrsv/dgemv with illegal sizes, which print
+            # "On entry to DTRSV parameter number 6 had an illegal value" on fd 2 (the pile at
+            # dt = 0.05: 700 active rows, 600 unknowns)
+            return f"{rows.size} active rows for {n} unknowns: the KKT system is singular"
         A_E = program.A.tocsr()[rows]
         zeros = sp.csc_matrix((rows.size, rows.size))
         K_sparse = sp.csc_matrix(sp.vstack([sp.hstack([program.P, A_E.T]), sp.hstack([A_E, zeros])]))
+        if structural_rank(K_sparse) < size:  # the same, whatever the counts
+            return "the KKT system is structurally singular"
         try:
             z = start + spla.splu(K_sparse).solve(rhs - K_sparse @ start)
         except RuntimeError:  # singular: no sparse least squares precise enough, leave the answer
@@ -153,8 +162,9 @@ def refine(program: ConicProgram, solution: Solution) -> Solution:
         return _polished(program, solution, rows) or dataclasses.replace(
             solution, message=f"{solution.message}; refinement skipped: {rows}")
     xy = _kkt_solve(program, rows, solution.x, solution.y)
-    if xy is None:
-        return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: KKT system not solvable")
+    if xy is None or isinstance(xy, str):
+        why = xy or "KKT system not solvable"
+        return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: {why}")
     x, y = xy[: program.n], xy[program.n:]
     res, s = conic_check(program, x, y)
     if not res.relative < solution.residuals.relative:  # a misread active set: Newton on the natural map

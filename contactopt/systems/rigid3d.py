@@ -22,26 +22,35 @@ Integration (semi-implicit Euler): ``x' = x + h v'`` and ``quat' = exp(h w'/2) *
 (world-frame angular velocity multiplies on the **left**), renormalized to ``|quat| = 1``.
 
 Contacts are point contacts (reference 000, "Contact Jacobian" and "Beyond Point Contact":
-point contacts at the corners of a box), all candidates returned whatever their distance:
+point contacts at the corners of a box), in this order:
 
-1. for each body in order, if ``ground`` is on (the plane ``z = 0``):
+1. for each body in order, if ``ground`` is on (the plane ``n . (p - p0) = 0``; by default
+   ``z = 0`` with ``n = +z``; ``[system] ground_normal = [nx, ny, nz]`` (normalized) and
+   ``ground_point = [x, y, z]`` tilt or move it), all candidates whatever their distance:
    a box gives its 8 corners, in the order of ``itertools.product((-1, 1), repeat=3)``
    over the signs of the body-frame half extents ``(sx a, sy b, sz c)``, i.e. corner
    ``k = 4 i_x + 2 i_y + i_z`` with sign ``-1`` for ``i = 0`` and ``+1`` for ``i = 1``;
-   ``phi`` = corner height, ``n = +z``, ``t1 = +x``, ``t2 = +y``.
-   A sphere gives one contact, ``phi = z - r``, at its lowest point, same frame.
-2. then every pair of spheres ``(A, B)`` with ``A`` before ``B``: ``phi = |c_B - c_A| -
-   r_A - r_B``, ``n`` the unit vector from ``A`` to ``B``, contact point in the middle of the
-   gap, tangents from :func:`~contactopt.systems.geometry.tangent_basis` (``t1 x t2 = n``);
-   the rows are ``J_B - J_A`` so that ``J v`` is the velocity of ``B``'s material point
-   relative to ``A``'s.
+   ``phi = n . (corner - p0)``, frame ``[n; t1; t2]`` of
+   :func:`~contactopt.systems.geometry.tangent_basis` (``[z; x; y]`` for the default ground).
+   A sphere gives one contact at its point nearest to the plane, ``phi = n . (c - p0) - r``.
+   Named ``"box.corner(-,-,+)"`` and ``"ball.ground"``.
+2. then the body pairs ``(A, B)``, ``A`` before ``B`` in scene order, lexicographic:
+   a pair of spheres gives one contact (every pair, or those with gap ``<= pair_margin``):
+   ``phi = |c_B - c_A| - r_A - r_B``, ``n`` the unit vector from ``A`` to ``B``, contact point
+   in the middle of the gap; named ``"A|B"``. A pair with a box (box-box, box-sphere; unless
+   ``[system] box_pairs = false``) gives MuJoCo's contacts within the pair's collision margin
+   (``[system] collision_margin`` in m, default half the smaller body's smallest half extent
+   or radius), 0 to 8 of them, named ``"A|B[k]"``
+   (:mod:`~contactopt.systems.rigid3d_collision`: their number depends on ``q``).
+   Pair frames: ``n`` first, tangents from ``tangent_basis`` (``t1 x t2 = n``); the rows are
+   ``J_B - J_A`` so that ``J v`` is the velocity of ``B``'s material point relative to ``A``'s.
 
 The row of a point ``p`` on body ``i`` for a world direction ``d`` is ``[d^T, (r x d)^T]`` in
 body ``i``'s six columns, ``r = p - x_i``.
 
-Limitations: box-box and box-sphere collisions are not detected (only box corners and
-spheres against the ground, and sphere-sphere pairs); there is no torsional or rolling
-friction; bodies are uniform solids.
+Limitations: there is no torsional or rolling friction; bodies are uniform solids; box pairs
+need the ``mujoco`` package (``pip install 'contactopt[mujoco]'``), refused in one line without it,
+and their varying number of contacts stops a ``compliant`` run (a failed step) when it changes.
 """
 
 from __future__ import annotations
@@ -61,6 +70,13 @@ from contactopt.systems import validation as validate
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System, resolve_parameters
 from contactopt.systems.geometry import quat_exp_rows, quat_multiply_rows
 from contactopt.systems.rigid3d_bodies import BODY_KEYS, SHAPES, RigidBody, parse_body
+from contactopt.systems.rigid3d_collision import (
+    HORIZONTAL_GROUND,
+    GroundPlane,
+    PairCollider,
+    collider_pairs,
+    parse_collision_keys,
+)
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -73,17 +89,22 @@ class Rigid3D(System):
 
     type_name: ClassVar[str] = "rigid3d"
     description: ClassVar[str] = ("free boxes and spheres ([[system.bodies]]); point contacts: box "
-                                  "corners and spheres on z = 0, sphere pairs")
+                                  "corners and spheres on a ground plane, every body pair")
     parameters: ClassVar[tuple[Parameter, ...]] = ()
-    config_keys: ClassVar[frozenset[str]] = frozenset({"parameters", "bodies", "gravity", "ground"})
+    config_keys: ClassVar[frozenset[str]] = frozenset({"parameters", "bodies", "gravity", "ground", "ground_normal",
+                                                       "ground_point", "box_pairs", "collision_margin"})
     contact_dim = 3
 
     def __init__(self, bodies: Sequence[RigidBody], contact: Mapping[str, float] | None = None,
                  gravity: ArrayLike = (0.0, 0.0, -9.81), ground: bool = True,
-                 pair_margin: float = math.inf, sparse: bool | None = None) -> None:
-        """Bodies in order, contact parameters (``mu``, ``restitution``), gravity, ground plane,
+                 pair_margin: float = math.inf, sparse: bool | None = None, *,
+                 plane: GroundPlane = HORIZONTAL_GROUND, box_pairs: bool = True,
+                 collision_margin: float | None = None) -> None:
+        """Bodies in order, contact parameters (``mu``, ``restitution``), gravity, ground on/off,
         and the largest gap at which a sphere pair is a candidate (``inf``: every pair; a
         finite margin selects the pairs through a k-d tree broad phase, linear in the bodies).
+        ``plane``: the ground's plane; ``box_pairs``: contacts of the pairs with a box through
+        MuJoCo (:mod:`.rigid3d_collision`), within ``collision_margin`` (None: per pair).
         ``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from 10 bodies on
         (``nv >= 60``, MuJoCo's own threshold for sparse Jacobians), dense below, where
         scipy.sparse's per-object overhead costs more than the zeros it skips."""
@@ -113,8 +134,19 @@ class Rigid3D(System):
         self._is_box = np.array([b.shape == "box" for b in self.bodies])
         self._radii = np.array([0.0 if b.shape == "box" else b.radius for b in self.bodies])
         self._ground_counts = np.where(self._is_box, 8, 1).astype(np.int_)
+        self.plane = plane
+        self._horizontal = plane.is_horizontal_origin
+        # body-frame corners of a box; the world offset -r n of a sphere's lowest point
+        lowest = ((lambda r: np.array([[0.0, 0.0, -r]])) if self._horizontal
+                  else (lambda r: -r * plane.normal[None, :]))
         self._ground_local = np.concatenate([kernels.CORNER_SIGNS * b.size if b.shape == "box"
-                                             else np.array([[0.0, 0.0, -b.radius]]) for b in self.bodies])
+                                             else lowest(b.radius) for b in self.bodies])
+        self._ground_frame = kernels.GROUND_FRAME if self._horizontal else plane.frame
+        if collision_margin is not None and not (math.isfinite(collision_margin) and collision_margin >= 0):
+            raise ValueError(f"Rigid3D: collision_margin must be a finite number >= 0, got {collision_margin}")
+        pairs = collider_pairs(self.bodies) if box_pairs else []
+        self.box_pairs = bool(box_pairs)
+        self._collider = PairCollider(self.bodies, pairs, collision_margin) if pairs else None
         self._last_split: tuple[bytes, tuple[FloatArray, FloatArray]] = (b"", (np.zeros((0, 3)), np.zeros((0, 3, 3))))
         # (body, body-frame offset, is a box corner) of every ground contact, in contact order
         counts = self._ground_counts if self.ground else np.zeros(n, dtype=np.int_)
@@ -127,8 +159,10 @@ class Rigid3D(System):
     @classmethod
     def from_config(cls, table: Mapping[str, Any], contact: Mapping[str, Any]) -> Rigid3D:
         """Build from a ``[system]`` table with ``bodies`` (list of tables), optional
-        ``gravity`` (3 numbers, default ``[0, 0, -9.81]``), ``ground`` (bool, default true)
-        and an empty ``parameters``; raises :class:`ParameterError` naming the key."""
+        ``gravity`` (3 numbers, default ``[0, 0, -9.81]``), ``ground`` (bool, default true),
+        ``ground_normal`` / ``ground_point`` (the plane, default ``z = 0``), ``box_pairs``
+        (bool, default true), ``collision_margin`` (m, default per pair) and an empty
+        ``parameters``; raises :class:`ParameterError` naming the key."""
         resolve_parameters(cls.parameters, validate.table(table, "parameters", "system"), "system.parameters")
         contact_values = resolve_parameters(CONTACT_PARAMETERS, contact, "contact")
         gravity = (validate.vector(table["gravity"], "system.gravity", 3) if "gravity" in table
@@ -136,6 +170,7 @@ class Rigid3D(System):
         ground = table.get("ground", True)
         if not isinstance(ground, bool):
             raise ParameterError("system.ground", f"system.ground: expected true or false, got {ground!r}")
+        plane, box_pairs, margin = parse_collision_keys(table, ground)
         if "bodies" not in table:
             raise ParameterError("system.bodies", "system.bodies: missing; give at least one "
                                  "[[system.bodies]] table")
@@ -151,7 +186,8 @@ class Rigid3D(System):
                                      f"system.bodies[{i}].name: duplicate body name {body.name!r} "
                                      f"(also system.bodies[{seen[body.name]}])")
             seen[body.name] = i
-        return cls(bodies, contact_values, gravity=gravity, ground=ground)
+        return cls(bodies, contact_values, gravity=gravity, ground=ground, plane=plane, box_pairs=box_pairs,
+                   collision_margin=margin)
 
 
     def default_state(self) -> tuple[FloatArray, FloatArray]:
@@ -235,8 +271,8 @@ class Rigid3D(System):
         return spheres[a], spheres[b]
 
     def contact_names(self, q: ArrayLike | None = None) -> list[str]:
-        """A label per contact, in the order of :meth:`contacts` (``q`` is needed only with a
-        finite ``pair_margin``)."""
+        """A label per contact, in the order of :meth:`contacts` (``q`` is needed with a finite
+        ``pair_margin`` or with box pairs, whose contacts depend on it)."""
         names: list[str] = []
         if self.ground:
             for body in self.bodies:
@@ -245,10 +281,40 @@ class Rigid3D(System):
                                  for signs in kernels.CORNER_SIGNS)
                 else:
                     names.append(f"{body.name}.ground")
-        positions = None if q is None else self._split(q)[0]
-        a, b = self._pairs(positions)
-        names.extend(f"{self.bodies[i].name}|{self.bodies[j].name}" for i, j in zip(a, b, strict=True))
+        if q is None:
+            if self._collider is not None:
+                raise ValueError("Rigid3D.contact_names: the contacts of box pairs depend on q; pass q")
+            a, b = self._pairs(None)
+            rank = np.full(a.shape[0], -1)
+        else:
+            a, b, *_, rank = self._body_pairs(q)
+        names.extend(f"{self.bodies[i].name}|{self.bodies[j].name}" + (f"[{k}]" if k >= 0 else "")
+                     for i, j, k in zip(a, b, rank, strict=True))
         return names
+
+    def _body_pairs(self, q: ArrayLike) -> tuple[IntArray, IntArray, FloatArray, FloatArray, FloatArray, IntArray]:
+        """The pair contacts in the documented order: bodies ``a < b``, ``phi``, points, unit
+        normals from ``a`` to ``b`` and rank within a box pair (-1 for a sphere pair)."""
+        positions, _ = self._split(q)
+        if self._collider is not None and len(self._spheres) < 2:  # box pairs only
+            found = self._collider.collide(positions, as_vector(q, "q", self.nq).reshape(-1, 7)[:, 3:])
+            return found.a, found.b, found.phi, found.points, found.normals, found.rank
+        a, b = self._pairs(positions) if len(self._spheres) > 1 else (np.zeros(0, np.int_), np.zeros(0, np.int_))
+        gap = positions[b] - positions[a]
+        dist = np.linalg.norm(gap, axis=1)
+        safe = dist > 1e-12
+        normals = np.where(safe[:, None], gap / np.where(safe, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
+        ra, rb = self._radii[a], self._radii[b]
+        points = 0.5 * ((positions[a] + ra[:, None] * normals) + (positions[b] - rb[:, None] * normals))
+        phi, rank = dist - ra - rb, np.full(a.shape[0], -1)
+        if self._collider is None:
+            return a, b, phi, points, normals, rank
+        found = self._collider.collide(positions, as_vector(q, "q", self.nq).reshape(-1, 7)[:, 3:])
+        a, b = np.concatenate([a, found.a]), np.concatenate([b, found.b])
+        order = np.lexsort((b, a))  # stable: a box pair's contacts keep MuJoCo's order
+        return (a[order], b[order], np.concatenate([phi, found.phi])[order],
+                np.concatenate([points, found.points])[order], np.concatenate([normals, found.normals])[order],
+                np.concatenate([rank, found.rank])[order])
 
     def _geometry(self, q: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, tuple[IntArray, ...],
                                                FloatArray]:
@@ -257,27 +323,25 @@ class Rigid3D(System):
         positions, R = self._split(q)
         body_of, local, is_box = self._ground_terms
         ng = body_of.shape[0]
-        # body-frame offsets of the ground points: corners (sign * half extent) or -r z
+        # body-frame offsets of the ground points: corners (sign * half extent) or the world -r n
         ground_r = (R[body_of] @ local[:, :, None])[:, :, 0]
         if not is_box.all():
             ground_r = np.where(is_box[:, None], ground_r, local)
         ground_points = positions[body_of] + ground_r
-        a, b = self._pairs(positions) if len(self._spheres) > 1 else (body_of[:0], body_of[:0])
+        ground_phi = (ground_points[:, 2].copy() if self._horizontal
+                      else ground_points @ self.plane.normal - self.plane.offset)
+        ground_frames = np.broadcast_to(self._ground_frame, (ng, 3, 3))
+        if len(self._spheres) > 1 or self._collider is not None:
+            a, b, pair_phi, pair_points, normals, _ = self._body_pairs(q)
+        else:
+            a = b = body_of[:0]
         if a.shape[0] == 0:  # ground contacts only: one term each
             terms = np.column_stack([ground_r, np.ones(ng)])
-            return (ground_points[:, 2].copy(), ground_points, np.broadcast_to(kernels.GROUND_FRAME, (ng, 3, 3)),
-                    (np.arange(ng), body_of), terms)
-        gap = positions[b] - positions[a]
-        dist = np.linalg.norm(gap, axis=1)
-        safe = dist > 1e-12
-        normals = np.where(safe[:, None], gap / np.where(safe, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
-        ra, rb = self._radii[a], self._radii[b]
-        pair_points = 0.5 * ((positions[a] + ra[:, None] * normals) + (positions[b] - rb[:, None] * normals))
+            return ground_phi, ground_points, ground_frames, (np.arange(ng), body_of), terms
         npair = a.shape[0]
-        phi = np.concatenate([ground_points[:, 2], dist - ra - rb])
+        phi = np.concatenate([ground_phi, pair_phi])
         points = np.concatenate([ground_points, pair_points])
-        frames = np.concatenate([np.broadcast_to(kernels.GROUND_FRAME, (ng, 3, 3)),
-                                 kernels.pair_frames(normals)])
+        frames = np.concatenate([ground_frames, kernels.pair_frames(normals)])
         pair_index = ng + np.arange(npair)
         contact = np.concatenate([np.arange(ng), pair_index, pair_index])
         body = np.concatenate([body_of, b, a])
@@ -321,5 +385,7 @@ class Rigid3D(System):
         """One line: the bodies, gravity, ground and contact parameters."""
         bodies = ", ".join(f"{b.name}:{b.shape}(m={b.mass:g})" for b in self.bodies)
         gravity = ", ".join(f"{g:g}" for g in self.gravity)
-        return (f"{self.type_name}({bodies}; g=[{gravity}], ground={self.ground}; "
+        normal, point = (", ".join(f"{x:g}" for x in vector) for vector in (self.plane.normal, self.plane.point))
+        plane = "" if self._horizontal else f" n=[{normal}] p0=[{point}]"
+        return (f"{self.type_name}({bodies}; g=[{gravity}], ground={self.ground}{plane}; "
                 f"mu={self.mu:g}, e={self.restitution:g})")

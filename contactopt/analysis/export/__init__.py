@@ -37,6 +37,7 @@ from contactopt.analysis.export.fclib import (
 from contactopt.analysis.export.qpbenchmark import qpbenchmark_class_name, slug, write_qpbenchmark
 from contactopt.analysis.export.steps import resolve_formulation, step_programs, write_npz
 from contactopt.errors import OptionError
+from contactopt.outputs import output_errors, writable_folder
 from contactopt.programs import ConicProgram
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
@@ -54,8 +55,8 @@ def parse_formats(formats: str | Iterable[str]) -> tuple[str, ...]:
     for item in items:
         for name in str(item).split(","):
             name = name.strip().lower()
-            if not name:
-                continue
+            if not name:  # "npz,,fclib" or a trailing comma: a slip, not a request
+                raise OptionError(f"export formats {item!r}: an empty item (expected names separated by commas)")
             if name not in FORMATS:
                 raise OptionError(f"unknown export format {name!r}; known: {', '.join(FORMATS)}")
             if name not in names:
@@ -83,7 +84,7 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
     out; ``formats=None`` writes every format that applies (module docstring).
     """
     chosen = parse_formats(FORMATS if formats is None else formats)
-    folder = Path(folder)
+    folder = writable_folder(folder, "export folder")  # before the programs are built
     name, resolved = resolve_formulation(traj, formulation, options)
     written: dict[str, Path] = {}
     programs = step_programs(scene, traj, name, resolved) if {"npz", "qpbenchmark"} & set(chosen) else []
@@ -91,12 +92,13 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
         chosen = tuple(fmt for fmt in chosen if fmt != "qpbenchmark")  # the default: QP formulations only
     for fmt in chosen:
         result: Path | None
-        if fmt == "npz":
-            result = write_npz(programs, folder / "npz")
-        elif fmt == "fclib":
-            result = write_fclib(scene, traj, folder / "fclib" / slug(scene.name), resolved, name)
-        else:
-            result = write_qpbenchmark(programs, folder / "qpbenchmark", scene.name, name, reference_solver)
+        with output_errors(folder / fmt, f"{fmt} export folder"):  # one line naming the path
+            if fmt == "npz":
+                result = write_npz(programs, folder / "npz")
+            elif fmt == "fclib":
+                result = write_fclib(scene, traj, folder / "fclib" / slug(scene.name), resolved, name)
+            else:
+                result = write_qpbenchmark(programs, folder / "qpbenchmark", scene.name, name, reference_solver)
         if result is not None:
             written[fmt] = result
     return written
