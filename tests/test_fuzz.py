@@ -229,10 +229,16 @@ def _qp(P: list[list[float]], c: list[float], A: list[list[float]], b: list[floa
 
 
 def test_found_conversion_status_is_judged_on_the_given_program() -> None:
-    # P = 1e-114: qp->lcp recovers x = -P^{-1} c = -1e114 whose gap cancels to 1e98; the LCP
-    # solve was optimal, the QP answer is not credible and must not be reported optimal
+    # P = 1e-114: qp->lcp recovers x = -P^{-1} c = -1e114, the exact minimizer; judged on the
+    # QP itself, against the terms of its own stationarity row (|P x| = |c| = 1), it is right
+    # to rounding, and a wrong x of that size would not be (the global scale this test once
+    # used saw a gap of 1e98 and could not tell)
     solution = solvers.solve(_qp([[1e-114]], [1.0], [], []), "lemke")
-    assert solution.status is not Status.OPTIMAL
+    assert solution.conversion == "qp->lcp"
+    assert solution.residuals.relative <= 1e-15
+    assert solution.x[0] == pytest.approx(-1e114, rel=1e-15)
+    wrong = residuals(_qp([[1e-114]], [1.0], [], []), solution.x * (1 + 1e-3))
+    assert wrong.relative > 1e-4
 
 
 @pytest.mark.parametrize(("P", "c", "b"), [(1e-160, 1.0, 1.0), (1.0, 1e160, -1.0)])

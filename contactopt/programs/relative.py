@@ -14,10 +14,14 @@ row divided by the sum of the absolute values of the terms that row adds up,
 where ``X_j = |x_j| + |c_j| / P_jj`` adds to ``|x_j|`` the size one step of the applied forces
 gives the variable (``v_free`` for a velocity, ``m g h``-sized impulses for an impulse): a
 contact at rest has ``phi ~ 0`` and ``v ~ 0``, and its row must still be read in the
-velocity unit the step moves things by, not in the round-off of zero. A second-order cone is
+velocity unit the step moves things by, not in the round-off of zero. A variable whose
+``X_j`` is empty (zero, untouched by any force) takes the geometric mean of the others'.
+The stationarity scale ``T_j`` uses ``X`` too (``sum_k |P_jk| X_k`` in place of ``|P x|``), so
+that a program whose multipliers are all zero at the optimum still has a force unit. A second-order cone is
 one geometric object: its rows share the largest of their scales. Dual variables are
-measured by what they do: ``y_i`` weighs ``|y_i| sum_j |A_ij| / T_j``, its share of the
-stationarity rows it enters; complementarity of a cone is met when either side is negligible
+measured by what they do: ``y_i`` weighs ``|y_i| W_ii / S_i``, the change it makes in its own
+row (``W_ii = sum_j A_ij^2 / P_jj``, the diagonal of the Delassus operator ``A P^-1 A^T`` of a
+diagonal ``P``) against that row's scale; complementarity of a cone is met when either side is negligible
 in its own measure, or (second-order cones) when both lie on the boundary, opposite
 (``|s . y| / (|s| |y|)`` small). The LCP ``w = M z + q`` is read the same way, row by row,
 with ``Z_j = |z_j| + |q_j| / M_jj``.
@@ -44,7 +48,8 @@ from contactopt.programs.lcp import LCP
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["FLOOR", "conic_data_violation", "conic_relative", "lcp_data_violation", "lcp_relative"]
+__all__ = ["FLOOR", "conic_data_violation", "conic_relative", "conic_relative_terms", "lcp_data_violation",
+           "lcp_relative"]
 
 #: A scale is never taken below this fraction of the largest scale of its family (rows,
 #: columns): an exactly empty row divides by the floor, not by zero.
@@ -76,6 +81,20 @@ def _share(values: FloatArray, weight: FloatArray) -> FloatArray:
         return np.where(values == 0.0, 0.0, values * weight)
 
 
+def _filled(reach: FloatArray) -> FloatArray:
+    """``reach`` with its empty entries (below :data:`FLOOR` times the largest: a variable at
+    zero that no force moves) set to the geometric mean of the others: the program's own unit
+    for a variable, so that its rows are not read in round-off (a ball at rest whose impact
+    program's multipliers are all zero still has the velocity unit of its other variables)."""
+    top = float(reach.max(initial=0.0))
+    defined = reach > FLOOR * top
+    if not top > 0.0 or defined.all():
+        return reach
+    out = reach.copy()
+    out[~defined] = float(np.exp(np.log(reach[defined]).mean()))
+    return out
+
+
 def _diagonal_reach(diagonal: FloatArray, numerator: FloatArray) -> FloatArray:
     """``numerator / diagonal`` where the diagonal is positive, else 0."""
     out = np.zeros_like(numerator)
@@ -97,41 +116,78 @@ def conic_relative(program: ConicProgram, x: FloatArray, y: FloatArray, s: Float
     ``stationarity = P x + c + A^T y`` (see the module docstring); ``objective_terms`` are
     ``(x'Px, c'x, b'y)``: the duality gap is measured against their absolute values plus
     ``sum_j X_j T_j`` (an optimum whose objective is zero, a box at rest, still has a size)."""
+    return max(conic_relative_terms(program, x, y, s, stationarity, objective_terms, gap).values())
+
+
+def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s: FloatArray,
+                         stationarity: FloatArray, objective_terms: tuple[float, float, float],
+                         gap: float) -> dict[str, float]:
+    """:func:`conic_relative` term by term: the worst ``stationarity``, ``primal`` (rows of
+    ``s`` outside ``K``), ``dual`` (``y`` outside ``K*``), ``complementarity`` and ``gap``, each
+    relative to its own row (which one failed, when a step is judged)."""
     from contactopt.programs.residuals import cone_row_indices
 
     abs_A = _absolute(program.A, program, "_abs_A")
     abs_P = _absolute(program.P, program, "_abs_P")
     abs_x, abs_y = np.abs(x), np.abs(y)
-    reach = abs_x + _diagonal_reach(program.P.diagonal(), np.abs(program.c))
+    reach = _filled(abs_x + _diagonal_reach(program.P.diagonal(), np.abs(program.c)))
     row_scale = _floored(np.abs(program.b) + abs_A @ reach)
-    column_scale = _floored(np.abs(program.c) + abs_P @ abs_x + abs_A.T @ abs_y)
-    with np.errstate(over="ignore"):
-        y_weight = abs_A @ (1.0 / column_scale)  # |y_i| y_weight_i: y_i's share of its stationarity rows
+    column_scale = _floored(np.abs(program.c) + abs_P @ reach + abs_A.T @ abs_y)
+    mobility, share = _dual_weight(program, abs_A, column_scale)
+    y_weight = _weight(mobility, share, row_scale)
 
-    worst = float((np.abs(stationarity) / column_scale).max(initial=0.0))
+    terms = {"stationarity": float((np.abs(stationarity) / column_scale).max(initial=0.0)),
+             "primal": 0.0, "dual": 0.0, "complementarity": 0.0, "gap": 0.0}
     zero, nonneg, socs = cone_row_indices(program)
     if zero.size:
-        worst = max(worst, float((np.abs(s[zero]) / row_scale[zero]).max()))
+        terms["primal"] = float((np.abs(s[zero]) / row_scale[zero]).max())
     if nonneg.size:
         s_rel = s[nonneg] / row_scale[nonneg]
         y_rel = _share(y[nonneg], y_weight[nonneg])
-        worst = max(worst, float(-s_rel.min()), float(-y_rel.min()),
-                    float(np.minimum(np.abs(s_rel), np.abs(y_rel)).max()))
+        terms["primal"] = max(terms["primal"], float(-s_rel.min()))
+        terms["dual"] = max(terms["dual"], float(-y_rel.min()))
+        terms["complementarity"] = float(np.minimum(np.abs(s_rel), np.abs(y_rel)).max())
     for rows in socs:  # (count, dim) row indices per SOC dimension
         s_block, y_block = s[rows], y[rows]
         block_scale = row_scale[rows].max(axis=1)
-        block_weight = y_weight[rows].max(axis=1)
+        block_weight = _weight(mobility[rows].max(axis=1), share[rows].max(axis=1), block_scale)
         s_norm = np.linalg.norm(s_block, axis=1)
         y_norm = np.linalg.norm(y_block, axis=1)
         primal = (np.linalg.norm(s_block[:, 1:], axis=1) - s_block[:, 0]) / block_scale
         dual = _share(np.linalg.norm(y_block[:, 1:], axis=1) - y_block[:, 0], block_weight)
         complementarity = np.minimum(np.minimum(s_norm / block_scale, _share(y_norm, block_weight)),
                                      _soc_ratio(s_block, y_block))
-        worst = max(worst, float(primal.max()), float(dual.max()), float(complementarity.max()))
+        terms["primal"] = max(terms["primal"], float(primal.max()))
+        terms["dual"] = max(terms["dual"], float(dual.max()))
+        terms["complementarity"] = max(terms["complementarity"], float(complementarity.max()))
     size = sum(abs(term) for term in objective_terms) + float(reach @ column_scale)
     if size > 0.0:  # the objective's terms, or what they amount to at the variables' reach
-        worst = max(worst, abs(gap) / size)
-    return worst
+        terms["gap"] = abs(gap) / size
+    return terms
+
+
+def _dual_weight(program: ConicProgram, abs_A: sp.csc_matrix,
+                 column_scale: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``(mobility, share)`` per row: ``|y_i| W_ii / S`` measures ``y_i`` in its row's unit (the
+    change it would make there) with the mobility ``W_ii = sum_j A_ij^2 / P_jj`` (the diagonal
+    of ``A P^-1 A^T`` for a diagonal ``P``); where no column of the row has curvature,
+    ``|y_i| share_i`` is its share of its stationarity rows, ``share_i = sum_j |A_ij| / T_j``
+    (:func:`_weight` picks)."""
+    diagonal = program.P.diagonal()
+    inverse = np.zeros_like(diagonal)
+    positive = diagonal > 0.0
+    inverse[positive] = 1.0 / diagonal[positive]
+    A = program.A
+    squared = sp.csc_matrix((A.data * A.data, A.indices, A.indptr), shape=A.shape)
+    mobility = squared @ inverse
+    with np.errstate(over="ignore"):
+        share = abs_A @ (1.0 / column_scale)
+    return mobility, share
+
+
+def _weight(mobility: FloatArray, share: FloatArray, scale: FloatArray) -> FloatArray:
+    with np.errstate(over="ignore"):
+        return np.where(mobility > 0.0, mobility / scale, share)
 
 
 def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) -> float:

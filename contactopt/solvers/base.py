@@ -136,6 +136,10 @@ def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> N
 #: (:mod:`contactopt.programs.relative`), above which a solver's "optimal" is not believed:
 #: INACCURATE above the first, NUMERICAL_ERROR (not an answer) above the second.
 INACCURATE_LEVEL, WRONG_LEVEL = 1e-6, 1e-3
+#: What contactopt's own iterative solvers (pgs, newton) require of a converged answer before
+#: they stop: their global stopping tests pass on rows whose own terms are far below the
+#: largest, and a tenth of the downgrade level leaves room for the recomputation's rounding.
+CONFIRM_LEVEL = 0.1 * INACCURATE_LEVEL
 
 
 def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
@@ -153,7 +157,8 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
     if np.isnan(worst):  # a Residuals made without the relative reading: compute it
         worst = residuals(program, x, y).relative
     if worst > WRONG_LEVEL:
-        return Status.NUMERICAL_ERROR, f"{message}; residuals {worst:.1e} (relative to their rows) contradict the solver"
+        return Status.NUMERICAL_ERROR, (f"{message}; residuals {worst:.1e} (relative to their rows) "
+                                        "contradict the solver")
     if isinstance(program, LCP):
         data = lcp_data_violation(program, x, program.w(x) if s is None else s)
     else:
@@ -162,7 +167,8 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
         return Status.NUMERICAL_ERROR, (f"{message}; a row violated by {data:.1e} of the magnitudes its data "
                                         "implies contradicts the solver")
     if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
-        return Status.INACCURATE, f"{message}; residuals {worst:.1e} (relative to their rows) above {INACCURATE_LEVEL:g}"
+        return Status.INACCURATE, (f"{message}; residuals {worst:.1e} (relative to their rows) above "
+                                   f"{INACCURATE_LEVEL:g}")
     return status, message
 
 
