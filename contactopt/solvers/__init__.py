@@ -146,10 +146,14 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
           **kwargs: Any) -> Solution:
     """Solve ``program`` with ``solver`` and return a :class:`Solution`.
 
-    ``options`` (or keyword arguments) go to the backend, except ``refine`` (default: true for
-    interior-point backends): the active-set refinement of :mod:`contactopt.solvers.refine`, and
-    ``normalize`` (default true): the program is handed over in its own units when its numbers
-    are far from 1 (:mod:`contactopt.programs.normalize`; exact, powers of two). Residuals in the result are
+    ``options`` (or keyword arguments) go to the backend, except ``refine``: the active-set
+    refinement of :mod:`contactopt.solvers.refine` (true: always, the default of interior-point
+    backends; ``"auto"``, the others' default: when contactopt's judgement of the backend's
+    claimed answer falls short of optimal, e.g. an ADMM iterate whose free rows carry its
+    tolerance; false: never), and ``normalize``: the program handed over in its own units
+    (:mod:`contactopt.programs.normalize`; exact, powers of two): ``"auto"`` (default) when the
+    answer to the program as given falls short of optimal, keeping the better answer; true:
+    always; false: never (the default of backends that read a formulation's structure). Residuals in the result are
     computed by contactopt against the program that was given, even after a conversion.
     """
     if not isinstance(program, ConicProgram | LCP):
@@ -172,11 +176,11 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
         return _trivial(program, solver)
     backend = importlib.import_module(spec_.module)
     merged = {**(options or {}), **kwargs}
-    refine = merged.pop("refine", spec_.interior_point)
-    normalize = merged.pop("normalize", spec_.normalize)
+    refine = merged.pop("refine", True if spec_.interior_point else "auto")
+    normalize = merged.pop("normalize", "auto" if spec_.normalize else False)
     for name, value in (("refine", refine), ("normalize", normalize)):
-        if not isinstance(value, bool):
-            raise OptionError(f"solver {solver!r}: option {name} must be true or false, got {value!r}")
+        if not (isinstance(value, bool) or value == "auto"):
+            raise OptionError(f"solver {solver!r}: option {name} must be true, false or 'auto', got {value!r}")
     own = spec_.module.startswith(_OWN_BACKENDS)
     if route is None:
         return _normalized_solve(program, backend, variant, merged, own, refine, normalize, spec_.warm_start)
@@ -186,13 +190,18 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
 
 
 def _normalized_solve(program: Program, backend: Any, variant: str | None, options: dict[str, Any], own: bool,
-                      refine: bool, normalize: bool, warm_start: str | None) -> Solution:
-    """The backend's answer to ``program``, solved in the program's own units
-    (:mod:`contactopt.programs.normalize`) when its numbers are far from 1, refined, mapped
-    back and judged on ``program`` itself."""
-    reduced = Normalize().apply(program) if normalize else None
+                      refine: bool | str, normalize: bool | str, warm_start: str | None) -> Solution:
+    """The backend's answer to ``program``, refined and judged; solved in the program's own
+    units (:mod:`contactopt.programs.normalize`) always (``normalize=True``), or again when
+    the answer as given falls short of optimal (``"auto"``), keeping the better of the two."""
+    if normalize is not True:
+        first = _refined(program, _answer(program, backend.solve(program, variant, options), own), refine)
+        if normalize is False or first.status is Status.OPTIMAL:
+            return first
+    reduced = Normalize().apply(program)
     if reduced is None:
-        return _refined(program, _answer(program, backend.solve(program, variant, options), own), refine)
+        return first if normalize == "auto" else _refined(
+            program, _answer(program, backend.solve(program, variant, options), own), refine)
     scaled, scaling = reduced
     if warm_start is not None and options.get(warm_start) is not None:
         options = {**options, warm_start: scaling.x_to_scaled(options[warm_start])}
@@ -202,8 +211,19 @@ def _normalized_solve(program: Program, backend: Any, variant: str | None, optio
     watch.setup, watch.solve = solution.setup_time, solution.solve_time
     back = make_solution(program, solver=solution.solver, status=solution.claimed or solution.status, x=x,
                          y=None if isinstance(program, LCP) else y, iterations=solution.iterations, watch=watch,
-                         message=solution.message, raw=solution.raw)
-    return dataclasses.replace(back, conversion=solution.conversion, refined=solution.refined)
+                         message=f"{solution.message} (solved in the program's own units)", raw=solution.raw)
+    back = dataclasses.replace(back, conversion=solution.conversion, refined=solution.refined)
+    if normalize == "auto" and _rank(first) <= _rank(back):
+        return first
+    return back
+
+
+def _rank(solution: Solution) -> tuple[int, float]:
+    """Order of preference between two answers to one program: optimal, inaccurate, any other
+    status; then the smaller relative residual."""
+    order = {Status.OPTIMAL: 0, Status.INACCURATE: 1}.get(solution.status, 2)
+    relative = solution.residuals.relative
+    return order, relative if relative == relative else float("inf")
 
 
 #: contactopt's own backends assemble their Solution through :func:`.base.make_solution`,
@@ -227,7 +247,7 @@ def _answer(program: Program, solution: Solution, own: bool) -> Solution:
     return dataclasses.replace(judged, conversion=solution.conversion, refined=solution.refined)
 
 
-def _refined(program: Program, solution: Solution, refine: bool) -> Solution:
+def _refined(program: Program, solution: Solution, refine: bool | str) -> Solution:
     """The active-set refinement (:mod:`contactopt.solvers.refine`) of an interior-point answer
     on the program the backend solved (before a conversion is inverted). It runs on what the
     backend claimed (an interior-point iterate's barrier-sized multipliers of inactive rows
@@ -235,6 +255,8 @@ def _refined(program: Program, solution: Solution, refine: bool) -> Solution:
     refined answer is judged again against that claim."""
     claim = solution.claimed or solution.status
     if not (refine and isinstance(program, ConicProgram) and claim.usable):
+        return solution
+    if refine == "auto" and solution.status is Status.OPTIMAL:
         return solution
     from contactopt.solvers.refine import refine as refine_solution
 

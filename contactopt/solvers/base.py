@@ -134,8 +134,10 @@ def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> N
 
 #: Residual levels, relative to the terms of each residual's own row
 #: (:mod:`contactopt.programs.relative`), above which a solver's "optimal" is not believed:
-#: INACCURATE above the first, NUMERICAL_ERROR (not an answer) above the second.
-INACCURATE_LEVEL, WRONG_LEVEL = 1e-6, 1e-3
+#: INACCURATE above the first, NUMERICAL_ERROR (not an answer: a residual of 1 % of the terms
+#: it balances, or more) above the second. An interior-point iterate that cannot tell a
+#: barely touching contact from a barely open one sits between the two.
+INACCURATE_LEVEL, WRONG_LEVEL = 1e-6, 1e-2
 #: What contactopt's own iterative solvers (pgs, newton) require of a converged answer before
 #: they stop: their global stopping tests pass on rows whose own terms are far below the
 #: largest, and a tenth of the downgrade level leaves room for the recomputation's rounding.
