@@ -254,5 +254,7 @@ def test_refinement_prints_no_lapack_message(capfd: pytest.CaptureFixture[str]) 
     traj = co.simulate(scene, formulation="anitescu", solver="clarabel", dt=0.05, duration=0.4)
     err = capfd.readouterr().err
     assert "DTRSV" not in err and "illegal value" not in err
-    assert traj.completed and all(r.status is co.Status.OPTIMAL for r in traj.steps)
+    # optimal, or inaccurate where an edge's impulse and velocity are both a sliver of their
+    # own scales (the row-wise judgement of issue 24; the refinement cannot run there)
+    assert traj.completed and all(r.status.usable for r in traj.steps)
     assert any("KKT system is singular" in r.message for r in traj.steps)

@@ -342,7 +342,8 @@ def test_retries_keep_the_usable_attempt_with_the_smallest_residuals(monkeypatch
         return None, co.Status.RAY_TERMINATION, 1, "ray"
 
     monkeypatch.setattr(lemke_module, "lemke", one_usable_attempt)
-    solution = co.solve(co.LCP(np.array([[1.0]]), np.array([-1.0])), "lemke")
+    # normalize=False: the attempts on the LCP as given (the on-demand rescaling would try again)
+    solution = co.solve(co.LCP(np.array([[1.0]]), np.array([-1.0])), "lemke", normalize=False)
     assert len(calls) == len(lemke_module.ATTEMPTS)  # every attempt was tried
     assert solution.status is co.Status.INACCURATE and solution.x[0] == pytest.approx(1.0, abs=2e-5)
     assert "second attempt" in solution.message

@@ -196,7 +196,9 @@ def _normalized_solve(program: Program, backend: Any, variant: str | None, optio
     the answer as given falls short of optimal (``"auto"``), keeping the better of the two."""
     if normalize is not True:
         first = _refined(program, _answer(program, backend.solve(program, variant, options), own), refine)
-        if normalize is False or first.status is Status.OPTIMAL:
+        claim = first.claimed or first.status
+        retried = claim.usable or claim is Status.NUMERICAL_ERROR  # not a budget run out, nor a certificate
+        if normalize is False or first.status is Status.OPTIMAL or not retried:
             return first
     reduced = Normalize().apply(program)
     if reduced is None:
