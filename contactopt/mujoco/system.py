@@ -24,8 +24,9 @@ bilateral rows (``constraints``), joint and tendon limits as unilateral rows (``
 dof and tendon ``frictionloss`` as box rows (``friction_loss``); every formulation takes them
 through :mod:`contactopt.formulations.constraint_rows`. **Passive forces**: springs, dampers,
 gravity compensation and fluid forces are in ``qfrc_passive`` (hence ``tau``), armature is in
-``M``; with MuJoCo's Euler or implicitfast integrator the step uses ``M + h diag(dof_damping)``
-(:meth:`MjcfSystem.step_dynamics`: damping implicit, as MuJoCo's Euler does). **MuJoCo's own
+``M``; the step uses the step matrix of the model's integrator, ``M - h D`` with ``D`` the
+velocity derivative of passive and actuator forces as MuJoCo takes it (:meth:`MjcfSystem.step_dynamics`,
+:mod:`.derivatives`). **MuJoCo's own
 constraint problem** on the model as written (``regularized -o params=model``):
 :meth:`MjcfSystem.native_rows` (:mod:`.native`).
 
@@ -51,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
-from contactopt.mujoco import compat
+from contactopt.mujoco import compat, derivatives
 from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, contact_jacobian
 from contactopt.mujoco.mass import MassLayout
@@ -103,6 +104,8 @@ class MjcfSystem(System):
         self._chains = Chains(self.model)
         self._mass = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
         self._scratch: Any = None  # MjData for finite differences of the equality rows
+        self._derivatives_data: dict[int, Any] = {}  # MjData per model for MuJoCo's qDeriv (mj_implicit)
+        self._warned_implicit = False
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
         self.native_cone = 0
         if extra_friction not in EXTRA_FRICTION:
@@ -253,28 +256,40 @@ class MjcfSystem(System):
                 "own rows), or set [system] extra_friction = \"sliding\" to keep their sliding friction only")
 
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
-        """MuJoCo's implicit joint damping (its Euler integrator, and the diagonal part of
-        implicitfast; MuJoCo documentation, "Computation: Numerical integration"): the step
-        uses ``M + h diag(dof_damping)`` with ``tau`` unchanged (it holds ``-D v``), so that
-        every formulation's ``M (v' - v_free) = J^T lambda`` reads
-        ``(M + h D)(v' - v) = h tau + J^T lambda``: damping at ``v'``, stable for any
-        damping. RK4 models and the ``eulerdamp`` disable flag keep it explicit."""
-        damping = np.asarray(self.model.dof_damping, dtype=np.float64)
-        integrators = self.mujoco.mjtIntegrator
-        implicit = int(self.model.opt.integrator) in (int(integrators.mjINT_EULER),
-                                                       int(integrators.mjINT_IMPLICITFAST),
-                                                       int(integrators.mjINT_IMPLICIT))
-        off = int(self.model.opt.disableflags) & int(self.mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
-        if not implicit or off or not np.any(damping > 0):
+        """The step matrix of MuJoCo's integrator of this model (:mod:`.derivatives`; MuJoCo
+        documentation, "Computation: Numerical integration"): ``M - h D`` with ``tau`` unchanged
+        (it holds the forces at ``v``), so that every formulation's ``M (v' - v_free) = J^T lambda``
+        reads ``(M - h D)(v' - v) = h tau + J^T lambda``: damping and actuator ``kv`` at ``v'``.
+        Euler: ``D = -diag(dof_damping)``; implicitfast: MuJoCo's ``qDeriv`` without the RNE
+        term; implicit: the symmetric part of the full ``qDeriv`` (said once by a
+        :class:`~.derivatives.NonsymmetricStepWarning`); RK4: ``M``."""
+        derivative = derivatives.velocity_derivative(self.mujoco, self.model, self.data,  # at dynamics' state
+                                                     self.derivative_scratch())
+        if derivative is None or derivative.nnz == 0:
             return dynamics
-        if self._mass is not None and dynamics.is_sparse:  # the damped M and its sparse inverse
-            values = self._mass.values_of(dynamics.M)
-            values[self._mass.diagonal()] += dt * damping
-            return Dynamics(M=self._mass.matrix(values), tau=dynamics.tau, inverse_matrix=self._mass.inverse(values))
-        import scipy.sparse as sp
+        if derivatives.integrator_name(self.mujoco, self.model) == "implicit":
+            if not self._warned_implicit and derivatives.antisymmetric_part(derivative) > 1e-12:
+                self._warned_implicit = True
+                warnings.warn(f"{self.path.name}: MuJoCo's implicit integrator factors a nonsymmetric M - h D "
+                              "(Coriolis derivative); the formulations take its symmetric part, "
+                              "regularized -o params=model the exact one", derivatives.NonsymmetricStepWarning,
+                              stacklevel=2)
+            derivative = derivatives.formulation_derivative(derivative)
+        if self._mass is not None and dynamics.is_sparse:  # M - h D and its sparse inverse on M's pattern
+            values = self._mass.values_of(dynamics.M) + self._mass.values_of(-dt * derivative)
+            M_step: Any = self._mass.matrix(values)
+            derivatives.check_positive_definite(M_step, self.path.name)
+            return Dynamics(M=M_step, tau=dynamics.tau, inverse_matrix=self._mass.inverse(values))
+        M_step = dynamics.M - dt * (derivative.tocsc() if dynamics.is_sparse else derivative.toarray())
+        derivatives.check_positive_definite(M_step, self.path.name)
+        return Dynamics(M=M_step, tau=dynamics.tau)
 
-        M = dynamics.M + dt * (sp.diags(damping, format="csc") if dynamics.is_sparse else np.diag(damping))
-        return Dynamics(M=M, tau=dynamics.tau)
+    def derivative_scratch(self, model: Any = None) -> Any:
+        """A ``MjData`` of ``model`` (default: the system's) for MuJoCo's ``qDeriv`` (:mod:`.derivatives`)."""
+        model = self.model if model is None else model
+        if id(model) not in self._derivatives_data:
+            self._derivatives_data[id(model)] = self.mujoco.MjData(model)
+        return self._derivatives_data[id(model)]
 
     # --- non-contact rows (contactopt.mujoco.constraints) and MuJoCo's own problem ---------
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
