@@ -52,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
-from contactopt.mujoco import compat, derivatives
+from contactopt.mujoco import compat, derivatives, keyframes
 from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, contact_jacobian
 from contactopt.mujoco.mass import MassLayout
@@ -77,13 +77,14 @@ class UnmodelledFrictionWarning(ContactoptWarning):
 class MjcfSystem(System):
     type_name: ClassVar[str] = "mjcf"
     description: ClassVar[str] = "a MuJoCo model (file = MJCF): M, forces, contacts and integration from MuJoCo"
-    config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction"})
+    config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction", "keyframe"})
     contact_dim = 3
 
     def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "refuse",
-                 sparse: bool | None = None) -> None:
+                 sparse: bool | None = None, keyframe: str | None = None) -> None:
         """``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from ``nv >= 60`` on
-        (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below."""
+        (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below.
+        ``keyframe``: the keyframe the default state is (:mod:`.keyframes`; default: keyframe 0)."""
         super().__init__({}, {})
         self.mujoco = compat.load()
         self.path = Path(path)
@@ -96,6 +97,8 @@ class MjcfSystem(System):
         self.model.geom_margin[:] += self.detection_margin  # detect earlier ...
         self.model.geom_gap[:] += self.detection_margin  # ... without activating MuJoCo's constraints
         self.data = self.mujoco.MjData(self.model)
+        self.keyframe = keyframe
+        self.keyframe_index = keyframes.keyframe_index(self.model, keyframe, self.path.name)
         self.nq, self.nv = int(self.model.nq), int(self.model.nv)
         self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
@@ -133,7 +136,7 @@ class MjcfSystem(System):
         if extra not in EXTRA_FRICTION:
             raise ParameterError("system.extra_friction", f"system.extra_friction: one of "
                                  f"{', '.join(map(repr, EXTRA_FRICTION))}, got {extra!r}")
-        return cls(path, float(margin), extra)
+        return cls(path, float(margin), extra, keyframe=table.get("keyframe"))
 
     # --- MuJoCo evaluation (cached per state) ---------------------------------------------
     def _evaluate(self, q: ArrayLike, v: ArrayLike) -> Any:
@@ -353,9 +356,14 @@ class MjcfSystem(System):
         return float(data.energy[1]), float(data.energy[0])
 
     def default_state(self) -> tuple[FloatArray, FloatArray]:
-        if self.model.nkey:
-            return np.array(self.model.key_qpos[0]), np.array(self.model.key_qvel[0])
+        """The chosen keyframe's ``(qpos, qvel)`` (:mod:`.keyframes`), else MuJoCo's ``qpos0`` at rest."""
+        if self.keyframe_index is not None:
+            return keyframes.keyframe_state(self.model, self.keyframe_index)
         return np.array(self.model.qpos0), np.zeros(self.nv)
+
+    def default_control(self) -> FloatArray | None:
+        """The chosen keyframe's ``ctrl`` to hold when a scene has no ``[control]`` (:mod:`.keyframes`)."""
+        return keyframes.keyframe_control(self.model, self.keyframe_index)
 
     def describe(self) -> str:
         return (f"mjcf({self.path.name}: nq={self.nq}, nv={self.nv}, bodies={self.model.nbody}, "
@@ -363,10 +371,11 @@ class MjcfSystem(System):
 
     def __getstate__(self) -> dict[str, Any]:  # picklable for process pools and Dask
         return {"path": str(self.path), "detection_margin": self.detection_margin,
-                "extra_friction": self.extra_friction}
+                "extra_friction": self.extra_friction, "keyframe": self.keyframe}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "refuse"))  # type: ignore[misc]
+        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "refuse"),  # type: ignore[misc]
+                      keyframe=state.get("keyframe"))
 
     def _coordinate_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         mujoco = self.mujoco

@@ -1,0 +1,96 @@
+"""MJCF keyframes (:mod:`contactopt.mujoco.keyframes`): a scene starts at keyframe 0 or the
+named one, holding its ``ctrl`` as ``mj_resetDataKeyframe`` sets it, so that a robot holds
+its pose under ``regularized -o params=model`` as under ``mj_step``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import contactopt as co
+from contactopt.cli import main
+from contactopt.errors import SceneError
+
+mujoco = pytest.importorskip("mujoco")
+
+#: A two-joint arm held by stiff position servos, with two poses and their controls.
+ARM = """
+<mujoco>
+  <option timestep="0.005" integrator="implicitfast"/>
+  <worldbody>
+    <geom type="plane" size="2 2 .1"/>
+    <body pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.5"/>
+      <geom type="capsule" size=".04" fromto="0 0 0 .3 0 0" mass=".5"/>
+      <body pos=".3 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" size=".04" fromto="0 0 0 .3 0 0" mass=".3"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="shoulder" joint="shoulder" kp="400" kv="20"/>
+    <position name="elbow" joint="elbow" kp="200" kv="10"/>
+  </actuator>
+  <keyframe>
+    <key name="low" qpos="0.3 0.2" qvel="0 0" ctrl="0.3 0.2"/>
+    <key name="high" qpos="-0.8 1.1" qvel="0.1 0" ctrl="-0.8 1.1"/>
+  </keyframe>
+</mujoco>
+"""
+
+
+@pytest.fixture
+def arm(tmp_path: Path) -> Path:
+    path = tmp_path / "arm.xml"
+    path.write_text(ARM)
+    return path
+
+
+def test_keyframe_zero_by_default_and_by_name(arm: Path) -> None:
+    first = co.load_scene(arm)
+    np.testing.assert_array_equal(first.q0, [0.3, 0.2])
+    assert first.control is not None and first.control.values["u"] == (0.3, 0.2)
+    high = co.load_scene(arm, keyframe="high")
+    np.testing.assert_array_equal(high.q0, [-0.8, 1.1])
+    np.testing.assert_array_equal(high.v0, [0.1, 0.0])
+    assert high.control is not None and high.control.values["u"] == (-0.8, 1.1)
+
+
+def test_toml_keyframe_and_its_control_table(arm: Path, tmp_path: Path) -> None:
+    scene = tmp_path / "arm.toml"
+    scene.write_text(f'[scene]\ndt = 0.005\nduration = 0.1\n[system]\ntype = "mjcf"\nfile = "{arm.name}"\n'
+                     'keyframe = "high"\n')
+    loaded = co.load_scene(scene)
+    np.testing.assert_array_equal(loaded.q0, [-0.8, 1.1])
+    assert loaded.control is not None and loaded.control.values["u"] == (-0.8, 1.1)
+    assert co.load_scene(scene, keyframe="low").control.values["u"] == (0.3, 0.2)  # type: ignore[union-attr]
+    scene.write_text(scene.read_text() + '[control]\ntype = "constant"\nu = 0.0\n')
+    assert co.load_scene(scene).control.values["u"] == (0.0, 0.0)  # type: ignore[union-attr]
+
+
+def test_unknown_keyframe_is_one_line_naming_the_known_ones(arm: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SceneError, match="unknown keyframe 'middle'; known keyframes: low, high"):
+        co.load_scene(arm, keyframe="middle")
+    assert main(["run", str(arm), "--keyframe", "middle", "--no-plot", "--no-progress"]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "known keyframes: low, high" in error
+    with pytest.raises(SceneError, match="only an MJCF scene has keyframes"):
+        co.load_scene("box_slide", keyframe="low")
+
+
+@pytest.mark.parametrize("name", ["low", "high"])
+def test_the_arm_holds_its_keyframe_as_under_mj_step(arm: Path, name: str) -> None:
+    scene = co.load_scene(arm, keyframe=name)
+    trajectory = co.simulate(scene, formulation="regularized", solver="clarabel", options={"params": "model"},
+                             duration=100 * scene.dt)
+    model = mujoco.MjModel.from_xml_path(str(arm))
+    model.opt.tolerance, model.opt.iterations = 1e-15, 1000
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key(name).id)
+    for _ in range(100):
+        mujoco.mj_step(model, data)
+    np.testing.assert_allclose(trajectory.q[-1], data.qpos, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(trajectory.q[-1], scene.q0, atol=0.05)  # held near its pose (gravity sag only)
