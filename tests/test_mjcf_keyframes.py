@@ -4,6 +4,7 @@ its pose under ``regularized -o params=model`` as under ``mj_step``."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.errors import SceneError
+from contactopt.errors import InitialLimitViolationWarning, SceneError
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -94,3 +95,37 @@ def test_the_arm_holds_its_keyframe_as_under_mj_step(arm: Path, name: str) -> No
         mujoco.mj_step(model, data)
     np.testing.assert_allclose(trajectory.q[-1], data.qpos, rtol=0, atol=1e-8)
     np.testing.assert_allclose(trajectory.q[-1], scene.q0, atol=0.05)  # held near its pose (gravity sag only)
+
+
+#: A thumb keyframed 0.26 rad beyond its range and a split tendon keyframed past its length range.
+HAND = """
+<mujoco>
+  <compiler angle="radian"/>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body><joint name="thumb" type="hinge" axis="0 0 1" range="-0.5 0.5" limited="true"/>
+      <geom type="capsule" size=".02" fromto="0 0 0 .1 0 0"/></body>
+    <body pos="0 .2 0"><joint name="left" type="slide" axis="1 0 0"/><geom type="box" size=".02 .02 .02"/></body>
+    <body pos="0 .4 0"><joint name="right" type="slide" axis="1 0 0"/><geom type="box" size=".02 .02 .02"/></body>
+  </worldbody>
+  <tendon>
+    <fixed name="split" limited="true" range="-0.1 0.1"><joint joint="left" coef="1"/><joint joint="right" coef="-1"/></fixed>
+  </tendon>
+  <keyframe><key name="bad" qpos="0.76 0.1 -0.05"/><key name="good" qpos="0.2 0 0"/></keyframe>
+</mujoco>
+"""
+
+
+def test_a_limit_violated_at_step_0_is_one_warning_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "hand.xml"
+    path.write_text(HAND)
+    scene = co.load_scene(path)
+    with pytest.warns(InitialLimitViolationWarning) as caught:
+        co.simulate(scene, formulation="ccp", solver="clarabel", duration=scene.dt)
+    messages = [str(w.message) for w in caught if issubclass(w.category, InitialLimitViolationWarning)]
+    assert len(messages) == 1 and "\n" not in messages[0]
+    assert "joint 'thumb' upper limit is violated by 0.26" in messages[0] and "(and 1 other limit)" in messages[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InitialLimitViolationWarning)
+        co.simulate(co.load_scene(path, keyframe="good"), formulation="ccp", solver="clarabel", duration=scene.dt)
+        co.simulate(scene, formulation="ccp", solver="clarabel", duration=scene.dt, penetration_tolerance=0.3)

@@ -23,6 +23,7 @@ state, so the system's evaluated data is left as it was.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError, ContactoptWarning
+from contactopt.model import Dynamics
 
 FloatArray = NDArray[np.float64]
 
@@ -132,3 +134,29 @@ def check_positive_definite(matrix: Any, what: str) -> None:
                               f"{lowest:.3g}: forces that grow with velocity, e.g. a negative kv or damping); "
                               "no convex program models this step: use a smaller dt or the RK4/Euler integrator"
                               ) from None
+
+
+def step_dynamics(system: Any, dynamics: Dynamics, dt: float) -> Dynamics:
+    """``(M - dt D, tau)`` of an :class:`~contactopt.mujoco.system.MjcfSystem` at the state its
+    ``data`` holds (:meth:`~contactopt.mujoco.system.MjcfSystem.step_dynamics`): ``D`` of
+    :func:`velocity_derivative`, its symmetric part under ``implicit`` (said once), on MuJoCo's
+    sparse mass-matrix pattern with its block inverse where the system keeps ``M`` sparse."""
+    derivative = velocity_derivative(system.mujoco, system.model, system.data, system.derivative_scratch())
+    if derivative is None or derivative.nnz == 0:
+        return dynamics
+    if integrator_name(system.mujoco, system.model) == "implicit":
+        if not system.warned_implicit and antisymmetric_part(derivative) > 1e-12:
+            system.warned_implicit = True
+            warnings.warn(f"{system.path.name}: MuJoCo's implicit integrator factors a nonsymmetric M - h D "
+                          "(Coriolis derivative); the formulations take its symmetric part, "
+                          "regularized -o params=model the exact one", NonsymmetricStepWarning, stacklevel=4)
+        derivative = formulation_derivative(derivative)
+    layout = system.mass_layout
+    if layout is not None and dynamics.is_sparse:  # M - h D and its sparse inverse on M's pattern
+        values = layout.values_of(dynamics.M) + layout.values_of(-dt * derivative)
+        sparse_step = layout.matrix(values)
+        check_positive_definite(sparse_step, system.path.name)
+        return Dynamics(M=sparse_step, tau=dynamics.tau, inverse_matrix=layout.inverse(values))
+    step = dynamics.M - dt * (derivative.tocsc() if dynamics.is_sparse else derivative.toarray())
+    check_positive_definite(step, system.path.name)
+    return Dynamics(M=step, tau=dynamics.tau)

@@ -105,10 +105,10 @@ class MjcfSystem(System):
         self.q_names, self.v_names = self._coordinate_names()
         self._at: tuple[bytes, bytes, bytes] | None = None
         self._chains = Chains(self.model)
-        self._mass = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
+        self.mass_layout = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
         self._scratch: Any = None  # MjData for finite differences of the equality rows
         self._derivatives_data: dict[int, Any] = {}  # MjData per model for MuJoCo's qDeriv (mj_implicit)
-        self._warned_implicit = False
+        self.warned_implicit = False  # said once: implicit's step matrix is nonsymmetric
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
         self.native_cone = 0
         if extra_friction not in EXTRA_FRICTION:
@@ -182,15 +182,15 @@ class MjcfSystem(System):
         tau = -data.qfrc_bias + data.qfrc_passive + data.qfrc_actuator + data.qfrc_applied
         if u is not None:
             tau = tau + as_vector(u, "u", self.nv)
-        if self._mass is None:
+        if self.mass_layout is None:
             return Dynamics(M=compat.sparse_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau),
                             inverse=self._inverse_at(q, v))
-        values = self._mass.values(data.M)  # M and its block-diagonal inverse from MuJoCo's sparse M
+        values = self.mass_layout.values(data.M)  # M and its block-diagonal inverse from MuJoCo's sparse M
         if not self.sparse:  # small models: dense (see contactopt.arrays.SPARSE_FROM_NV)
-            return Dynamics(M=self._mass.dense(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
-                            inverse_matrix=self._mass.inverse_dense(values))
-        return Dynamics(M=self._mass.matrix(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
-                        inverse_matrix=self._mass.inverse(values))
+            return Dynamics(M=self.mass_layout.dense(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
+                            inverse_matrix=self.mass_layout.inverse_dense(values))
+        return Dynamics(M=self.mass_layout.matrix(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
+                        inverse_matrix=self.mass_layout.inverse(values))
 
     def _inverse_at(self, q: ArrayLike, v: ArrayLike) -> Any:
         """``M(q)^{-1} rhs`` by MuJoCo's sparse factorization (``mj_solveM``, O(nnz) per
@@ -266,26 +266,7 @@ class MjcfSystem(System):
         Euler: ``D = -diag(dof_damping)``; implicitfast: MuJoCo's ``qDeriv`` without the RNE
         term; implicit: the symmetric part of the full ``qDeriv`` (said once by a
         :class:`~.derivatives.NonsymmetricStepWarning`); RK4: ``M``."""
-        derivative = derivatives.velocity_derivative(self.mujoco, self.model, self.data,  # at dynamics' state
-                                                     self.derivative_scratch())
-        if derivative is None or derivative.nnz == 0:
-            return dynamics
-        if derivatives.integrator_name(self.mujoco, self.model) == "implicit":
-            if not self._warned_implicit and derivatives.antisymmetric_part(derivative) > 1e-12:
-                self._warned_implicit = True
-                warnings.warn(f"{self.path.name}: MuJoCo's implicit integrator factors a nonsymmetric M - h D "
-                              "(Coriolis derivative); the formulations take its symmetric part, "
-                              "regularized -o params=model the exact one", derivatives.NonsymmetricStepWarning,
-                              stacklevel=2)
-            derivative = derivatives.formulation_derivative(derivative)
-        if self._mass is not None and dynamics.is_sparse:  # M - h D and its sparse inverse on M's pattern
-            values = self._mass.values_of(dynamics.M) + self._mass.values_of(-dt * derivative)
-            M_step: Any = self._mass.matrix(values)
-            derivatives.check_positive_definite(M_step, self.path.name)
-            return Dynamics(M=M_step, tau=dynamics.tau, inverse_matrix=self._mass.inverse(values))
-        M_step = dynamics.M - dt * (derivative.tocsc() if dynamics.is_sparse else derivative.toarray())
-        derivatives.check_positive_definite(M_step, self.path.name)
-        return Dynamics(M=M_step, tau=dynamics.tau)
+        return derivatives.step_dynamics(self, dynamics, dt)
 
     def derivative_scratch(self, model: Any = None) -> Any:
         """A ``MjData`` of ``model`` (default: the system's) for MuJoCo's ``qDeriv`` (:mod:`.derivatives`)."""
@@ -308,6 +289,11 @@ class MjcfSystem(System):
     def limits(self, q: ArrayLike) -> Unilateral:
         """Joint and tendon limits as unilateral rows (:mod:`.constraints`)."""
         return mj_rows.limit_rows(self.mujoco, self.model, self._evaluate_position(q))
+
+    def limit_names(self, q: ArrayLike) -> list[str]:
+        """A name per row of :meth:`limits`: ``"joint 'thumb' lower"``, ``"tendon 'split' upper"``."""
+        entries = mj_rows.limit_entries(self.mujoco, self.model, self._evaluate_position(q))
+        return [f"{key[0]} {label.rsplit(' ', 1)[0]!r} {label.rsplit(' ', 1)[1]}" for key, _, _, label in entries]
 
     def friction_loss(self, q: ArrayLike) -> FrictionLoss:
         """Dof and tendon ``frictionloss`` as box rows (:mod:`.constraints`)."""
