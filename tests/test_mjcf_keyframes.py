@@ -109,7 +109,9 @@ HAND = """
     <body pos="0 .4 0"><joint name="right" type="slide" axis="1 0 0"/><geom type="box" size=".02 .02 .02"/></body>
   </worldbody>
   <tendon>
-    <fixed name="split" limited="true" range="-0.1 0.1"><joint joint="left" coef="1"/><joint joint="right" coef="-1"/></fixed>
+    <fixed name="split" limited="true" range="-0.1 0.1">
+      <joint joint="left" coef="1"/><joint joint="right" coef="-1"/>
+    </fixed>
   </tendon>
   <keyframe><key name="bad" qpos="0.76 0.1 -0.05"/><key name="good" qpos="0.2 0 0"/></keyframe>
 </mujoco>
