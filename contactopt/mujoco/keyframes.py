@@ -35,11 +35,11 @@ def keyframe_index(model: Any, name: str | None, source: str) -> int | None:
     if name is None:
         return 0 if names else None
     if not isinstance(name, str) or not name:
-        raise KeyframeError(f"{source}: keyframe: expected a keyframe name, got {name!r}")
+        raise KeyframeError(f"keyframe: expected a keyframe name of {source}, got {name!r}")
     if not names:
-        raise KeyframeError(f"{source}: keyframe {name!r}: the model has no keyframes (no <keyframe> element)")
+        raise KeyframeError(f"keyframe {name!r}: {source} has no keyframes (no <keyframe> element)")
     if name not in names:
-        raise KeyframeError(f"{source}: unknown keyframe {name!r}; known keyframes: {', '.join(names)}")
+        raise KeyframeError(f"unknown keyframe {name!r}; known keyframes of {source}: {', '.join(names)}")
     return names.index(name)
 
 

@@ -91,7 +91,8 @@ class MjcfSystem(System):
         try:
             self.model = self.mujoco.MjModel.from_xml_path(str(self.path))
         except ValueError as exc:  # MuJoCo's parse errors name the file and the line
-            raise ParameterError("system.file", f"system.file: cannot load {self.path}: {exc}") from exc
+            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            raise ParameterError("system.file", f"system.file: cannot load {self.path}: {reason}") from exc
         compat.enable_energy(self.mujoco, self.model)
         self.detection_margin = float(detection_margin)
         self.model.geom_margin[:] += self.detection_margin  # detect earlier ...
