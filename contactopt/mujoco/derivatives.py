@@ -17,8 +17,8 @@ Numerical integration", and ``mj_implicit``/``mj_Euler`` of its API reference).
 * ``RK4``: no step matrix (explicit).
 
 ``qDeriv`` is MuJoCo's own: ``mujoco.mj_implicit`` (the only binding that fills
-``MjData.qDeriv``; ``mjd_smooth_vel`` is not exposed) runs on a scratch ``MjData`` holding the
-state, so the system's evaluated data is left as it was.
+``MjData.qDeriv``; ``mjd_smooth_vel`` is not exposed) runs on the evaluated data, whose state
+is restored afterwards (:func:`smooth_velocity_derivative`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,21 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
-from contactopt.model import Dynamics
+from contactopt.model import Dynamics, to_dense
 
 FloatArray = NDArray[np.float64]
+#: ``D``: dense below :data:`~contactopt.arrays.SPARSE_FROM_NV` dofs, CSR from there on.
+Derivative = FloatArray | sp.csr_matrix
 
 #: The integrators by MuJoCo's enum name, as reported in messages and records.
 INTEGRATOR_NAMES = {"mjINT_EULER": "Euler", "mjINT_RK4": "RK4", "mjINT_IMPLICIT": "implicit",
                     "mjINT_IMPLICITFAST": "implicitfast"}
+
+#: What ``mj_implicit`` changes besides its outputs (``qDeriv`` and the factor ``qH``/``qLU``):
+#: the solve's ``qacc`` and ``mj_advance``'s state; saved and restored around the call.
+ADVANCED_FIELDS = ("qpos", "qvel", "act", "qacc", "qacc_warmstart", "time")
 
 
 class StepMatrixError(ContactoptError):
@@ -65,67 +72,84 @@ def euler_damping(mujoco: Any, model: Any) -> FloatArray | None:
     return None if eulerdamp_off or not np.any(damping > 0) else damping
 
 
-def smooth_velocity_derivative(mujoco: Any, model: Any, data: Any, scratch: Any) -> sp.csr_matrix:
-    """MuJoCo's ``qDeriv`` (``nv x nv`` CSR on its dof-dof pattern) at the state of ``data``
-    (positions, velocities, controls and activations), computed by ``mj_implicit`` on
-    ``scratch`` (a ``MjData`` of ``model``). The model's integrator decides what is in it:
-    ``implicit`` includes the RNE derivative, ``implicitfast`` does not."""
-    for name in ("qpos", "qvel", "act", "ctrl", "mocap_pos", "mocap_quat"):
-        getattr(scratch, name)[:] = getattr(data, name)
-    mujoco.mj_fwdPosition(model, scratch)  # moments, tendon Jacobians, M
-    mujoco.mj_fwdVelocity(model, scratch)  # velocities of com frames, tendons and actuators
-    mujoco.mj_fwdActuation(model, scratch)
-    mujoco.mj_implicit(model, scratch)  # fills qDeriv (and advances the scratch state: unused)
+def smooth_velocity_derivative(mujoco: Any, model: Any, data: Any) -> Derivative:
+    """MuJoCo's ``qDeriv`` (``nv x nv`` on its dof-dof pattern) at the state of ``data``, which
+    ``mj_fwdPosition``, ``mj_fwdVelocity`` and ``mj_fwdActuation`` have evaluated. It runs
+    ``mj_implicit`` on ``data`` itself (no second position pass: collision detection is the
+    costly part) and restores what that call advances (:data:`ADVANCED_FIELDS`), so ``data``
+    reads as before. The model's integrator decides what is in ``qDeriv``: ``implicit``
+    includes the RNE derivative, ``implicitfast`` does not."""
+    saved = {name: np.array(getattr(data, name)) for name in ADVANCED_FIELDS}
+    try:
+        mujoco.mj_implicit(model, data)
+    finally:
+        for name, value in saved.items():
+            if name == "time":
+                data.time = float(value)
+            else:
+                getattr(data, name)[:] = value
     nv = int(model.nv)
     rownnz = np.asarray(model.D_rownnz, dtype=np.int_)
     rowadr = np.asarray(model.D_rowadr, dtype=np.int_)
-    entries = np.repeat(rowadr, rownnz) + np.arange(int(rownnz.sum())) - np.repeat(np.cumsum(rownnz) - rownnz,
-                                                                                    rownnz)
+    starts = np.repeat(rowadr - (np.cumsum(rownnz) - rownnz), rownnz)
+    entries = starts + np.arange(int(rownnz.sum()))
     rows = np.repeat(np.arange(nv), rownnz)
     cols = np.asarray(model.D_colind, dtype=np.int_)[entries]
-    return sp.csr_matrix((np.asarray(scratch.qDeriv)[entries], (rows, cols)), shape=(nv, nv))
+    values = np.asarray(data.qDeriv, dtype=np.float64)[entries]
+    if nv >= SPARSE_FROM_NV:
+        return sp.csr_matrix((values, (rows, cols)), shape=(nv, nv))
+    dense = np.zeros((nv, nv))
+    dense[rows, cols] = values
+    return dense
 
 
-def velocity_derivative(mujoco: Any, model: Any, data: Any, scratch: Any) -> sp.csr_matrix | None:
+def velocity_derivative(mujoco: Any, model: Any, data: Any) -> Derivative | None:
     """``D`` of the module docstring for the model's integrator (``None``: the step is plain
     ``M``). ``implicitfast``: the lower triangle of ``qDeriv`` mirrored (symmetric);
     ``implicit``: ``qDeriv`` itself (nonsymmetric in general)."""
     name = integrator_name(mujoco, model)
     if name == "Euler":
         damping = euler_damping(mujoco, model)
-        return None if damping is None else sp.diags(-damping, format="csr")
+        if damping is None:
+            return None
+        return sp.diags(-damping, format="csr") if damping.shape[0] >= SPARSE_FROM_NV else np.diag(-damping)
     if name not in ("implicit", "implicitfast"):
         return None
-    derivative = smooth_velocity_derivative(mujoco, model, data, scratch)
+    derivative = smooth_velocity_derivative(mujoco, model, data)
     if name == "implicitfast":
-        lower = sp.tril(derivative, format="csr")
-        return (lower + sp.tril(derivative, k=-1, format="csr").T).tocsr()
+        if sp.issparse(derivative):
+            return (sp.tril(derivative, format="csr") + sp.tril(derivative, k=-1, format="csr").T).tocsr()
+        return np.tril(derivative) + np.tril(derivative, k=-1).T
     return derivative
 
 
-def step_matrix(mujoco: Any, model: Any, data: Any, scratch: Any, M: FloatArray, dt: float) -> FloatArray:
+def step_matrix(mujoco: Any, model: Any, data: Any, M: FloatArray, dt: float) -> FloatArray:
     """Dense ``M - dt D``: exactly the matrix MuJoCo's integrator factors (``implicit``: not symmetric)."""
-    derivative = velocity_derivative(mujoco, model, data, scratch)
-    return M if derivative is None else M - dt * derivative.toarray()
+    derivative = velocity_derivative(mujoco, model, data)
+    return M if derivative is None else M - dt * to_dense(derivative)
 
 
-def antisymmetric_part(derivative: sp.csr_matrix) -> float:
+def antisymmetric_part(derivative: Derivative) -> float:
     """``max |D - D^T| / 2`` relative to ``max |D|`` (0 for a symmetric ``D``)."""
-    if derivative.nnz == 0:
-        return 0.0
-    scale = float(abs(derivative).max())
-    return float(abs(derivative - derivative.T).max()) / 2.0 / scale if scale > 0 else 0.0
+    magnitude: Any = abs(derivative)
+    scale = float(magnitude.max()) if derivative.shape[0] else 0.0
+    skew: Any = abs(derivative - derivative.T)
+    return float(skew.max()) / 2.0 / scale if scale > 0 else 0.0
 
 
-def formulation_derivative(derivative: sp.csr_matrix) -> sp.csr_matrix:
-    """What the formulations' step takes of ``D``: its symmetric part (their programs need a
-    symmetric positive definite step matrix; equal to ``D`` except under ``implicit``)."""
-    return (0.5 * (derivative + derivative.T)).tocsr()
+def dissipative(derivative: Derivative) -> bool:
+    """Whether the symmetric ``D`` is negative semidefinite by Gershgorin's circles (every
+    ``D_ii + sum_j |D_ij| <= 0``): damping and ``kv`` terms are, so ``M - h D`` is positive
+    definite without a factorization."""
+    magnitude: Any = abs(derivative)
+    diagonal = derivative.diagonal()
+    off = np.asarray(magnitude.sum(axis=1)).reshape(-1) - np.abs(diagonal)
+    return bool(np.all(diagonal + off <= 0.0))
 
 
 def check_positive_definite(matrix: Any, what: str) -> None:
     """Raise :class:`StepMatrixError` unless the symmetric ``matrix`` is positive definite."""
-    dense = matrix.toarray() if sp.issparse(matrix) else np.asarray(matrix)
+    dense = to_dense(matrix)
     try:
         np.linalg.cholesky(dense)
     except np.linalg.LinAlgError:
@@ -140,9 +164,10 @@ def step_dynamics(system: Any, dynamics: Dynamics, dt: float) -> Dynamics:
     """``(M - dt D, tau)`` of an :class:`~contactopt.mujoco.system.MjcfSystem` at the state its
     ``data`` holds (:meth:`~contactopt.mujoco.system.MjcfSystem.step_dynamics`): ``D`` of
     :func:`velocity_derivative`, its symmetric part under ``implicit`` (said once), on MuJoCo's
-    sparse mass-matrix pattern with its block inverse where the system keeps ``M`` sparse."""
-    derivative = velocity_derivative(system.mujoco, system.model, system.data, system.derivative_scratch())
-    if derivative is None or derivative.nnz == 0:
+    sparse mass-matrix pattern with its block inverse where the system keeps ``M`` sparse.
+    Positive definiteness is checked by a factorization unless ``D`` is :func:`dissipative`."""
+    derivative = velocity_derivative(system.mujoco, system.model, system.data)
+    if derivative is None or not (derivative.nnz if sp.issparse(derivative) else np.any(derivative)):
         return dynamics
     if integrator_name(system.mujoco, system.model) == "implicit":
         if not system.warned_implicit and antisymmetric_part(derivative) > 1e-12:
@@ -150,13 +175,15 @@ def step_dynamics(system: Any, dynamics: Dynamics, dt: float) -> Dynamics:
             warnings.warn(f"{system.path.name}: MuJoCo's implicit integrator factors a nonsymmetric M - h D "
                           "(Coriolis derivative); the formulations take its symmetric part, "
                           "regularized -o params=model the exact one", NonsymmetricStepWarning, stacklevel=4)
-        derivative = formulation_derivative(derivative)
+        derivative = 0.5 * (derivative + derivative.T)
     layout = system.mass_layout
-    if layout is not None and dynamics.is_sparse:  # M - h D and its sparse inverse on M's pattern
+    if layout is not None and dynamics.is_sparse and layout.holds(derivative):  # on M's pattern, block inverse
         values = layout.values_of(dynamics.M) + layout.values_of(-dt * derivative)
-        sparse_step = layout.matrix(values)
-        check_positive_definite(sparse_step, system.path.name)
-        return Dynamics(M=sparse_step, tau=dynamics.tau, inverse_matrix=layout.inverse(values))
-    step = dynamics.M - dt * (derivative.tocsc() if dynamics.is_sparse else derivative.toarray())
-    check_positive_definite(step, system.path.name)
-    return Dynamics(M=step, tau=dynamics.tau)
+        step: Any = layout.matrix(values)
+        inverse = layout.inverse(values)
+    else:
+        step = dynamics.M - dt * (sp.csc_matrix(derivative) if dynamics.is_sparse else to_dense(derivative))
+        inverse = None
+    if not dissipative(derivative):
+        check_positive_definite(step, system.path.name)
+    return Dynamics(M=step, tau=dynamics.tau, inverse_matrix=inverse)

@@ -46,7 +46,7 @@ def step_matrix(system: Any, model: Any, data: Any, M: FloatArray, dt: float) ->
     if name not in ("Euler", "implicitfast", "implicit"):
         raise ContactoptError(f"params=model reproduces MuJoCo's Euler, implicitfast and implicit integrators; "
                               f"this model uses {name} (set <option integrator=\"implicitfast\"/>)")
-    return derivatives.step_matrix(mujoco, model, data, system.derivative_scratch(model), M, dt)
+    return derivatives.step_matrix(mujoco, model, data, M, dt)
 
 
 def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeRows:

@@ -108,7 +108,6 @@ class MjcfSystem(System):
         self._chains = Chains(self.model)
         self.mass_layout = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
         self._scratch: Any = None  # MjData for finite differences of the equality rows
-        self._derivatives_data: dict[int, Any] = {}  # MjData per model for MuJoCo's qDeriv (mj_implicit)
         self.warned_implicit = False  # said once: implicit's step matrix is nonsymmetric
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
         self.native_cone = 0
@@ -268,13 +267,6 @@ class MjcfSystem(System):
         term; implicit: the symmetric part of the full ``qDeriv`` (said once by a
         :class:`~.derivatives.NonsymmetricStepWarning`); RK4: ``M``."""
         return derivatives.step_dynamics(self, dynamics, dt)
-
-    def derivative_scratch(self, model: Any = None) -> Any:
-        """A ``MjData`` of ``model`` (default: the system's) for MuJoCo's ``qDeriv`` (:mod:`.derivatives`)."""
-        model = self.model if model is None else model
-        if id(model) not in self._derivatives_data:
-            self._derivatives_data[id(model)] = self.mujoco.MjData(model)
-        return self._derivatives_data[id(model)]
 
     # --- non-contact rows (contactopt.mujoco.constraints) and MuJoCo's own problem ---------
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
