@@ -210,3 +210,19 @@ def test_a_stiff_position_servo_stays_bounded(tmp_path: Path, name: str) -> None
                              duration=250 * scene.dt)
     assert len(trajectory.t) == 251
     assert float(np.abs(trajectory.v).max()) <= 2.0 * fastest + 0.1
+
+
+def test_a_tendon_within_one_branch_keeps_its_cross_term(tmp_path: Path) -> None:
+    """MuJoCo drops a damped tendon's coupling between branches (see the arms) but keeps it
+    between a joint and its ancestor: both as ``mj_step`` does."""
+    text = ARMS.format(integrator="implicitfast", floor="", height=0.5).replace(
+        '<joint joint="c" coef="-1"/>', '<joint joint="b" coef="-1"/>')
+    path = write(tmp_path, text, "chain.xml")
+    system = MjcfSystem(path)
+    q, v, ctrl = STATE
+    system.set_control(ctrl)
+    ours, problem = model_step(system, q, v, 0.01)
+    M = to_dense(system.dynamics(q, v).M)
+    coupling = problem.native.step_matrix[0, 1] - M[0, 1]  # -h * d(tendon forces)/dv = -h * (-(2 + 4) * 1 * -1)
+    assert coupling == pytest.approx(-0.06)
+    np.testing.assert_allclose(ours, mujoco_step(path, q, v, ctrl), rtol=0, atol=1e-10)
