@@ -79,3 +79,8 @@ class StoredCellWarning(ContactoptWarning):
 class InitialPenetrationWarning(ContactoptWarning):
     """The initial state of a run has bodies inside each other or the ground beyond the
     tolerance (:mod:`contactopt.integrators.initial_penetration`)."""
+
+
+class InitialLimitViolationWarning(InitialPenetrationWarning):
+    """The initial state of a run has a joint or tendon outside its limit beyond the tolerance
+    (:mod:`contactopt.integrators.initial_penetration`)."""

@@ -127,13 +127,15 @@ def find_problem(name_or_path: str | Path) -> Path:
     return candidate if candidate.exists() else path
 
 
-def load_scene(path: str | Path) -> Scene:
-    """Load and validate a TOML scene; errors name the file and the offending key."""
+def load_scene(path: str | Path, keyframe: str | None = None) -> Scene:
+    """Load and validate a TOML scene or an MJCF file; errors name the file and the offending
+    key. ``keyframe``: the MJCF keyframe to start from (overrides ``[system] keyframe``; an
+    error for a scene of another system)."""
     path = find_problem(path)
     if not path.exists():
         raise SceneError(f"{path}: no such scene file (bundled scenes are in {problems_dir()})")
     if path.suffix.lower() == ".xml":
-        return _mjcf_scene(path)
+        return _mjcf_scene(path, keyframe)
     if path.suffix.lower() != ".toml":
         raise SceneError(f"{path}: unsupported scene format {path.suffix!r} (expected .toml or an MJCF .xml)")
     try:
@@ -143,6 +145,11 @@ def load_scene(path: str | Path) -> Scene:
         raise SceneError(f"{path}: invalid TOML: {exc}") from exc
     except OSError as exc:  # a folder, no permission
         raise SceneError(f"{path}: cannot read the scene file: {exc}") from exc
+    if keyframe is not None:
+        system_table = data.get("system")
+        if not isinstance(system_table, dict) or system_table.get("type") != "mjcf":
+            raise SceneError(f"{path}: --keyframe {keyframe!r}: only an MJCF scene has keyframes")
+        data = {**data, "system": {**system_table, "keyframe": keyframe}}
     try:
         return _parse(data, path)
     except ParameterError as exc:
@@ -167,11 +174,13 @@ def _scene_name(meta: dict[str, Any], path: Path) -> str:
 MJCF_DURATION, MJCF_FORMULATION, MJCF_SOLVER = 1.0, "regularized", "clarabel"
 
 
-def _mjcf_scene(path: Path) -> Scene:
-    """A scene straight from an MJCF file: MuJoCo's initial state (or keyframe 0), its
-    ``opt.timestep`` as dt, 1 s of simulated time, MuJoCo's own formulation by default."""
+def _mjcf_scene(path: Path, keyframe: str | None = None) -> Scene:
+    """A scene straight from an MJCF file: MuJoCo's initial state (or the keyframe, 0 by
+    default, with its ``ctrl`` held), its ``opt.timestep`` as dt, 1 s of simulated time,
+    MuJoCo's own formulation by default."""
+    config = {"file": str(path)} if keyframe is None else {"file": str(path), "keyframe": keyframe}
     try:
-        system = systems.get("mjcf").from_config({"file": str(path)}, {})
+        system = systems.get("mjcf").from_config(config, {})
     except ParameterError as exc:
         raise SceneError(f"{path}: {exc}") from exc
     except ContactoptError as exc:
@@ -182,7 +191,15 @@ def _mjcf_scene(path: Path) -> Scene:
     q0, v0 = system.default_state()
     return Scene(system=system, q0=q0, v0=v0, dt=float(system.model.opt.timestep), duration=MJCF_DURATION,
                  formulation=MJCF_FORMULATION, solver=MJCF_SOLVER, name=path.stem,
-                 description=f"MJCF model {path.name}", source=path)
+                 description=f"MJCF model {path.name}", source=path, control=_held_control(system))
+
+
+def _held_control(system: System) -> ControlSpec | None:
+    """The control a scene without ``[control]`` holds: an MJCF keyframe's ``ctrl``
+    (:mod:`contactopt.mujoco.keyframes`), else none."""
+    default_control = getattr(system, "default_control", None)
+    ctrl = default_control() if callable(default_control) else None
+    return None if ctrl is None else ControlSpec("constant", {"u": tuple(float(x) for x in ctrl)})
 
 
 def _initial(initial: Mapping[str, Any], key: str, system: System, default: FloatArray | None) -> FloatArray:
@@ -254,7 +271,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
         description=validate.string(meta.get("description", ""), "scene.description"), source=path,
         max_steps=check_max_steps(meta["max_steps"], "scene.max_steps") if "max_steps" in meta else None,
         control=(parse_control(validate.table(data, "control"), system, path.parent)
-                 if "control" in data else None),
+                 if "control" in data else _held_control(system)),
     )
     observables = parse_observables(data.get("observables"), data, system, scene.q0, scene.v0, scene.dt,
                                     scene.duration, path)

@@ -20,7 +20,14 @@ import numpy as np
 
 from contactopt import solvers, systems
 from contactopt._version import __version__
-from contactopt.cli.common import _options, _Parser, add_max_steps_argument, positive_float, with_max_steps
+from contactopt.cli.common import (
+    _options,
+    _Parser,
+    add_keyframe_argument,
+    add_max_steps_argument,
+    positive_float,
+    with_max_steps,
+)
 from contactopt.cli.grid import check_grid, split_list, step_size
 from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
@@ -99,7 +106,7 @@ def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    scene = with_max_steps(load_scene(args.scene), args.max_steps)
+    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
     options = _options(args.option)
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation
@@ -167,7 +174,7 @@ def _save_programs(scene: Scene, traj: Trajectory, folder: Path) -> Path:
 
 
 def _cmd_program(args: argparse.Namespace) -> int:
-    scene = with_max_steps(load_scene(args.scene), args.max_steps)
+    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
     options = {**scene.options, **_options(args.option)}
     formulation = args.formulation or scene.formulation
     dt = args.dt or scene.dt
@@ -201,7 +208,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from contactopt.analysis.compare import compare, summary_columns
     from contactopt.analysis.report import write_report
 
-    scene = with_max_steps(load_scene(args.scene), args.max_steps)
+    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
     formulations = split_list(args.formulations, "--formulations")
     solver_names = split_list(args.solvers, "--solvers")
     dts = [step_size(item) for item in split_list(args.dt, "--dt") or []] or None
@@ -305,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop a run after S seconds of wall time: it becomes an error row 'time limit S s "
                        "reached' with the metrics of its finished steps; the other runs go on")
     add_max_steps_argument(p_cmp)
+    add_keyframe_argument(p_cmp)
     p_cmp.add_argument("--no-plot", action="store_true", help="skip figures and report")
     p_cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p_cmp.set_defaults(func=_cmd_compare)
@@ -336,6 +344,7 @@ def _add_step_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="formulation option, repeatable (e.g. form=dual)")
     add_max_steps_argument(parser)
+    add_keyframe_argument(parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -52,6 +52,14 @@ def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
                         "scene's max_steps, else 1000000)")
 
 
+def add_keyframe_argument(parser: argparse.ArgumentParser) -> None:
+    """``--keyframe NAME``: the MJCF keyframe a scene starts from, its ``ctrl`` held
+    (contactopt.mujoco.keyframes; default: keyframe 0 when the model has one)."""
+    parser.add_argument("--keyframe", metavar="NAME",
+                        help="MJCF scenes: start from this keyframe, holding its ctrl (default: keyframe 0 "
+                        "when the model has one, or the scene's [system] keyframe)")
+
+
 def with_max_steps(scene: Scene, max_steps: int | None) -> Scene:
     """``scene`` with the step budget ``--max-steps`` gave (unchanged when not given)."""
     import dataclasses

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from contactopt.analysis.export import FORMATS, export_run, parse_formats
-from contactopt.cli.common import _options, add_max_steps_argument, positive_float, with_max_steps
+from contactopt.cli.common import (
+    _options,
+    add_keyframe_argument,
+    add_max_steps_argument,
+    positive_float,
+    with_max_steps,
+)
 from contactopt.errors import ContactoptError
 from contactopt.outputs import prepared_folder, safe_component
 
@@ -35,6 +41,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--dt", type=positive_float, help="time step [s] (default: the scene's)")
     parser.add_argument("--duration", type=positive_float, help="simulated time [s] (default: the scene's)")
     add_max_steps_argument(parser)
+    add_keyframe_argument(parser)
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="formulation option, repeatable (e.g. form=dual)")
     parser.add_argument("--program-formulation", metavar="F",
@@ -52,7 +59,7 @@ def run_export(args: argparse.Namespace) -> int:
     from contactopt.scenes import load_scene
     from contactopt.simulate import simulate
 
-    scene = with_max_steps(load_scene(args.scene), args.max_steps)
+    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
     formats = parse_formats(args.format) if args.format else None
     options = _options(args.option)
     formulation = args.formulation or scene.formulation

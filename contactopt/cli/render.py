@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from contactopt.analysis.render import MIN_SIZE, RENDERERS, Panel, RenderResult, render
-from contactopt.cli.common import _options, add_max_steps_argument, positive_float, with_max_steps
+from contactopt.cli.common import (
+    _options,
+    add_keyframe_argument,
+    add_max_steps_argument,
+    positive_float,
+    with_max_steps,
+)
 from contactopt.errors import ContactoptError, ContactoptWarning, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.outputs import output_errors, safe_component, writable_file
 from contactopt.records import Trajectory
@@ -30,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["add_compare_render_argument", "add_render_parser", "render_comparison"]
 
 EXIT_STOPPED = 3
-SIMULATION_FLAGS = ("formulation", "solver", "dt", "duration", "option")
+SIMULATION_FLAGS = ("formulation", "solver", "dt", "duration", "option", "keyframe")
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -75,6 +81,7 @@ def add_render_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--dt", type=positive_float, help="for a scene: time step [s] (default: the scene's)")
     parser.add_argument("--duration", type=positive_float, help="for a scene: simulated time [s]")
     add_max_steps_argument(parser)
+    add_keyframe_argument(parser)
     parser.add_argument("--option", "-o", action="append", metavar="KEY=VALUE",
                         help="for a scene: formulation option, repeatable")
     _add_video_arguments(parser)
@@ -184,7 +191,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     else:
         if args.scene is not None:
             raise OptionError(f"--scene: only for a saved run; {args.target} is a scene")
-        scene = with_max_steps(load_scene(args.target), args.max_steps)
+        scene = with_max_steps(load_scene(args.target, keyframe=args.keyframe), args.max_steps)
         if args.out:  # before simulating, so that an unwritable path costs nothing
             writable_file(args.out, "video file")
         traj = _simulate(scene, args.formulation, args.solver, args.dt, args.duration, _options(args.option),

@@ -12,6 +12,14 @@ penetration a scene written at rest carries (round-off, ~1e-17 m; a compliant co
 static ``m g / k``, 25 um in ``problems/box_drop.toml``) and below any placement mistake
 worth a word; ``simulate(..., penetration_tolerance=...)`` changes it
 (``inf`` turns the check off).
+
+**Limits** the same way: a joint or tendon that starts outside its range (a limit row of
+``system.limits(q0)`` with ``phi < -tolerance``, in the joint's own units, rad or m) is pushed
+back at about ``violation / dt`` (a thumb 0.26 rad outside its range spins at 0.26/h rad/s);
+one :class:`~contactopt.errors.InitialLimitViolationWarning` names the worst limit
+(``system.limit_names(q0)`` where the system has them, e.g. ``"joint 'thumb' upper"``), its
+violation and how many others are violated. (Where MuJoCo itself caps that speed is the
+formulations' business, not this check's.)
 """
 
 from __future__ import annotations
@@ -22,10 +30,11 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactopt.errors import InitialPenetrationWarning, OptionError
+from contactopt.errors import InitialLimitViolationWarning, InitialPenetrationWarning, OptionError
 from contactopt.systems.base import System
 
-__all__ = ["INITIAL_PENETRATION_TOLERANCE", "check_initial_penetration", "initial_penetration_message"]
+__all__ = ["INITIAL_PENETRATION_TOLERANCE", "check_initial_penetration", "initial_limit_message",
+           "initial_penetration_message"]
 
 #: Depth (m) beyond which an initial contact counts as a penetration.
 INITIAL_PENETRATION_TOLERANCE = 1e-3
@@ -57,9 +66,35 @@ def initial_penetration_message(system: System, q0: ArrayLike, tolerance: float 
             "penetration_tolerance)")
 
 
+def initial_limit_message(system: System, q0: ArrayLike, tolerance: float = INITIAL_PENETRATION_TOLERANCE,
+                          label: str = "") -> str | None:
+    """One line naming the worst limit of ``q0`` violated beyond ``tolerance``, or None."""
+    if math.isinf(tolerance):
+        return None
+    limits = system.limits(q0)
+    phi = np.asarray(limits.phi, dtype=np.float64)
+    violated = np.flatnonzero(phi < -tolerance)
+    if violated.shape[0] == 0:
+        return None
+    worst = int(violated[np.argmin(phi[violated])])
+    names = getattr(system, "limit_names", None)
+    listed = list(names(q0)) if callable(names) else list(limits.labels)
+    name = listed[worst] if len(listed) == phi.shape[0] else f"limit {worst}"
+    others = violated.shape[0] - 1
+    rest = f" (and {others} other limit{'s' if others != 1 else ''})" if others else ""
+    prefix = f"{label}: " if label else ""
+    return (f"{prefix}initial limit violation beyond {tolerance:g}: {name} limit is violated by {-phi[worst]:.3g} "
+            f"(rad or m){rest}; the first steps drive it back at about violation / dt (start inside the range, "
+            "e.g. from a keyframe, or set penetration_tolerance)")
+
+
 def check_initial_penetration(system: System, q0: ArrayLike, tolerance: float = INITIAL_PENETRATION_TOLERANCE,
                               label: str = "") -> None:
-    """Warn once (:class:`~contactopt.errors.InitialPenetrationWarning`) if ``q0`` penetrates."""
+    """Warn once (:class:`~contactopt.errors.InitialPenetrationWarning`) if ``q0`` penetrates,
+    and once (:class:`~contactopt.errors.InitialLimitViolationWarning`) if it violates a limit."""
     message = initial_penetration_message(system, q0, tolerance, label)
     if message is not None:
         warnings.warn(message, InitialPenetrationWarning, stacklevel=3)
+    message = initial_limit_message(system, q0, tolerance, label)
+    if message is not None:
+        warnings.warn(message, InitialLimitViolationWarning, stacklevel=3)

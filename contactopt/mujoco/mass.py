@@ -103,6 +103,12 @@ class MassLayout:
         np.add.at(values, where, coo.data)
         return values
 
+    def holds(self, matrix: Any) -> bool:
+        """Whether every stored entry of ``matrix`` lies on the pattern (a free body's diagonal
+        ``M`` does not hold the rotational coupling of MuJoCo's implicit ``qDeriv``)."""
+        coo = sp.coo_matrix(matrix)
+        return bool(np.all(self._positions(coo.row.astype(np.int_), coo.col.astype(np.int_)) >= 0))
+
     def diagonal(self) -> IntArray:
         """Positions of the diagonal entries in the pattern's data (every diagonal entry is stored)."""
         columns = np.repeat(np.arange(self.nv), np.diff(self.indptr))

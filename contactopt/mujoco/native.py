@@ -12,13 +12,11 @@ the constraint problem with ``M`` and the smooth acceleration ``a0 = M^{-1} qfrc
 damping explicit in ``qfrc_passive``), then takes the velocity step with the implicit part of
 its integrator:
 
-* ``Euler``: ``v' = v + h (M + h D)^{-1} (qfrc_smooth + J^T f)``, ``D = diag(dof_damping)``
-  (plain ``M`` when no dof is damped or the ``eulerdamp`` flag is disabled);
-* ``implicitfast``: ``v' = v + h (M - h Q)^{-1} (qfrc_smooth + J^T f)`` with ``Q`` the velocity
-  derivative of the passive and actuator forces (``qfrc_passive + qfrc_actuator``, Coriolis
-  omitted), here by a central difference (exact for forces linear in ``v``), symmetrized;
-* ``RK4`` and ``implicit`` are refused (a multi-stage or Coriolis-implicit step is not one
-  convex program).
+* ``v' = v + h S^{-1} (qfrc_smooth + J^T f)`` with ``S = M - h D`` the step matrix of the
+  model's integrator (:mod:`.derivatives`: ``Euler`` joint damping; ``implicitfast`` MuJoCo's
+  ``qDeriv`` without the RNE term, its lower triangle mirrored; ``implicit`` the full,
+  nonsymmetric ``qDeriv``, exactly);
+* ``RK4`` is refused (a multi-stage step is not one convex program).
 
 Checked against ``mj_step`` from random states of MuJoCo's control-suite models and of
 ``problems/mjcf/limited_arm.xml``, pyramidal and elliptic (``tests/test_mjcf_rows.py``).
@@ -34,51 +32,21 @@ from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError
 from contactopt.model import NativeRows
-from contactopt.mujoco import compat
+from contactopt.mujoco import compat, derivatives
 from contactopt.mujoco.constraints import disabled, limit_keys, tendon_jacobian
 from contactopt.mujoco.reproduce import program_from_mujoco
 
 FloatArray = NDArray[np.float64]
 
 
-def step_matrix(mujoco: Any, model: Any, data: Any, M: FloatArray) -> FloatArray:
-    """The matrix of MuJoCo's velocity update (module docstring)."""
-    integrators = mujoco.mjtIntegrator
-    kind = int(model.opt.integrator)
-    h = float(model.opt.timestep)
-    if kind == int(integrators.mjINT_EULER):
-        damping = np.asarray(model.dof_damping, dtype=np.float64)
-        eulerdamp_off = int(model.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
-        if eulerdamp_off or not np.any(damping > 0):
-            return M
-        return M + h * np.diag(damping)
-    if kind == int(integrators.mjINT_IMPLICITFAST):
-        return M - h * velocity_derivative(mujoco, model, data)
-    name = {int(integrators.mjINT_RK4): "RK4", int(integrators.mjINT_IMPLICIT): "implicit"}.get(kind, str(kind))
-    raise ContactoptError(f"params=model reproduces MuJoCo's Euler and implicitfast integrators; this model "
-                          f"uses {name} (set <option integrator=\"Euler\"/> or \"implicitfast\")")
-
-
-def velocity_derivative(mujoco: Any, model: Any, data: Any) -> FloatArray:
-    """``d (qfrc_passive + qfrc_actuator) / dv`` by central differences, symmetrized."""
-    nv = int(model.nv)
-    scratch = mujoco.MjData(model)
-    scratch.qpos[:] = data.qpos
-    scratch.ctrl[:] = data.ctrl
-    scratch.act[:] = data.act
-    mujoco.mj_fwdPosition(model, scratch)
-    Q = np.zeros((nv, nv))
-    step = 1e-6
-    for i in range(nv):
-        forces = []
-        for sign in (1.0, -1.0):
-            scratch.qvel[:] = data.qvel
-            scratch.qvel[i] += sign * step
-            mujoco.mj_fwdVelocity(model, scratch)
-            mujoco.mj_fwdActuation(model, scratch)
-            forces.append(np.array(scratch.qfrc_passive) + np.array(scratch.qfrc_actuator))
-        Q[:, i] = (forces[0] - forces[1]) / (2.0 * step)
-    return 0.5 * (Q + Q.T)
+def step_matrix(system: Any, model: Any, data: Any, M: FloatArray, dt: float) -> FloatArray:
+    """The matrix of MuJoCo's velocity update (module docstring; :mod:`.derivatives`)."""
+    mujoco = system.mujoco
+    name = derivatives.integrator_name(mujoco, model)
+    if name not in ("Euler", "implicitfast", "implicit"):
+        raise ContactoptError(f"params=model reproduces MuJoCo's Euler, implicitfast and implicit integrators; "
+                              f"this model uses {name} (set <option integrator=\"implicitfast\"/>)")
+    return derivatives.step_matrix(mujoco, model, data, M, dt)
 
 
 def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeRows:
@@ -105,7 +73,7 @@ def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str 
             else "pyramidal", "integrator": int(model.opt.integrator),
             "equality": int(np.sum(kinds == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)))}
     return NativeRows(program=program, J=J, smooth_force=np.array(data.qfrc_smooth),
-                      step_matrix=step_matrix(mujoco, model, data, M), maps=maps, info=info)
+                      step_matrix=step_matrix(system, model, data, M, dt), maps=maps, info=info)
 
 
 def contact_map(system: Any, q: FloatArray, model: Any, data: Any) -> sp.csr_matrix:

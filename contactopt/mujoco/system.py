@@ -24,8 +24,9 @@ bilateral rows (``constraints``), joint and tendon limits as unilateral rows (``
 dof and tendon ``frictionloss`` as box rows (``friction_loss``); every formulation takes them
 through :mod:`contactopt.formulations.constraint_rows`. **Passive forces**: springs, dampers,
 gravity compensation and fluid forces are in ``qfrc_passive`` (hence ``tau``), armature is in
-``M``; with MuJoCo's Euler or implicitfast integrator the step uses ``M + h diag(dof_damping)``
-(:meth:`MjcfSystem.step_dynamics`: damping implicit, as MuJoCo's Euler does). **MuJoCo's own
+``M``; the step uses the step matrix of the model's integrator, ``M - h D`` with ``D`` the
+velocity derivative of passive and actuator forces as MuJoCo takes it (:meth:`MjcfSystem.step_dynamics`,
+:mod:`.derivatives`). **MuJoCo's own
 constraint problem** on the model as written (``regularized -o params=model``):
 :meth:`MjcfSystem.native_rows` (:mod:`.native`).
 
@@ -51,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
-from contactopt.mujoco import compat
+from contactopt.mujoco import compat, derivatives, keyframes
 from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, contact_jacobian
 from contactopt.mujoco.mass import MassLayout
@@ -76,33 +77,38 @@ class UnmodelledFrictionWarning(ContactoptWarning):
 class MjcfSystem(System):
     type_name: ClassVar[str] = "mjcf"
     description: ClassVar[str] = "a MuJoCo model (file = MJCF): M, forces, contacts and integration from MuJoCo"
-    config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction"})
+    config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction", "keyframe"})
     contact_dim = 3
 
     def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "refuse",
-                 sparse: bool | None = None) -> None:
+                 sparse: bool | None = None, keyframe: str | None = None) -> None:
         """``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from ``nv >= 60`` on
-        (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below."""
+        (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below.
+        ``keyframe``: the keyframe the default state is (:mod:`.keyframes`; default: keyframe 0)."""
         super().__init__({}, {})
         self.mujoco = compat.load()
         self.path = Path(path)
         try:
             self.model = self.mujoco.MjModel.from_xml_path(str(self.path))
         except ValueError as exc:  # MuJoCo's parse errors name the file and the line
-            raise ParameterError("system.file", f"system.file: cannot load {self.path}: {exc}") from exc
+            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            raise ParameterError("system.file", f"system.file: cannot load {self.path}: {reason}") from exc
         compat.enable_energy(self.mujoco, self.model)
         self.detection_margin = float(detection_margin)
         self.model.geom_margin[:] += self.detection_margin  # detect earlier ...
         self.model.geom_gap[:] += self.detection_margin  # ... without activating MuJoCo's constraints
         self.data = self.mujoco.MjData(self.model)
+        self.keyframe = keyframe
+        self.keyframe_index = keyframes.keyframe_index(self.model, keyframe, self.path.name)
         self.nq, self.nv = int(self.model.nq), int(self.model.nv)
         self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
         self.q_names, self.v_names = self._coordinate_names()
         self._at: tuple[bytes, bytes, bytes] | None = None
         self._chains = Chains(self.model)
-        self._mass = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
+        self.mass_layout = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
         self._scratch: Any = None  # MjData for finite differences of the equality rows
+        self.warned_implicit = False  # said once: implicit's step matrix is nonsymmetric
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
         self.native_cone = 0
         if extra_friction not in EXTRA_FRICTION:
@@ -130,7 +136,7 @@ class MjcfSystem(System):
         if extra not in EXTRA_FRICTION:
             raise ParameterError("system.extra_friction", f"system.extra_friction: one of "
                                  f"{', '.join(map(repr, EXTRA_FRICTION))}, got {extra!r}")
-        return cls(path, float(margin), extra)
+        return cls(path, float(margin), extra, keyframe=table.get("keyframe"))
 
     # --- MuJoCo evaluation (cached per state) ---------------------------------------------
     def _evaluate(self, q: ArrayLike, v: ArrayLike) -> Any:
@@ -176,15 +182,15 @@ class MjcfSystem(System):
         tau = -data.qfrc_bias + data.qfrc_passive + data.qfrc_actuator + data.qfrc_applied
         if u is not None:
             tau = tau + as_vector(u, "u", self.nv)
-        if self._mass is None:
+        if self.mass_layout is None:
             return Dynamics(M=compat.sparse_mass_matrix(self.mujoco, self.model, data), tau=np.array(tau),
                             inverse=self._inverse_at(q, v))
-        values = self._mass.values(data.M)  # M and its block-diagonal inverse from MuJoCo's sparse M
+        values = self.mass_layout.values(data.M)  # M and its block-diagonal inverse from MuJoCo's sparse M
         if not self.sparse:  # small models: dense (see contactopt.arrays.SPARSE_FROM_NV)
-            return Dynamics(M=self._mass.dense(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
-                            inverse_matrix=self._mass.inverse_dense(values))
-        return Dynamics(M=self._mass.matrix(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
-                        inverse_matrix=self._mass.inverse(values))
+            return Dynamics(M=self.mass_layout.dense(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
+                            inverse_matrix=self.mass_layout.inverse_dense(values))
+        return Dynamics(M=self.mass_layout.matrix(values), tau=np.array(tau), inverse=self._inverse_at(q, v),
+                        inverse_matrix=self.mass_layout.inverse(values))
 
     def _inverse_at(self, q: ArrayLike, v: ArrayLike) -> Any:
         """``M(q)^{-1} rhs`` by MuJoCo's sparse factorization (``mj_solveM``, O(nnz) per
@@ -253,28 +259,14 @@ class MjcfSystem(System):
                 "own rows), or set [system] extra_friction = \"sliding\" to keep their sliding friction only")
 
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
-        """MuJoCo's implicit joint damping (its Euler integrator, and the diagonal part of
-        implicitfast; MuJoCo documentation, "Computation: Numerical integration"): the step
-        uses ``M + h diag(dof_damping)`` with ``tau`` unchanged (it holds ``-D v``), so that
-        every formulation's ``M (v' - v_free) = J^T lambda`` reads
-        ``(M + h D)(v' - v) = h tau + J^T lambda``: damping at ``v'``, stable for any
-        damping. RK4 models and the ``eulerdamp`` disable flag keep it explicit."""
-        damping = np.asarray(self.model.dof_damping, dtype=np.float64)
-        integrators = self.mujoco.mjtIntegrator
-        implicit = int(self.model.opt.integrator) in (int(integrators.mjINT_EULER),
-                                                       int(integrators.mjINT_IMPLICITFAST),
-                                                       int(integrators.mjINT_IMPLICIT))
-        off = int(self.model.opt.disableflags) & int(self.mujoco.mjtDisableBit.mjDSBL_EULERDAMP)
-        if not implicit or off or not np.any(damping > 0):
-            return dynamics
-        if self._mass is not None and dynamics.is_sparse:  # the damped M and its sparse inverse
-            values = self._mass.values_of(dynamics.M)
-            values[self._mass.diagonal()] += dt * damping
-            return Dynamics(M=self._mass.matrix(values), tau=dynamics.tau, inverse_matrix=self._mass.inverse(values))
-        import scipy.sparse as sp
-
-        M = dynamics.M + dt * (sp.diags(damping, format="csc") if dynamics.is_sparse else np.diag(damping))
-        return Dynamics(M=M, tau=dynamics.tau)
+        """The step matrix of MuJoCo's integrator of this model (:mod:`.derivatives`; MuJoCo
+        documentation, "Computation: Numerical integration"): ``M - h D`` with ``tau`` unchanged
+        (it holds the forces at ``v``), so that every formulation's ``M (v' - v_free) = J^T lambda``
+        reads ``(M - h D)(v' - v) = h tau + J^T lambda``: damping and actuator ``kv`` at ``v'``.
+        Euler: ``D = -diag(dof_damping)``; implicitfast: MuJoCo's ``qDeriv`` without the RNE
+        term; implicit: the symmetric part of the full ``qDeriv`` (said once by a
+        :class:`~.derivatives.NonsymmetricStepWarning`); RK4: ``M``."""
+        return derivatives.step_dynamics(self, dynamics, dt)
 
     # --- non-contact rows (contactopt.mujoco.constraints) and MuJoCo's own problem ---------
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
@@ -290,6 +282,11 @@ class MjcfSystem(System):
     def limits(self, q: ArrayLike) -> Unilateral:
         """Joint and tendon limits as unilateral rows (:mod:`.constraints`)."""
         return mj_rows.limit_rows(self.mujoco, self.model, self._evaluate_position(q))
+
+    def limit_names(self, q: ArrayLike) -> list[str]:
+        """A name per row of :meth:`limits`: ``"joint 'thumb' lower"``, ``"tendon 'split' upper"``."""
+        entries = mj_rows.limit_entries(self.mujoco, self.model, self._evaluate_position(q))
+        return [f"{key[0]} {label.rsplit(' ', 1)[0]!r} {label.rsplit(' ', 1)[1]}" for key, _, _, label in entries]
 
     def friction_loss(self, q: ArrayLike) -> FrictionLoss:
         """Dof and tendon ``frictionloss`` as box rows (:mod:`.constraints`)."""
@@ -338,9 +335,14 @@ class MjcfSystem(System):
         return float(data.energy[1]), float(data.energy[0])
 
     def default_state(self) -> tuple[FloatArray, FloatArray]:
-        if self.model.nkey:
-            return np.array(self.model.key_qpos[0]), np.array(self.model.key_qvel[0])
+        """The chosen keyframe's ``(qpos, qvel)`` (:mod:`.keyframes`), else MuJoCo's ``qpos0`` at rest."""
+        if self.keyframe_index is not None:
+            return keyframes.keyframe_state(self.model, self.keyframe_index)
         return np.array(self.model.qpos0), np.zeros(self.nv)
+
+    def default_control(self) -> FloatArray | None:
+        """The chosen keyframe's ``ctrl`` to hold when a scene has no ``[control]`` (:mod:`.keyframes`)."""
+        return keyframes.keyframe_control(self.model, self.keyframe_index)
 
     def describe(self) -> str:
         return (f"mjcf({self.path.name}: nq={self.nq}, nv={self.nv}, bodies={self.model.nbody}, "
@@ -348,10 +350,11 @@ class MjcfSystem(System):
 
     def __getstate__(self) -> dict[str, Any]:  # picklable for process pools and Dask
         return {"path": str(self.path), "detection_margin": self.detection_margin,
-                "extra_friction": self.extra_friction}
+                "extra_friction": self.extra_friction, "keyframe": self.keyframe}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "refuse"))  # type: ignore[misc]
+        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "refuse"),  # type: ignore[misc]
+                      keyframe=state.get("keyframe"))
 
     def _coordinate_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         mujoco = self.mujoco
