@@ -34,6 +34,10 @@ class UnsupportedProgramError(ContactoptError, TypeError):
     """A solver cannot take a program and no conversion applies."""
 
 
+class NonconvexProgramError(ShapeError):
+    """A ConicProgram whose ``P`` is not positive semidefinite: not a convex program."""
+
+
 class ConversionError(ContactoptError, ValueError):
     """A program does not meet the conditions of a conversion (e.g. P not positive definite)."""
 

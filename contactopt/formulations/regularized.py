@@ -86,7 +86,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Solution
-from contactopt.programs.csc import diagonal_csc, empty_csc
+from contactopt.programs.csc import diagonal_csc, empty_csc, mark_symmetric
 
 FloatArray = NDArray[np.float64]
 
@@ -388,7 +388,7 @@ def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArr
     P = W + sp.diags(R) if is_sparse(W) else W + np.diag(R)
     A = -sp.identity(rows, format="csc") if cone_rows is None else sp.csc_matrix(cone_rows)
     b = np.zeros(A.shape[0]) if cone_offset is None else np.asarray(cone_offset, dtype=np.float64)
-    return ConicProgram(P=sp.csc_matrix(0.5 * (P + P.T)), c=dt * (J @ acceleration_free - a_ref),
+    return ConicProgram(P=mark_symmetric(sp.csc_matrix(0.5 * (P + P.T))), c=dt * (J @ acceleration_free - a_ref),
                         A=A, b=b, cones=cones,
                         variables=(Block("impulse", 0, rows),), constraints=(Block("impulse_in_cone", 0, A.shape[0]),),
                         metadata={"formulation": "regularized", "source": "given constraint data", "dt": dt,

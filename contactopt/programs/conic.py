@@ -23,7 +23,8 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.arrays import debug_checks
-from contactopt.errors import ContactoptError, ShapeError
+from contactopt.errors import ContactoptError, NonconvexProgramError, ShapeError
+from contactopt.programs.convexity import smallest_eigenvalue_if_nonconvex
 from contactopt.programs.csc import (
     attached_upper,
     csr,
@@ -135,7 +136,8 @@ class ConicProgram:
     """``min 1/2 x^T P x + c^T x  s.t.  A x + s = b, s in K`` (see module docstring).
 
     Attributes:
-        P: (n, n) symmetric positive semidefinite, CSC (full, both triangles).
+        P: (n, n) symmetric positive semidefinite, CSC (full, both triangles); checked once
+            (:mod:`contactopt.programs.convexity`) unless its assembler marked it.
         c: (n,) linear cost.
         A: (m, n) constraint matrix, CSC.
         b: (m,) constraint right side.
@@ -174,6 +176,11 @@ class ConicProgram:
         trusted = symmetric_by_construction(P) and not debug_checks()  # marked by its assembler (csc.mark_symmetric)
         if P.nnz and not trusted and not _symmetric(P, 1e-9 * max(1.0, float(np.abs(P.data).max()))):
             raise ShapeError("ConicProgram.P: not symmetric (give both triangles)")
+        if not trusted:  # a convex program, or none: refused before any solver sees it
+            smallest = smallest_eigenvalue_if_nonconvex(P)
+            if smallest is not None:
+                raise NonconvexProgramError(f"ConicProgram.P is not positive semidefinite (smallest eigenvalue "
+                                            f"{smallest:.3g}): the program is not convex")
         _check_blocks(tuple(self.variables), n, "variable")
         _check_blocks(tuple(self.constraints), m, "constraint")
         for name, value in (("P", P), ("c", c), ("A", A), ("b", b), ("cones", cones),

@@ -255,9 +255,10 @@ _SYMMETRIC_MARK = "_contactopt_symmetric"
 
 
 def mark_symmetric(matrix: Any) -> Any:
-    """``matrix``, recorded as symmetric by construction (its assembler guarantees it exactly:
-    :func:`symmetric_part`, block-diagonal inertia of symmetric blocks), so that programs take
-    it without the O(nnz) symmetry check (which still runs under ``CONTACTOPT_DEBUG=1``)."""
+    """``matrix``, recorded as symmetric positive semidefinite by construction (its assembler
+    guarantees it: :func:`symmetric_part` of a Delassus product, block-diagonal inertia of
+    symmetric blocks, a mass matrix), so that programs take it without the O(nnz) symmetry
+    check and the convexity check (both still run under ``CONTACTOPT_DEBUG=1``)."""
     matrix.__dict__[_SYMMETRIC_MARK] = (matrix.data, matrix.indices, matrix.indptr)
     return matrix
 
