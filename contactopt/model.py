@@ -239,6 +239,8 @@ class StepProblem:
         unilateral: limit rows ``phi + h G v' >= 0`` (default: none).
         friction_loss: box rows, dry joint/tendon friction (default: none).
         native: the system's own constraint problem, when a formulation asked for it.
+        max_recovery_speed: the system's default cap (m/s, ``inf``: none) on the speed at which
+            rigid formulations remove a penetration (:mod:`contactopt.formulations.recovery`).
     """
 
     state: State
@@ -250,8 +252,11 @@ class StepProblem:
     unilateral: Unilateral = field(default_factory=lambda: Unilateral.empty(0))
     friction_loss: FrictionLoss = field(default_factory=lambda: FrictionLoss.empty(0))
     native: NativeRows | None = None
+    max_recovery_speed: float = float("inf")
 
     def __post_init__(self) -> None:
+        if not self.max_recovery_speed > 0:
+            raise ShapeError(f"StepProblem.max_recovery_speed: must be > 0, got {self.max_recovery_speed}")
         if not (np.isfinite(self.dt) and self.dt > 0):
             raise ShapeError(f"StepProblem.dt: must be a positive number, got {self.dt}")
         nv = self.dynamics.nv

@@ -203,14 +203,6 @@ def test_frictionloss_box_rows_stick_and_slip(tmp_path: Path, formulation: str, 
         assert abs(result.friction_loss[0]) <= h * loss * (1 + 1e-9)
 
 
-def test_box_rows_refused_where_they_have_no_cone() -> None:
-    system = MjcfSystem(MJCF / "limited_arm.xml", extra_friction="sliding")  # its condim 4/6 contacts aside
-    q, v = system.default_state()
-    for formulation, options in (("sap", {}), ("regularized", {"form": "primal"})):
-        with pytest.raises(ContactoptError, match="frictionloss"):
-            co.formulate(system, q, v, 0.002, formulation, options)
-
-
 def test_params_model_refuses_own_parameters_and_non_mjcf_systems() -> None:
     with pytest.raises(co.OptionError, match="params=model takes every constraint parameter"):
         get("regularized").resolve_options({"params": "model", "solref": [0.02, 1]})

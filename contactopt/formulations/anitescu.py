@@ -24,6 +24,8 @@ semidefinite: impulses may be non-unique (a table on four legs) while ``v'`` is 
 A sliding contact "hydroplanes": the constraint of the edge opposing the slip keeps
 ``phi(q') >= h mu d_i v'``, i.e. a gap of about ``h mu |v_t|``. ``epsilon`` selects the
 contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; default: all candidates).
+``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+(:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from contactopt.formulations.common import (
     select_contacts,
     tangent_directions,
 )
+from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
@@ -74,7 +77,8 @@ def edge_rows(active: ActiveContacts, k: int) -> tuple[Any, int]:
 class Anitescu(Formulation):
     name: ClassVar[str] = "anitescu"
     description: ClassVar[str] = "Anitescu convex QP, polyhedral cone (primal in v' or dual in edge impulses)"
-    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "k": None, "epsilon": float("inf")}
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "k": None, "epsilon": float("inf"),
+                                             "max_recovery_speed": None}
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
@@ -89,7 +93,7 @@ class Anitescu(Formulation):
         J_beta, per = edge_rows(active, k)
         rows = J_beta.shape[0]
         h = problem.dt
-        rhs = np.repeat(active.phi / h, per)
+        rhs = np.repeat(normal_target(active.phi, h, recovery_speed(problem, options)), per)  # phi / h
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "k": k, "contacts": active.index.tolist(), "nv": problem.nv}
         if options["form"] == "primal":

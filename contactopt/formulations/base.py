@@ -74,6 +74,10 @@ class Formulation(ABC):
             check_directions(merged["k"], 3, self.name)
         if "epsilon" in merged:
             check_margin(merged, self.name)
+        from contactopt.formulations.recovery import OPTION, check_recovery_speed
+
+        if OPTION in merged:
+            merged[OPTION] = check_recovery_speed(merged[OPTION], self.name)
         return merged
 
     def native_request(self, options: Mapping[str, Any]) -> dict[str, Any] | None:

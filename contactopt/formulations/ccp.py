@@ -24,6 +24,8 @@ stationarity ``M (v' - v_free) = sum_c [n_c; mu_c T_c]^T y_c`` gives the frame i
 
 Sliding contacts hydroplane to a gap of about ``h mu |v_t|`` as in the polyhedral case, but
 without the cone's anisotropy. ``epsilon`` selects contacts with ``phi <= epsilon``.
+``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+(:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
 from contactopt.programs.csc import csc
@@ -78,7 +81,7 @@ def friction_cone_rows(active: ActiveContacts) -> tuple[sp.csc_matrix, tuple[Con
 class ConeComplementarity(Formulation):
     name: ClassVar[str] = "ccp"
     description: ClassVar[str] = "Anitescu relaxation with the exact friction cone, SOCP (primal or dual)"
-    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "epsilon": float("inf")}
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "epsilon": float("inf"), "max_recovery_speed": None}
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
@@ -90,7 +93,7 @@ class ConeComplementarity(Formulation):
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "contacts": active.index.tolist(), "nv": problem.nv}
         normal_rhs = np.zeros(rows)
-        normal_rhs[::dim] = active.phi / h
+        normal_rhs[::dim] = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
         if options["form"] == "primal":
             scale = np.ones((na, dim))
             scale[:, 1:] = active.mu[:, None]

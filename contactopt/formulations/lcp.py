@@ -41,6 +41,8 @@ a slip variable ``zeta_i``, the friction rows above with ``mu lambda`` replaced 
     0 <= h bound_i - sigma+_i - sigma-_i  _|_  zeta_i >= 0
 
 with ``v' = v_free + M^{-1} (... + G^T lambda + F^T (sigma+ - sigma-))``.
+``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+(:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import StepProblem, to_dense
 from contactopt.programs import LCP, Solution
 from contactopt.programs.conic import blocks_from_sizes
@@ -69,7 +72,7 @@ from contactopt.programs.conic import blocks_from_sizes
 class StewartTrinkleLCP(Formulation):
     name: ClassVar[str] = "lcp"
     description: ClassVar[str] = "Stewart-Trinkle LCP, polyhedral cone with k directions + max dissipation"
-    defaults: ClassVar[Mapping[str, Any]] = {"k": None, "epsilon": float("inf")}
+    defaults: ClassVar[Mapping[str, Any]] = {"k": None, "epsilon": float("inf"), "max_recovery_speed": None}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
@@ -115,7 +118,8 @@ class StewartTrinkleLCP(Formulation):
             M_lcp[np.tile(zeta, 2), sigma] = -1.0
         v_free = constrained.v_free
         speeds = velocity_rows @ v_free
-        q_lcp = np.concatenate([active.phi / h + speeds[:na], speeds[na:n_contact], np.zeros(n_gamma),
+        target = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        q_lcp = np.concatenate([target + speeds[:na], speeds[na:n_contact], np.zeros(n_gamma),
                                 problem.unilateral.phi[limits] / h + speeds[n_contact:n_contact + nu],
                                 speeds[n_contact + nu:], h * bound])
         variables = blocks_from_sizes([("impulse_normal", na, 1), ("impulse_directions", na * k, k),

@@ -27,7 +27,6 @@ from contactopt.formulations.common import (
     active_contacts,
     limit_index,
     require_finite_mu,
-    require_no_friction_loss,
     scatter_impulses,
     select_contacts,
 )
@@ -73,14 +72,14 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
                 "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                 "impedance": d.tolist(), "b": options["b"]}
-    require_no_friction_loss(problem, name, "a box has no cone in the primal form (use form=dual)")
     from contactopt.formulations.regularized import row_terms
 
-    (limit_c, limit_R), _ = row_terms(problem, options, damped, v_minus, solref)
+    (limit_c, limit_R), (friction_c, friction_R) = row_terms(problem, options, damped, v_minus, solref)
     index = limit_index(problem, options["epsilon"])
-    limit_ref = problem.unilateral.G[index] @ v_minus - limit_c
+    limit_ref = problem.unilateral.G[index] @ v_minus - limit_c  # the dual's linear term is J v^- - v_ref
+    friction_ref = problem.friction_loss.F @ v_minus - friction_c
     return primal_step(problem, damped, v_minus, rows_of(J, rows), R[rows], v_ref[rows], scale, cones, R_eq, metadata,
-                       (index, limit_R, limit_ref))
+                       (index, limit_R, limit_ref), (friction_R, friction_ref))
 
 
 def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
@@ -96,11 +95,12 @@ def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> 
     nu = limit_rows.shape[0]
     limits = np.zeros(problem.unilateral.count)
     limits[limit_rows] = sigma[nh:nh + nu]
-    beta = sigma[nh + nu:].reshape(active.count, per)
+    beta = sigma[nh + nu:sigma.shape[0] - int(program.metadata.get("friction_loss", 0))].reshape(active.count, per)
     frame = np.zeros((active.count, contacts.dim))
     frame[:, 0] = beta.sum(axis=1)
     if contacts.dim > 1:
         frame[:, 1:] = active.mu[:, None] * (beta[:, 0::2] - beta[:, 1::2])
+    nf = int(program.metadata.get("friction_loss", 0))
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
                       impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
-                      limits=limits)
+                      limits=limits, friction_loss=np.array(sigma[sigma.shape[0] - nf:]))

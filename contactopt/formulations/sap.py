@@ -71,7 +71,6 @@ from contactopt.formulations.common import (
     delassus_blocks,
     limit_index,
     require_finite_mu,
-    require_no_friction_loss,
     scatter_impulses,
     select_contacts,
 )
@@ -118,22 +117,30 @@ def vstack_rows(blocks: list[Any]) -> Any:
 def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J: FloatArray,
                 R: FloatArray, v_hat: FloatArray, scale: FloatArray, cones: tuple[Cone, ...],
                 bilateral_R: FloatArray, metadata: Mapping[str, Any],
-                limits: tuple[Any, FloatArray, FloatArray] | None = None) -> PrimalConicProgram:
+                limits: tuple[Any, FloatArray, FloatArray] | None = None,
+                friction: tuple[FloatArray, FloatArray] | None = None) -> PrimalConicProgram:
     """The conic form (S6) of a step: bilateral rows (free, ``v_hat = r``), limit rows
     (``limits = (index, R, v_hat)``: one ``Nonneg`` row each, like a frictionless normal row),
-    then contact rows. Dry-friction (box) rows have no cone: refused by the callers."""
+    contact rows, then the dry-friction rows ``F`` (``friction = (R, v_hat)``): box rows
+    ``|gamma| <= h frictionloss`` (:mod:`contactopt.programs.primal`, "Box rows")."""
     H = problem.bilateral.H
     index, R_u, v_hat_u = limits if limits is not None else (np.zeros(0, dtype=np.int_), np.zeros(0), np.zeros(0))
     G = problem.unilateral.G[np.asarray(index, dtype=np.int_)]
-    nh, nu, m = H.shape[0], G.shape[0], J.shape[0]
+    F = problem.friction_loss.F
+    R_f, v_hat_f = friction if friction is not None else (np.zeros(0), np.zeros(0))
+    if F.shape[0] and friction is None:
+        raise ContactoptError(f"{F.shape[0]} dry-friction row(s) without their regularization")
+    nh, nu, m, nf = H.shape[0], G.shape[0], J.shape[0], F.shape[0]
     primal = PrimalProgram(
-        A=dynamics.M, v_star=v_star, J=to_csr(vstack_rows([H, G, J]) if nh + nu else J),
-        R=np.concatenate([bilateral_R, R_u, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat]),
-        scale=np.concatenate([np.ones(nh + nu), scale]),
+        A=dynamics.M, v_star=v_star, J=to_csr(vstack_rows([H, G, J, F]) if nh + nu + nf else J),
+        R=np.concatenate([bilateral_R, R_u, R, R_f]),
+        v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat, v_hat_f]),
+        scale=np.concatenate([np.ones(nh + nu), scale, np.ones(nf)]),
         cones=((Zero(nh),) if nh else ()) + merge_nonneg(((Nonneg(nu),) if nu else ()) + cones),
         constraints=((Block("bilateral", 0, nh),) if nh else ()) + ((Block("limits", nh, nh + nu),) if nu else ())
         + (Block("contacts", nh + nu, nh + nu + m),),
-        metadata={**metadata, "bilateral": nh, "limits": [int(i) for i in index]}, v_guess=problem.state.v)
+        metadata={**metadata, "bilateral": nh, "limits": [int(i) for i in index], "friction_loss": nf},
+        v_guess=problem.state.v, box=problem.dt * problem.friction_loss.bound)
     return primal.to_conic()
 
 
@@ -181,8 +188,6 @@ class SAP(Formulation):
         v_hat = np.zeros((active.count, dim))
         v_hat[:, 0] = -active.phi / (h + tau_d)  # (S8)
         rows, scale, cones = contact_rows(active.mu, dim)
-        require_no_friction_loss(problem, self.name, "a box has no cone in SAP's primal (use lcp, anitescu, "
-                                 "ccp, gauss or regularized)")
         H = problem.bilateral.H
         w_h = np.einsum("ij,ji->i", H, problem.dynamics.solve_M(H.T)) if H.shape[0] else np.zeros(0)
         index = limit_index(problem, options["epsilon"])
@@ -192,9 +197,11 @@ class SAP(Formulation):
         metadata = {"formulation": self.name, "dt": h, "t": problem.state.t, "contacts": active.index.tolist(),
                     "nv": problem.nv, "stiffness": k, "dissipation_time_scale": tau_d,
                     "near_rigid_threshold": options["near_rigid_threshold"], "sigma": options["sigma"]}
+        F = problem.friction_loss.F  # dry friction regularized like friction: R = sigma w, v_hat = 0
+        w_f = np.einsum("ij,ji->i", F, problem.dynamics.solve_M(F.T)) if F.shape[0] else np.zeros(0)
         return primal_step(problem, problem.dynamics, problem.v_free, rows_of(active.J, rows),
                            R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h,
-                           metadata, limits)
+                           metadata, limits, (options["sigma"] * w_f, np.zeros(F.shape[0])))
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -215,8 +222,9 @@ def recover_primal(problem: StepProblem, program: ConicProgram, solution: Soluti
     nu = limit_rows.shape[0]
     limits = np.zeros(problem.unilateral.count)
     limits[limit_rows] = sigma[nh:nh + nu]
+    nf = int(program.metadata.get("friction_loss", 0))
     frame = np.zeros(active.count * contacts.dim)
-    frame[np.asarray(frame_rows, dtype=np.int_)] = sigma[nh + nu:]
+    frame[np.asarray(frame_rows, dtype=np.int_)] = sigma[nh + nu:sigma.shape[0] - nf]
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
                       impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
-                      limits=limits)
+                      limits=limits, friction_loss=np.array(sigma[sigma.shape[0] - nf:]))

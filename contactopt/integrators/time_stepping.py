@@ -48,7 +48,8 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
     return StepProblem(state=state, dt=dt, dynamics=system.step_dynamics(system.dynamics(state.q, state.v, u), dt),
                        contacts=contacts, bilateral=bilateral, bilateral_target=target,
                        unilateral=system.limits(state.q), friction_loss=system.friction_loss(state.q),
-                       native=None if native is None else system.native_rows(state.q, state.v, dt, **native))
+                       native=None if native is None else system.native_rows(state.q, state.v, dt, **native),
+                       max_recovery_speed=system.default_max_recovery_speed)
 
 
 def split_drift_options(options: Mapping[str, Any] | None,

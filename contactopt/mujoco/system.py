@@ -78,6 +78,7 @@ class MjcfSystem(System):
     description: ClassVar[str] = "a MuJoCo model (file = MJCF): M, forces, contacts and integration from MuJoCo"
     config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction"})
     contact_dim = 3
+    default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, why: contactopt.formulations.recovery
 
     def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "refuse",
                  sparse: bool | None = None) -> None:

@@ -31,6 +31,12 @@ semidefinite). The blocks are
 ``gamma`` is continuous across the regimes and ``G`` is its (Clarke) derivative, so the
 total cost is convex and piecewise twice differentiable.
 
+* ``box`` rows (``F = [-f, f]``; dry friction, MuJoCo's ``frictionloss``, not a cone: declared
+  apart from ``K``, :attr:`~contactopt.programs.primal.PrimalProgram.box`): ``gamma = clip(y,
+  -f, f)``, ``G = 1 / R`` where ``|y| < f`` else 0. Their cost ``l_R`` is Huber's function of
+  the row velocity (quadratic ``x^2 / (2 R)`` up to ``|x| = R f``, then ``f |x| - R f^2 / 2``;
+  Todorov 2014, MuJoCo documentation "Computation: friction loss"), no longer
+  ``1/2 gamma R gamma`` once clipped: :func:`regularizer_cost`.
 * ``soc_general`` blocks: a friction cone whose tangential ``R`` entries differ (MuJoCo's
   elliptic regularization ``diag(W) / impratio`` per row, used by ``regularized`` with
   ``form = "primal"``) is not analytic in SAP's sense: the sliding regime solves a scalar
@@ -49,14 +55,15 @@ from contactopt.programs.conic import Cone
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["ConeLayout", "Group", "cone_layout", "project"]
+__all__ = ["ConeLayout", "Group", "cone_layout", "project", "regularizer_cost", "with_box_rows"]
 
 
 @dataclass(frozen=True)
 class Group:
-    """Blocks of one kind and size: ``rows`` (nb, d) row indices; ``mu`` (nb,) for ``soc``."""
+    """Blocks of one kind and size: ``rows`` (nb, d) row indices; ``mu`` (nb,): the friction
+    coefficients of ``soc`` blocks, the bounds ``f`` of ``box`` rows."""
 
-    kind: str  # "free", "nonneg" or "soc"
+    kind: str  # "free", "nonneg", "box", "soc" or "soc_general"
     rows: IntArray
     mu: FloatArray
 
@@ -107,7 +114,28 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
     return ConeLayout(tuple(groups), m)
 
 
-_ORDER = {"free": 0, "nonneg": 1, "soc": 2, "soc_general": 3}  # stable sort keeps sizes ascending
+_ORDER = {"free": 0, "nonneg": 1, "box": 2, "soc": 3, "soc_general": 4}
+
+
+def with_box_rows(layout: ConeLayout, bounds: FloatArray) -> ConeLayout:
+    """``layout`` followed by ``bounds.shape[0]`` box rows ``|gamma| <= bounds`` (the last rows)."""
+    if bounds.shape[0] == 0:
+        return layout
+    rows = layout.m + np.arange(bounds.shape[0])
+    return ConeLayout((*layout.groups, Group("box", rows[:, None], np.asarray(bounds, dtype=np.float64))),
+                      layout.m + bounds.shape[0])
+
+
+def regularizer_cost(layout: ConeLayout, y: FloatArray, gamma: FloatArray, R: FloatArray) -> float:
+    """``l_R = max_{g in F} g^T R y - 1/2 g^T R g`` at its maximizer ``gamma``: ``1/2 gamma^T R
+    gamma`` on cones (where ``gamma^T R (y - gamma) = 0``), plus ``gamma R (y - gamma)`` on the
+    clipped box rows (Huber's linear part)."""
+    cost = 0.5 * float(gamma @ (R * gamma))
+    for group in layout.groups:
+        if group.kind == "box":
+            rows = group.rows[:, 0]
+            cost += float(gamma[rows] @ (R[rows] * (y[rows] - gamma[rows])))
+    return cost  # stable sort keeps sizes ascending
 
 
 def _spread(values: FloatArray) -> FloatArray:
@@ -129,12 +157,17 @@ def project(layout: ConeLayout, y: FloatArray, R: FloatArray,
     for group in layout.groups:
         if group.kind not in ("soc", "soc_general"):
             rows = group.rows[:, 0]
-            values = y[rows] if group.kind == "free" else np.maximum(y[rows], 0.0)
+            if group.kind == "box":
+                values = np.clip(y[rows], -group.mu, group.mu)
+            else:
+                values = y[rows] if group.kind == "free" else np.maximum(y[rows], 0.0)
             gamma[rows] = values
             if hessian:
                 inverse = 1.0 / R[rows]
                 if group.kind == "nonneg":
                     inverse = np.where(y[rows] > 0.0, inverse, 0.0)
+                elif group.kind == "box":
+                    inverse = np.where(np.abs(y[rows]) < group.mu, inverse, 0.0)
                 blocks.append(inverse[:, None, None])
             continue
         solve = _project_soc if group.kind == "soc" else _project_soc_general

@@ -74,8 +74,8 @@ _CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC}
 
 def block_arrays(layout: ConeLayout) -> Blocks | None:
     """``(start, dim, kind, mu)`` of every block, or None when a block has no kernel (a
-    ``soc_general`` friction cone: those stay on the NumPy path)."""
-    if any(group.kind == "soc_general" for group in layout.groups):
+    ``soc_general`` friction cone or a ``box`` row: those stay on the NumPy path)."""
+    if any(group.kind not in _CODES for group in layout.groups):
         return None
     parts = [(group.rows[:, 0], group.rows.shape[1], _CODES[group.kind], group.mu) for group in layout.groups]
     if not parts:  # no constraint rows
