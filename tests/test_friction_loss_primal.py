@@ -16,7 +16,7 @@ from contactopt.integrators.time_stepping import build_step_problem
 
 pytest.importorskip("mujoco")
 
-from contactopt.mujoco.system import MjcfSystem  # noqa: E402
+from contactopt.mujoco.system import MjcfSystem
 
 MJCF = Path(__file__).resolve().parent.parent / "problems" / "mjcf"
 
