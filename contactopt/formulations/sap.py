@@ -22,6 +22,8 @@ separation, negative in penetration), the regularization and bias (labels ours):
   near-rigid value ``beta^2 / (4 pi^2) w_i``; ``k = inf`` is that rigid limit.
 * ``sigma``: friction regularization; in stiction ``gamma_t = -v_t / R_t``, a residual slip
   of order ``sigma h g`` (about 1e-5 m/s at h = 1 ms).
+* A candidate whose Jacobian block is zero (``w_i = 0``: it moves no degree of freedom,
+  e.g. two geoms of one welded chain met through the detection margin) gets no row: skipped.
 * Friction: Coulomb's cone, ``||gamma_t|| <= mu gamma_n``, with the analytic projection of
   :mod:`contactopt.programs.cone_projection`; ``mu = 0`` (or ``dim = 1``) keeps only the
   normal row with ``gamma_n >= 0``.
@@ -177,10 +179,9 @@ class SAP(Formulation):
         near_rigid = options["near_rigid_threshold"] ** 2 / (4.0 * math.pi**2)
         W = delassus_blocks(problem.dynamics, active.J, dim)
         w = np.sqrt(np.einsum("cij,cij->c", W, W)) / dim  # (S9)
-        if active.count and w.min() <= 0:
-            bad = int(active.index[np.argmin(w)])
-            raise ContactoptError(f"formulation {self.name!r}: contact {bad} has a zero Jacobian block "
-                                  "(it moves no degree of freedom)")
+        if active.count and w.min() <= 0:  # a candidate that moves no degree of freedom: no row at all
+            moving = w > 0
+            active, w = select_contacts(contacts, active.index[moving]), w[moving]
         compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
         R_frame = np.empty((active.count, dim))
         R_frame[:, 0] = np.maximum(near_rigid * w, compliant)  # (S7)
