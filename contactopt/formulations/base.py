@@ -35,6 +35,8 @@ class StepResult:
             ``H^T bilateral``).
         limits: (nu,) impulses of the unilateral (limit) rows, >= 0.
         friction_loss: (nf,) impulses of the dry-friction (box) rows.
+        angular_friction: (m,) impulses of the contacts' torsional and rolling rows
+            (``Contacts.angular``, every candidate's; N·m·s), 0 for contacts out of the program.
     """
 
     v_next: FloatArray
@@ -42,6 +44,7 @@ class StepResult:
     bilateral: FloatArray = field(default_factory=lambda: np.zeros(0))
     limits: FloatArray = field(default_factory=lambda: np.zeros(0))
     friction_loss: FloatArray = field(default_factory=lambda: np.zeros(0))
+    angular_friction: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 class Formulation(ABC):

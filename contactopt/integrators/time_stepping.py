@@ -159,7 +159,8 @@ class TimeStepping:
             q_next, v_next = project(self.system, q_next, v_next, state.t + self.dt)
         next_state = State(q_next, v_next, state.t + self.dt)
         return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
-                                      limits=result.limits, friction_loss=result.friction_loss, **record_args)
+                                      limits=result.limits, friction_loss=result.friction_loss,
+                                      angular_friction=result.angular_friction, **record_args)
 
 
 def _same_layout(a: Program, b: Program) -> bool:
