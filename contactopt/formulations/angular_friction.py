@@ -33,7 +33,8 @@ from numpy.typing import NDArray
 
 from contactopt.formulations.common import ActiveContacts
 from contactopt.model import Contacts, Matrix, is_sparse
-from contactopt.programs.csc import rows_of
+from contactopt.programs import SOC, Cone, Nonneg, Zero
+from contactopt.programs.csc import diagonal_csc, rows_of
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -98,7 +99,8 @@ def angular_edges(active: ActiveContacts) -> tuple[Matrix, IntArray]:
         return np.zeros((0, active.nv)), np.zeros(0, dtype=np.int_)
     N = active.N
     normal = N[angular.contact] if not is_sparse(N) else N[angular.contact].tocsr()
-    scaled = angular.J.multiply(angular.mu[:, None]).tocsr() if is_sparse(angular.J) else angular.J * angular.mu[:, None]
+    mu = angular.mu[:, None]
+    scaled = angular.J.multiply(mu).tocsr() if is_sparse(angular.J) else angular.J * mu
     plus, minus = normal + scaled, normal - scaled
     m = angular.count
     order = np.arange(2 * m).reshape(2, m).T.reshape(-1)  # [+0, -0, +1, -1, ..]
@@ -126,3 +128,60 @@ def scatter_angular(contacts: Contacts, active: ActiveContacts, impulses: FloatA
         chosen = np.isin(contacts.angular.contact, active.index)  # the rows ``of`` kept, in order
         out[np.flatnonzero(chosen)] = impulses
     return out
+
+
+def dual_cone(active: ActiveContacts, cone: ConeRows) -> tuple[sp.csc_matrix, tuple[Cone, ...]]:
+    """``A`` and cones with ``-A lambda in K`` iff every contact's impulse (cone order) is in
+    MuJoCo's elliptic cone: ``[mu lambda_n, lambda_t, mu lambda_i / mu_i] in SOC(3 + m_c)``; a
+    contact without sliding friction (and so without angular rows) gets ``lambda_n >= 0``,
+    ``lambda_t = 0``."""
+    m = cone.coefficient.shape[0]
+    scale = np.ones(m)
+    sliding = active.mu > 0
+    scale[cone.frame[:, 0]] = np.where(sliding, active.mu, 1.0)
+    if active.angular is not None:
+        scale[cone.angular] = active.mu[active.angular.contact] / active.angular.mu
+    cones = tuple(part for c, d in enumerate(cone.dims.tolist())
+                  for part in ((SOC(d),) if sliding[c] else (Nonneg(1), Zero(d - 1))))
+    return diagonal_csc(-scale), cones
+
+
+@dataclass(frozen=True)
+class PrimalCone:
+    """The contact rows of a primal (S6) program with angular rows (:mod:`contactopt.programs.primal`):
+    ``cone.rows[keep]`` (the tangents of contacts without sliding friction left out), the
+    contact and kind of each kept row (0 normal, 1 tangent, 2 angular), its scale ``D``
+    (``cone.coefficient``) and the cones."""
+
+    cone: ConeRows
+    keep: IntArray
+    contact: IntArray
+    kind: IntArray
+    cones: tuple[Cone, ...]
+
+    @property
+    def rows(self) -> Matrix:
+        return rows_of(self.cone.rows, self.keep) if is_sparse(self.cone.rows) else self.cone.rows[self.keep]
+
+    @property
+    def scale(self) -> FloatArray:
+        return np.asarray(self.cone.coefficient[self.keep])
+
+    def impulses(self, values: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``(frame impulses (na, 3), angular impulses (m,))`` from the kept rows' values."""
+        full = np.zeros(self.cone.coefficient.shape[0])
+        full[self.keep] = values
+        return full[self.cone.frame], full[self.cone.angular]
+
+
+def primal_cone(active: ActiveContacts) -> PrimalCone:
+    cone = cone_rows(active)
+    m = cone.coefficient.shape[0]
+    contact = np.repeat(np.arange(active.count), cone.dims)
+    kind = np.full(m, 2)
+    kind[cone.frame[:, 0]] = 0
+    kind[cone.frame[:, 1:].reshape(-1)] = 1
+    sliding = active.mu > 0
+    keep = np.flatnonzero(sliding[contact] | (kind == 0))
+    cones = tuple(SOC(d) if sliding[c] else Nonneg(1) for c, d in enumerate(cone.dims.tolist()))
+    return PrimalCone(cone, keep, contact[keep], kind[keep], cones)

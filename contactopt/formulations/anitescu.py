@@ -112,7 +112,8 @@ class Anitescu(Formulation):
                                   tuple(Block(name, start, stop, size) for name, _, start, stop, size in blocks),
                                   metadata, epsilon=options["epsilon"])
         return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, diagonal_csc(-np.ones(rows)),
-                            (Nonneg(rows),), tuple(Block(name, start, stop, size) for _, name, start, stop, size in blocks),
+                            (Nonneg(rows),),
+                            tuple(Block(name, start, stop, size) for _, name, start, stop, size in blocks),
                             (Block("impulse_edges_nonneg", 0, rows, per if len(blocks) == 1 else 1),), metadata,
                             epsilon=options["epsilon"])
 

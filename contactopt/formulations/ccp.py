@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from contactopt.formulations.angular_friction import cone_rows, scatter_angular
+from contactopt.formulations.angular_friction import cone_rows, dual_cone, scatter_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     ActiveContacts,
@@ -130,16 +130,9 @@ class ConeComplementarity(Formulation):
             cones = tuple(SOC(int(d)) for d in cone.dims)
             return primal_program(problem, -scaled, rhs, cones, (Block("friction_cones", 0, m),), metadata,
                                   epsilon=options["epsilon"])
-        scale = np.ones(m)
-        sliding = active.mu > 0
-        scale[cone.frame[:, 0]] = np.where(sliding, active.mu, 1.0)
-        assert active.angular is not None
-        scale[cone.angular] = active.mu[active.angular.contact] / active.angular.mu
-        cones = tuple(cone_of for c, d in enumerate(cone.dims.tolist())
-                      for cone_of in ((SOC(d),) if sliding[c] else (Nonneg(1), Zero(d - 1))))
-        return dual_program(problem, cone.rows, cone.rows @ problem.v_free + rhs,
-                            csc(-scale, np.arange(m, dtype=np.int32), np.arange(m + 1, dtype=np.int32), (m, m)),
-                            cones, (Block("impulse", 0, m),), (Block("impulse_in_cone", 0, m),), metadata,
+        A_cone, cones = dual_cone(active, cone)
+        return dual_program(problem, cone.rows, cone.rows @ problem.v_free + rhs, A_cone, cones,
+                            (Block("impulse", 0, m),), (Block("impulse_in_cone", 0, m),), metadata,
                             epsilon=options["epsilon"])
 
     def _recover_with_angular(self, problem: StepProblem, program: ConicProgram, solution: Solution,

@@ -22,8 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from contactopt.formulations import regularized_angular
+from contactopt.formulations.angular_friction import primal_cone
 from contactopt.formulations.base import StepResult
 from contactopt.formulations.common import (
+    ActiveContacts,
     active_contacts,
     limit_index,
     require_finite_mu,
@@ -72,6 +75,14 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
                 "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                 "impedance": d.tolist(), "b": options["b"]}
+    if active.angular is not None:  # torsional/rolling rows (condim 4, 6): .regularized_angular's rows
+        J, contact, normal, friction = regularized_angular.contact_rows(active, options["cone"])
+        _, _, R, v_ref, R_eq, _ = regularized_angular.soft_terms(problem, options, active, J, contact, normal, friction)
+        rows, scale, cones = np.arange(J.shape[0]), np.ones(J.shape[0]), (Nonneg(J.shape[0]),)
+        if options["cone"] == "elliptic":
+            cone = primal_cone(active)
+            rows, scale, cones = cone.keep, cone.scale, cone.cones
+        metadata["angular_rows"] = int(J.shape[0])
     from contactopt.formulations.regularized import row_terms
 
     (limit_c, limit_R), (friction_c, friction_R) = row_terms(problem, options, damped, v_minus, solref)
@@ -90,6 +101,8 @@ def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> 
         return recover_primal(problem, program, solution, active.index, contact_rows(active.mu, contacts.dim)[0])
     nh = program.metadata.get("bilateral", 0)
     sigma = program.variable(solution.x, "sigma")
+    if program.metadata.get("angular_rows"):
+        return recover_pyramid_with_angular(problem, program, solution, active)
     per = program.metadata["per"]
     limit_rows = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
     nu = limit_rows.shape[0]
@@ -104,3 +117,10 @@ def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> 
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
                       impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
                       limits=limits, friction_loss=np.array(sigma[sigma.shape[0] - nf:]))
+
+
+def recover_pyramid_with_angular(problem: StepProblem, program: ConicProgram, solution: Solution,
+                                 active: ActiveContacts) -> StepResult:
+    """The pyramidal primal's impulses when angular edges follow the pyramid's (.regularized_angular)."""
+    return recover_primal(problem, program, solution, active.index, np.zeros(0, dtype=np.int_),
+                          lambda values: regularized_angular.impulses_of(active, "pyramidal", values))

@@ -24,6 +24,9 @@ separation, negative in penetration), the regularization and bias (labels ours):
   of order ``sigma h g`` (about 1e-5 m/s at h = 1 ms).
 * A candidate whose Jacobian block is zero (``w_i = 0``: it moves no degree of freedom,
   e.g. two geoms of one welded chain met through the detection margin) gets no row: skipped.
+* Torsional and rolling rows (MJCF condim 4 and 6) join their contact's cone (MuJoCo's
+  elliptic cone, :mod:`contactopt.formulations.angular_friction`) with ``R = sigma w_i``
+  (``w_i`` their Delassus diagonal) and ``v_hat = 0``, as friction rows.
 * Friction: Coulomb's cone, ``||gamma_t|| <= mu gamma_n``, with the analytic projection of
   :mod:`contactopt.programs.cone_projection`; ``mu = 0`` (or ``dim = 1``) keeps only the
   normal row with ``gamma_n >= 0``.
@@ -60,13 +63,14 @@ clarabel, cvxpy and the others solve it as an SOCP, ``newton`` solves (S1) direc
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from contactopt.errors import ContactoptError, OptionError
+from contactopt.formulations.angular_friction import PrimalCone, primal_cone, scatter_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
@@ -200,8 +204,14 @@ class SAP(Formulation):
                     "near_rigid_threshold": options["near_rigid_threshold"], "sigma": options["sigma"]}
         F = problem.friction_loss.F  # dry friction regularized like friction: R = sigma w, v_hat = 0
         w_f = np.einsum("ij,ji->i", F, problem.dynamics.solve_M(F.T)) if F.shape[0] else np.zeros(0)
-        return primal_step(problem, problem.dynamics, problem.v_free, rows_of(active.J, rows),
-                           R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h,
+        J = rows_of(active.J, rows)
+        R, v_hat = R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows]
+        if active.angular is not None:  # MuJoCo's elliptic cone of 3 + m_c rows: R = sigma w_i, v_hat = 0
+            cone = primal_cone(active)
+            angular_w = delassus_blocks(problem.dynamics, active.angular.J, 1)[:, 0, 0]
+            R, v_hat = cone_values(cone, R_frame, options["sigma"] * angular_w), cone_values(cone, v_hat, 0.0)
+            J, scale, cones, metadata = cone.rows, cone.scale, cone.cones, {**metadata, "angular_rows": True}
+        return primal_step(problem, problem.dynamics, problem.v_free, J, R, v_hat, scale, cones, near_rigid * w_h,
                            metadata, limits, (options["sigma"] * w_f, np.zeros(F.shape[0])))
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
@@ -211,10 +221,20 @@ class SAP(Formulation):
                               contact_rows(active.mu, problem.contacts.dim)[0])
 
 
+def cone_values(cone: PrimalCone, frame: FloatArray, angular: FloatArray | float) -> FloatArray:
+    """Per kept row of ``cone``, the value of its frame row (``frame``: (na, 3)) or angular row."""
+    full = np.zeros(cone.cone.coefficient.shape[0])
+    full[cone.cone.frame] = frame
+    full[cone.cone.angular] = angular
+    return full[cone.keep]
+
+
 def recover_primal(problem: StepProblem, program: ConicProgram, solution: Solution, index: Any,
-                   frame_rows: FloatArray) -> StepResult:
+                   frame_rows: FloatArray,
+                   split: Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None = None) -> StepResult:
     """``v'`` and the impulses of a solution of (S6): ``x = [v', sigma]``, ``sigma = gamma``
-    at the optimum; ``frame_rows`` places the contact rows in the (na, dim) frame array."""
+    at the optimum; ``frame_rows`` places the contact rows in the (na, dim) frame array, or
+    ``split`` maps them to ``(frame impulses, angular impulses)``."""
     contacts = problem.contacts
     active = select_contacts(contacts, index)
     nh = program.metadata.get("bilateral", 0)
@@ -224,8 +244,16 @@ def recover_primal(problem: StepProblem, program: ConicProgram, solution: Soluti
     limits = np.zeros(problem.unilateral.count)
     limits[limit_rows] = sigma[nh:nh + nu]
     nf = int(program.metadata.get("friction_loss", 0))
-    frame = np.zeros(active.count * contacts.dim)
-    frame[np.asarray(frame_rows, dtype=np.int_)] = sigma[nh + nu:sigma.shape[0] - nf]
+    values = sigma[nh + nu:sigma.shape[0] - nf]
+    angular = np.zeros(0)
+    if split is not None:
+        frame, angular = split(values)
+    elif program.metadata.get("angular_rows"):  # rows in cone order (.angular_friction.primal_cone)
+        frame, angular = primal_cone(active).impulses(values)
+    else:
+        frame = np.zeros(active.count * contacts.dim)
+        frame[np.asarray(frame_rows, dtype=np.int_)] = values
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
                       impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
-                      limits=limits, friction_loss=np.array(sigma[sigma.shape[0] - nf:]))
+                      limits=limits, friction_loss=np.array(sigma[sigma.shape[0] - nf:]),
+                      angular_friction=scatter_angular(contacts, active, angular))

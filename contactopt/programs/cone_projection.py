@@ -37,6 +37,9 @@ total cost is convex and piecewise twice differentiable.
   the row velocity (quadratic ``x^2 / (2 R)`` up to ``|x| = R f``, then ``f |x| - R f^2 / 2``;
   Todorov 2014, MuJoCo documentation "Computation: friction loss"), no longer
   ``1/2 gamma R gamma`` once clipped: :func:`regularizer_cost`.
+* ``soc_scaled`` blocks: MuJoCo's elliptic cone ``g_n >= ||(g_i / mu_i)||`` with a coefficient
+  per row (torsional and rolling friction, condim 4 and 6: :func:`_project_soc_scaled`), the
+  conic form's SOC block with unequal tangential scale ``D_i = mu_i``.
 * ``soc_general`` blocks: a friction cone whose tangential ``R`` entries differ (MuJoCo's
   elliptic regularization ``diag(W) / impratio`` per row, used by ``regularized`` with
   ``form = "primal"``) is not analytic in SAP's sense: the sliding regime solves a scalar
@@ -45,7 +48,7 @@ total cost is convex and piecewise twice differentiable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -63,9 +66,11 @@ class Group:
     """Blocks of one kind and size: ``rows`` (nb, d) row indices; ``mu`` (nb,): the friction
     coefficients of ``soc`` blocks, the bounds ``f`` of ``box`` rows."""
 
-    kind: str  # "free", "nonneg", "box", "soc" or "soc_general"
+    kind: str  # "free", "nonneg", "box", "soc", "soc_general" or "soc_scaled"
     rows: IntArray
     mu: FloatArray
+    #: (nb, d) per-row factors ``S = (1, D_i / D_0)`` of ``soc_scaled`` blocks; empty otherwise.
+    scale: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def dim(self) -> int:
@@ -101,20 +106,22 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
         first = starts[soc & (dims == dim)]
         rows = first[:, None] + np.arange(dim)
         tangent_scale, tangent_R = scale[rows[:, 1:]], R[rows[:, 1:]]
-        bad = np.flatnonzero(_spread(tangent_scale) > rtol * np.abs(tangent_scale).max(axis=1))
-        if bad.size:
-            return (f"SOC block at row {int(first[bad[0]])}: unequal tangential row scale "
-                    f"{tangent_scale[bad[0]].tolist()} (not a friction cone {{||g_t|| <= mu g_n}})")
+        if np.any(scale[rows] <= 0):
+            return f"SOC block at row {int(first[np.argmin(scale[rows].min(axis=1))])}: row scale must be > 0"
+        scaled = _spread(tangent_scale) > rtol * np.abs(tangent_scale).max(axis=1)  # MuJoCo's elliptic cone
         isotropic = _spread(tangent_R) <= rtol * np.abs(tangent_R).max(axis=1)
         mu = scale[first + 1] / scale[first]
-        for kind, pick in (("soc", isotropic), ("soc_general", ~isotropic)):
+        for kind, pick in (("soc", isotropic & ~scaled), ("soc_general", ~isotropic & ~scaled)):
             if pick.any():
                 groups.append(Group(kind, rows[pick], mu[pick]))
+        if scaled.any():
+            factors = scale[rows[scaled]] / scale[first[scaled], None]
+            groups.append(Group("soc_scaled", rows[scaled], np.ones(int(scaled.sum())), factors))
     groups.sort(key=lambda group: _ORDER[group.kind])
     return ConeLayout(tuple(groups), m)
 
 
-_ORDER = {"free": 0, "nonneg": 1, "box": 2, "soc": 3, "soc_general": 4}
+_ORDER = {"free": 0, "nonneg": 1, "box": 2, "soc": 3, "soc_general": 4, "soc_scaled": 5}
 
 
 def with_box_rows(layout: ConeLayout, bounds: FloatArray) -> ConeLayout:
@@ -155,7 +162,7 @@ def project(layout: ConeLayout, y: FloatArray, R: FloatArray,
     gamma = np.empty(layout.m)
     blocks: list[FloatArray] = []
     for group in layout.groups:
-        if group.kind not in ("soc", "soc_general"):
+        if group.kind not in ("soc", "soc_general", "soc_scaled"):
             rows = group.rows[:, 0]
             if group.kind == "box":
                 values = np.clip(y[rows], -group.mu, group.mu)
@@ -169,6 +176,12 @@ def project(layout: ConeLayout, y: FloatArray, R: FloatArray,
                 elif group.kind == "box":
                     inverse = np.where(np.abs(y[rows]) < group.mu, inverse, 0.0)
                 blocks.append(inverse[:, None, None])
+            continue
+        if group.kind == "soc_scaled":
+            g, G = _project_soc_scaled(y[group.rows], R[group.rows], group.scale, hessian)
+            gamma[group.rows] = g
+            if hessian:
+                blocks.append(G)
             continue
         solve = _project_soc if group.kind == "soc" else _project_soc_general
         g, G = solve(y[group.rows], R[group.rows], group.mu, hessian)
@@ -208,6 +221,18 @@ def _project_soc(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
         Gs[:, 1:, 1:] += curvature[:, None, None] * (np.eye(d - 1)[None] - t[:, :, None] * t[:, None, :])
         G[index] = Gs
     return gamma, G
+
+
+def _project_soc_scaled(Y: FloatArray, Rb: FloatArray, S: FloatArray,
+                        hessian: bool) -> tuple[FloatArray, FloatArray]:
+    """MuJoCo's elliptic cone ``g_n >= ||(g_i / s_i)||`` (``S = (1, s_1, ..)``: each row its own
+    coefficient ratio). With ``g = S h`` it is the cone ``h_n >= ||h_t||`` (``mu = 1``) in the
+    norm of ``R' = S^2 R``: ``gamma = S h(S^{-1} y)`` with ``h`` the :func:`_project_soc_general`
+    projection, and ``G = S G' S`` (``G' = (dh / dy') R'^{-1}``)."""
+    h, G = _project_soc_general(Y / S, Rb * S * S, np.ones(Y.shape[0]), hessian)
+    if not hessian:
+        return h * S, G
+    return h * S, S[:, :, None] * G * S[:, None, :]
 
 
 def _project_soc_general(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
