@@ -50,6 +50,9 @@ class ConeRows:
         dims: (na,) each contact's cone dimension, ``3 + m_c``.
         frame: (na, 3) positions of each contact's frame rows in ``rows``.
         angular: (m,) positions of the angular rows.
+        angular_scale: (m,) the factor the angular rows carry in ``rows``: 1, or ``mu_i`` when
+            asked for rows in the units of the normal row (a dual's impulse on such a row is
+            then ``lambda_i / mu_i``, of the normal impulse's size: a well-scaled program).
     """
 
     rows: Matrix
@@ -57,10 +60,12 @@ class ConeRows:
     dims: IntArray
     frame: IntArray
     angular: IntArray
+    angular_scale: FloatArray
 
 
-def cone_rows(active: ActiveContacts) -> ConeRows:
-    """The rows of every contact's cone (module docstring), for contacts of ``dim = 3``."""
+def cone_rows(active: ActiveContacts, normal_units: bool = False) -> ConeRows:
+    """The rows of every contact's cone (module docstring), for contacts of ``dim = 3``; with
+    ``normal_units`` the angular rows multiplied by their ``mu_i`` (``angular_scale``)."""
     na, angular = active.count, active.angular
     counts = np.zeros(na, dtype=np.int_)
     contact = np.zeros(0, dtype=np.int_) if angular is None else angular.contact
@@ -77,11 +82,15 @@ def cone_rows(active: ActiveContacts) -> ConeRows:
     coefficient = np.empty(total)
     coefficient[frame.reshape(-1)] = np.column_stack([np.ones(na), active.mu, active.mu]).reshape(-1)
     if angular is None:
-        return ConeRows(active.J, coefficient, dims, frame, angular_at)
+        return ConeRows(active.J, coefficient, dims, frame, angular_at, np.ones(0))
     coefficient[angular_at] = angular.mu
-    stacked = vstack_rows([active.J, angular.J])
+    angular_scale = angular.mu if normal_units else np.ones(angular.count)
+    E = angular.J
+    if normal_units:
+        E = E.multiply(angular.mu[:, None]).tocsr() if is_sparse(E) else E * angular.mu[:, None]
+    stacked = vstack_rows([active.J, E])
     return ConeRows(rows_of(stacked, source) if is_sparse(stacked) else stacked[source], coefficient, dims,
-                    frame, angular_at)
+                    frame, angular_at, angular_scale)
 
 
 def vstack_rows(blocks: list[Matrix]) -> Matrix:
@@ -132,7 +141,8 @@ def scatter_angular(contacts: Contacts, active: ActiveContacts, impulses: FloatA
 
 def dual_cone(active: ActiveContacts, cone: ConeRows) -> tuple[sp.csc_matrix, tuple[Cone, ...]]:
     """``A`` and cones with ``-A lambda in K`` iff every contact's impulse (cone order) is in
-    MuJoCo's elliptic cone: ``[mu lambda_n, lambda_t, mu lambda_i / mu_i] in SOC(3 + m_c)``; a
+    MuJoCo's elliptic cone: ``[mu lambda_n, lambda_t, mu lambda_i / mu_i] in SOC(3 + m_c)``
+    (``mu x_i`` for the variable ``x_i = lambda_i / mu_i`` of rows in normal units); a
     contact without sliding friction (and so without angular rows) gets ``lambda_n >= 0``,
     ``lambda_t = 0``."""
     m = cone.coefficient.shape[0]
@@ -140,7 +150,7 @@ def dual_cone(active: ActiveContacts, cone: ConeRows) -> tuple[sp.csc_matrix, tu
     sliding = active.mu > 0
     scale[cone.frame[:, 0]] = np.where(sliding, active.mu, 1.0)
     if active.angular is not None:
-        scale[cone.angular] = active.mu[active.angular.contact] / active.angular.mu
+        scale[cone.angular] = active.mu[active.angular.contact] * cone.angular_scale / active.angular.mu
     cones = tuple(part for c, d in enumerate(cone.dims.tolist())
                   for part in ((SOC(d),) if sliding[c] else (Nonneg(1), Zero(d - 1))))
     return diagonal_csc(-scale), cones

@@ -119,7 +119,7 @@ class ConeComplementarity(Formulation):
         """The two forms with a cone of ``3 + m_c`` rows per contact (:mod:`.angular_friction`):
         primal rows ``[n; mu t1; mu t2; mu_i e_i]`` in SOC; dual ``[lambda_n, lambda_t / mu,
         lambda_i / mu_i]`` in SOC (written ``[mu lambda_n, lambda_t, mu lambda_i / mu_i]``)."""
-        cone = cone_rows(active)
+        cone = cone_rows(active, normal_units=options["form"] == "dual")
         m = cone.coefficient.shape[0]
         rhs = np.zeros(m)
         rhs[cone.frame[:, 0]] = normal
@@ -137,7 +137,7 @@ class ConeComplementarity(Formulation):
 
     def _recover_with_angular(self, problem: StepProblem, program: ConicProgram, solution: Solution,
                               active: ActiveContacts) -> StepResult:
-        cone = cone_rows(active)
+        cone = cone_rows(active, normal_units=program.metadata["form"] == "dual")
         assert active.angular is not None
         if program.metadata["form"] == "primal":
             impulse = program.row_block(solution.y, "friction_cones") * cone.coefficient
@@ -146,6 +146,7 @@ class ConeComplementarity(Formulation):
         else:
             impulse = np.array(program.variable(solution.x, "impulse"))
             v_next, bilateral = dual_velocity(problem, program, solution.x, cone.rows, impulse)
+            impulse[cone.angular] *= cone.angular_scale  # x_i = lambda_i / mu_i
         limits, friction = row_impulses(problem, program, solution.x,
                                         solution.y if program.metadata["form"] == "primal" else None)
         contacts = problem.contacts

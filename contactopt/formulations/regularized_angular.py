@@ -52,10 +52,12 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
 
-def contact_rows(active: ActiveContacts, cone: str) -> tuple[Matrix, IntArray, NDArray[np.bool_], NDArray[np.bool_]]:
-    """``(rows, contact of each row, normal-position rows, friction rows)`` in program order."""
+def contact_rows(active: ActiveContacts, cone: str, normal_units: bool = False
+                 ) -> tuple[Matrix, IntArray, NDArray[np.bool_], NDArray[np.bool_]]:
+    """``(rows, contact of each row, normal-position rows, friction rows)`` in program order
+    (elliptic: angular rows in the normal row's units with ``normal_units``, as the dual takes them)."""
     if cone == "elliptic":
-        rows = cone_rows(active)
+        rows = cone_rows(active, normal_units)
         contact = np.repeat(np.arange(active.count), rows.dims)
         normal = np.zeros(contact.shape[0], dtype=bool)
         normal[rows.frame[:, 0]] = True
@@ -91,11 +93,11 @@ def build_dual(problem: StepProblem, options: Mapping[str, Any], active: ActiveC
     """The dual (module docstring) of a step whose contacts have angular rows."""
     from contactopt.formulations.regularized import row_terms
 
-    rows, contact, normal, friction = contact_rows(active, options["cone"])
+    rows, contact, normal, friction = contact_rows(active, options["cone"], normal_units=True)
     damped, v_minus, R, v_ref, R_eq, solref = soft_terms(problem, options, active, rows, contact, normal, friction)
     m = rows.shape[0]
     if options["cone"] == "elliptic":
-        A_rows, cones = dual_cone(active, cone_rows(active))
+        A_rows, cones = dual_cone(active, cone_rows(active, normal_units=True))
         variables: tuple[Block, ...] = (Block("impulse", 0, m),)
     else:
         A_rows, cones = diagonal_csc(-np.ones(m)), (Nonneg(m),)
@@ -114,8 +116,8 @@ def build_dual(problem: StepProblem, options: Mapping[str, Any], active: ActiveC
 def impulses_of(active: ActiveContacts, cone: str, values: FloatArray) -> tuple[FloatArray, FloatArray]:
     """``(frame impulses (na, 3), angular impulses)`` of the contact rows' values in program order."""
     if cone == "elliptic":
-        rows = cone_rows(active)
-        return values[rows.frame], values[rows.angular]
+        rows = cone_rows(active, normal_units=True)
+        return values[rows.frame], values[rows.angular] * rows.angular_scale
     m = active.angular.count if active.angular is not None else 0
     main = values.shape[0] - 2 * m
     per = main // max(active.count, 1)
@@ -135,7 +137,7 @@ def recover_dual(problem: StepProblem, program: ConicProgram, solution: Solution
     damped, v_minus = damped_dynamics(problem, program.metadata["b"])
     m = int(program.metadata["angular_rows"])
     values = np.asarray(solution.x[:m], dtype=np.float64)
-    rows = contact_rows(active, program.metadata["cone"])[0]
+    rows = contact_rows(active, program.metadata["cone"], normal_units=True)[0]
     v_next, bilateral = dual_velocity(problem, program, solution.x, rows, values, dynamics=damped, v_free=v_minus)
     frame, angular = impulses_of(active, program.metadata["cone"], values)
     limits, friction = row_impulses(problem, program, solution.x, None)

@@ -204,15 +204,14 @@ class SAP(Formulation):
                     "near_rigid_threshold": options["near_rigid_threshold"], "sigma": options["sigma"]}
         F = problem.friction_loss.F  # dry friction regularized like friction: R = sigma w, v_hat = 0
         w_f = np.einsum("ij,ji->i", F, problem.dynamics.solve_M(F.T)) if F.shape[0] else np.zeros(0)
-        J = rows_of(active.J, rows)
-        R, v_hat = R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows]
+        J, R, v_hat_rows = rows_of(active.J, rows), R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows]
         if active.angular is not None:  # MuJoCo's elliptic cone of 3 + m_c rows: R = sigma w_i, v_hat = 0
             cone = primal_cone(active)
             angular_w = delassus_blocks(problem.dynamics, active.angular.J, 1)[:, 0, 0]
-            R, v_hat = cone_values(cone, R_frame, options["sigma"] * angular_w), cone_values(cone, v_hat, 0.0)
+            R, v_hat_rows = cone_values(cone, R_frame, options["sigma"] * angular_w), cone_values(cone, v_hat, 0.0)
             J, scale, cones, metadata = cone.rows, cone.scale, cone.cones, {**metadata, "angular_rows": True}
-        return primal_step(problem, problem.dynamics, problem.v_free, J, R, v_hat, scale, cones, near_rigid * w_h,
-                           metadata, limits, (options["sigma"] * w_f, np.zeros(F.shape[0])))
+        return primal_step(problem, problem.dynamics, problem.v_free, J, R, v_hat_rows, scale, cones,
+                           near_rigid * w_h, metadata, limits, (options["sigma"] * w_f, np.zeros(F.shape[0])))
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)

@@ -160,7 +160,16 @@ class TimeStepping:
         next_state = State(q_next, v_next, state.t + self.dt)
         return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
                                       limits=result.limits, friction_loss=result.friction_loss,
-                                      angular_friction=result.angular_friction, **record_args)
+                                      angular_friction=_angular_impulses(problem, result.angular_friction),
+                                      **record_args)
+
+
+def _angular_impulses(problem: StepProblem, recovered: np.ndarray) -> np.ndarray:
+    """One impulse per torsional/rolling row of the step's candidates (0 when none entered)."""
+    angular = problem.contacts.angular
+    if angular is None or recovered.shape[0] == angular.count:
+        return recovered
+    return np.zeros(angular.count)
 
 
 def _same_layout(a: Program, b: Program) -> bool:
