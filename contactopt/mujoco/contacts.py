@@ -164,8 +164,9 @@ def declared_condims(model: Any) -> list[int]:
     return sorted(int(d) for d in dims)
 
 
-#: The entries of MuJoCo's friction vectors, in order (``geom_friction``: the first three).
-FRICTION_NAMES = ("sliding", "torsional", "rolling", "rolling", "rolling")
+#: The entries of MuJoCo's friction vectors, in order: a geom's three, a pair's five.
+FRICTION_NAMES = {"geom": ("sliding", "torsional", "rolling"),
+                  "pair": ("sliding", "sliding", "torsional", "rolling", "rolling")}
 
 
 def friction_problem(model: Any) -> str | None:
@@ -178,7 +179,7 @@ def friction_problem(model: Any) -> str | None:
         if bad.size:
             index, entry = int(bad[0, 0]), int(bad[0, 1])
             name = (model.geom(index).name if kind == "geom" else model.pair(index).name) or f"{kind} {index}"
-            return (f"{kind} {name!r} has {FRICTION_NAMES[entry]} friction {values[index, entry]:g} "
+            return (f"{kind} {name!r} has {FRICTION_NAMES[kind][entry]} friction {values[index, entry]:g} "
                     f"(friction coefficients must be finite and >= 0; {count} {kind}s)")
     return None
 

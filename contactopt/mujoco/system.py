@@ -92,7 +92,8 @@ class MjcfSystem(System):
         try:
             self.model = self.mujoco.MjModel.from_xml_path(str(self.path))
         except ValueError as exc:  # MuJoCo's parse errors name the file and the line
-            raise ParameterError("system.file", f"system.file: cannot load {self.path}: {exc}") from exc
+            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())  # one line
+            raise ParameterError("system.file", f"system.file: cannot load {self.path}: {reason}") from exc
         compat.enable_energy(self.mujoco, self.model)
         problem = friction_problem(self.model)
         if problem is not None:
