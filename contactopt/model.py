@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.linalg
@@ -197,7 +197,8 @@ class AngularFriction:
         position = np.full(int(max(index.max(initial=-1), self.contact.max(initial=-1))) + 1, -1)
         position[index] = np.arange(index.shape[0])
         keep = np.flatnonzero(position[self.contact] >= 0) if self.count else np.zeros(0, dtype=np.int_)
-        J = self.J[keep] if not sp.issparse(self.J) else self.J[keep].tocsr()
+        J = as_sparse(self.J, "AngularFriction.J", None, "csr")[keep] if sp.issparse(self.J) else \
+            np.asarray(self.J)[keep]
         return AngularFriction(J=J, mu=self.mu[keep], contact=position[self.contact[keep]], axis=self.axis[keep])
 
 
@@ -248,8 +249,9 @@ class Contacts:
             object.__setattr__(self, name, value)
         angular = self.angular
         if angular is not None:
-            if self.dim != 3 or angular.J.shape[1] != J.shape[1] or np.any(angular.contact >= nc):
-                raise ShapeError(f"Contacts.angular: rows of {nc} spatial contacts with {J.shape[1]} columns expected")
+            columns, angular_columns = int(cast(Any, J).shape[1]), int(cast(Any, angular.J).shape[1])
+            if self.dim != 3 or angular_columns != columns or np.any(angular.contact >= nc):
+                raise ShapeError(f"Contacts.angular: rows of {nc} spatial contacts with {columns} columns expected")
             if not angular.count:
                 object.__setattr__(self, "angular", None)
 

@@ -124,7 +124,7 @@ def edge_impulses(active: ActiveContacts, beta: FloatArray) -> tuple[FloatArray,
     if angular is None:
         return np.zeros(active.count), np.zeros(0)
     pairs = np.asarray(beta, dtype=np.float64).reshape(angular.count, 2)
-    normal = np.bincount(angular.contact, weights=pairs.sum(axis=1), minlength=active.count)
+    normal = np.bincount(angular.contact, weights=pairs.sum(axis=1), minlength=active.count).astype(np.float64)
     return normal, angular.mu * (pairs[:, 0] - pairs[:, 1])
 
 

@@ -125,8 +125,8 @@ class ConeComplementarity(Formulation):
         rhs[cone.frame[:, 0]] = normal
         metadata = {**metadata, "angular_rows": m}
         if options["form"] == "primal":
-            scaled = to_csr(cone.rows).multiply(cone.coefficient[:, None]).tocsr() if is_sparse(cone.rows) \
-                else cone.rows * cone.coefficient[:, None]
+            scaled = (to_csr(sp.diags(cone.coefficient) @ cone.rows) if is_sparse(cone.rows)
+                      else np.asarray(cone.rows) * cone.coefficient[:, None])
             cones = tuple(SOC(int(d)) for d in cone.dims)
             return primal_program(problem, -scaled, rhs, cones, (Block("friction_cones", 0, m),), metadata,
                                   epsilon=options["epsilon"])

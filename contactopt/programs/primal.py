@@ -239,7 +239,7 @@ class PrimalProgram:
         v_hat_box = self.v_hat[cones_m:]
         blocks = (Block("friction_loss_upper", cones_m, m), Block("friction_loss_lower", m, m + nb))
         return PrimalConicProgram(
-            P=sp.block_diag([P, sp.csc_matrix((nb, nb))], format="csc"),
+            P=to_csc(sp.block_diag([P, sp.csc_matrix((nb, nb))], format="csc")),
             c=np.concatenate([self.c, np.zeros(m), self.box]), A=A,
             b=np.concatenate([-self.scale[:cones_m] * self.v_hat[:cones_m], v_hat_box, -v_hat_box]),
             cones=(*self.cones, Nonneg(2 * nb)),
