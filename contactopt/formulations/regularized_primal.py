@@ -12,7 +12,10 @@ with their own regularization and ``v_hat = r``. MuJoCo's own constraint solver 
 method on this primal (Todorov 2014). Both programs have the same ``v'`` and impulses:
 ``lambda = gamma``. This module builds the conic form (S6) of that primal from the same
 quantities the dual uses (impedance, reference gains, ``R``), so that the ``newton`` solver
-takes the regularized step too; the equality of the two forms' answers is tested.
+takes the regularized step too; the equality of the two forms' answers is tested. Dry-friction
+rows (``frictionloss``) are box rows with the dual's ``R`` and reference velocity (Huber terms,
+:mod:`contactopt.programs.primal`, "Box rows"); torsional and rolling rows take
+:mod:`contactopt.formulations.regularized_angular`'s rows.
 """
 
 from __future__ import annotations

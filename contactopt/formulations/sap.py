@@ -54,7 +54,11 @@ rest (6 mm/s, 0.2 rad/s over 40 steps; MuJoCo's own mj_step: 0.03 m/s, 0.8 rad/s
 takes about 10 iterations. A finite ``stiffness`` (1e4-1e5 N/m) with that ``tau_d`` behaves
 the same way on the pile.
 Bilateral rows ``H v' = r`` enter as SAP's holonomic constraints: free impulses (no cone),
-near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``.
+near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``. Dry-friction rows ``F``
+(MuJoCo's ``frictionloss``) are box rows ``|gamma| <= h f`` regularized like friction,
+``R = sigma diag(F M^{-1} F^T)``, ``v_hat = 0``: Huber terms of ``F v`` in (S1)
+(:mod:`contactopt.programs.primal`, "Box rows"), so a joint driven below its frictionloss
+creeps at ``sigma`` times the speed one step would give it.
 
 The program is the conic form (S6) (a :class:`~contactopt.programs.primal.PrimalConicProgram`):
 clarabel, cvxpy and the others solve it as an SOCP, ``newton`` solves (S1) directly.

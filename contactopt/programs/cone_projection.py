@@ -229,7 +229,8 @@ def _project_soc_scaled(Y: FloatArray, Rb: FloatArray, S: FloatArray,
     coefficient ratio). With ``g = S h`` it is the cone ``h_n >= ||h_t||`` (``mu = 1``) in the
     norm of ``R' = S^2 R``: ``gamma = S h(S^{-1} y)`` with ``h`` the :func:`_project_soc_general`
     projection, and ``G = S G' S`` (``G' = (dh / dy') R'^{-1}``)."""
-    h, G = _project_soc_general(Y / S, Rb * S * S, np.ones(Y.shape[0]), hessian)
+    with np.errstate(divide="ignore", invalid="ignore"):  # lanes of other regimes are computed, then dropped
+        h, G = _project_soc_general(Y / S, Rb * S * S, np.ones(Y.shape[0]), hessian)
     if not hessian:
         return h * S, G
     return h * S, S[:, :, None] * G * S[:, None, :]
