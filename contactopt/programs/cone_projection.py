@@ -248,7 +248,8 @@ def _project_soc_general(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
     and ``lambda`` solves ``g(lambda) = ||gamma_t|| / gamma_n = mu``. With ``lambda_0 =
     R_n / mu^2``, ``g`` decreases on ``(0, lambda_0)`` when ``y_n > 0`` and increases on
     ``(lambda_0, inf)`` when ``y_n < 0``; in ``tau = lambda / lambda_0`` (resp. ``lambda_0 /
-    lambda``) both are a decreasing function on (0, 1), solved by bisection to rounding.
+    lambda``) both are a decreasing function on (0, 1), solved to rounding by Newton's method
+    on ``||gamma_t||^2 - mu^2 gamma_n^2`` kept inside the bracket (bisection otherwise).
     The derivative follows from implicit differentiation of ``q = ||gamma_t||^2 - mu^2
     gamma_n^2 = 0``: with ``a = (R_n / (R_n - lambda mu^2), r_i / (r_i + lambda))``,
     ``u = d gamma / d lambda = (gamma_n mu^2 a_n / R_n, -gamma_ti a_i / r_i)`` and
@@ -273,14 +274,25 @@ def _project_soc_general(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
         return gn, gt
 
     low, high = np.zeros(nb), np.ones(nb)
-    for _ in range(64):  # bisection: the bracket halves to below rounding of tau in (0, 1)
-        mid = 0.5 * (low + high)
-        gn, gt = parts(multiplier(mid))
-        ratio = np.sqrt(np.einsum("bi,bi->b", gt, gt)) / np.where(gn != 0, np.abs(gn), 1e-300)
-        above = ratio > mu  # g decreasing in tau: the root lies above mid
-        low = np.where(above, mid, low)
-        high = np.where(above, high, mid)
-    lam = multiplier(0.5 * (low + high))
+    tau = np.full(nb, 0.5)
+    for _ in range(64):  # safeguarded Newton on q(tau) = ||g_t||^2 - mu^2 g_n^2: bisection when it leaves the bracket
+        lam = multiplier(tau)
+        gn, gt = parts(lam)
+        q = np.einsum("bi,bi->b", gt, gt) - mu * mu * gn * gn
+        above = q > 0  # ratio above mu, decreasing in tau: the root lies above tau
+        low = np.where(above, tau, low)
+        high = np.where(above, high, tau)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            dq = 2.0 * (-np.einsum("bi,bi->b", gt, gt / (Rt + lam[:, None])) - mu**4 * gn * gn / (Rn - lam * mu * mu))
+            dq *= np.where(below, lam0, -lam0 / (tau * tau))
+            newton = tau - q / dq
+        inside = np.isfinite(newton) & (newton > low) & (newton < high)
+        step = np.where(inside, newton, 0.5 * (low + high))
+        done = (np.abs(step - tau) <= 4e-16 * tau) | (high - low <= 4e-16 * high) | (q == 0)
+        tau = np.where(q == 0, tau, step)
+        if np.all(done | ~boundary):
+            break
+    lam = multiplier(tau)
     at_pole = boundary & (yn == 0)  # y_n = 0: lambda = lambda_0, gamma_n from the cone
     lam = np.where(at_pole, lam0, lam)
     gn, gt = parts(np.where(at_pole, lam0 * 0.5, lam))
