@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from contactopt.arrays import (
     _DENSE_CHECK_ENTRIES,
@@ -38,7 +38,7 @@ from contactopt.arrays import (
 from contactopt.errors import ShapeError
 from contactopt.rows import Bilateral, FrictionLoss, NativeRows, Unilateral
 
-__all__ = ["Bilateral", "Contacts", "Dynamics", "FrictionLoss", "NativeRows", "State", "StepProblem",
+__all__ = ["AngularFriction", "Bilateral", "Contacts", "Dynamics", "FrictionLoss", "NativeRows", "State", "StepProblem",
            "Unilateral", "as_matrix", "as_sparse", "as_vector", "debug_checks", "is_sparse", "to_dense"]
 
 
@@ -148,6 +148,61 @@ class Dynamics:
 
 
 @dataclass(frozen=True)
+class AngularFriction:
+    """Torsional and rolling friction of contacts (MuJoCo's condim 4 and 6; MuJoCo
+    documentation, "Computation: contact"): rows of the relative angular velocity about a
+    contact's normal (torsional, ``axis = 0``) or its tangents (rolling, ``axis = 1, 2``), each
+    with its own coefficient (a length, m), which share the contact's normal impulse: MuJoCo's
+    elliptic cone ``lambda_n >= || (lambda_t1 / mu, lambda_t2 / mu, lambda_i / mu_i, ...) ||``.
+
+    Attributes:
+        J: (m, nv) the rows, dense or ``scipy.sparse`` (CSR).
+        mu: (m,) their coefficients, > 0 (rows with 0 carry nothing and are left out).
+        contact: (m,) the index of the contact each row belongs to, non-decreasing.
+        axis: (m,) 0 (torsional, about the normal), 1 or 2 (rolling, about t1 or t2).
+    """
+
+    J: Matrix
+    mu: FloatArray
+    contact: NDArray[np.int_]
+    axis: NDArray[np.int_]
+
+    def __post_init__(self) -> None:
+        mu = as_vector(self.mu, "AngularFriction.mu")
+        m = mu.shape[0]
+        if not np.all(mu > 0):
+            raise ShapeError(f"AngularFriction.mu: must be > 0, got {mu}")
+        J = as_sparse(self.J, "AngularFriction.J", None, "csr") if sp.issparse(self.J) else np.asarray(self.J)
+        if J.ndim != 2 or J.shape[0] != m:
+            raise ShapeError(f"AngularFriction.J: expected {m} rows, got shape {J.shape}")
+        if not sp.issparse(J):
+            J = as_matrix(J, "AngularFriction.J", J.shape)
+        contact = np.array(self.contact, dtype=np.int_).reshape(-1)
+        axis = np.array(self.axis, dtype=np.int_).reshape(-1)
+        if contact.shape != (m,) or axis.shape != (m,) or np.any(np.diff(contact) < 0) or np.any(contact < 0):
+            raise ShapeError(f"AngularFriction.contact/axis: expected {m} entries, contacts non-decreasing")
+        if not np.all((axis >= 0) & (axis <= 2)):
+            raise ShapeError(f"AngularFriction.axis: 0 (torsional), 1 or 2 (rolling), got {axis}")
+        for array in (mu, contact, axis):
+            array.setflags(write=False)
+        for name, value in (("J", J), ("mu", mu), ("contact", contact), ("axis", axis)):
+            object.__setattr__(self, name, value)
+
+    @property
+    def count(self) -> int:
+        return int(self.mu.shape[0])
+
+    def of(self, index: NDArray[np.int_]) -> AngularFriction:
+        """The rows of the contacts ``index`` (ascending), renumbered by their position in it."""
+        position = np.full(int(max(index.max(initial=-1), self.contact.max(initial=-1))) + 1, -1)
+        position[index] = np.arange(index.shape[0])
+        keep = np.flatnonzero(position[self.contact] >= 0) if self.count else np.zeros(0, dtype=np.int_)
+        J = as_sparse(self.J, "AngularFriction.J", None, "csr")[keep] if sp.issparse(self.J) else \
+            np.asarray(self.J)[keep]
+        return AngularFriction(J=J, mu=self.mu[keep], contact=position[self.contact[keep]], axis=self.axis[keep])
+
+
+@dataclass(frozen=True)
 class Contacts:
     """Contact candidates at a configuration (reference 000, "Contact Jacobian").
 
@@ -159,6 +214,8 @@ class Contacts:
         mu: (nc,) Coulomb friction coefficients (may be ``inf`` for sticking contact).
         restitution: (nc,) coefficients of restitution in [0, 1].
         dim: rows per contact: 1 (normal only), 2 (planar) or 3 (spatial).
+        angular: torsional and rolling friction rows of some contacts (``dim = 3``; MJCF
+            condim 4 and 6), or None.
     """
 
     phi: FloatArray
@@ -166,6 +223,7 @@ class Contacts:
     mu: FloatArray
     restitution: FloatArray
     dim: int
+    angular: AngularFriction | None = None
 
     def __post_init__(self) -> None:
         if self.dim not in (1, 2, 3):
@@ -189,6 +247,13 @@ class Contacts:
             raise ShapeError(f"Contacts.restitution: must lie in [0, 1], got {e}")
         for name, value in (("phi", phi), ("J", J), ("mu", mu), ("restitution", e)):
             object.__setattr__(self, name, value)
+        angular = self.angular
+        if angular is not None:
+            columns, angular_columns = int(cast(Any, J).shape[1]), int(cast(Any, angular.J).shape[1])
+            if self.dim != 3 or angular_columns != columns or np.any(angular.contact >= nc):
+                raise ShapeError(f"Contacts.angular: rows of {nc} spatial contacts with {columns} columns expected")
+            if not angular.count:
+                object.__setattr__(self, "angular", None)
 
     @property
     def count(self) -> int:
@@ -239,6 +304,8 @@ class StepProblem:
         unilateral: limit rows ``phi + h G v' >= 0`` (default: none).
         friction_loss: box rows, dry joint/tendon friction (default: none).
         native: the system's own constraint problem, when a formulation asked for it.
+        max_recovery_speed: the system's default cap (m/s, ``inf``: none) on the speed at which
+            rigid formulations remove a penetration (:mod:`contactopt.formulations.recovery`).
     """
 
     state: State
@@ -250,8 +317,11 @@ class StepProblem:
     unilateral: Unilateral = field(default_factory=lambda: Unilateral.empty(0))
     friction_loss: FrictionLoss = field(default_factory=lambda: FrictionLoss.empty(0))
     native: NativeRows | None = None
+    max_recovery_speed: float = float("inf")
 
     def __post_init__(self) -> None:
+        if not self.max_recovery_speed > 0:
+            raise ShapeError(f"StepProblem.max_recovery_speed: must be > 0, got {self.max_recovery_speed}")
         if not (np.isfinite(self.dt) and self.dt > 0):
             raise ShapeError(f"StepProblem.dt: must be a positive number, got {self.dt}")
         nv = self.dynamics.nv

@@ -79,6 +79,8 @@ class StepRecord:
             without a controller.
         limits: (nu,) impulses of the joint/tendon limit rows [N·s or N·m·s], >= 0.
         friction_loss: (nf,) impulses of the dry-friction (box) rows.
+        angular_friction: (m,) impulses of the contacts' torsional and rolling rows
+            (MJCF condim 4 and 6: ``Contacts.angular``) [N·m·s].
     """
 
     t: float
@@ -101,6 +103,7 @@ class StepRecord:
     control: FloatArray = field(default_factory=lambda: np.zeros(0))
     limits: FloatArray = field(default_factory=lambda: np.zeros(0))
     friction_loss: FloatArray = field(default_factory=lambda: np.zeros(0))
+    angular_friction: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass
@@ -314,7 +317,8 @@ class Trajectory:
                         message=str(a["message"][i]), bilateral=a["bilateral"][b_lo:b_hi],
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
                         substeps=int(substeps[i]), refined=bool(refined[i]), control=rows["control"][i],
-                        limits=rows["limits"][i], friction_loss=rows["friction_loss"][i]))
+                        limits=rows["limits"][i], friction_loss=rows["friction_loss"][i],
+                        angular_friction=rows["angular_friction"][i]))
                 trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                                  message=header["message"])
         except ContactoptError:

@@ -92,7 +92,7 @@ class Arrays(dict):
 
 #: Per-step arrays of varying length, saved flat with their counts: the control held over the
 #: step and the impulses of the limit and dry-friction rows.
-ROW_ARRAYS = ("control", "limits", "friction_loss")
+ROW_ARRAYS = ("control", "limits", "friction_loss", "angular_friction")
 
 
 def row_slices(a: Any, name: str, n_steps: int) -> list[FloatArray]:

@@ -203,14 +203,6 @@ def test_frictionloss_box_rows_stick_and_slip(tmp_path: Path, formulation: str, 
         assert abs(result.friction_loss[0]) <= h * loss * (1 + 1e-9)
 
 
-def test_box_rows_refused_where_they_have_no_cone() -> None:
-    system = MjcfSystem(MJCF / "limited_arm.xml", extra_friction="sliding")  # its condim 4/6 contacts aside
-    q, v = system.default_state()
-    for formulation, options in (("sap", {}), ("regularized", {"form": "primal"})):
-        with pytest.raises(ContactoptError, match="frictionloss"):
-            co.formulate(system, q, v, 0.002, formulation, options)
-
-
 def test_params_model_refuses_own_parameters_and_non_mjcf_systems() -> None:
     with pytest.raises(co.OptionError, match="params=model takes every constraint parameter"):
         get("regularized").resolve_options({"params": "model", "solref": [0.02, 1]})
@@ -238,12 +230,12 @@ def test_control_suite_runs_one_second(name: str, formulation: str, solver: str)
     assert max(limit_violation(system, q) for q in traj.q) <= max(start, 0.0) + 0.03
 
 
-def test_condim_above_three_is_refused_or_kept_sliding_on_request() -> None:
-    """limited_arm's tip (condim 6) touches the floor within 0.2 s of MuJoCo: the formulations'
-    3-row frames cannot hold its torsional/rolling friction, so a step meeting it is refused;
-    ``extra_friction = "sliding"`` keeps its sliding friction (said once); params=model takes
-    MuJoCo's own rows and is not refused."""
-    from contactopt.mujoco.system import UnmodelledFrictionError, UnmodelledFrictionWarning
+def test_condim_above_three_has_its_rows_or_is_kept_sliding_on_request() -> None:
+    """limited_arm's tip (condim 6) touches the floor within 0.2 s of MuJoCo: its torsional and
+    rolling rows enter the program (``Contacts.angular``, tests/test_condim.py);
+    ``extra_friction = "sliding"`` keeps its sliding friction only (said once); params=model
+    takes MuJoCo's own rows."""
+    from contactopt.mujoco.system import UnmodelledFrictionWarning
 
     model = mujoco.MjModel.from_xml_path(str(MJCF / "limited_arm.xml"))
     data = mujoco.MjData(model)
@@ -252,19 +244,22 @@ def test_condim_above_three_is_refused_or_kept_sliding_on_request() -> None:
         if 6 in [int(c.dim) for c in data.contact[: data.ncon]]:
             break
     assert 6 in [int(c.dim) for c in data.contact[: data.ncon]]
-    refusing = MjcfSystem(MJCF / "limited_arm.xml")
-    with pytest.raises(UnmodelledFrictionError, match=r"condim \[(4, )?6\].*extra_friction"):
-        co.formulate(refusing, data.qpos, data.qvel, model.opt.timestep, "anitescu")
-    program = co.formulate(refusing, data.qpos, data.qvel, model.opt.timestep, "regularized",
+    modelled = MjcfSystem(MJCF / "limited_arm.xml")
+    contacts = modelled.contacts(data.qpos)
+    assert contacts.angular is not None and set(contacts.angular.axis.tolist()) == {0, 1, 2}
+    for formulation in ("anitescu", "ccp", "lcp", "sap"):
+        assert co.formulate(modelled, data.qpos, data.qvel, model.opt.timestep, formulation).n > 0
+    program = co.formulate(modelled, data.qpos, data.qvel, model.opt.timestep, "regularized",
                            options={"params": "model"})
     assert program.m > 0
     sliding = MjcfSystem(MJCF / "limited_arm.xml", extra_friction="sliding")
     with pytest.warns(UnmodelledFrictionWarning, match="condim \\[(4, )?6\\]"):
         co.formulate(sliding, data.qpos, data.qvel, model.opt.timestep, "anitescu")
+    assert sliding.contacts(data.qpos).angular is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         co.formulate(sliding, data.qpos + 1e-9, data.qvel, model.opt.timestep, "anitescu")
-    with pytest.raises(ParameterError, match=r"system\.extra_friction: one of 'refuse', 'sliding'"):
+    with pytest.raises(ParameterError, match=r"system\.extra_friction: one of 'model', 'sliding'"):
         MjcfSystem.from_config({"file": str(MJCF / "limited_arm.xml"), "extra_friction": "torsional"}, {})
 
 

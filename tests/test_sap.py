@@ -279,10 +279,15 @@ def test_tilted_box_regularized_elliptic_and_refusals() -> None:
     newton = co.solve(program, "newton")
     assert newton.status is co.solvers.Status.OPTIMAL
     assert relative(newton.x, reference_solve(program).x) <= AGREE
-    # A cone block whose tangential rows are scaled differently is no friction cone: refused.
+    # A cone block whose tangential rows are scaled differently is MuJoCo's elliptic cone with a
+    # coefficient per row (condim 4 and 6): newton projects it by scaling (``soc_scaled``).
     P = program.primal
-    odd = dataclasses.replace(P, scale=P.scale * np.tile([1.0, 1.0, 1.5], P.m // 3))
-    assert "unequal tangential row scale" in str(why_not_primal(odd.to_conic()))
+    odd = dataclasses.replace(P, scale=P.scale * np.tile([1.0, 1.0, 1.5], P.m // 3)).to_conic()
+    assert why_not_primal(odd) is None
+    assert odd.primal is not None and any(group.kind == "soc_scaled" for group in odd.primal.cone_layout.groups)
+    scaled = co.solve(odd, "newton")
+    assert scaled.status is co.solvers.Status.OPTIMAL
+    assert relative(scaled.x, reference_solve(odd).x) <= AGREE
 
 
 # --- options and the compiled path -----------------------------------------------------------

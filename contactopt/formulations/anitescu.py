@@ -24,6 +24,10 @@ semidefinite: impulses may be non-unique (a table on four legs) while ``v'`` is 
 A sliding contact "hydroplanes": the constraint of the edge opposing the slip keeps
 ``phi(q') >= h mu d_i v'``, i.e. a gap of about ``h mu |v_t|``. ``epsilon`` selects the
 contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; default: all candidates).
+Torsional and rolling rows ``e_i`` (MJCF condim 4 and 6) add the edges ``n +- mu_i e_i``
+(:mod:`contactopt.formulations.angular_friction`).
+``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+(:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from contactopt.budgets import check_allocation
+from contactopt.formulations.angular_friction import angular_edges, edge_impulses, scatter_angular, vstack_rows
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     ActiveContacts,
@@ -50,6 +55,7 @@ from contactopt.formulations.common import (
     select_contacts,
     tangent_directions,
 )
+from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
@@ -74,7 +80,8 @@ def edge_rows(active: ActiveContacts, k: int) -> tuple[Any, int]:
 class Anitescu(Formulation):
     name: ClassVar[str] = "anitescu"
     description: ClassVar[str] = "Anitescu convex QP, polyhedral cone (primal in v' or dual in edge impulses)"
-    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "k": None, "epsilon": float("inf")}
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "k": None, "epsilon": float("inf"),
+                                             "max_recovery_speed": None}
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
@@ -89,34 +96,53 @@ class Anitescu(Formulation):
         J_beta, per = edge_rows(active, k)
         rows = J_beta.shape[0]
         h = problem.dt
-        rhs = np.repeat(active.phi / h, per)
+        target = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        rhs = np.repeat(target, per)
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "k": k, "contacts": active.index.tolist(), "nv": problem.nv}
+        blocks = [("cone_edges", "impulse_edges", 0, rows, per)]
+        if active.angular is not None:  # torsional/rolling rows: edges n +- mu_i e_i (.angular_friction)
+            extra, contact = angular_edges(active)
+            J_beta = vstack_rows([J_beta, extra])
+            rhs = np.concatenate([rhs, target[contact]])
+            blocks.append(("angular_edges", "impulse_angular_edges", rows, J_beta.shape[0], 2))
+            rows = J_beta.shape[0]
         if options["form"] == "primal":
-            return primal_program(problem, -J_beta, rhs, (Nonneg(rows),), (Block("cone_edges", 0, rows, per),),
+            return primal_program(problem, -J_beta, rhs, (Nonneg(rows),),
+                                  tuple(Block(name, start, stop, size) for name, _, start, stop, size in blocks),
                                   metadata, epsilon=options["epsilon"])
         return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, diagonal_csc(-np.ones(rows)),
-                            (Nonneg(rows),), (Block("impulse_edges", 0, rows, per),),
-                            (Block("impulse_edges_nonneg", 0, rows, per),), metadata, epsilon=options["epsilon"])
+                            (Nonneg(rows),),
+                            tuple(Block(name, start, stop, size) for _, name, start, stop, size in blocks),
+                            (Block("impulse_edges_nonneg", 0, rows, per if len(blocks) == 1 else 1),), metadata,
+                            epsilon=options["epsilon"])
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
         contacts = problem.contacts
         active = select_contacts(contacts, program.metadata["contacts"])
         k = int(program.metadata["k"])
-        if program.metadata["form"] == "primal":
-            beta = program.row_block(solution.y, "cone_edges")
-        else:
-            beta = program.variable(solution.x, "impulse_edges")
+        primal = program.metadata["form"] == "primal"
+        beta = program.row_block(solution.y, "cone_edges") if primal else program.variable(solution.x, "impulse_edges")
         per = max(k, 1)
         normal = beta.reshape(active.count, per).sum(axis=1)
+        angular = np.zeros(0)
+        if active.angular is not None:
+            extra = (program.row_block(solution.y, "angular_edges") if primal
+                     else program.variable(solution.x, "impulse_angular_edges"))
+            extra_normal, angular = edge_impulses(active, extra)
+            normal = normal + extra_normal
         frame = polyhedral_frame_impulses(active, normal, beta, k, scale=active.mu)
-        if program.metadata["form"] == "primal":
+        if primal:
             v_next = np.array(program.variable(solution.x, "v_next"))
             bilateral = primal_bilateral_impulses(program, solution.y)
         else:
-            v_next, bilateral = dual_velocity(problem, program, solution.x, active.J, frame.reshape(-1))
+            rows, impulse = active.J, frame.reshape(-1)
+            if active.angular is not None:
+                rows, impulse = vstack_rows([active.J, active.angular.J]), np.concatenate([impulse, angular])
+            v_next, bilateral = dual_velocity(problem, program, solution.x, rows, impulse)
         limits, friction = row_impulses(problem, program, solution.x,
                                         solution.y if program.metadata["form"] == "primal" else None)
         return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
-                          bilateral=bilateral, limits=limits, friction_loss=friction)
+                          bilateral=bilateral, limits=limits, friction_loss=friction,
+                          angular_friction=scatter_angular(contacts, active, angular))

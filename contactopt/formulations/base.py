@@ -35,6 +35,8 @@ class StepResult:
             ``H^T bilateral``).
         limits: (nu,) impulses of the unilateral (limit) rows, >= 0.
         friction_loss: (nf,) impulses of the dry-friction (box) rows.
+        angular_friction: (m,) impulses of the contacts' torsional and rolling rows
+            (``Contacts.angular``, every candidate's; N·m·s), 0 for contacts out of the program.
     """
 
     v_next: FloatArray
@@ -42,6 +44,7 @@ class StepResult:
     bilateral: FloatArray = field(default_factory=lambda: np.zeros(0))
     limits: FloatArray = field(default_factory=lambda: np.zeros(0))
     friction_loss: FloatArray = field(default_factory=lambda: np.zeros(0))
+    angular_friction: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 class Formulation(ABC):
@@ -74,6 +77,10 @@ class Formulation(ABC):
             check_directions(merged["k"], 3, self.name)
         if "epsilon" in merged:
             check_margin(merged, self.name)
+        from contactopt.formulations.recovery import OPTION, check_recovery_speed
+
+        if OPTION in merged:
+            merged[OPTION] = check_recovery_speed(merged[OPTION], self.name)
         return merged
 
     def native_request(self, options: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -24,6 +24,10 @@ stationarity ``M (v' - v_free) = sum_c [n_c; mu_c T_c]^T y_c`` gives the frame i
 
 Sliding contacts hydroplane to a gap of about ``h mu |v_t|`` as in the polyhedral case, but
 without the cone's anisotropy. ``epsilon`` selects contacts with ``phi <= epsilon``.
+Torsional and rolling rows (MJCF condim 4 and 6) join their contact's cone, MuJoCo's elliptic
+cone of ``3 + m_c`` rows (:mod:`contactopt.formulations.angular_friction`).
+``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+(:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from contactopt.formulations.angular_friction import cone_rows, dual_cone, scatter_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     ActiveContacts,
@@ -47,9 +52,12 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.model import StepProblem
+from contactopt.formulations.recovery import normal_target, recovery_speed
+from contactopt.model import StepProblem, is_sparse
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
-from contactopt.programs.csc import csc
+from contactopt.programs.csc import csc, to_csr
+
+FloatArray = np.ndarray
 
 
 def friction_cone_rows(active: ActiveContacts) -> tuple[sp.csc_matrix, tuple[Cone, ...]]:
@@ -78,7 +86,7 @@ def friction_cone_rows(active: ActiveContacts) -> tuple[sp.csc_matrix, tuple[Con
 class ConeComplementarity(Formulation):
     name: ClassVar[str] = "ccp"
     description: ClassVar[str] = "Anitescu relaxation with the exact friction cone, SOCP (primal or dual)"
-    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "epsilon": float("inf")}
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "epsilon": float("inf"), "max_recovery_speed": None}
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
@@ -90,7 +98,9 @@ class ConeComplementarity(Formulation):
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "contacts": active.index.tolist(), "nv": problem.nv}
         normal_rhs = np.zeros(rows)
-        normal_rhs[::dim] = active.phi / h
+        normal_rhs[::dim] = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        if active.angular is not None:  # torsional/rolling rows: MuJoCo's elliptic cone of 3 + m_c rows
+            return self._build_with_angular(problem, active, normal_rhs[::dim], options, metadata)
         if options["form"] == "primal":
             scale = np.ones((na, dim))
             scale[:, 1:] = active.mu[:, None]
@@ -104,10 +114,52 @@ class ConeComplementarity(Formulation):
                             (Block("impulse", 0, rows, dim),), (Block("impulse_in_cone", 0, rows, dim),),
                             metadata, epsilon=options["epsilon"])
 
+    def _build_with_angular(self, problem: StepProblem, active: ActiveContacts, normal: FloatArray,
+                            options: Mapping[str, Any], metadata: dict[str, Any]) -> Program:
+        """The two forms with a cone of ``3 + m_c`` rows per contact (:mod:`.angular_friction`):
+        primal rows ``[n; mu t1; mu t2; mu_i e_i]`` in SOC; dual ``[lambda_n, lambda_t / mu,
+        lambda_i / mu_i]`` in SOC (written ``[mu lambda_n, lambda_t, mu lambda_i / mu_i]``)."""
+        cone = cone_rows(active, normal_units=options["form"] == "dual")
+        m = cone.coefficient.shape[0]
+        rhs = np.zeros(m)
+        rhs[cone.frame[:, 0]] = normal
+        metadata = {**metadata, "angular_rows": m}
+        if options["form"] == "primal":
+            scaled = (to_csr(sp.diags(cone.coefficient) @ cone.rows) if is_sparse(cone.rows)
+                      else np.asarray(cone.rows) * cone.coefficient[:, None])
+            cones = tuple(SOC(int(d)) for d in cone.dims)
+            return primal_program(problem, -scaled, rhs, cones, (Block("friction_cones", 0, m),), metadata,
+                                  epsilon=options["epsilon"])
+        A_cone, cones = dual_cone(active, cone)
+        return dual_program(problem, cone.rows, cone.rows @ problem.v_free + rhs, A_cone, cones,
+                            (Block("impulse", 0, m),), (Block("impulse_in_cone", 0, m),), metadata,
+                            epsilon=options["epsilon"])
+
+    def _recover_with_angular(self, problem: StepProblem, program: ConicProgram, solution: Solution,
+                              active: ActiveContacts) -> StepResult:
+        cone = cone_rows(active, normal_units=program.metadata["form"] == "dual")
+        assert active.angular is not None
+        if program.metadata["form"] == "primal":
+            impulse = program.row_block(solution.y, "friction_cones") * cone.coefficient
+            v_next = np.array(program.variable(solution.x, "v_next"))
+            bilateral = primal_bilateral_impulses(program, solution.y)
+        else:
+            impulse = np.array(program.variable(solution.x, "impulse"))
+            v_next, bilateral = dual_velocity(problem, program, solution.x, cone.rows, impulse)
+            impulse[cone.angular] *= cone.angular_scale  # x_i = lambda_i / mu_i
+        limits, friction = row_impulses(problem, program, solution.x,
+                                        solution.y if program.metadata["form"] == "primal" else None)
+        contacts = problem.contacts
+        return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, impulse[cone.frame]),
+                          bilateral=bilateral, limits=limits, friction_loss=friction,
+                          angular_friction=scatter_angular(contacts, active, impulse[cone.angular]))
+
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
         contacts = problem.contacts
         active = select_contacts(contacts, program.metadata["contacts"])
+        if "angular_rows" in program.metadata:
+            return self._recover_with_angular(problem, program, solution, active)
         if program.metadata["form"] == "primal":
             y = program.row_block(solution.y, "friction_cones").reshape(active.count, contacts.dim)
             frame = y.copy()

@@ -28,7 +28,7 @@ from contactopt.formulations.constraint_rows import (
     require_no_friction_loss,
     row_impulses,
 )
-from contactopt.model import Contacts, Dynamics, Matrix, is_sparse, to_dense
+from contactopt.model import AngularFriction, Contacts, Dynamics, Matrix, is_sparse, to_dense
 from contactopt.programs import combine_kernel
 from contactopt.programs.csc import csr, rows_of, to_csr
 
@@ -102,6 +102,8 @@ class ActiveContacts:
         J: (na * dim, nv) the frame rows, normal first, contact-major; ``scipy.sparse`` (CSR)
             when the system's Jacobian is, and then every row set derived from it is too.
         dim: rows per contact frame.
+        angular: the torsional/rolling rows of these contacts (numbered by position in
+            ``index``), or None (:mod:`contactopt.formulations.angular_friction`).
     """
 
     index: IntArray
@@ -109,6 +111,7 @@ class ActiveContacts:
     mu: FloatArray
     J: Matrix
     dim: int
+    angular: AngularFriction | None = None
 
     @property
     def count(self) -> int:
@@ -190,7 +193,9 @@ def select_contacts(contacts: Contacts, index: Any) -> ActiveContacts:
     phi, mu = contacts.phi[index], contacts.mu[index]
     for array in (index, phi, mu):
         array.setflags(write=False)
-    active = ActiveContacts(index=index, phi=phi, mu=mu, J=J, dim=dim)
+    angular = contacts.angular.of(index) if contacts.angular is not None else None
+    active = ActiveContacts(index=index, phi=phi, mu=mu, J=J, dim=dim,
+                            angular=angular if angular is not None and angular.count else None)
     object.__setattr__(contacts, "_last_selection", active)  # a cache on a frozen object
     return active
 

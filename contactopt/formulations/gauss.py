@@ -26,6 +26,8 @@ multipliers (see :mod:`contactopt.formulations.common`).
 For the 1-D cart against a wall (``phi = q``, ``n = 1``) this gives the reference's
 ``q[n+1] = max(0, q + h v_free)`` and ``f[n] = lambda / h``.
 Friction is ignored (a warning says so when mu > 0).
+``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+(:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from contactopt.formulations.common import (
     primal_program,
     row_impulses,
 )
+from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
@@ -56,7 +59,7 @@ class FrictionIgnoredWarning(UserWarning):
 class Gauss(Formulation):
     name: ClassVar[str] = "gauss"
     description: ClassVar[str] = "discrete Gauss least-constraint QP, frictionless (primal or dual)"
-    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal"}
+    defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "max_recovery_speed": None}
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
@@ -65,14 +68,15 @@ class Gauss(Formulation):
             warnings.warn("formulation 'gauss' is frictionless: mu > 0 is ignored",
                           FrictionIgnoredWarning, stacklevel=3)
         h = problem.dt
+        target = normal_target(contacts.phi, h, recovery_speed(problem, options))  # phi / h
         n = contacts.J_normal
         nc, nv = n.shape
         metadata = {"formulation": self.name, "form": options["form"], "dt": h,
                     "t": problem.state.t, "contacts": nc, "nv": nv}
         if options["form"] == "primal":
-            return primal_program(problem, -n, contacts.phi / h, (Nonneg(nc),),
+            return primal_program(problem, -n, target, (Nonneg(nc),),
                                   (Block("nonpenetration", 0, nc),), metadata)
-        return dual_program(problem, n, n @ problem.v_free + contacts.phi / h, diagonal_csc(-np.ones(nc)),
+        return dual_program(problem, n, n @ problem.v_free + target, diagonal_csc(-np.ones(nc)),
                             (Nonneg(nc),), (Block("impulse_normal", 0, nc),),
                             (Block("impulse_nonneg", 0, nc),), metadata)
 

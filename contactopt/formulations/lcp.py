@@ -41,6 +41,16 @@ a slip variable ``zeta_i``, the friction rows above with ``mu lambda`` replaced 
     0 <= h bound_i - sigma+_i - sigma-_i  _|_  zeta_i >= 0
 
 with ``v' = v_free + M^{-1} (... + G^T lambda + F^T (sigma+ - sigma-))``.
+**Torsional and rolling rows** ``e_r`` (MJCF condim 4 and 6, coefficient ``mu_r``;
+:mod:`contactopt.formulations.angular_friction`) add the directions ``+-e_r`` to their
+contact's cone, each weighing ``mu_c / mu_r`` (the edge ``n + mu_r e_r`` lies on the cone's
+boundary, as in ``anitescu``)::
+
+    0 <= +-e_r v' + (mu_c / mu_r) gamma_c                                  _|_  beta_r+- >= 0
+    0 <= mu_c lambda_c - sum_i beta_ci - (mu_c / mu_r) sum_r (beta_r+ + beta_r-)  _|_  gamma_c >= 0
+
+``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+(:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from contactopt.budgets import check_allocation
+from contactopt.formulations.angular_friction import scatter_angular, vstack_rows
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
@@ -61,6 +72,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import StepProblem, to_dense
 from contactopt.programs import LCP, Solution
 from contactopt.programs.conic import blocks_from_sizes
@@ -69,7 +81,7 @@ from contactopt.programs.conic import blocks_from_sizes
 class StewartTrinkleLCP(Formulation):
     name: ClassVar[str] = "lcp"
     description: ClassVar[str] = "Stewart-Trinkle LCP, polyhedral cone with k directions + max dissipation"
-    defaults: ClassVar[Mapping[str, Any]] = {"k": None, "epsilon": float("inf")}
+    defaults: ClassVar[Mapping[str, Any]] = {"k": None, "epsilon": float("inf"), "max_recovery_speed": None}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
@@ -86,6 +98,11 @@ class StewartTrinkleLCP(Formulation):
                          "k", options["k"], f"formulation {self.name!r}")
         N = active.N
         D = active.directions(k)
+        angular = active.angular if k else None
+        if angular is not None:  # torsional/rolling directions +-e_r after the sliding ones
+            E_rows = to_dense(angular.J)
+            D = np.vstack([to_dense(D), np.stack([E_rows, -E_rows], axis=1).reshape(-1, problem.nv)])
+        n_angular = 0 if angular is None else 2 * angular.count
         n_gamma = na if k else 0
         # Lemke pivots on a dense LCP matrix: the (small) rows are densified here. Velocity
         # rows in the order of z: [N; D; gamma (none); G; F; -F; zeta (none)].
@@ -98,13 +115,18 @@ class StewartTrinkleLCP(Formulation):
         velocity_rows[void] = 0.0
         constrained = Constrained(problem)
         W = velocity_rows @ constrained.solve_M(velocity_rows.T)  # Delassus blocks
-        n_contact = na + na * k
+        n_contact = na + na * k + n_angular
         size = n_contact + n_gamma + nu + 3 * nf
         moving = np.r_[np.arange(n_contact), n_contact + n_gamma + np.arange(nu + 2 * nf)]
         M_lcp = np.zeros((size, size))
         M_lcp[np.ix_(moving, moving)] = W
         if k:
             E = np.kron(np.eye(na), np.ones((k, 1)))
+            if angular is not None:  # each +-e_r weighs mu_c / mu_r in its contact's cone
+                weights = np.zeros((n_angular, na))
+                weights[np.arange(n_angular), np.repeat(angular.contact, 2)] = np.repeat(
+                    active.mu[angular.contact] / angular.mu, 2)
+                E = np.vstack([E, weights])
             M_lcp[na:n_contact, n_contact:n_contact + n_gamma] = E
             M_lcp[n_contact:n_contact + n_gamma, :na] = np.diag(active.mu)
             M_lcp[n_contact:n_contact + n_gamma, na:n_contact] = -E.T
@@ -115,10 +137,12 @@ class StewartTrinkleLCP(Formulation):
             M_lcp[np.tile(zeta, 2), sigma] = -1.0
         v_free = constrained.v_free
         speeds = velocity_rows @ v_free
-        q_lcp = np.concatenate([active.phi / h + speeds[:na], speeds[na:n_contact], np.zeros(n_gamma),
+        target = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        q_lcp = np.concatenate([target + speeds[:na], speeds[na:n_contact], np.zeros(n_gamma),
                                 problem.unilateral.phi[limits] / h + speeds[n_contact:n_contact + nu],
                                 speeds[n_contact + nu:], h * bound])
         variables = blocks_from_sizes([("impulse_normal", na, 1), ("impulse_directions", na * k, k),
+                                       *((("impulse_angular_directions", n_angular, 2),) if n_angular else ()),
                                        ("slip_speed", n_gamma, 1), ("limits", nu, 1),
                                        ("friction_loss_positive", nf, 1), ("friction_loss_negative", nf, 1),
                                        ("friction_loss_slip", nf, 1)])
@@ -135,18 +159,25 @@ class StewartTrinkleLCP(Formulation):
         normal = program.variable(solution.x, "impulse_normal")
         beta = program.variable(solution.x, "impulse_directions")
         frame = polyhedral_frame_impulses(active, normal, beta, k)
+        angular = np.zeros(0)
+        rows, stacked = active.J, frame.reshape(-1)
+        if any(block.name == "impulse_angular_directions" for block in program.variables):
+            assert active.angular is not None
+            pairs = program.variable(solution.x, "impulse_angular_directions").reshape(-1, 2)
+            angular = pairs[:, 0] - pairs[:, 1]
+            rows, stacked = vstack_rows([active.J, active.angular.J]), np.concatenate([stacked, angular])
         limits = np.zeros(problem.unilateral.count)
         index = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
         limits[index] = program.variable(solution.x, "limits")
         friction = (program.variable(solution.x, "friction_loss_positive")
                     - program.variable(solution.x, "friction_loss_negative"))
-        generalized = (active.J.T @ frame.reshape(-1) + problem.unilateral.G.T @ limits
+        generalized = (rows.T @ stacked + problem.unilateral.G.T @ limits
                        + problem.friction_loss.F.T @ friction)
         constrained = Constrained(problem)
         v_next = constrained.v_free + constrained.solve_M(generalized)
         return StepResult(v_next=v_next, impulses=scatter_impulses(contacts, active, frame),
                           bilateral=constrained.multipliers(generalized), limits=limits,
-                          friction_loss=np.array(friction))
+                          friction_loss=np.array(friction), angular_friction=scatter_angular(contacts, active, angular))
 
 
 class Constrained:

@@ -69,6 +69,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError
+from contactopt.formulations import regularized_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.ccp import friction_cone_rows
 from contactopt.formulations.common import (
@@ -181,6 +182,8 @@ class Regularized(Formulation):
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
+        if active.angular is not None:  # torsional/rolling rows (condim 4, 6)
+            return regularized_angular.build_dual(problem, options, active, self.name)
         h = problem.dt
         damped, v_minus = damped_dynamics(problem, options["b"])
         d = impedance(active.phi, options["solimp"])
@@ -220,6 +223,8 @@ class Regularized(Formulation):
             from contactopt.formulations import regularized_primal
 
             return regularized_primal.recover(problem, program, solution)
+        if "angular_rows" in program.metadata:
+            return regularized_angular.recover_dual(problem, program, solution)
         contacts = problem.contacts
         active = select_contacts(contacts, program.metadata["contacts"])
         damped, v_minus = damped_dynamics(problem, program.metadata["b"])
@@ -343,8 +348,6 @@ def delassus_diagonal(dynamics: Dynamics, rows: Any) -> FloatArray:
     return np.einsum("ij,ji->i", rows, dynamics.solve_M(rows.T))
 
 
-
-
 def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArray]:
     """``M~ = M + b I`` and ``v^- = v + h M~^{-1} (tau - b v)`` (implicit damping inertia);
     without damping the problem's own ``M`` and ``v_free`` (the same expression, computed once
@@ -365,7 +368,6 @@ def _numbers(value: Any, count: int, key: str, formulation: str) -> tuple[float,
     if len(numbers) != count or not all(math.isfinite(x) for x in numbers):
         raise OptionError(f"formulation {formulation!r}: {key} must be {count} finite numbers, got {value!r}")
     return numbers
-
 
 
 def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArray, dt: float, J: FloatArray,

@@ -12,7 +12,10 @@ with their own regularization and ``v_hat = r``. MuJoCo's own constraint solver 
 method on this primal (Todorov 2014). Both programs have the same ``v'`` and impulses:
 ``lambda = gamma``. This module builds the conic form (S6) of that primal from the same
 quantities the dual uses (impedance, reference gains, ``R``), so that the ``newton`` solver
-takes the regularized step too; the equality of the two forms' answers is tested.
+takes the regularized step too; the equality of the two forms' answers is tested. Dry-friction
+rows (``frictionloss``) are box rows with the dual's ``R`` and reference velocity (Huber terms,
+:mod:`contactopt.programs.primal`, "Box rows"); torsional and rolling rows take
+:mod:`contactopt.formulations.regularized_angular`'s rows.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from contactopt.formulations import regularized_angular
+from contactopt.formulations.angular_friction import primal_cone
 from contactopt.formulations.base import StepResult
 from contactopt.formulations.common import (
+    ActiveContacts,
     active_contacts,
     limit_index,
     require_finite_mu,
-    require_no_friction_loss,
     scatter_impulses,
     select_contacts,
 )
@@ -73,14 +78,22 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
                 "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                 "impedance": d.tolist(), "b": options["b"]}
-    require_no_friction_loss(problem, name, "a box has no cone in the primal form (use form=dual)")
+    if active.angular is not None:  # torsional/rolling rows (condim 4, 6): .regularized_angular's rows
+        J, contact, normal, friction = regularized_angular.contact_rows(active, options["cone"])
+        _, _, R, v_ref, R_eq, _ = regularized_angular.soft_terms(problem, options, active, J, contact, normal, friction)
+        rows, scale, cones = np.arange(J.shape[0]), np.ones(J.shape[0]), (Nonneg(J.shape[0]),)
+        if options["cone"] == "elliptic":
+            cone = primal_cone(active)
+            rows, scale, cones = cone.keep, cone.scale, cone.cones
+        metadata["angular_rows"] = int(J.shape[0])
     from contactopt.formulations.regularized import row_terms
 
-    (limit_c, limit_R), _ = row_terms(problem, options, damped, v_minus, solref)
+    (limit_c, limit_R), (friction_c, friction_R) = row_terms(problem, options, damped, v_minus, solref)
     index = limit_index(problem, options["epsilon"])
-    limit_ref = problem.unilateral.G[index] @ v_minus - limit_c
+    limit_ref = problem.unilateral.G[index] @ v_minus - limit_c  # the dual's linear term is J v^- - v_ref
+    friction_ref = problem.friction_loss.F @ v_minus - friction_c
     return primal_step(problem, damped, v_minus, rows_of(J, rows), R[rows], v_ref[rows], scale, cones, R_eq, metadata,
-                       (index, limit_R, limit_ref))
+                       (index, limit_R, limit_ref), (friction_R, friction_ref))
 
 
 def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
@@ -91,16 +104,26 @@ def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> 
         return recover_primal(problem, program, solution, active.index, contact_rows(active.mu, contacts.dim)[0])
     nh = program.metadata.get("bilateral", 0)
     sigma = program.variable(solution.x, "sigma")
+    if program.metadata.get("angular_rows"):
+        return recover_pyramid_with_angular(problem, program, solution, active)
     per = program.metadata["per"]
     limit_rows = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
     nu = limit_rows.shape[0]
     limits = np.zeros(problem.unilateral.count)
     limits[limit_rows] = sigma[nh:nh + nu]
-    beta = sigma[nh + nu:].reshape(active.count, per)
+    beta = sigma[nh + nu:sigma.shape[0] - int(program.metadata.get("friction_loss", 0))].reshape(active.count, per)
     frame = np.zeros((active.count, contacts.dim))
     frame[:, 0] = beta.sum(axis=1)
     if contacts.dim > 1:
         frame[:, 1:] = active.mu[:, None] * (beta[:, 0::2] - beta[:, 1::2])
+    nf = int(program.metadata.get("friction_loss", 0))
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
                       impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
-                      limits=limits)
+                      limits=limits, friction_loss=np.array(sigma[sigma.shape[0] - nf:]))
+
+
+def recover_pyramid_with_angular(problem: StepProblem, program: ConicProgram, solution: Solution,
+                                 active: ActiveContacts) -> StepResult:
+    """The pyramidal primal's impulses when angular edges follow the pyramid's (.regularized_angular)."""
+    return recover_primal(problem, program, solution, active.index, np.zeros(0, dtype=np.int_),
+                          lambda values: regularized_angular.impulses_of(active, "pyramidal", values))

@@ -22,6 +22,11 @@ separation, negative in penetration), the regularization and bias (labels ours):
   near-rigid value ``beta^2 / (4 pi^2) w_i``; ``k = inf`` is that rigid limit.
 * ``sigma``: friction regularization; in stiction ``gamma_t = -v_t / R_t``, a residual slip
   of order ``sigma h g`` (about 1e-5 m/s at h = 1 ms).
+* A candidate whose Jacobian block is zero (``w_i = 0``: it moves no degree of freedom,
+  e.g. two geoms of one welded chain met through the detection margin) gets no row: skipped.
+* Torsional and rolling rows (MJCF condim 4 and 6) join their contact's cone (MuJoCo's
+  elliptic cone, :mod:`contactopt.formulations.angular_friction`) with ``R = sigma w_i``
+  (``w_i`` their Delassus diagonal) and ``v_hat = 0``, as friction rows.
 * Friction: Coulomb's cone, ``||gamma_t|| <= mu gamma_n``, with the analytic projection of
   :mod:`contactopt.programs.cone_projection`; ``mu = 0`` (or ``dim = 1``) keeps only the
   normal row with ``gamma_n >= 0``.
@@ -49,7 +54,11 @@ rest (6 mm/s, 0.2 rad/s over 40 steps; MuJoCo's own mj_step: 0.03 m/s, 0.8 rad/s
 takes about 10 iterations. A finite ``stiffness`` (1e4-1e5 N/m) with that ``tau_d`` behaves
 the same way on the pile.
 Bilateral rows ``H v' = r`` enter as SAP's holonomic constraints: free impulses (no cone),
-near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``.
+near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``. Dry-friction rows ``F``
+(MuJoCo's ``frictionloss``) are box rows ``|gamma| <= h f`` regularized like friction,
+``R = sigma diag(F M^{-1} F^T)``, ``v_hat = 0``: Huber terms of ``F v`` in (S1)
+(:mod:`contactopt.programs.primal`, "Box rows"), so a joint driven below its frictionloss
+creeps at ``sigma`` times the speed one step would give it.
 
 The program is the conic form (S6) (a :class:`~contactopt.programs.primal.PrimalConicProgram`):
 clarabel, cvxpy and the others solve it as an SOCP, ``newton`` solves (S1) directly.
@@ -58,20 +67,20 @@ clarabel, cvxpy and the others solve it as an SOCP, ``newton`` solves (S1) direc
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from contactopt.errors import ContactoptError, OptionError
+from contactopt.formulations.angular_friction import PrimalCone, primal_cone, scatter_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     active_contacts,
     delassus_blocks,
     limit_index,
     require_finite_mu,
-    require_no_friction_loss,
     scatter_impulses,
     select_contacts,
 )
@@ -118,22 +127,30 @@ def vstack_rows(blocks: list[Any]) -> Any:
 def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J: FloatArray,
                 R: FloatArray, v_hat: FloatArray, scale: FloatArray, cones: tuple[Cone, ...],
                 bilateral_R: FloatArray, metadata: Mapping[str, Any],
-                limits: tuple[Any, FloatArray, FloatArray] | None = None) -> PrimalConicProgram:
+                limits: tuple[Any, FloatArray, FloatArray] | None = None,
+                friction: tuple[FloatArray, FloatArray] | None = None) -> PrimalConicProgram:
     """The conic form (S6) of a step: bilateral rows (free, ``v_hat = r``), limit rows
     (``limits = (index, R, v_hat)``: one ``Nonneg`` row each, like a frictionless normal row),
-    then contact rows. Dry-friction (box) rows have no cone: refused by the callers."""
+    contact rows, then the dry-friction rows ``F`` (``friction = (R, v_hat)``): box rows
+    ``|gamma| <= h frictionloss`` (:mod:`contactopt.programs.primal`, "Box rows")."""
     H = problem.bilateral.H
     index, R_u, v_hat_u = limits if limits is not None else (np.zeros(0, dtype=np.int_), np.zeros(0), np.zeros(0))
     G = problem.unilateral.G[np.asarray(index, dtype=np.int_)]
-    nh, nu, m = H.shape[0], G.shape[0], J.shape[0]
+    F = problem.friction_loss.F
+    R_f, v_hat_f = friction if friction is not None else (np.zeros(0), np.zeros(0))
+    if F.shape[0] and friction is None:
+        raise ContactoptError(f"{F.shape[0]} dry-friction row(s) without their regularization")
+    nh, nu, m, nf = H.shape[0], G.shape[0], J.shape[0], F.shape[0]
     primal = PrimalProgram(
-        A=dynamics.M, v_star=v_star, J=to_csr(vstack_rows([H, G, J]) if nh + nu else J),
-        R=np.concatenate([bilateral_R, R_u, R]), v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat]),
-        scale=np.concatenate([np.ones(nh + nu), scale]),
+        A=dynamics.M, v_star=v_star, J=to_csr(vstack_rows([H, G, J, F]) if nh + nu + nf else J),
+        R=np.concatenate([bilateral_R, R_u, R, R_f]),
+        v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat, v_hat_f]),
+        scale=np.concatenate([np.ones(nh + nu), scale, np.ones(nf)]),
         cones=((Zero(nh),) if nh else ()) + merge_nonneg(((Nonneg(nu),) if nu else ()) + cones),
         constraints=((Block("bilateral", 0, nh),) if nh else ()) + ((Block("limits", nh, nh + nu),) if nu else ())
         + (Block("contacts", nh + nu, nh + nu + m),),
-        metadata={**metadata, "bilateral": nh, "limits": [int(i) for i in index]}, v_guess=problem.state.v)
+        metadata={**metadata, "bilateral": nh, "limits": [int(i) for i in index], "friction_loss": nf},
+        v_guess=problem.state.v, box=problem.dt * problem.friction_loss.bound)
     return primal.to_conic()
 
 
@@ -170,10 +187,9 @@ class SAP(Formulation):
         near_rigid = options["near_rigid_threshold"] ** 2 / (4.0 * math.pi**2)
         W = delassus_blocks(problem.dynamics, active.J, dim)
         w = np.sqrt(np.einsum("cij,cij->c", W, W)) / dim  # (S9)
-        if active.count and w.min() <= 0:
-            bad = int(active.index[np.argmin(w)])
-            raise ContactoptError(f"formulation {self.name!r}: contact {bad} has a zero Jacobian block "
-                                  "(it moves no degree of freedom)")
+        if active.count and w.min() <= 0:  # a candidate that moves no degree of freedom: no row at all
+            moving = w > 0
+            active, w = select_contacts(contacts, active.index[moving]), w[moving]
         compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
         R_frame = np.empty((active.count, dim))
         R_frame[:, 0] = np.maximum(near_rigid * w, compliant)  # (S7)
@@ -181,8 +197,6 @@ class SAP(Formulation):
         v_hat = np.zeros((active.count, dim))
         v_hat[:, 0] = -active.phi / (h + tau_d)  # (S8)
         rows, scale, cones = contact_rows(active.mu, dim)
-        require_no_friction_loss(problem, self.name, "a box has no cone in SAP's primal (use lcp, anitescu, "
-                                 "ccp, gauss or regularized)")
         H = problem.bilateral.H
         w_h = np.einsum("ij,ji->i", H, problem.dynamics.solve_M(H.T)) if H.shape[0] else np.zeros(0)
         index = limit_index(problem, options["epsilon"])
@@ -192,9 +206,16 @@ class SAP(Formulation):
         metadata = {"formulation": self.name, "dt": h, "t": problem.state.t, "contacts": active.index.tolist(),
                     "nv": problem.nv, "stiffness": k, "dissipation_time_scale": tau_d,
                     "near_rigid_threshold": options["near_rigid_threshold"], "sigma": options["sigma"]}
-        return primal_step(problem, problem.dynamics, problem.v_free, rows_of(active.J, rows),
-                           R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows], scale, cones, near_rigid * w_h,
-                           metadata, limits)
+        F = problem.friction_loss.F  # dry friction regularized like friction: R = sigma w, v_hat = 0
+        w_f = np.einsum("ij,ji->i", F, problem.dynamics.solve_M(F.T)) if F.shape[0] else np.zeros(0)
+        J, R, v_hat_rows = rows_of(active.J, rows), R_frame.reshape(-1)[rows], v_hat.reshape(-1)[rows]
+        if active.angular is not None:  # MuJoCo's elliptic cone of 3 + m_c rows: R = sigma w_i, v_hat = 0
+            cone = primal_cone(active)
+            angular_w = delassus_blocks(problem.dynamics, active.angular.J, 1)[:, 0, 0]
+            R, v_hat_rows = cone_values(cone, R_frame, options["sigma"] * angular_w), cone_values(cone, v_hat, 0.0)
+            J, scale, cones, metadata = cone.rows, cone.scale, cone.cones, {**metadata, "angular_rows": True}
+        return primal_step(problem, problem.dynamics, problem.v_free, J, R, v_hat_rows, scale, cones,
+                           near_rigid * w_h, metadata, limits, (options["sigma"] * w_f, np.zeros(F.shape[0])))
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
@@ -203,10 +224,20 @@ class SAP(Formulation):
                               contact_rows(active.mu, problem.contacts.dim)[0])
 
 
+def cone_values(cone: PrimalCone, frame: FloatArray, angular: FloatArray | float) -> FloatArray:
+    """Per kept row of ``cone``, the value of its frame row (``frame``: (na, 3)) or angular row."""
+    full = np.zeros(cone.cone.coefficient.shape[0])
+    full[cone.cone.frame] = frame
+    full[cone.cone.angular] = angular
+    return full[cone.keep]
+
+
 def recover_primal(problem: StepProblem, program: ConicProgram, solution: Solution, index: Any,
-                   frame_rows: FloatArray) -> StepResult:
+                   frame_rows: FloatArray,
+                   split: Callable[[FloatArray], tuple[FloatArray, FloatArray]] | None = None) -> StepResult:
     """``v'`` and the impulses of a solution of (S6): ``x = [v', sigma]``, ``sigma = gamma``
-    at the optimum; ``frame_rows`` places the contact rows in the (na, dim) frame array."""
+    at the optimum; ``frame_rows`` places the contact rows in the (na, dim) frame array, or
+    ``split`` maps them to ``(frame impulses, angular impulses)``."""
     contacts = problem.contacts
     active = select_contacts(contacts, index)
     nh = program.metadata.get("bilateral", 0)
@@ -215,8 +246,17 @@ def recover_primal(problem: StepProblem, program: ConicProgram, solution: Soluti
     nu = limit_rows.shape[0]
     limits = np.zeros(problem.unilateral.count)
     limits[limit_rows] = sigma[nh:nh + nu]
-    frame = np.zeros(active.count * contacts.dim)
-    frame[np.asarray(frame_rows, dtype=np.int_)] = sigma[nh + nu:]
+    nf = int(program.metadata.get("friction_loss", 0))
+    values = sigma[nh + nu:sigma.shape[0] - nf]
+    angular = np.zeros(0)
+    if split is not None:
+        frame, angular = split(values)
+    elif program.metadata.get("angular_rows"):  # rows in cone order (.angular_friction.primal_cone)
+        frame, angular = primal_cone(active).impulses(values)
+    else:
+        frame = np.zeros(active.count * contacts.dim)
+        frame[np.asarray(frame_rows, dtype=np.int_)] = values
     return StepResult(v_next=np.array(program.variable(solution.x, "v_next")),
                       impulses=scatter_impulses(contacts, active, frame), bilateral=np.array(sigma[:nh]),
-                      limits=limits)
+                      limits=limits, friction_loss=np.array(sigma[sigma.shape[0] - nf:]),
+                      angular_friction=scatter_angular(contacts, active, angular))

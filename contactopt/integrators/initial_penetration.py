@@ -62,8 +62,8 @@ def initial_penetration_message(system: System, q0: ArrayLike, tolerance: float 
     rest = f" (and {others} other contact{'s' if others != 1 else ''})" if others else ""
     prefix = f"{label}: " if label else ""
     return (f"{prefix}initial penetration beyond {tolerance:g} m: contact {name!r} is {-phi[worst]:.3g} m deep{rest}; "
-            "the first steps push the bodies apart at about depth / dt (move them apart, or set "
-            "penetration_tolerance)")
+            "rigid formulations push the bodies apart at about depth / dt, at most max_recovery_speed (move them "
+            "apart, set -o max_recovery_speed=..., or set penetration_tolerance)")
 
 
 def initial_limit_message(system: System, q0: ArrayLike, tolerance: float = INITIAL_PENETRATION_TOLERANCE,

@@ -48,7 +48,8 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
     return StepProblem(state=state, dt=dt, dynamics=system.step_dynamics(system.dynamics(state.q, state.v, u), dt),
                        contacts=contacts, bilateral=bilateral, bilateral_target=target,
                        unilateral=system.limits(state.q), friction_loss=system.friction_loss(state.q),
-                       native=None if native is None else system.native_rows(state.q, state.v, dt, **native))
+                       native=None if native is None else system.native_rows(state.q, state.v, dt, **native),
+                       max_recovery_speed=system.default_max_recovery_speed)
 
 
 def split_drift_options(options: Mapping[str, Any] | None,
@@ -158,7 +159,17 @@ class TimeStepping:
             q_next, v_next = project(self.system, q_next, v_next, state.t + self.dt)
         next_state = State(q_next, v_next, state.t + self.dt)
         return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
-                                      limits=result.limits, friction_loss=result.friction_loss, **record_args)
+                                      limits=result.limits, friction_loss=result.friction_loss,
+                                      angular_friction=_angular_impulses(problem, result.angular_friction),
+                                      **record_args)
+
+
+def _angular_impulses(problem: StepProblem, recovered: np.ndarray) -> np.ndarray:
+    """One impulse per torsional/rolling row of the step's candidates (0 when none entered)."""
+    angular = problem.contacts.angular
+    if angular is None or recovered.shape[0] == angular.count:
+        return recovered
+    return np.zeros(angular.count)
 
 
 def _same_layout(a: Program, b: Program) -> bool:

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.model import AngularFriction
 from contactopt.programs.csc import csr
 
 FloatArray = NDArray[np.float64]
@@ -104,6 +105,83 @@ def contact_jacobian(chains: Chains, data: Any, nv: int, frames: FloatArray, poi
                        np.concatenate([[0], np.cumsum(counts)])), shape=(3 * nc, nv))
     J.sum_duplicates()  # sorts each row's dofs; sums a shared ancestor's two entries
     return J
+
+
+def rotational_rows(chains: Chains, data: Any, nv: int, axes: FloatArray, body1: IntArray,
+                    body2: IntArray) -> FloatArray:
+    """(nc * k, nv) dense rows ``axis_ci . (J_r(body2_c) - J_r(body1_c))`` of the relative
+    angular velocity about ``k`` axes per contact (``axes``: (nc, k, 3)): the torsional row
+    (``k = 1``, the normal) and the rolling rows (the tangents) of MuJoCo's condim 4 and 6
+    contacts. ``mj_jac``'s rotational Jacobian is the angular part ``cdof_ang`` of every dof on
+    the body's chain (no offset), so these rows are those of :func:`contact_jacobian` without
+    the ``cdof_ang x r`` term."""
+    nc, k = axes.shape[0], axes.shape[1]
+    rows = np.zeros((nc * k, nv))
+    if nc == 0 or nv == 0:
+        return rows
+    cdof = np.asarray(data.cdof)
+    for sign, bodies in ((1.0, body2), (-1.0, body1)):
+        dofs = chains.dofs[bodies]  # (nc, L), -1 padded
+        real = dofs >= 0
+        angular = np.where(real[..., None], cdof[np.maximum(dofs, 0), :3], 0.0)  # (nc, L, 3)
+        values = sign * np.einsum("ckx,clx->ckl", axes, angular)  # (nc, k, L)
+        flat = (np.arange(nc * k).reshape(nc, k, 1) * nv + np.maximum(dofs, 0)[:, None, :])[np.broadcast_to(
+            real[:, None, :], values.shape)]
+        np.add.at(rows.reshape(-1), flat, values[np.broadcast_to(real[:, None, :], values.shape)])
+    return rows
+
+
+def angular_friction(chains: Chains, data: Any, nv: int, found: Any, keep: IntArray, bodies: IntArray,
+                     frames: FloatArray, mu: FloatArray, dense: bool) -> AngularFriction | None:
+    """The torsional (condim 4 and 6) and rolling (condim 6) rows of the kept contacts
+    ``keep`` of MuJoCo's ``data.contact`` (``found``), in contact order: per contact the axes
+    ``n`` (then ``t1``, ``t2``) of its ``frames`` with coefficients ``friction[2]`` (then
+    ``friction[3:5]``), the rows ``axis . (J_r(body2) - J_r(body1))`` (:func:`rotational_rows`,
+    as MuJoCo's ``efc_J``). Rows with a zero coefficient, and those of a contact without
+    sliding friction (``mu = 0``, whose cone has no tangential part), carry nothing: left out."""
+    dims = np.asarray(found.dim)[keep]
+    friction = np.asarray(found.friction)[keep]
+    torsional, rolling = np.flatnonzero(dims >= 4), np.flatnonzero(dims == 6)
+    rows_contact = np.concatenate([torsional, np.repeat(rolling, 2)])
+    rows_axis = np.concatenate([np.zeros(torsional.shape[0], dtype=np.int_), np.tile([1, 2], rolling.shape[0])])
+    coefficient = friction[rows_contact, 2 + rows_axis] if rows_contact.size else np.zeros(0)
+    kept = np.flatnonzero((coefficient > 0) & (mu[rows_contact] > 0))
+    if not kept.size:
+        return None
+    order = kept[np.lexsort((rows_axis[kept], rows_contact[kept]))]  # by contact, then axis
+    rows_contact, rows_axis, coefficient = rows_contact[order], rows_axis[order], coefficient[order]
+    axes = frames[rows_contact, rows_axis][:, None, :]  # (m, 1, 3): one axis per row
+    J = rotational_rows(chains, data, nv, axes, bodies[rows_contact, 0], bodies[rows_contact, 1])
+    return AngularFriction(J=J if dense else sp.csr_matrix(J), mu=coefficient, contact=rows_contact, axis=rows_axis)
+
+
+def declared_condims(model: Any) -> list[int]:
+    """The contact dimensionalities a model can produce: ``geom_condim`` of every geom that
+    can collide (``contype`` or ``conaffinity`` set) and ``pair_dim`` of its explicit pairs,
+    sorted; read at load, before any step."""
+    colliding = (np.asarray(model.geom_contype) != 0) | (np.asarray(model.geom_conaffinity) != 0)
+    dims = set(np.asarray(model.geom_condim)[colliding].tolist()) | set(np.asarray(model.pair_dim).tolist())
+    return sorted(int(d) for d in dims)
+
+
+#: The entries of MuJoCo's friction vectors, in order: a geom's three, a pair's five.
+FRICTION_NAMES = {"geom": ("sliding", "torsional", "rolling"),
+                  "pair": ("sliding", "sliding", "torsional", "rolling", "rolling")}
+
+
+def friction_problem(model: Any) -> str | None:
+    """Why a model's friction coefficients are unusable, or None: every ``geom_friction``
+    (sliding, torsional, rolling) and ``pair_friction`` entry must be a finite number >= 0
+    (MuJoCo accepts negative ones and combines geoms by their maximum, which would hide them)."""
+    for kind, values, count in (("geom", np.asarray(model.geom_friction), int(model.ngeom)),
+                                ("pair", np.asarray(model.pair_friction), int(model.npair))):
+        bad = np.argwhere(~(np.isfinite(values) & (values >= 0)))
+        if bad.size:
+            index, entry = int(bad[0, 0]), int(bad[0, 1])
+            name = (model.geom(index).name if kind == "geom" else model.pair(index).name) or f"{kind} {index}"
+            return (f"{kind} {name!r} has {FRICTION_NAMES[kind][entry]} friction {values[index, entry]:g} "
+                    f"(friction coefficients must be finite and >= 0; {count} {kind}s)")
+    return None
 
 
 def _rows_loops(dofs: IntArray, cdof: FloatArray, offsets: FloatArray, frames: FloatArray,

@@ -9,12 +9,13 @@ At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, throu
 * the contacts of its collision detection: per contact the frame rows ``[n, t1, t2]``
   (``contact.frame``, normal from geom1 to geom2), the Jacobian
   ``frame (J_p(body2, p) - J_p(body1, p))`` at the contact point ``p`` (``mj_jac``), the
-  separation ``phi = contact.dist`` and ``mu = contact.friction[0]`` (sliding friction; MuJoCo's
-  torsional and rolling friction of condim 4 and 6 have no row in the 3-row frames, so a step
-  that meets such a contact is refused (:class:`UnmodelledFrictionError`) unless the scene sets
-  ``[system] extra_friction = "sliding"`` (their sliding friction only, said once by an
-  :class:`UnmodelledFrictionWarning`); ``regularized -o params=model`` takes them from MuJoCo's
-  own rows; ``condim = 1`` gives ``mu = 0``);
+  separation ``phi = contact.dist`` and ``mu = contact.friction[0]`` (sliding friction;
+  ``condim = 1`` gives ``mu = 0``); the torsional (condim 4, 6) and rolling (condim 6) rows
+  with their own coefficients ``contact.friction[2:5]`` as ``Contacts.angular``
+  (:func:`.contacts.angular_friction`, MuJoCo's ``efc_J`` rows), which every formulation puts in
+  its cone (:mod:`contactopt.formulations.angular_friction`); ``[system] extra_friction =
+  "sliding"`` keeps their sliding friction only (said once by an :class:`UnmodelledFrictionWarning`).
+  Negative or non-finite friction coefficients are refused at load;
 
 and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
 joints). Friction comes from the geoms, so a scene's ``[contact]`` table is rejected.
@@ -54,15 +55,16 @@ from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
 from contactopt.mujoco import compat, derivatives, keyframes
 from contactopt.mujoco import constraints as mj_rows
-from contactopt.mujoco.contacts import Chains, contact_jacobian
+from contactopt.mujoco.contacts import Chains, angular_friction, contact_jacobian, friction_problem
 from contactopt.mujoco.mass import MassLayout
 from contactopt.systems.base import ParameterError, System
 
 FloatArray = NDArray[np.float64]
 
 
-#: What the formulations do with contacts of condim 4/6: refuse them, or keep their sliding friction.
-EXTRA_FRICTION = ("refuse", "sliding")
+#: What the formulations do with contacts of condim 4/6: their torsional/rolling rows as
+#: MuJoCo models them, or their sliding friction only.
+EXTRA_FRICTION = ("model", "sliding")
 
 
 class UnmodelledFrictionError(ContactoptError):
@@ -79,8 +81,9 @@ class MjcfSystem(System):
     description: ClassVar[str] = "a MuJoCo model (file = MJCF): M, forces, contacts and integration from MuJoCo"
     config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction", "keyframe"})
     contact_dim = 3
+    default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, why: contactopt.formulations.recovery
 
-    def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "refuse",
+    def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "model",
                  sparse: bool | None = None, keyframe: str | None = None) -> None:
         """``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from ``nv >= 60`` on
         (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below.
@@ -91,9 +94,12 @@ class MjcfSystem(System):
         try:
             self.model = self.mujoco.MjModel.from_xml_path(str(self.path))
         except ValueError as exc:  # MuJoCo's parse errors name the file and the line
-            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())  # one line
             raise ParameterError("system.file", f"system.file: cannot load {self.path}: {reason}") from exc
         compat.enable_energy(self.mujoco, self.model)
+        problem = friction_problem(self.model)
+        if problem is not None:
+            raise ParameterError("system.file", f"system.file: {self.path.name}: {problem}")
         self.detection_margin = float(detection_margin)
         self.model.geom_margin[:] += self.detection_margin  # detect earlier ...
         self.model.geom_gap[:] += self.detection_margin  # ... without activating MuJoCo's constraints
@@ -132,7 +138,7 @@ class MjcfSystem(System):
         if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0:
             raise ParameterError("system.detection_margin",
                                  f"system.detection_margin: must be a number >= 0, got {margin!r}")
-        extra = table.get("extra_friction", "refuse")
+        extra = table.get("extra_friction", "model")
         if extra not in EXTRA_FRICTION:
             raise ParameterError("system.extra_friction", f"system.extra_friction: one of "
                                  f"{', '.join(map(repr, EXTRA_FRICTION))}, got {extra!r}")
@@ -229,11 +235,13 @@ class MjcfSystem(System):
                           "friction is left out (system.extra_friction = 'sliding'); regularized -o params=model "
                           "solves MuJoCo's own rows", UnmodelledFrictionWarning, stacklevel=2)
         mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
+        angular = (angular_friction(self._chains, data, self.nv, found, keep, bodies, frames, mu, not self.sparse)
+                   if self._extra_condims and self.extra_friction == "model" else None)
         # J stays sparse (CSR) on large models: every formulation keeps its rows, Delassus products
         # and programs sparse, and no BLAS kernel touches them, so trajectories do not depend on
         # the CPU's; small models take it dense (contactopt.arrays.SPARSE_FROM_NV).
         return Contacts(phi=np.asarray(found.dist)[:ncon][keep].copy(), J=J, mu=mu,
-                        restitution=np.zeros(keep.shape[0]), dim=3)
+                        restitution=np.zeros(keep.shape[0]), dim=3, angular=angular)
 
     def contact_names(self, q: ArrayLike) -> list[str]:
         """A label per contact of :meth:`contacts`, in its order: ``"geom1|geom2"`` with MuJoCo's
@@ -248,15 +256,6 @@ class MjcfSystem(System):
             return name or f"{self.model.body(int(self.model.geom_bodyid[geom])).name or 'world'}/geom{geom}"
 
         return [f"{label(int(g1))}|{label(int(g2))}" for g1, g2 in geoms]
-
-    def check_contact_model(self) -> None:
-        """Refuse contacts of condim 4 and 6 (torsional, rolling friction): the formulations'
-        3-row frames cannot express them, and dropping them would be a silent change of the model."""
-        if self._extra_condims and self.extra_friction == "refuse":
-            raise UnmodelledFrictionError(
-                f"{self.path.name}: contacts of condim {self._extra_condims} have torsional/rolling friction, which "
-                "the formulations' 3-row contact frames cannot express; use regularized -o params=model (MuJoCo's "
-                "own rows), or set [system] extra_friction = \"sliding\" to keep their sliding friction only")
 
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
         """The step matrix of MuJoCo's integrator of this model (:mod:`.derivatives`; MuJoCo
@@ -353,7 +352,7 @@ class MjcfSystem(System):
                 "extra_friction": self.extra_friction, "keyframe": self.keyframe}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "refuse"),  # type: ignore[misc]
+        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "model"),  # type: ignore[misc]
                       keyframe=state.get("keyframe"))
 
     def _coordinate_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:

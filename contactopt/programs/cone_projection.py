@@ -31,6 +31,15 @@ semidefinite). The blocks are
 ``gamma`` is continuous across the regimes and ``G`` is its (Clarke) derivative, so the
 total cost is convex and piecewise twice differentiable.
 
+* ``box`` rows (``F = [-f, f]``; dry friction, MuJoCo's ``frictionloss``, not a cone: declared
+  apart from ``K``, :attr:`~contactopt.programs.primal.PrimalProgram.box`): ``gamma = clip(y,
+  -f, f)``, ``G = 1 / R`` where ``|y| < f`` else 0. Their cost ``l_R`` is Huber's function of
+  the row velocity (quadratic ``x^2 / (2 R)`` up to ``|x| = R f``, then ``f |x| - R f^2 / 2``;
+  Todorov 2014, MuJoCo documentation "Computation: friction loss"), no longer
+  ``1/2 gamma R gamma`` once clipped: :func:`regularizer_cost`.
+* ``soc_scaled`` blocks: MuJoCo's elliptic cone ``g_n >= ||(g_i / mu_i)||`` with a coefficient
+  per row (torsional and rolling friction, condim 4 and 6: :func:`_project_soc_scaled`), the
+  conic form's SOC block with unequal tangential scale ``D_i = mu_i``.
 * ``soc_general`` blocks: a friction cone whose tangential ``R`` entries differ (MuJoCo's
   elliptic regularization ``diag(W) / impratio`` per row, used by ``regularized`` with
   ``form = "primal"``) is not analytic in SAP's sense: the sliding regime solves a scalar
@@ -39,7 +48,7 @@ total cost is convex and piecewise twice differentiable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,16 +58,19 @@ from contactopt.programs.conic import Cone
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["ConeLayout", "Group", "cone_layout", "project"]
+__all__ = ["ConeLayout", "Group", "cone_layout", "project", "regularizer_cost", "with_box_rows"]
 
 
 @dataclass(frozen=True)
 class Group:
-    """Blocks of one kind and size: ``rows`` (nb, d) row indices; ``mu`` (nb,) for ``soc``."""
+    """Blocks of one kind and size: ``rows`` (nb, d) row indices; ``mu`` (nb,): the friction
+    coefficients of ``soc`` blocks, the bounds ``f`` of ``box`` rows."""
 
-    kind: str  # "free", "nonneg" or "soc"
+    kind: str  # "free", "nonneg", "box", "soc", "soc_general" or "soc_scaled"
     rows: IntArray
     mu: FloatArray
+    #: (nb, d) per-row factors ``S = (1, D_i / D_0)`` of ``soc_scaled`` blocks; empty otherwise.
+    scale: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def dim(self) -> int:
@@ -94,20 +106,43 @@ def cone_layout(cones: tuple[Cone, ...], scale: FloatArray, R: FloatArray,
         first = starts[soc & (dims == dim)]
         rows = first[:, None] + np.arange(dim)
         tangent_scale, tangent_R = scale[rows[:, 1:]], R[rows[:, 1:]]
-        bad = np.flatnonzero(_spread(tangent_scale) > rtol * np.abs(tangent_scale).max(axis=1))
-        if bad.size:
-            return (f"SOC block at row {int(first[bad[0]])}: unequal tangential row scale "
-                    f"{tangent_scale[bad[0]].tolist()} (not a friction cone {{||g_t|| <= mu g_n}})")
+        if np.any(scale[rows] <= 0):
+            return f"SOC block at row {int(first[np.argmin(scale[rows].min(axis=1))])}: row scale must be > 0"
+        scaled = _spread(tangent_scale) > rtol * np.abs(tangent_scale).max(axis=1)  # MuJoCo's elliptic cone
         isotropic = _spread(tangent_R) <= rtol * np.abs(tangent_R).max(axis=1)
         mu = scale[first + 1] / scale[first]
-        for kind, pick in (("soc", isotropic), ("soc_general", ~isotropic)):
+        for kind, pick in (("soc", isotropic & ~scaled), ("soc_general", ~isotropic & ~scaled)):
             if pick.any():
                 groups.append(Group(kind, rows[pick], mu[pick]))
+        if scaled.any():
+            factors = scale[rows[scaled]] / scale[first[scaled], None]
+            groups.append(Group("soc_scaled", rows[scaled], np.ones(int(scaled.sum())), factors))
     groups.sort(key=lambda group: _ORDER[group.kind])
     return ConeLayout(tuple(groups), m)
 
 
-_ORDER = {"free": 0, "nonneg": 1, "soc": 2, "soc_general": 3}  # stable sort keeps sizes ascending
+_ORDER = {"free": 0, "nonneg": 1, "box": 2, "soc": 3, "soc_general": 4, "soc_scaled": 5}
+
+
+def with_box_rows(layout: ConeLayout, bounds: FloatArray) -> ConeLayout:
+    """``layout`` followed by ``bounds.shape[0]`` box rows ``|gamma| <= bounds`` (the last rows)."""
+    if bounds.shape[0] == 0:
+        return layout
+    rows = layout.m + np.arange(bounds.shape[0])
+    return ConeLayout((*layout.groups, Group("box", rows[:, None], np.asarray(bounds, dtype=np.float64))),
+                      layout.m + bounds.shape[0])
+
+
+def regularizer_cost(layout: ConeLayout, y: FloatArray, gamma: FloatArray, R: FloatArray) -> float:
+    """``l_R = max_{g in F} g^T R y - 1/2 g^T R g`` at its maximizer ``gamma``: ``1/2 gamma^T R
+    gamma`` on cones (where ``gamma^T R (y - gamma) = 0``), plus ``gamma R (y - gamma)`` on the
+    clipped box rows (Huber's linear part)."""
+    cost = 0.5 * float(gamma @ (R * gamma))
+    for group in layout.groups:
+        if group.kind == "box":
+            rows = group.rows[:, 0]
+            cost += float(gamma[rows] @ (R[rows] * (y[rows] - gamma[rows])))
+    return cost  # stable sort keeps sizes ascending
 
 
 def _spread(values: FloatArray) -> FloatArray:
@@ -127,15 +162,26 @@ def project(layout: ConeLayout, y: FloatArray, R: FloatArray,
     gamma = np.empty(layout.m)
     blocks: list[FloatArray] = []
     for group in layout.groups:
-        if group.kind not in ("soc", "soc_general"):
+        if group.kind not in ("soc", "soc_general", "soc_scaled"):
             rows = group.rows[:, 0]
-            values = y[rows] if group.kind == "free" else np.maximum(y[rows], 0.0)
+            if group.kind == "box":
+                values = np.clip(y[rows], -group.mu, group.mu)
+            else:
+                values = y[rows] if group.kind == "free" else np.maximum(y[rows], 0.0)
             gamma[rows] = values
             if hessian:
                 inverse = 1.0 / R[rows]
                 if group.kind == "nonneg":
                     inverse = np.where(y[rows] > 0.0, inverse, 0.0)
+                elif group.kind == "box":
+                    inverse = np.where(np.abs(y[rows]) < group.mu, inverse, 0.0)
                 blocks.append(inverse[:, None, None])
+            continue
+        if group.kind == "soc_scaled":
+            g, G = _project_soc_scaled(y[group.rows], R[group.rows], group.scale, hessian)
+            gamma[group.rows] = g
+            if hessian:
+                blocks.append(G)
             continue
         solve = _project_soc if group.kind == "soc" else _project_soc_general
         g, G = solve(y[group.rows], R[group.rows], group.mu, hessian)
@@ -177,6 +223,19 @@ def _project_soc(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
     return gamma, G
 
 
+def _project_soc_scaled(Y: FloatArray, Rb: FloatArray, S: FloatArray,
+                        hessian: bool) -> tuple[FloatArray, FloatArray]:
+    """MuJoCo's elliptic cone ``g_n >= ||(g_i / s_i)||`` (``S = (1, s_1, ..)``: each row its own
+    coefficient ratio). With ``g = S h`` it is the cone ``h_n >= ||h_t||`` (``mu = 1``) in the
+    norm of ``R' = S^2 R``: ``gamma = S h(S^{-1} y)`` with ``h`` the :func:`_project_soc_general`
+    projection, and ``G = S G' S`` (``G' = (dh / dy') R'^{-1}``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # lanes of other regimes are computed, then dropped
+        h, G = _project_soc_general(Y / S, Rb * S * S, np.ones(Y.shape[0]), hessian)
+    if not hessian:
+        return h * S, G
+    return h * S, S[:, :, None] * G * S[:, None, :]
+
+
 def _project_soc_general(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
                          hessian: bool) -> tuple[FloatArray, FloatArray]:
     """Friction-cone blocks with unequal tangential ``R = diag(R_n, r_1, .., r_k)`` (MuJoCo's
@@ -189,7 +248,8 @@ def _project_soc_general(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
     and ``lambda`` solves ``g(lambda) = ||gamma_t|| / gamma_n = mu``. With ``lambda_0 =
     R_n / mu^2``, ``g`` decreases on ``(0, lambda_0)`` when ``y_n > 0`` and increases on
     ``(lambda_0, inf)`` when ``y_n < 0``; in ``tau = lambda / lambda_0`` (resp. ``lambda_0 /
-    lambda``) both are a decreasing function on (0, 1), solved by bisection to rounding.
+    lambda``) both are a decreasing function on (0, 1), solved to rounding by Newton's method
+    on ``||gamma_t||^2 - mu^2 gamma_n^2`` kept inside the bracket (bisection otherwise).
     The derivative follows from implicit differentiation of ``q = ||gamma_t||^2 - mu^2
     gamma_n^2 = 0``: with ``a = (R_n / (R_n - lambda mu^2), r_i / (r_i + lambda))``,
     ``u = d gamma / d lambda = (gamma_n mu^2 a_n / R_n, -gamma_ti a_i / r_i)`` and
@@ -214,14 +274,25 @@ def _project_soc_general(Y: FloatArray, Rb: FloatArray, mu: FloatArray,
         return gn, gt
 
     low, high = np.zeros(nb), np.ones(nb)
-    for _ in range(64):  # bisection: the bracket halves to below rounding of tau in (0, 1)
-        mid = 0.5 * (low + high)
-        gn, gt = parts(multiplier(mid))
-        ratio = np.sqrt(np.einsum("bi,bi->b", gt, gt)) / np.where(gn != 0, np.abs(gn), 1e-300)
-        above = ratio > mu  # g decreasing in tau: the root lies above mid
-        low = np.where(above, mid, low)
-        high = np.where(above, high, mid)
-    lam = multiplier(0.5 * (low + high))
+    tau = np.full(nb, 0.5)
+    for _ in range(64):  # safeguarded Newton on q(tau) = ||g_t||^2 - mu^2 g_n^2: bisection when it leaves the bracket
+        lam = multiplier(tau)
+        gn, gt = parts(lam)
+        q = np.einsum("bi,bi->b", gt, gt) - mu * mu * gn * gn
+        above = q > 0  # ratio above mu, decreasing in tau: the root lies above tau
+        low = np.where(above, tau, low)
+        high = np.where(above, high, tau)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            dq = 2.0 * (-np.einsum("bi,bi->b", gt, gt / (Rt + lam[:, None])) - mu**4 * gn * gn / (Rn - lam * mu * mu))
+            dq *= np.where(below, lam0, -lam0 / (tau * tau))
+            newton = tau - q / dq
+        inside = np.isfinite(newton) & (newton > low) & (newton < high)
+        step = np.where(inside, newton, 0.5 * (low + high))
+        done = (np.abs(step - tau) <= 4e-16 * tau) | (high - low <= 4e-16 * high) | (q == 0)
+        tau = np.where(q == 0, tau, step)
+        if np.all(done | ~boundary):
+            break
+    lam = multiplier(tau)
     at_pole = boundary & (yn == 0)  # y_n = 0: lambda = lambda_0, gamma_n from the cone
     lam = np.where(at_pole, lam0, lam)
     gn, gt = parts(np.where(at_pole, lam0 * 0.5, lam))

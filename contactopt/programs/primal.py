@@ -32,6 +32,15 @@ a solution ``sigma = gamma`` and the row duals are ``y = D^{-1} gamma``; convers
 complementary exactly, and its stationarity residual is ``grad l(v)``: the conic residuals
 judge a primal solver's answer like any other. :meth:`PrimalProgram.from_conic` reads the
 primal back from a conic program of this shape (e.g. one loaded from a file).
+
+**Box rows** (dry friction, MuJoCo's ``frictionloss``; the last ``nb`` rows, ``F = [-f, f]``,
+``f = box``): ``l_R`` of such a row is Huber's function of ``x = J_i v - v_hat_i``, the
+infimal convolution ``min_sigma 1/2 R sigma^2 + f |x + R sigma|`` (Todorov 2014; MuJoCo
+documentation, "Computation: friction loss"). Its conic form adds a slack ``t_i >= |x + R sigma|``
+per box row, cost ``f t``, and two ``Nonneg`` rows ``t -+ (J v + R sigma - v_hat) >= 0``
+(duals ``y_up, y_lo``): stationarity in ``t`` and ``sigma`` gives ``y_up + y_lo = f`` and
+``sigma = y_lo - y_up``, so ``|sigma| <= f`` with ``sigma = gamma`` at the optimum. Such a
+program keeps its primal (:class:`PrimalConicProgram`); a file holds only its conic form.
 """
 
 from __future__ import annotations
@@ -47,15 +56,15 @@ import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.errors import ShapeError
-from contactopt.programs.cone_projection import ConeLayout, cone_layout, project
-from contactopt.programs.conic import Block, Cone, ConicProgram
+from contactopt.programs.cone_projection import ConeLayout, cone_layout, project, regularizer_cost, with_box_rows
+from contactopt.programs.conic import Block, Cone, ConicProgram, Nonneg
 from contactopt.programs.csc import csc, csr, csr_to_csc, to_csc, to_csr
 
 FloatArray = NDArray[np.float64]
 
 __all__ = ["PrimalConicProgram", "PrimalProgram", "primal_of", "why_not_primal"]
 
-VELOCITY, MULTIPLIER = "v_next", "sigma"
+VELOCITY, MULTIPLIER, BOX_SLACK = "v_next", "sigma", "friction_loss_slack"
 
 
 @dataclass(frozen=True)
@@ -69,12 +78,15 @@ class PrimalProgram:
         R: (m,) positive regularization.
         v_hat: (m,) the velocity each row tends to (``y = -R^{-1} (J v - v_hat)``).
         scale: (m,) positive row scale ``D`` of the conic form.
-        cones: ``K`` of the conic form, in row order (fixes ``F``, see module docstring).
+        cones: ``K`` of the conic form, in row order (fixes ``F``, see module docstring), for
+            every row but the box rows.
         constraints: named blocks of the rows (carried to the conic form).
         metadata: carried to the conic form.
         v_guess: optional (nv,) starting point for a primal solver without a warm start: the
             velocity at the start of the step, i.e. the previous step's answer (SAP's and
             Drake's initial guess); ``v*`` when None.
+        box: (nb,) bounds ``f >= 0`` of the last ``nb`` rows, box rows ``|gamma_i| <= f_i``
+            (dry friction; module docstring); none by default.
     """
 
     A: sp.csc_matrix
@@ -87,6 +99,7 @@ class PrimalProgram:
     constraints: tuple[Block, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
     v_guess: FloatArray | None = None
+    box: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         A = to_csc(self.A)
@@ -115,8 +128,13 @@ class PrimalProgram:
         for name in ("R", "scale"):
             if m and arrays[name].min() <= 0:
                 raise ShapeError(f"PrimalProgram.{name}: must be positive, smallest is {arrays[name].min():g}")
-        if sum(cone.dim for cone in self.cones) != m:
-            raise ShapeError(f"PrimalProgram.cones: dims sum to {sum(k.dim for k in self.cones)}, J has {m} rows")
+        box = np.array(self.box, dtype=np.float64).reshape(-1)
+        if not (np.all(np.isfinite(box)) and np.all(box >= 0)):
+            raise ShapeError("PrimalProgram.box: bounds must be finite and >= 0")
+        object.__setattr__(self, "box", box)
+        if sum(cone.dim for cone in self.cones) + box.shape[0] != m:
+            raise ShapeError(f"PrimalProgram.cones: dims sum to {sum(k.dim for k in self.cones)} with "
+                             f"{box.shape[0]} box rows, J has {m} rows")
         for name, item in (("A", A), ("v_star", v_star), ("J", J), ("cones", tuple(self.cones)),
                            ("constraints", tuple(self.constraints)), ("metadata", dict(self.metadata)),
                            *arrays.items()):
@@ -140,7 +158,9 @@ class PrimalProgram:
         """The rows grouped for the projection, or why it does not apply (an SOC block with
         unequal tangential ``scale`` is no friction cone; the conic form is still fine for
         other solvers)."""
-        return cone_layout(self.cones, self.scale, self.R)
+        cones = self.m - self.box.shape[0]
+        layout = cone_layout(self.cones, self.scale[:cones], self.R[:cones])
+        return layout if isinstance(layout, str) else with_box_rows(layout, self.box)
 
     @property
     def cone_layout(self) -> ConeLayout:
@@ -156,8 +176,9 @@ class PrimalProgram:
     def cost(self, v: ArrayLike) -> float:
         """``l(v) - 1/2 v*'A v*`` (S1): the value the conic form's objective takes at its optimum."""
         vv = np.asarray(v, dtype=np.float64)
-        gamma = self.impulses(vv)
-        return float(0.5 * vv @ (self.A @ vv) + self.c @ vv + 0.5 * gamma @ (self.R * gamma))
+        y = (self.v_hat - self.J @ vv) / self.R
+        gamma = project(self.cone_layout, y, self.R, hessian=False)[0]
+        return float(0.5 * vv @ (self.A @ vv) + self.c @ vv) + regularizer_cost(self.cone_layout, y, gamma, self.R)
 
     def gradient(self, v: ArrayLike) -> FloatArray:
         """``A (v - v*) - J^T gamma(J v)`` (S5)."""
@@ -165,8 +186,24 @@ class PrimalProgram:
         return np.asarray(self.A @ vv + self.c - self.J.T @ self.impulses(vv))
 
     def dual(self, gamma: ArrayLike) -> FloatArray:
-        """Row duals ``y = D^{-1} gamma`` of the conic form."""
-        return np.asarray(gamma, dtype=np.float64) / self.scale
+        """Row duals of the conic form: ``y = D^{-1} gamma`` on the cone rows, then
+        ``y_up = (f - gamma) / 2`` and ``y_lo = (f + gamma) / 2`` of the box rows."""
+        g = np.asarray(gamma, dtype=np.float64)
+        nb = self.box.shape[0]
+        if not nb:
+            return g / self.scale
+        cones, box = g[:self.m - nb], g[self.m - nb:]
+        return np.concatenate([cones / self.scale[:self.m - nb], 0.5 * (self.box - box), 0.5 * (self.box + box)])
+
+    def conic_x(self, v: ArrayLike, gamma: ArrayLike) -> FloatArray:
+        """The conic form's ``x = [v, sigma = gamma, t]`` (``t = |J v + R gamma - v_hat|`` on box rows)."""
+        vv, g = np.asarray(v, dtype=np.float64), np.asarray(gamma, dtype=np.float64)
+        nb = self.box.shape[0]
+        if not nb:
+            return np.concatenate([vv, g])
+        rows = slice(self.m - nb, self.m)
+        slack = np.abs(self.J[rows] @ vv + self.R[rows] * g[rows] - self.v_hat[rows])
+        return np.concatenate([vv, g, slack])
 
     def to_conic(self) -> PrimalConicProgram:
         """The conic form (S6), which keeps this program for primal solvers. ``P`` and ``A``
@@ -180,10 +217,34 @@ class PrimalProgram:
         DJ = csr_to_csc(csr(J.data * np.repeat(self.scale, np.diff(J.indptr)), J.indices, J.indptr, J.shape))
         A_conic = csc(-np.concatenate([DJ.data, self.scale * self.R]), np.concatenate([DJ.indices, np.arange(m)]),
                       np.concatenate([DJ.indptr, DJ.nnz + diagonal]), (m, nv + m))
+        if self.box.shape[0]:
+            return self._box_conic(P, A_conic)
         return PrimalConicProgram(
             P=P, c=np.concatenate([self.c, np.zeros(m)]), A=A_conic, b=-self.scale * self.v_hat,
             cones=self.cones, variables=(Block(VELOCITY, 0, nv), Block(MULTIPLIER, nv, nv + m)),
             constraints=self.constraints, metadata={**self.metadata, "program": "sap_primal"},
+            primal=self)
+
+    def _box_conic(self, P: sp.csc_matrix, A_rows: sp.csc_matrix) -> PrimalConicProgram:
+        """The conic form with box rows (module docstring): ``x = [v, sigma, t]``; the box rows'
+        ``-[J, R] x <= -v_hat`` of (S6) become ``t -+ (J v + R sigma - v_hat) >= 0``."""
+        nv, m, nb = self.nv, self.m, self.box.shape[0]
+        cones_m = m - nb
+        rows = A_rows.tocsr()
+        cone_rows, box_rows = rows[:cones_m], -rows[cones_m:]  # box_rows = [J, R] (scale 1)
+        slack = sp.hstack([sp.csr_matrix((nb, nv + m)), -sp.identity(nb, format="csr")])
+        A = sp.vstack([sp.hstack([cone_rows, sp.csr_matrix((cones_m, nb))]),
+                       sp.hstack([box_rows, sp.csr_matrix((nb, nb))]) + slack,
+                       sp.hstack([-box_rows, sp.csr_matrix((nb, nb))]) + slack], format="csc")
+        v_hat_box = self.v_hat[cones_m:]
+        blocks = (Block("friction_loss_upper", cones_m, m), Block("friction_loss_lower", m, m + nb))
+        return PrimalConicProgram(
+            P=to_csc(sp.block_diag([P, sp.csc_matrix((nb, nb))], format="csc")),
+            c=np.concatenate([self.c, np.zeros(m), self.box]), A=A,
+            b=np.concatenate([-self.scale[:cones_m] * self.v_hat[:cones_m], v_hat_box, -v_hat_box]),
+            cones=(*self.cones, Nonneg(2 * nb)),
+            variables=(Block(VELOCITY, 0, nv), Block(MULTIPLIER, nv, nv + m), Block(BOX_SLACK, nv + m, nv + m + nb)),
+            constraints=(*self.constraints, *blocks), metadata={**self.metadata, "program": "sap_primal"},
             primal=self)
 
     @staticmethod

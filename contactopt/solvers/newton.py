@@ -92,7 +92,7 @@ from numpy.typing import NDArray
 from contactopt.budgets import count_option
 from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status, residuals
-from contactopt.programs.cone_projection import ConeLayout, project
+from contactopt.programs.cone_projection import ConeLayout, project, regularizer_cost
 from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers import newton_kernels as kernels
 from contactopt.solvers import newton_sparse
@@ -175,7 +175,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             status = status if more is Status.MAX_ITERATIONS else more
     usable = status.usable
     return make_solution(program, solver="newton", status=status,
-                         x=np.concatenate([v, gamma]) if usable else None,
+                         x=primal.conic_x(v, gamma) if usable else None,
                          y=primal.dual(gamma) if usable else None,
                          iterations=iterations, watch=watch, message=message,
                          raw=None if history is None else {"history": history})
@@ -225,8 +225,9 @@ def _initial(primal: PrimalProgram, warm_start: Any) -> FloatArray:
     if warm_start is None:
         return np.array(primal.v_star if primal.v_guess is None else primal.v_guess)
     start = np.asarray(warm_start, dtype=np.float64).reshape(-1)
-    if start.shape[0] not in (primal.nv, primal.nv + primal.m) or not np.all(np.isfinite(start)):
-        raise OptionError(f"solver 'newton': warm_start must be {primal.nv} (v) or {primal.nv + primal.m} (x) "
+    sizes = (primal.nv, primal.nv + primal.m + primal.box.shape[0])
+    if start.shape[0] not in sizes or not np.all(np.isfinite(start)):
+        raise OptionError(f"solver 'newton': warm_start must be {sizes[0]} (v) or {sizes[1]} (x) "
                           f"finite numbers, got {start.shape[0]}")
     return np.array(start[:primal.nv])
 
@@ -267,6 +268,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
     With ``blocks`` (:func:`.newton_kernels.block_arrays`) the projection and the line
     search run compiled; the factorization is :class:`.ActiveHessian`'s either way."""
     A, J, R, v_hat, c = _operators(primal)
+    box = primal.box.shape[0] > 0  # Huber rows: l_R is no longer 1/2 gamma' R gamma once clipped
     JT = J.T
     d_inv = 1.0 / np.sqrt(primal.A.diagonal())
     c_norm = float(np.linalg.norm(d_inv * c))
@@ -281,7 +283,8 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
         Av = A @ v
         jc = JT @ gamma
         gradient = Av + c - jc
-        cost = float(0.5 * v @ Av + c @ v + 0.5 * gamma @ (R * gamma))
+        cost = float(0.5 * v @ Av + c @ v) + (regularizer_cost(layout, y, gamma, R) if box
+                                               else 0.5 * float(gamma @ (R * gamma)))
         if not np.isfinite(cost):
             return Status.NUMERICAL_ERROR, v, iteration, "non-finite cost"
         size = max(float(np.linalg.norm(d_inv * Av)), c_norm, float(np.linalg.norm(d_inv * jc)))

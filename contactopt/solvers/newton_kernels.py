@@ -9,7 +9,8 @@ array calls of 1-5 us each, and the line search calls the projection 3-8 times p
 iteration: overhead, not arithmetic. Compiled, a whole solve is tens of microseconds.
 
 Blocks are described by flat arrays: ``start`` (first row), ``dim``, ``kind`` (FREE,
-NONNEG or SOC; a ``nonneg`` row is a 1-row block) and ``mu``. When numba is not installed
+NONNEG, SOC or BOX; a ``nonneg`` or ``box`` row is a 1-row block) and ``mu`` (a box row's
+bound; its cost is Huber's, :func:`box_cost`). When numba is not installed
 (or ``CONTACTOPT_NO_NUMBA`` is set) ``AVAILABLE`` is False and
 :mod:`contactopt.solvers.newton` uses its NumPy path (same results to rounding, tested).
 """
@@ -31,7 +32,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 Blocks = tuple[IntArray, IntArray, IntArray, FloatArray]  # (start, dim, kind, mu)
-FREE, NONNEG, SOC = 0, 1, 2
+FREE, NONNEG, SOC, BOX = 0, 1, 2, 3
 #: Status codes of :func:`dense_newton`, read by the solver.
 CRITERION, COST_FLOOR, NO_DESCENT, MAX_ITER, NONFINITE, NOT_PD = range(6)
 
@@ -40,8 +41,8 @@ CRITERION, COST_FLOOR, NO_DESCENT, MAX_ITER, NONFINITE, NOT_PD = range(6)
 # takes 10-60 s (cached on disk afterwards, in __pycache__); CONTACTOPT_NO_NUMBA=1 keeps the
 # NumPy path, e.g. for a one-off run on a fresh checkout.
 AVAILABLE = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
-_KERNELS = ("_soc_block", "project_blocks", "line_derivatives", "line_search", "_matvec", "_scaled_norm",
-            "dense_newton")
+_KERNELS = ("_soc_block", "project_blocks", "box_cost", "line_derivatives", "line_search", "_matvec",
+            "_scaled_norm", "dense_newton")
 _compiled = False
 _LOCK = threading.Lock()
 
@@ -69,13 +70,13 @@ def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
                 namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
 
 
-_CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC}
+_CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC, "box": BOX}
 
 
 def block_arrays(layout: ConeLayout) -> Blocks | None:
     """``(start, dim, kind, mu)`` of every block, or None when a block has no kernel (a
-    ``soc_general`` friction cone: those stay on the NumPy path)."""
-    if any(group.kind == "soc_general" for group in layout.groups):
+    ``soc_general`` friction cone or a ``box`` row: those stay on the NumPy path)."""
+    if any(group.kind not in _CODES for group in layout.groups):
         return None
     parts = [(group.rows[:, 0], group.rows.shape[1], _CODES[group.kind], group.mu) for group in layout.groups]
     if not parts:  # no constraint rows
@@ -84,11 +85,11 @@ def block_arrays(layout: ConeLayout) -> Blocks | None:
         first, d, code, mu = parts[0]
         n = first.shape[0]
         return (first.astype(np.int64), np.full(n, d, np.int64), np.full(n, code, np.int64),
-                mu.astype(np.float64) if code == SOC else np.zeros(n))
+                mu.astype(np.float64) if code in (SOC, BOX) else np.zeros(n))
     return (np.concatenate([p[0] for p in parts]).astype(np.int64),
             np.concatenate([np.full(p[0].shape[0], p[1], np.int64) for p in parts]),
             np.concatenate([np.full(p[0].shape[0], p[2], np.int64) for p in parts]),
-            np.concatenate([p[3] if p[2] == SOC else np.zeros(p[0].shape[0]) for p in parts]).astype(np.float64))
+            np.concatenate([p[3] if p[2] in (SOC, BOX) else np.zeros(p[0].shape[0]) for p in parts]).astype(np.float64))
 
 
 def _soc_block(y: FloatArray, R: FloatArray, s: int, d: int, mu: float, gamma: FloatArray,
@@ -142,10 +143,27 @@ def project_blocks(y: FloatArray, R: FloatArray, start: IntArray, dim: IntArray,
         if kind[b] == SOC:
             _soc_block(y, R, s, dim[b], mu[b], gamma, G[b], want_G)
             continue
+        if kind[b] == BOX:  # clip to [-f, f]
+            inside = abs(y[s]) < mu[b]
+            gamma[s] = y[s] if inside else math.copysign(mu[b], y[s])
+            if want_G:
+                G[b, 0, 0] = 1.0 / R[s] if inside else 0.0
+            continue
         positive = kind[b] == FREE or y[s] > 0.0
         gamma[s] = y[s] if positive else 0.0
         if want_G:
             G[b, 0, 0] = 1.0 / R[s] if positive else 0.0
+
+
+def box_cost(y: FloatArray, R: FloatArray, start: IntArray, kind: IntArray, gamma: FloatArray) -> float:
+    """What the box rows add to ``1/2 gamma' R gamma`` for the regularizer cost ``l_R``:
+    ``gamma R (y - gamma)``, Huber's linear part where clipped (0 inside)."""
+    extra = 0.0
+    for b in range(start.shape[0]):
+        if kind[b] == BOX:
+            s = start[b]
+            extra += gamma[s] * R[s] * (y[s] - gamma[s])
+    return extra
 
 
 def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray,
@@ -170,6 +188,12 @@ def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray,
                 for i in range(d):
                     for j in range(d):
                         second += w[s + i] * G[i, j] * w[s + j]
+            continue
+        if kind[k] == BOX:
+            inside = abs(y[s]) < mu[k]
+            first -= w[s] * (y[s] if inside else math.copysign(mu[k], y[s]))
+            if want_second and inside:
+                second += w[s] * w[s] / R[s]
             continue
         positive = kind[k] == FREE or y[s] > 0.0
         if positive:
@@ -283,6 +307,7 @@ def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray,
             cost += 0.5 * v[i] * Av[i] + c[i] * v[i]
         for i in range(m):
             cost += 0.5 * gamma[i] * R[i] * gamma[i]
+        cost += box_cost(y, R, start, kind, gamma)
         if not math.isfinite(cost):
             return NONFINITE, iteration
         size = max(_scaled_norm(d_inv, Av), c_norm, _scaled_norm(d_inv, jc))

@@ -242,7 +242,9 @@ class ActiveHessian:
             self._kept = [i for i, union in enumerate(self._union) if union.any()]
             groups = tuple(Group(self.layout.groups[i].kind, self.layout.groups[i].rows[self._union[i]],
                                  self.layout.groups[i].mu[self._union[i]] if self.layout.groups[i].mu.size
-                                 else self.layout.groups[i].mu) for i in self._kept)
+                                 else self.layout.groups[i].mu,
+                                 self.layout.groups[i].scale[self._union[i]] if self.layout.groups[i].scale.size
+                                 else self.layout.groups[i].scale) for i in self._kept)
             self._hessian = Hessian(self.A, self.J, ConeLayout(groups, self.layout.m))
         self._hessian.factor([G[i][self._union[i]] for i in self._kept])
 

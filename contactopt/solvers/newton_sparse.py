@@ -164,6 +164,7 @@ def evaluate_and_assemble(v: FloatArray, Jp: IntArray, Ji: IntArray, Jx: FloatAr
         if gamma[i] != 0.0:
             for p in range(Jp[i], Jp[i + 1]):
                 jc[Ji[p]] += Jx[p] * gamma[i]
+    cost += kernels.box_cost(y, R, start, kind, gamma)
     g2 = a2 = j2 = 0.0
     for j in range(nv):
         gradient[j] = Av[j] + c[j] - jc[j]
@@ -230,7 +231,7 @@ def search_step(v: FloatArray, step: FloatArray, Jp: IntArray, Ji: IntArray, Jx:
     keep = np.zeros(start.shape[0], np.bool_)
     for k in range(start.shape[0]):
         s = start[k]
-        if kind[k] == kernels.FREE:
+        if kind[k] == kernels.FREE or kind[k] == kernels.BOX:  # never without an impulse on the segment
             keep[k] = True
             continue
         for alpha in (0.0, alpha_max):

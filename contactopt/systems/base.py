@@ -183,6 +183,10 @@ class System(ABC):
         """Dry joint/tendon friction rows (box-constrained) at ``q``; none by default."""
         return FrictionLoss.empty(self.nv)
 
+    #: The cap (m/s) on the speed at which rigid formulations remove a penetration when the
+    #: option ``max_recovery_speed`` is not given (:mod:`contactopt.formulations.recovery`): none.
+    default_max_recovery_speed: ClassVar[float] = math.inf
+
     def check_contact_model(self) -> None:
         """Raise if the contacts last returned by :meth:`contacts` carry friction that the
         3-row contact frames of the formulations cannot express (``mjcf``: condim 4 and 6);
