@@ -158,7 +158,8 @@ def test_symmetric_part_is_trusted_by_programs_until_its_arrays_change(monkeypat
         checks.append(1)
         return bool(original(*args))  # type: ignore[arg-type]
 
-    for W in (sp.csc_matrix(base @ base.T + np.eye(40)), sp.csc_matrix(np.triu(base) + np.eye(40))):
+    skew = np.triu(base) - np.triu(base).T  # a nonsymmetric W whose symmetric part is positive definite
+    for W in (sp.csc_matrix(base @ base.T + np.eye(40)), sp.csc_matrix(base @ base.T + np.eye(40) + skew)):
         P = symmetric_part(W)
         assert symmetric_by_construction(P)
         np.testing.assert_array_equal(P.toarray(), P.toarray().T)

@@ -135,6 +135,9 @@ def _objective(program: ConicProgram | LCP, x: np.ndarray) -> float:
 def _run_all(program: ConicProgram | LCP) -> dict[str, co.Solution]:
     """Every installed solver that takes ``program``; each claim of optimal is re-checked."""
     answers: dict[str, co.Solution] = {}
+    if isinstance(program, ConicProgram):  # the data, for a failing example's report
+        note(f"P={program.P.toarray().tolist()} c={program.c.tolist()} A={program.A.toarray().tolist()} "
+             f"b={program.b.tolist()} cones={program.cones}")
     for name in SOLVERS:
         if not solvers.can_take(program, name):
             continue

@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.lcp import LCP
-from contactopt.programs.relative import FLOOR
+from contactopt.programs.relative import FLOOR, data_reach
 
 FloatArray = NDArray[np.float64]
 
@@ -89,6 +89,11 @@ def _reach(diagonal: FloatArray, linear: FloatArray, fallback: float | None = No
     return reach
 
 
+def _filled_reach(reach: FloatArray) -> FloatArray:
+    """``reach`` without its round-off entries (below :data:`FLOOR` times the largest)."""
+    return reach[reach > FLOOR * reach.max(initial=0.0)]
+
+
 def _geometric_mean(values: FloatArray) -> float:
     """The power of two nearest the geometric mean of the positive finite ``values`` (1 if none)."""
     good = values[np.isfinite(values) & (values > 0.0)]
@@ -117,7 +122,7 @@ class Normalize:
             return None
         abs_A = sp.csc_matrix((np.abs(program.A.data), program.A.indices, program.A.indptr), shape=program.A.shape)
         diagonal = program.P.diagonal()
-        alpha = _geometric_mean(_reach(diagonal, program.c))
+        alpha = _geometric_mean(_filled_reach(data_reach(program)))
         rows = np.abs(program.b) + alpha * (abs_A @ np.ones(program.n))
         beta = 1.0 / _geometric_mean(rows[rows > FLOOR * rows.max(initial=0.0)])
         sigma = 1.0 / _geometric_mean(np.abs(program.c) * alpha + np.abs(diagonal) * alpha * alpha)

@@ -12,7 +12,8 @@ row divided by the sum of the absolute values of the terms that row adds up,
     stationarity col j:  |(P x + c + A^T y)_j| / (|c_j| + sum_k |P_jk| |x_k| + sum_i |A_ij| |y_i|)
 
 where ``X_j = |x_j| + |c_j| / P_jj`` adds to ``|x_j|`` the size one step of the applied forces
-gives the variable (``v_free`` for a velocity, ``m g h``-sized impulses for an impulse): a
+gives the variable (``v_free`` for a velocity, ``m g h``-sized impulses for an impulse;
+:func:`data_reach`): a
 contact at rest has ``phi ~ 0`` and ``v ~ 0``, and its row must still be read in the
 velocity unit the step moves things by, not in the round-off of zero. A variable whose
 ``X_j`` is empty (zero, untouched by any force) takes the geometric mean of the others'.
@@ -34,7 +35,8 @@ largest scale of the same family keeps rows that are exactly empty from dividing
 A diverging iterate on an infeasible program (``|x| ~ 1e11`` leaving a row violated by 0.5)
 passes a backward-error test, since ``0.5`` is round-off next to ``1e11``;
 :func:`conic_data_violation` measures the rows against the magnitudes the data alone implies
-(``X0_j = max(|c_j| / P_jj, |b_i| / |A_ij|)``) for the judge to catch it.
+(``X0_j``: the larger of :func:`data_reach` and ``max_i |b_i| / |A_ij|``) for the judge to
+catch it.
 """
 
 from __future__ import annotations
@@ -48,8 +50,15 @@ from contactopt.programs.lcp import LCP
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["FLOOR", "conic_data_violation", "conic_relative", "conic_relative_terms", "lcp_data_violation",
-           "lcp_relative"]
+__all__ = [
+    "FLOOR",
+    "conic_data_violation",
+    "conic_relative",
+    "conic_relative_terms",
+    "data_reach",
+    "lcp_data_violation",
+    "lcp_relative",
+]
 
 #: A scale is never taken below this fraction of the largest scale of its family (rows,
 #: columns): an exactly empty row divides by the floor, not by zero.
@@ -95,6 +104,12 @@ def _filled(reach: FloatArray) -> FloatArray:
     return out
 
 
+def data_reach(program: ConicProgram) -> FloatArray:
+    """The size the data give each variable: ``|c_j| / P_jj``, what one step of the applied
+    forces moves it by (0 where the variable has no curvature or no force)."""
+    return _diagonal_reach(program.P.diagonal(), np.abs(program.c))
+
+
 def _diagonal_reach(diagonal: FloatArray, numerator: FloatArray) -> FloatArray:
     """``numerator / diagonal`` where the diagonal is positive, else 0."""
     out = np.zeros_like(numerator)
@@ -130,7 +145,7 @@ def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s:
     abs_A = _absolute(program.A, program, "_abs_A")
     abs_P = _absolute(program.P, program, "_abs_P")
     abs_x, abs_y = np.abs(x), np.abs(y)
-    reach = _filled(abs_x + _diagonal_reach(program.P.diagonal(), np.abs(program.c)))
+    reach = _filled(abs_x + data_reach(program))
     row_scale = _floored(np.abs(program.b) + abs_A @ reach)
     column_scale = _floored(np.abs(program.c) + abs_P @ reach + abs_A.T @ abs_y)
     mobility, share = _dual_weight(program, abs_A, column_scale)
@@ -192,8 +207,8 @@ def _weight(mobility: FloatArray, share: FloatArray, scale: FloatArray) -> Float
 
 def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) -> float:
     """The worst primal row violation of ``x`` relative to the magnitudes the data alone
-    implies: ``|b_i| + sum_j |A_ij| X0_j`` with ``X0_j = max(|c_j| / P_jj, max_i |b_i| / |A_ij|)``
-    (a diverging iterate's round-off is not a data-sized residual)."""
+    implies: ``|b_i| + sum_j |A_ij| X0_j`` with ``X0_j`` the larger of :func:`data_reach` and
+    ``max_i |b_i| / |A_ij|``: a diverging iterate's round-off is not a data-sized residual."""
     from contactopt.programs.residuals import cone_row_indices
 
     zero, nonneg, socs = cone_row_indices(program)
@@ -205,23 +220,26 @@ def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) ->
     if not violation.any():
         return 0.0
     abs_A = _absolute(program.A, program, "_abs_A")
-    b_reach = _column_max(abs_A, np.abs(program.b))
-    reach = np.maximum(_diagonal_reach(program.P.diagonal(), np.abs(program.c)), b_reach)
+    reach = np.maximum(data_reach(program), _column_max(abs_A, np.abs(program.b)))
     data_scale = _floored(np.abs(program.b) + abs_A @ reach)
     return float((violation / data_scale).max())
 
 
 def _column_max(abs_matrix: sp.csc_matrix, rhs: FloatArray) -> FloatArray:
-    """``max_i rhs_i / |A_ij|`` per column ``j`` over the stored nonzeros."""
+    """``max_i rhs_i / |A_ij|`` per column ``j`` over its entries that are not round-off
+    (at least :data:`FLOOR` times the column's largest: an entry of 1e-284 asks nothing)."""
     out = np.zeros(abs_matrix.shape[1])
     if abs_matrix.nnz == 0:
         return out
-    nonzero = abs_matrix.data > 0.0
-    ratio = np.zeros_like(abs_matrix.data)
-    ratio[nonzero] = rhs[abs_matrix.indices[nonzero]] / abs_matrix.data[nonzero]
     counts = np.diff(abs_matrix.indptr)
     filled = counts > 0
-    out[filled] = np.maximum.reduceat(ratio, abs_matrix.indptr[:-1][filled])
+    starts = abs_matrix.indptr[:-1][filled]
+    largest = np.zeros(abs_matrix.shape[1])
+    largest[filled] = np.maximum.reduceat(abs_matrix.data, starts)
+    significant = abs_matrix.data > FLOOR * np.repeat(largest, counts)
+    ratio = np.zeros_like(abs_matrix.data)
+    ratio[significant] = rhs[abs_matrix.indices[significant]] / abs_matrix.data[significant]
+    out[filled] = np.maximum.reduceat(ratio, starts)
     return out
 
 

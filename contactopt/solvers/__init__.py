@@ -197,9 +197,10 @@ def _normalized_solve(program: Program, backend: Any, variant: str | None, optio
     if normalize is not True:
         first = _refined(program, _answer(program, backend.solve(program, variant, options), own), refine)
         claim = first.claimed or first.status
-        # not a budget the backend ran out of; a certificate of infeasibility is checked in the
-        # program's own units too (OSQP's tests are absolute: a 1 ug box looked unbounded)
-        retried = claim is not Status.MAX_ITERATIONS
+        # an answer, or the backend's numerical trouble; not a budget the backend ran out of,
+        # nor its certificate of infeasibility (a rescaled, nearly infeasible program can
+        # polish to a point that no judgement of its rows refutes)
+        retried = claim.usable or claim is Status.NUMERICAL_ERROR
         if normalize is False or first.status is Status.OPTIMAL or not retried:
             return first
     reduced = Normalize().apply(program)

@@ -144,6 +144,15 @@ INACCURATE_LEVEL, WRONG_LEVEL = 1e-6, 1e-2
 CONFIRM_LEVEL = 0.1 * INACCURATE_LEVEL
 
 
+def believed(program: Program, x: np.ndarray, y: np.ndarray | None) -> bool:
+    """Whether a finite iterate passes contactopt's row-wise judgement at :data:`CONFIRM_LEVEL`
+    (what contactopt's own iterative solvers ask before they stop); a non-finite one: True,
+    its status says so already."""
+    if not (np.all(np.isfinite(x)) and (y is None or np.all(np.isfinite(y)))):
+        return True
+    return residuals(program, x, y).relative <= CONFIRM_LEVEL
+
+
 def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
           message: str, s: np.ndarray | None = None) -> tuple[Status, str]:
     """Downgrade a solver's claim when contactopt's own residuals contradict it.

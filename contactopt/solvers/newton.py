@@ -91,12 +91,12 @@ from numpy.typing import NDArray
 
 from contactopt.budgets import count_option
 from contactopt.errors import OptionError
-from contactopt.programs import ConicProgram, Solution, Status, residuals
+from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.cone_projection import ConeLayout, project, regularizer_cost
 from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers import newton_kernels as kernels
 from contactopt.solvers import newton_sparse
-from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, check_options, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, believed, check_options, make_solution
 from contactopt.solvers.newton_linalg import ActiveHessian
 
 FloatArray = NDArray[np.float64]
@@ -160,7 +160,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks, history)
         if gamma is None or not np.all(np.isfinite(v)):
             gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
-        if status is Status.OPTIMAL and not _believed(program, primal, v, gamma):
+        if status is Status.OPTIMAL and not believed(program, primal.conic_x(v, gamma), primal.dual(gamma)):
             # (S10) is one global norm: a row whose own terms are far below the largest (the
             # friction of a box at rest, 1e-14 N s next to m g h) can still be off; Newton goes
             # on to its rounding floor (cost_tol), and contactopt's judgement reads the result
@@ -179,13 +179,6 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                          y=primal.dual(gamma) if usable else None,
                          iterations=iterations, watch=watch, message=message,
                          raw=None if history is None else {"history": history})
-
-
-def _believed(program: ConicProgram, primal: PrimalProgram, v: FloatArray, gamma: FloatArray) -> bool:
-    """Whether ``(v, gamma)`` passes contactopt's row-wise judgement at :data:`.base.CONFIRM_LEVEL`."""
-    if not (np.all(np.isfinite(v)) and np.all(np.isfinite(gamma))):
-        return True  # the status says so already
-    return residuals(program, np.concatenate([v, gamma]), primal.dual(gamma)).relative <= CONFIRM_LEVEL
 
 
 def record(history: list[dict[str, Any]] | None, layout: ConeLayout, y: FloatArray, gamma: FloatArray,

@@ -85,16 +85,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError, UnsupportedProgramError
-from contactopt.programs import ConicProgram, Solution, Status, residuals
+from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers import pgs_kernel
-from contactopt.solvers.base import (
-    CONFIRM_LEVEL,
-    Program,
-    SolverSpec,
-    Stopwatch,
-    check_options,
-    make_solution,
-)
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, believed, check_options, make_solution
 from contactopt.solvers.pgs_setup import Setup, build_setup, check, refusal
 
 FloatArray = NDArray[np.float64]
@@ -133,13 +126,12 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             raise UnsupportedProgramError(refusal(program, reason))
         setup = build_setup(program)
         u0 = _initial_point(setup, options.get("warm_start"), program.n)
-    def believed(u: FloatArray) -> bool:  # contactopt's row-wise judgement, as make_solution will read it
+    def believed_at(u: FloatArray) -> bool:  # contactopt's row-wise judgement, as make_solution will read it
         x = u / setup.E
-        y = None if setup.D is None else _duals(program, setup, x)
-        return residuals(program, x, y).relative <= CONFIRM_LEVEL
+        return believed(program, x, None if setup.D is None else _duals(program, setup, x))
 
     with watch.time("solve"), np.errstate(over="ignore", invalid="ignore"):
-        u, status, sweeps, residual, tol_abs = _iterate(setup, u0, max_iter, tol, omega, believed)
+        u, status, sweeps, residual, tol_abs = _iterate(setup, u0, max_iter, tol, omega, believed_at)
         x = u / setup.E
         y = None if setup.D is None else _duals(program, setup, x)
     if status is Status.OPTIMAL:
