@@ -1,4 +1,4 @@
-"""The minimum-norm solves of the refinement and the polish (LAPACK gelsy) against NumPy's SVD."""
+"""The minimum-norm solves of the refinement and the polish (iterated Tikhonov on QDLDL) against NumPy's SVD."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from contactopt.solvers.polish import min_norm_solve
 
 @pytest.mark.parametrize("size", [1, 2, 5, 30])
 def test_min_norm_solve_equals_the_svd_solution(size: int) -> None:
-    """gelsy's minimum-norm solution equals NumPy's SVD one, singular systems included."""
+    """The minimum-norm solution equals NumPy's SVD one, singular systems included."""
     rng = np.random.default_rng(size)
     for rank in {size, max(size - 1, 1)}:
         factor = rng.standard_normal((size, rank))
