@@ -58,19 +58,20 @@ def held_ctrl(model: Any) -> np.ndarray | None:
     return np.array(model.key_ctrl[0]) if model.nkey and model.nu else None
 
 
-def mj_step_seconds(scene: co.Scene, ctrl: np.ndarray | None, steps: int) -> float:
-    """Seconds per ``mj_step`` from the scene's state on a fresh ``MjData`` of the same model."""
+def mj_step_time(scene: co.Scene, controls: np.ndarray) -> float:
+    """Seconds per ``mj_step`` from the scene's state on a fresh ``MjData`` of the same model,
+    replaying ``controls`` (one ctrl row per step; no rows for a model without actuators)."""
     import mujoco
 
-    model = scene.system.model  # type: ignore[attr-defined]
+    model = mujoco.MjModel.from_xml_path(str(scene.system.path))  # type: ignore[attr-defined]
+    model.opt.timestep = scene.dt  # a copy: the scene's own model is left as it is
     data = mujoco.MjData(model)
     data.qpos[:], data.qvel[:] = scene.q0, scene.v0
-    if ctrl is not None:
-        data.ctrl[:] = ctrl
     start = time.perf_counter()
-    for _ in range(steps):
+    for u in controls:
+        data.ctrl[:] = u
         mujoco.mj_step(model, data)
-    return (time.perf_counter() - start) / max(1, steps)
+    return (time.perf_counter() - start) / max(1, len(controls))
 
 
 def simulate_within(scene: co.Scene, method: Method, steps: int, controller: Any,
@@ -134,7 +135,8 @@ def run_model(name: str, path: Any, steps: int, limit: float, methods: list[Meth
     model = scene.system.model  # type: ignore[attr-defined]
     ctrl = held_ctrl(model)
     controller = {"type": "constant", "u": ctrl.tolist()} if ctrl is not None else None
-    mj_seconds = mj_step_seconds(scene, ctrl, max(steps, MJ_STEP_TIMING_STEPS))
+    held = np.zeros(model.nu) if ctrl is None else ctrl
+    mj_seconds = mj_step_time(scene, np.tile(held, (max(steps, MJ_STEP_TIMING_STEPS), 1)))
     common = {"model": name, "nv": int(model.nv), "nu": int(model.nu), "dt": scene.dt,
               "keyframe": bool(model.nkey), "mj_step_ms": 1e3 * mj_seconds}
     reference, mujoco_status, mujoco_wall = simulate_within(scene, MUJOCO, steps, controller, limit)
