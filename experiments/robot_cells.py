@@ -119,13 +119,21 @@ def trajectory_numbers(traj: co.Trajectory | None, reference: co.Trajectory | No
                "penetration": max(0.0, -min(phis)) if phis else 0.0,
                "solver_ms": 1e3 * solver / count, "dist_q": np.nan}
     if reference is not None:
-        last = min(count, len(reference.steps))
+        last = min(len(traj.q), len(reference.q)) - 1  # a failed step is recorded without its state
         numbers["dist_q"] = float(np.abs(traj.q[last] - reference.q[last]).max())
     return numbers
 
 
 def run_model(name: str, path: Any, steps: int, limit: float, methods: list[Method]) -> list[dict[str, Any]]:
-    """The rows of one model (a single ``refused`` row when the model does not load)."""
+    """The rows of one model (a single ``refused`` row when the model does not load or its
+    bookkeeping fails: one model cannot end the sweep)."""
+    try:
+        return _model_rows(name, path, steps, limit, methods)
+    except Exception as exc:
+        return [{"model": name, "method": "(all)", "status": f"refused: {type(exc).__name__}: {one_line(exc)}"}]
+
+
+def _model_rows(name: str, path: Any, steps: int, limit: float, methods: list[Method]) -> list[dict[str, Any]]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

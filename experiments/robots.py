@@ -33,6 +33,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -131,20 +132,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     models = select(args.models.split(",") if args.models else None, args.quick)
     warm_up(own_models()[1].path, METHODS)
     rows: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    folder = Path(args.out)
     start = time.perf_counter()
     for number, model in enumerate(models, 1):
         print(f"[{number}/{len(models)}] {model.name} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
         rows += run_model(model.name, model.path, steps, args.cell_time_limit, METHODS)
+        summary = medians(rows)
+        write_results(folder, rows, {"steps": steps, "cell_time_limit": args.cell_time_limit, "medians": summary,
+                                     "models_done": number, "left_out": LEFT_OUT,
+                                     "wall_seconds": time.perf_counter() - start,
+                                     "command": "PYTHONPATH=. python " + " ".join(sys.argv)})  # after each model
     print_table(compact(rows))
-    summary = medians(rows)
     for key, value in summary.items():
         print(f"{key}: {value if not isinstance(value, float) else f'{value:.3g}'}")
-    from pathlib import Path
-
-    folder = Path(args.out)
-    write_results(folder, rows, {"steps": steps, "cell_time_limit": args.cell_time_limit, "medians": summary,
-                                 "left_out": LEFT_OUT, "wall_seconds": time.perf_counter() - start,
-                                 "command": "PYTHONPATH=. python " + " ".join(sys.argv)})
     plot(rows, folder / "ratios.png")
     return 0
 
