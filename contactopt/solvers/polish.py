@@ -22,10 +22,11 @@ fall.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import qdldl  # type: ignore[import-not-found]
+import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
@@ -44,6 +45,12 @@ SIZE_LIMIT = 600
 #: cores ``gelsy`` took 0.12 ms at size 64 and 244 ms at 72, ``getrf`` 260 ms at 150 (one
 #: thread: 0.2 ms and 0.3 ms), 78-94 % of a humanoid's step.
 DENSE_LIMIT = 64
+#: Reciprocal condition number above which a dense Newton system is solved by LU (LAPACK
+#: ``getrf``, fast and single-threaded at these sizes) rather than by :func:`min_norm_solve`.
+RCOND_LU = 1e-9
+#: LAPACK's general LU routines for float64 arrays, looked up once.
+_LAPACK = cast(tuple[Any, Any, Any, Any], la.get_lapack_funcs(("getrf", "getrs", "gecon", "lange"),
+                                                              (np.zeros((1, 1)),)))
 #: ``delta`` of :func:`min_norm_solve` relative to the largest entry of ``K`` squared, and its
 #: most sweeps.
 MIN_NORM_REGULARIZATION, MIN_NORM_SWEEPS = 1e-8, 40
@@ -243,7 +250,15 @@ def _newton_step(Jm: Any, F: FloatArray) -> FloatArray | None:
     """``Jm step = -F``: the minimum-norm solution of a dense system, SuperLU's of a sparse one
     (None when it is singular: structurally singular matrices are not handed to SuperLU, whose
     factorization of one calls BLAS with illegal sizes, see :mod:`contactopt.solvers.refine`)."""
-    if isinstance(Jm, np.ndarray):
+    if isinstance(Jm, np.ndarray):  # LU when well conditioned (a few microseconds), else least change
+        getrf, getrs, gecon, lange = _LAPACK
+        factor, pivots, info = getrf(Jm)
+        if info == 0:
+            rcond, info = gecon(factor, lange("1", Jm), norm="1")
+            if info == 0 and rcond > RCOND_LU:
+                step, info = getrs(factor, pivots, -F)
+                if info == 0:
+                    return np.asarray(step)
         return min_norm_solve(Jm, -F)
     if structural_rank(Jm) < Jm.shape[0]:
         return None
