@@ -51,6 +51,11 @@ RCOND_LU = 1e-9
 #: LAPACK's general LU routines for float64 arrays, looked up once.
 _LAPACK = cast(tuple[Any, Any, Any, Any], la.get_lapack_funcs(("getrf", "getrs", "gecon", "lange"),
                                                               (np.zeros((1, 1)),)))
+#: Dense systems below this size take LAPACK's ``gelsy`` in :func:`min_norm_solve`: inside a
+#: simulation on 2 shared cores it took 0.02-0.04 ms (median) below 32 unknowns and 117 ms
+#: (median) from 32 on (OpenBLAS's threads), where the QDLDL iteration takes 0.3 ms.
+GELSY_LIMIT = 32
+_GELSY: Any = cast(list[Any], la.get_lapack_funcs(("gelsy",), (np.zeros((1, 1)),)))[0]
 #: ``delta`` of :func:`min_norm_solve` relative to the largest entry of ``K`` squared, and its
 #: most sweeps.
 MIN_NORM_REGULARIZATION, MIN_NORM_SWEEPS = 1e-8, 40
@@ -62,7 +67,8 @@ REGULARIZATION, REFINEMENT_SWEEPS = 1e-9, 12
 
 def min_norm_solve(K: Any, rhs: FloatArray) -> FloatArray:
     """The minimum-norm least-squares solution of ``K z = rhs`` (``K`` square, dense or sparse,
-    possibly singular) without dense LAPACK, by iterated Tikhonov regularization:
+    possibly singular): LAPACK's ``gelsy`` below :data:`GELSY_LIMIT` dense unknowns, otherwise
+    without dense LAPACK, by iterated Tikhonov regularization:
     ``z += K' (K K' + delta I)^{-1} (rhs - K z)`` from ``z = 0`` stays in the range of ``K'`` and
     converges to ``K^+ rhs``, the component of singular value ``sigma`` at the rate
     ``delta / (sigma^2 + delta)`` per sweep (Engl, Hanke & Neubauer, *Regularization of Inverse
@@ -74,6 +80,8 @@ def min_norm_solve(K: Any, rhs: FloatArray) -> FloatArray:
     size = K.shape[0]
     if size == 0:
         return np.zeros(0)
+    if isinstance(K, np.ndarray) and size < GELSY_LIMIT:
+        return _gelsy_solve(K, rhs)
     scale = max(float(abs(K).max()), 1e-300)
     delta = MIN_NORM_REGULARIZATION * scale * scale
     sparse = sp.issparse(K)  # a flag: the type guard would narrow ``K`` to scipy's abstract base
@@ -96,6 +104,19 @@ def min_norm_solve(K: Any, rhs: FloatArray) -> FloatArray:
             break
         last = change
     return z
+
+
+def _gelsy_solve(K: FloatArray, rhs: FloatArray) -> FloatArray:
+    """The minimum-norm least-squares solution by LAPACK's complete orthogonal factorization
+    ``gelsy`` (QR with column pivoting; rank cut at ``eps * size`` relative, NumPy's ``lstsq``
+    default): the SVD's answer at half its cost, for systems below :data:`GELSY_LIMIT`."""
+    size = K.shape[0]
+    lwork = 4 * size * (size + 1) + 1  # at least the minimum 4 size + 1, room for blocked QR
+    _, solution, _, _, info = _GELSY(K, rhs.reshape(size, 1), np.zeros(size, dtype=np.int32),
+                                     np.finfo(np.float64).eps * size, lwork)
+    if info != 0:  # an illegal argument: the SVD answers the same question
+        return np.asarray(np.linalg.lstsq(K, rhs, rcond=None)[0])
+    return np.asarray(solution[:, 0])
 
 
 def _augmented_upper(K: FloatArray, delta: float) -> sp.csc_matrix:

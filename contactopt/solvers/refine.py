@@ -128,8 +128,8 @@ def _dense_correction(K: np.ndarray, residual: np.ndarray) -> np.ndarray:
     """``K dz = residual`` for the symmetric KKT matrix ``K``: LDL^T (Bunch-Kaufman, LAPACK
     ``sytrf``/``sytrs``) when its estimated reciprocal condition number (``sycon``) is above
     :data:`RCOND_LDL`, where the solution is unique to working accuracy; otherwise the
-    minimum-norm least-squares correction (:func:`~contactopt.solvers.polish.min_norm_solve`,
-    sparse and without LAPACK), which keeps the interior-point multipliers on a statically
+    minimum-norm least-squares correction (:func:`~contactopt.solvers.polish.min_norm_solve`:
+    LAPACK below 32 unknowns, a QDLDL iteration above), which keeps the interior-point multipliers on a statically
     indeterminate step. It costs several times the factorization, so it is kept for the steps
     that need it. (LAPACK's least squares ``gelsy`` was 78-94 % of a humanoid's step: at 35-41
     unknowns, 0.13 ms alone but 130 ms inside a simulation, OpenBLAS's threads spinning against
