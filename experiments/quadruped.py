@@ -35,7 +35,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 from common import OUT, load, print_table, write_results
-from robots import mj_step_time  # the same ctrl replayed through plain mj_step
+from robot_cells import mj_step_time  # the same ctrl replayed through plain mj_step
 
 import contactopt as co
 

@@ -1,145 +1,152 @@
-"""dm-control's suite models (issue 13, item 2) under every time-stepping formulation and MuJoCo.
+"""Real robots under every time-stepping formulation and MuJoCo (issue "Real robots, right and fast").
 
-Each model (``problems/dm_NAME.toml``: the XML of the installed dm-control, its sinusoidal ctrl)
-runs ``--duration`` seconds (default 2) at the model's own timestep under gauss, lcp (lemke),
-anitescu, ccp, regularized and sap (newton), and under MuJoCo's ``mj_step`` (the ``mujoco`` row,
-the same ctrl set before each step). Per model and formulation:
+The set (:mod:`robot_models`): dm-control's suite and its other standalone models, gymnasium's
+MuJoCo environments when installed, and two small models of this repository with position
+actuators (kv), a tendon-driven gripper, condim 3 contacts, joint frictionloss and a keyframe.
+Each model starts from its keyframe 0 with that keyframe's ctrl held, else from MuJoCo's
+default state with zero ctrl, and runs ``--steps`` steps at its own timestep under
+(:mod:`robot_cells`)::
 
-* whether it ran the whole duration (else the step and the reason it stopped);
-* time per step: the wall time of ``simulate`` over its steps, and the same for ``mj_step``
-  alone on a fresh ``MjData`` with the same ctrl sequence (same process, same round), as a ratio;
-* the distance from MuJoCo's own trajectory: ``max_t |q(t) - q_mujoco(t)|_inf`` over the first
-  0.1 s and over the whole run (free-joint quaternions included as numbers).
+    regularized -o params=model   MuJoCo's own constraint problem and step (clarabel)
+    regularized                   contactopt's parameters (clarabel)
+    regularized -o form=primal    the SAP-shaped primal, newton
+    sap/newton, ccp/clarabel, anitescu/osqp, lcp/lemke (its default pivot budget)
+    mujoco                        contactopt's mj_step wrapper (the reference trajectory)
 
-Every formulation gets MuJoCo's joint and tendon limits, equality and frictionloss rows and its
-implicit joint damping (issue 16). ``regularized`` runs with ``-o params=model``: MuJoCo's own
-constraint problem and integrator step, so its row isolates the solver (it reproduces
-``mj_step`` up to MuJoCo's own solver tolerance); where ``params=model`` refuses the model's
-integrator (cartpole: RK4), it runs with the model's cone, solref, solimp and impratio instead,
-and the row says so. The remaining rows differ from MuJoCo by their contact model (hard or
-relaxed contact against MuJoCo's soft one), which is what the distances measure.
+Per model and method: completed, stopped or refused (the reason in one line); time per step
+against ``mj_step`` timed in the same process (``ratio_to_mj_step``); the solver's own time
+(setup + solve from the step records) and the step's time over it (``ratio_to_solver``);
+largest speed and penetration; ``dist_q``, ``max |q - q_mujoco|`` after the last common step;
+``spins``: largest speed above 2x MuJoCo's + 0.1 (a robot launched or spun that MuJoCo holds).
+Every run has a wall-time limit (``--cell-time-limit``); a run that reaches it keeps its steps.
 
-    PYTHONPATH=. python experiments/robots.py [--duration 2] [--models hopper,walker]
+    PYTHONPATH=. python experiments/robots.py [--steps 250] [--models suite/hopper,gym/ant] [--quick]
 
-Writes ``experiments/out/robots/{summary.json, summary.csv}``.
+Writes ``experiments/out/robots/{summary.json, summary.csv, ratios.png}`` and prints a compact
+table and the medians over the set.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
-import warnings
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import OUT, load, print_table, write_results
+from common import OUT, print_table, write_results
+from robot_cells import METHODS, run_model, warm_up
+from robot_models import LEFT_OUT, own_models, select
 
-import contactopt as co
-from contactopt.control import make_controller
-from contactopt.formulations.regularized import MIN_IMPEDANCE
-from contactopt.mujoco import suite
-
-MODELS = ["cartpole", "hopper", "walker", "cheetah", "humanoid", "finger", "ball_in_cup"]
-METHODS = [("gauss", "clarabel"), ("lcp", "lemke"), ("anitescu", "clarabel"), ("ccp", "clarabel"),
-           ("regularized", "clarabel"), ("sap", "newton")]
-
-
-def mujoco_parameters(model: Any) -> tuple[dict[str, Any], str]:
-    """``regularized`` options equal to the model's own, and a note when geoms disagree."""
-    solref, solimp = model.geom_solref, model.geom_solimp
-    note = "" if (np.ptp(solref, axis=0).max() == 0 and np.ptp(solimp, axis=0).max() == 0) else \
-        "geoms' solref/solimp differ: the first geom's used"
-    first = solimp[0].tolist()
-    if first[0] < MIN_IMPEDANCE:  # MuJoCo clamps d to [1e-4, 0.9999]; regularized takes d0 > 0 only
-        first[0] = MIN_IMPEDANCE
-        note = (note + "; " if note else "") + "solimp d0 = 0 passed as MuJoCo's minimum 1e-4"
-    return {"cone": "elliptic" if int(model.opt.cone) == 1 else "pyramidal", "solref": solref[0].tolist(),
-            "solimp": first, "impratio": float(model.opt.impratio)}, note
+QUICK_STEPS = 20
+NEWTON_METHODS = ("regularized -o form=primal/newton", "sap/newton")
+SOLVER_BOUND_METHODS = ("ccp/clarabel", "anitescu/osqp")
+#: mj_step above this (ms) is a "large" model: the target ratio there is 5, elsewhere 10.
+LARGE_MJ_STEP_MS = 0.1
 
 
-def mj_step_time(scene: co.Scene, controls: np.ndarray) -> float:
-    """Seconds per ``mj_step`` replaying ``controls`` on a fresh copy of the model."""
-    import mujoco
-
-    model = mujoco.MjModel.from_xml_path(str(scene.system.path))  # type: ignore[attr-defined]
-    model.opt.timestep = scene.dt
-    data = mujoco.MjData(model)
-    data.qpos[:], data.qvel[:] = scene.q0, scene.v0
-    start = time.perf_counter()
-    for u in controls:
-        data.ctrl[:] = u
-        mujoco.mj_step(model, data)
-    return (time.perf_counter() - start) / max(1, len(controls))
+def _median(values: Sequence[float]) -> float:
+    finite = [v for v in values if isinstance(v, float) and math.isfinite(v)]
+    return float(np.median(finite)) if finite else float("nan")
 
 
-def distance(traj: co.Trajectory, ref: co.Trajectory | np.ndarray, until: float) -> float:
-    ref_q = ref.q if isinstance(ref, co.Trajectory) else ref
-    n = min(traj.q.shape[0], ref_q.shape[0])
-    keep = traj.t[:n] <= until + 1e-12
-    return float(np.abs(traj.q[:n][keep] - ref_q[:n][keep]).max())
+def medians(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The numbers the issue reads: medians over the models where the method completed."""
+    done = [row for row in rows if row.get("status") == "completed"]
+    out: dict[str, Any] = {}
+    for method in NEWTON_METHODS:
+        mine = [row for row in done if row["method"] == method]
+        out[f"{method}: median ratio_to_mj_step"] = _median([row["ratio_to_mj_step"] for row in mine])
+        out[f"{method}: median ratio_to_mj_step (mj_step > {LARGE_MJ_STEP_MS} ms)"] = _median(
+            [row["ratio_to_mj_step"] for row in mine if row["mj_step_ms"] > LARGE_MJ_STEP_MS])
+        out[f"{method}: completed"] = f"{len(mine)}/{sum(row['method'] == method for row in rows)}"
+    for method in SOLVER_BOUND_METHODS:
+        mine = [row for row in done if row["method"] == method]
+        out[f"{method}: median ratio_to_solver"] = _median([row["ratio_to_solver"] for row in mine])
+        out[f"{method}: completed"] = f"{len(mine)}/{sum(row['method'] == method for row in rows)}"
+    out["rows above 100x mj_step (not lcp/lemke)"] = sorted(
+        f"{row['model']} {row['method']} ({row['ratio_to_mj_step']:.0f}x)" for row in rows
+        if row.get("steps") and row["method"] != "lcp/lemke" and row["ratio_to_mj_step"] > 100)
+    out["launched or spun (max speed > 2x MuJoCo's + 0.1)"] = sorted(
+        f"{row['model']} {row['method']}" for row in rows if row.get("spins") and row.get("steps"))
+    return out
 
 
-def run_model(name: str, duration: float) -> list[dict[str, Any]]:
-    scene = load(f"dm_{name}")
-    model = scene.system.model  # type: ignore[attr-defined]
-    if int(model.opt.integrator) in (0, 3):  # Euler, implicitfast: MuJoCo's own problem and step
-        params, note = {"params": "model"}, "params=model"
-    else:
-        params, note = mujoco_parameters(model)
-        note = (note + "; " if note else "") + "model's parameters (params=model refuses RK4/implicit)"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        ref = co.simulate(scene, formulation="mujoco", duration=duration, options={"residuals": False})
-        ref_wall = (time.perf_counter() - start) / max(1, len(ref.steps))
-    controller = make_controller(scene.control, scene.system)
-    assert controller is not None
-    mj = mj_step_time(scene, ref.controls())
-    common = {"model": name, "nv": scene.system.nv, "nu": scene.system.control_size, "dt": scene.dt}
-    rows = [{**common, "method": "mujoco", "ran": ref.completed, "steps": len(ref.steps), "ms_per_step": 1e3 * ref_wall,
-             "mj_step_ms": 1e3 * mj, "ratio_to_mj_step": ref_wall / mj, "dist_0.1s": 0.0, "dist_all": 0.0,
-             "stopped": ref.message[:100], "note": ""}]
-    for formulation, solver in METHODS:
-        options = params if formulation == "regularized" else {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            start = time.perf_counter()
-            try:
-                traj = co.simulate(scene, formulation=formulation, solver=solver, duration=duration, options=options)
-                message = traj.message
-            except co.ContactoptError as exc:  # a step raised: keep what was computed
-                traj = getattr(exc, "trajectory", None)
-                message = str(exc)
-            wall = time.perf_counter() - start
-        steps = len(traj.steps) if traj is not None else 0
-        row = {**common, "method": f"{formulation}/{solver}", "ran": traj is not None and traj.completed,
-               "steps": steps, "ms_per_step": 1e3 * wall / max(1, steps), "mj_step_ms": 1e3 * mj,
-               "ratio_to_mj_step": wall / max(1, steps) / mj,
-               "dist_0.1s": distance(traj, ref, 0.1) if traj is not None else float("nan"),
-               "dist_all": distance(traj, ref, duration) if traj is not None else float("nan"),
-               "stopped": message[:100], "note": note if formulation == "regularized" else ""}
-        rows.append(row)
-        print(f"  {name} {row['method']}: ran={row['ran']} steps={steps} {row['ms_per_step']:.2f} ms/step "
-              f"dist={row['dist_all']:.3g} {message[:80]}", file=sys.stderr)
-    return rows
+def compact(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The terminal table: one short line per row."""
+    def number(value: Any, digits: int = 3) -> str:
+        return f"{value:.{digits}g}" if isinstance(value, float) and math.isfinite(value) else "-"
+
+    return [{"model": row["model"], "method": row["method"], "status": str(row["status"])[:48],
+             "steps": row.get("steps", 0), "ms/step": number(row.get("ms_per_step")),
+             "x mj_step": number(row.get("ratio_to_mj_step")), "x solver": number(row.get("ratio_to_solver")),
+             "max |v|": number(row.get("max_speed")), "pen": number(row.get("penetration"), 2),
+             "dist q": number(row.get("dist_q"), 2)} for row in rows]
 
 
-def main() -> int:
+def plot(rows: Sequence[dict[str, Any]], path: Any) -> None:
+    """Time per step over ``mj_step`` per model and method, log scale."""
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(row["model"] for row in rows))
+    methods = list(dict.fromkeys(row["method"] for row in rows if row["method"] != "(load)"))
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.45 * len(models)), 5.0))
+    markers = "os^vDP*Xh"
+    for index, method in enumerate(methods):
+        xs, ys = [], []
+        for row in rows:
+            if row["method"] == method and row.get("steps") and math.isfinite(row["ratio_to_mj_step"]):
+                xs.append(models.index(row["model"]) + 0.08 * (index - len(methods) / 2))
+                ys.append(row["ratio_to_mj_step"])
+        ax.scatter(xs, ys, label=method, marker=markers[index % len(markers)], s=18)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(models)), models, rotation=75, fontsize=7)
+    ax.set_ylabel("time per step / mj_step")
+    for level in (1, 10, 100):
+        ax.axhline(level, color="0.8", lw=0.8, zorder=0)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=2.0)
-    parser.add_argument("--models", default=",".join(MODELS))
-    args = parser.parse_args()
-    if not suite.available():
-        print(f"dm-control is not installed: {suite.INSTALL_HINT}", file=sys.stderr)
+    parser.add_argument("--steps", type=int, default=None, help=f"steps per run (default 250; --quick: {QUICK_STEPS})")
+    parser.add_argument("--models", default=None, help="comma-separated model names (default: the whole set)")
+    parser.add_argument("--quick", action="store_true", help="a few models, a few steps (a smoke check)")
+    parser.add_argument("--cell-time-limit", type=float, default=15.0, help="seconds per run (default 15)")
+    parser.add_argument("--out", default=str(OUT / "robots"))
+    args = parser.parse_args(argv)
+    steps = args.steps if args.steps is not None else (QUICK_STEPS if args.quick else 250)
+    if steps < 1 or not args.cell_time_limit > 0:
+        parser.error("--steps and --cell-time-limit must be positive")
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        print("robots: mujoco is not installed: pip install 'contactopt[robots]'", file=sys.stderr)
         return 1
+    models = select(args.models.split(",") if args.models else None, args.quick)
+    warm_up(own_models()[1].path, METHODS)
     rows: list[dict[str, Any]] = []
-    for name in args.models.split(","):
-        rows += run_model(name, args.duration)
-    print_table([{k: (f"{v:.3g}" if isinstance(v, float) else v) for k, v in row.items()
-                  if k not in ("nv", "dt")} for row in rows])
-    write_results(OUT / "robots", rows, {"duration": args.duration,
-                                         "command": "PYTHONPATH=. python " + " ".join(sys.argv)})
+    summary: dict[str, Any] = {}
+    folder = Path(args.out)
+    start = time.perf_counter()
+    for number, model in enumerate(models, 1):
+        print(f"[{number}/{len(models)}] {model.name} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+        rows += run_model(model.name, model.path, steps, args.cell_time_limit, METHODS)
+        summary = medians(rows)
+        write_results(folder, rows, {"steps": steps, "cell_time_limit": args.cell_time_limit, "medians": summary,
+                                     "models_done": number, "left_out": LEFT_OUT,
+                                     "wall_seconds": time.perf_counter() - start,
+                                     "command": "PYTHONPATH=. python " + " ".join(sys.argv)})  # after each model
+    print_table(compact(rows))
+    for key, value in summary.items():
+        print(f"{key}: {value if not isinstance(value, float) else f'{value:.3g}'}")
+    plot(rows, folder / "ratios.png")
     return 0
 
 

@@ -14,7 +14,11 @@ the shipped quadruped standing under PD control.
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -100,3 +104,22 @@ def test_quadruped_stands_two_seconds(formulation: str, solver: str) -> None:
     # settled: the knees sag by the load over the gain, ~1 N m / 30 = 0.033 rad
     knees = traj.q[-1, 8::2]
     assert np.all(np.abs(knees + 1.0 - (-0.033)) < 0.01) and np.abs(traj.v[-1]).max() < 1e-2
+
+
+def test_robots_experiment_quick_run_writes_its_summary(tmp_path: Path) -> None:
+    """experiments/robots.py on one small model for a few steps: a row per method, each completed or
+    refused with a one-line reason, and the summary, table and figure written."""
+    pytest.importorskip("mujoco")
+    done = subprocess.run([sys.executable, str(ROOT / "experiments" / "robots.py"), "--quick", "--steps", "3",
+                           "--models", "own/position_arm", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
+    assert rows[0]["method"] == "mujoco" and len(rows) == 8
+    for row in rows:
+        assert row["status"] == "completed" or row["status"].startswith(("refused: ", "stopped: ", "time limit"))
+        assert "\n" not in row["status"]
+    assert all(row["steps"] == 3 for row in rows if row["status"] == "completed")
+    assert (tmp_path / "summary.csv").is_file() and (tmp_path / "ratios.png").is_file()
+    assert "x mj_step" in done.stdout

@@ -38,12 +38,10 @@ from typing import Any, cast
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
-from scipy.sparse.csgraph import structural_rank
 
 from contactopt.programs import ConicProgram, Solution
 from contactopt.programs.residuals import cone_row_indices, conic_check
-from contactopt.solvers.polish import min_norm_solve, polish
+from contactopt.solvers.polish import min_norm_solve, polish, regularized_kkt_solve
 
 __all__ = ["active_rows", "refine"]
 
@@ -54,8 +52,9 @@ RATIO = 1e-3
 #: Both sides below this (relative to the data) is a degenerate block: either choice is
 #: tried as apex first (s = 0), and the residual test decides.
 FLOOR = 1e-6
-#: KKT systems up to this size are solved dense (LAPACK), larger ones by sparse LU: on the
-#: grid of 100 spheres (size 400, diagonal-dominated) the dense LDL^T took 2-9 ms, SuperLU 0.6 ms.
+#: KKT systems up to this size are solved dense (LAPACK), larger ones by the regularized sparse
+#: LDL^T (:func:`~contactopt.solvers.polish.regularized_kkt_solve`): on the grid of 100 spheres
+#: (size 400, diagonal-dominated) the dense LDL^T took 2-9 ms, SuperLU 0.6 ms.
 DENSE_LIMIT = 100
 #: Reciprocal condition number above which a dense KKT system is solved by LDL^T rather than
 #: by least squares (:func:`_dense_correction`): the correction ``dz`` is then accurate to
@@ -84,13 +83,13 @@ def active_rows(program: ConicProgram, s: np.ndarray, y: np.ndarray) -> np.ndarr
     return np.sort(np.concatenate(rows))  # row order, whatever the order of the cones
 
 
-def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> np.ndarray | str | None:
+def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.ndarray) -> np.ndarray | None:
     """``(x, y)`` from the KKT system of step 2, as the interior-point answer ``(x0, y0)`` plus
     the minimum-norm correction. Where the system is singular (more active rows than degrees
     of freedom: a box resting on four corners is statically indeterminate, Stewart 2000,
     SIAM Review 42(1) §4) the multipliers are not unique; the smallest change keeps those the
     interior-point method chose (strictly inside the cone), instead of an arbitrary one.
-    A large system known to be singular is not factorized: the reason is returned instead."""
+    None when no correction is found (see :func:`_dense_correction`)."""
     n, size = program.n, program.n + rows.size
     rhs = np.concatenate([-program.c, program.b[rows]])
     start = np.concatenate([x0, y0[rows]])
@@ -100,22 +99,14 @@ def _kkt_solve(program: ConicProgram, rows: np.ndarray, x0: np.ndarray, y0: np.n
         K[:n, :n] = program.P.toarray() if dense_P is None else dense_P
         K[n:, :n] = program.A_rows_dense(rows)
         K[:n, n:] = K[n:, :n].T
-        z = start + _dense_correction(K, rhs - K @ start)
+        correction: np.ndarray | None = _dense_correction(K, rhs - K @ start)
     else:
-        if rows.size > n:  # rank(K) <= 2 n < size: singular, and SuperLU's factorization of a
-            # structurally singular K calls BLAS dtrsv/dgemv with illegal sizes, which print
-            # "On entry to DTRSV parameter number 6 had an illegal value" on fd 2 (the pile at
-            # dt = 0.05: 700 active rows, 600 unknowns)
-            return f"{rows.size} active rows for {n} unknowns: the KKT system is singular"
-        A_E = program.A.tocsr()[rows]
-        zeros = sp.csc_matrix((rows.size, rows.size))
-        K_sparse = sp.csc_matrix(sp.vstack([sp.hstack([program.P, A_E.T]), sp.hstack([A_E, zeros])]))
-        if structural_rank(K_sparse) < size:  # the same, whatever the counts
-            return "the KKT system is structurally singular"
-        try:
-            z = start + spla.splu(K_sparse).solve(rhs - K_sparse @ start)
-        except RuntimeError:  # singular: no sparse least squares precise enough, leave the answer
-            return None
+        A_E: Any = program.A.tocsr()[rows]
+        K_sparse: Any = sp.csc_matrix(sp.bmat([[program.P, A_E.T], [A_E, None]]))
+        correction = regularized_kkt_solve(K_sparse, rhs - K_sparse @ start, n)
+    if correction is None:
+        return None
+    z = start + correction
     if not np.all(np.isfinite(z)):
         return None
     y = np.zeros(program.m)
@@ -137,10 +128,12 @@ def _dense_correction(K: np.ndarray, residual: np.ndarray) -> np.ndarray:
     """``K dz = residual`` for the symmetric KKT matrix ``K``: LDL^T (Bunch-Kaufman, LAPACK
     ``sytrf``/``sytrs``) when its estimated reciprocal condition number (``sycon``) is above
     :data:`RCOND_LDL`, where the solution is unique to working accuracy; otherwise the
-    minimum-norm least-squares correction (:func:`~contactopt.solvers.polish.min_norm_solve`),
-    which keeps the interior-point multipliers on a statically indeterminate step. A
-    least-squares solve costs several times the factorization (the SVD: 9 ms against 1-2 ms at
-    300 unknowns on this machine), so it is kept for the steps that need it."""
+    minimum-norm least-squares correction (:func:`~contactopt.solvers.polish.min_norm_solve`:
+    LAPACK below 32 unknowns, a QDLDL iteration above), which keeps the interior-point multipliers on a statically
+    indeterminate step. It costs several times the factorization, so it is kept for the steps
+    that need it. (LAPACK's least squares ``gelsy`` was 78-94 % of a humanoid's step: at 35-41
+    unknowns, 0.13 ms alone but 130 ms inside a simulation, OpenBLAS's threads spinning against
+    each other on 2 shared cores.)"""
     sytrf, sytrs, sycon, lange = _LAPACK
     factor, pivots, info = sytrf(K, lower=1)
     if info == 0:
@@ -162,9 +155,8 @@ def refine(program: ConicProgram, solution: Solution) -> Solution:
         return _polished(program, solution, rows) or dataclasses.replace(
             solution, message=f"{solution.message}; refinement skipped: {rows}")
     xy = _kkt_solve(program, rows, solution.x, solution.y)
-    if xy is None or isinstance(xy, str):
-        why = xy or "KKT system not solvable"
-        return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: {why}")
+    if xy is None:
+        return dataclasses.replace(solution, message=f"{solution.message}; refinement skipped: KKT system not solvable")
     x, y = xy[: program.n], xy[program.n:]
     res, s = conic_check(program, x, y)
     if not res.relative < solution.residuals.relative:  # a misread active set: Newton on the natural map

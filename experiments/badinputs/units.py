@@ -139,7 +139,7 @@ def _cart_at_rest_check(solver: str) -> Callable[[Path], Any]:
 
 
 def _exact_or_loud(result: Any) -> str | None:
-    program, answer = result
+    _, answer = result
     if answer.status is co.Status.OPTIMAL and abs(answer.x[0] - 3.3306690738754696e-16) > 1e-6 * 3.33e-16:
         return f"optimal with x = {answer.x[0]:.3g} (exact: 3.33e-16)"
     return None

@@ -1,0 +1,104 @@
+"""The robot set of ``experiments/robots.py``: MJCF models as the package registry ships them.
+
+* dm-control's control suite (``dm_control/suite/*.xml``) and the standalone walkers and props
+  of its other packages (``locomotion``, ``third_party``) that load without Python-side assembly;
+* gymnasium's MuJoCo environments (``gymnasium/envs/mujoco/assets/*.xml``; ``pip install
+  gymnasium``, in the ``robots`` extra), when installed;
+* two small models of this repository with the features real robots have
+  (``problems/mjcf/tendon_gripper.xml``, ``position_arm.xml``: position actuators with kv, a
+  tendon-driven gripper, condim 3 contacts, joint frictionloss, a keyframe with ctrl).
+
+Models are located without importing their packages (``importlib.util.find_spec``). A model
+that cannot be run at all is listed in :data:`LEFT_OUT` with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: dm-control models outside the suite that load standalone (checked with mujoco 3.x/4.0).
+DM_CONTROL_OTHERS = {
+    "rodent": "locomotion/walkers/assets/rodent.xml",
+    "humanoid_CMU_V2020": "locomotion/walkers/assets/humanoid_CMU_V2020.xml",
+    "jumping_ball": "locomotion/walkers/assets/jumping_ball/jumping_ball_with_head.xml",
+    "ant": "third_party/ant/ant.xml",
+}
+#: gymnasium's environments (the latest version of each where two are shipped).
+GYMNASIUM = ["ant", "half_cheetah", "hopper", "humanoid", "humanoidstandup", "inverted_double_pendulum",
+             "inverted_pendulum", "pusher_v5", "reacher", "swimmer", "walker2d_v5"]
+OWN = ["tendon_gripper", "position_arm"]
+#: Models not run, and why.
+LEFT_OUT = {
+    "suite/lqr": "no degrees of freedom until dm-control's task sizes it (nv = 0)",
+    "dm/fruitfly": "timestep 1e-4 s with 108 dofs: 250 steps are 25 ms of motion at ~100 ms a step",
+}
+#: A few models of every source with contact, for ``--quick``.
+QUICK = ["suite/hopper", "suite/humanoid", "own/tendon_gripper", "gym/ant"]
+
+
+@dataclass(frozen=True)
+class RobotModel:
+    """One MJCF file: ``name`` is ``source/model`` (``suite/walker``, ``gym/ant``, ``own/...``)."""
+
+    name: str
+    path: Path
+
+
+def _package_dir(package: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def dm_control_models() -> list[RobotModel]:
+    folder = _package_dir("dm_control")
+    if folder is None:
+        return []
+    suite = [RobotModel(f"suite/{path.stem}", path) for path in sorted((folder / "suite").glob("*.xml"))]
+    others = [RobotModel(f"dm/{name}", folder / relative) for name, relative in DM_CONTROL_OTHERS.items()]
+    return [model for model in suite + others if model.path.is_file() and model.name not in LEFT_OUT]
+
+
+def gymnasium_models() -> list[RobotModel]:
+    folder = _package_dir("gymnasium")
+    if folder is None:
+        return []
+    assets = folder / "envs" / "mujoco" / "assets"
+    models = [RobotModel(f"gym/{name.removesuffix('_v5')}", assets / f"{name}.xml") for name in GYMNASIUM]
+    return [model for model in models if model.path.is_file()]
+
+
+def own_models() -> list[RobotModel]:
+    return [RobotModel(f"own/{name}", ROOT / "problems" / "mjcf" / f"{name}.xml") for name in OWN]
+
+
+def robot_models() -> list[RobotModel]:
+    """Every model of the set that is installed."""
+    return dm_control_models() + gymnasium_models() + own_models()
+
+
+def select(names: list[str] | None, quick: bool) -> list[RobotModel]:
+    """The models named (``source/model`` or just ``model`` when unambiguous), the quick set, or
+    all; an unknown name is an error naming the known ones."""
+    models = robot_models()
+    if names is None:
+        names = QUICK if quick else None
+    if names is None:
+        return models
+    by_name = {model.name: model for model in models}
+    chosen: list[RobotModel] = []
+    for name in names:
+        matches = [by_name[name]] if name in by_name else [m for m in models if m.name.split("/", 1)[1] == name]
+        if len(matches) != 1:
+            known = ", ".join(sorted(by_name))
+            raise SystemExit(f"robots: model {name!r} is {'ambiguous' if matches else 'unknown'}; known: {known}")
+        chosen.append(matches[0])
+    return chosen
