@@ -126,6 +126,78 @@ def test_unit_grid_every_installed_solver(tmp_path: Path, solver: str) -> None:
                 np.testing.assert_allclose(traj.q[:, :3] / length, reference.q[:, :3], rtol=1e-5, atol=1e-9)
 
 
+CART = """[scene]
+name = "cart_units"
+dt = 0.1
+duration = 2.0
+
+[system]
+type = "cart"
+
+[system.parameters]
+m = {mass!r}
+u = 0.0
+
+[initial]
+q = [{position!r}]
+v = [{speed!r}]
+"""
+
+BRICK = """[scene]
+name = "brick_units"
+dt = 0.01
+duration = 0.5
+
+[system]
+type = "brick"
+
+[system.parameters]
+m = {mass!r}
+g = {gravity!r}
+u = {push!r}
+
+[initial]
+q = [0.0, 0.0]
+v = [0.0, 0.0]
+
+[contact]
+mu = 0.5
+"""
+
+TEXTBOOK = [("cart", "gauss", "clarabel", {}), ("cart", "gauss", "lemke", {}), ("cart", "lcp", "lemke", {}),
+            ("cart", "anitescu", "osqp", {}), ("cart", "gauss", "pgs", {"form": "dual"}),
+            ("brick", "lcp", "lemke", {}), ("brick", "anitescu", "clarabel", {}), ("brick", "ccp", "clarabel", {}),
+            ("brick", "ccp", "pgs", {"form": "dual"})]
+
+
+def textbook_scene(tmp: Path, system: str, mass: float = 1.0, length: float = 1.0) -> co.Scene:
+    """The textbook cart hitting its wall (m = 1 kg from x = 1 m at -2 m/s) or brick pushed
+    with 8 N against mu = 0.5, in units scaled by ``mass`` and ``length``."""
+    path = tmp / f"{system}_{mass:g}_{length:g}.toml"
+    if system == "cart":
+        path.write_text(CART.format(mass=mass, position=1.0 * length, speed=-2.0 * length))
+    else:
+        path.write_text(BRICK.format(mass=mass, gravity=9.81 * length, push=8.0 * mass * length))
+    return co.load_scene(path)
+
+
+@pytest.mark.parametrize(("system", "formulation", "solver", "options"), TEXTBOOK,
+                         ids=[f"{s}-{f}-{v}" for s, f, v, _ in TEXTBOOK])
+def test_textbook_statuses_and_observables_do_not_depend_on_units(tmp_path: Path, system: str, formulation: str,
+                                                                 solver: str, options: dict[str, Any]) -> None:
+    """The textbook cart and brick, mass x 1e-9 and x 1e6, lengths x 1e-3 and x 1e3: the same
+    statuses, the same trajectory in the scaled unit."""
+    reference = co.simulate(textbook_scene(tmp_path, system), formulation=formulation, solver=solver, options=options)
+    statuses = [r.status for r in reference.steps]
+    assert all(status is Status.OPTIMAL for status in statuses)
+    for mass, length in ((1e-9, 1.0), (1e6, 1.0), (1.0, 1e-3), (1.0, 1e3)):
+        traj = co.simulate(textbook_scene(tmp_path, system, mass, length), formulation=formulation, solver=solver,
+                           options=options)
+        assert [r.status for r in traj.steps] == statuses, (mass, length)
+        # rtol as above; atol 1e-6 of the 1 m the cart starts from, for its rest at the wall (0)
+        np.testing.assert_allclose(traj.q / length, reference.q, rtol=1e-5, atol=1e-6)
+
+
 def test_nonconvex_p_is_refused_before_any_solver_runs() -> None:
     with pytest.raises(NonconvexProgramError, match="smallest eigenvalue -1"):
         co.ConicProgram(P=-sp.eye(2, format="csc"), c=np.zeros(2), A=sp.csc_matrix((0, 2)), b=np.zeros(0), cones=())
