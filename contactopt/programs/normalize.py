@@ -89,6 +89,16 @@ def _reach(diagonal: FloatArray, linear: FloatArray, fallback: float | None = No
     return reach
 
 
+def _asked_reach(program: ConicProgram, abs_A: sp.csc_matrix) -> FloatArray:
+    """:func:`data_reach` capped by what the rows ask of each variable (``max_i |b_i| / |A_ij|``,
+    where they ask anything): a nearly flat direction (``P_jj = 1e-16``) must not set the unit."""
+    from contactopt.programs.relative import _column_max
+
+    asked = _column_max(abs_A, np.abs(program.b))
+    reach = data_reach(program)
+    return np.where(asked > 0.0, np.minimum(reach, asked), reach)
+
+
 def _filled_reach(reach: FloatArray) -> FloatArray:
     """``reach`` without its round-off entries (below :data:`FLOOR` times the largest)."""
     return reach[reach > FLOOR * reach.max(initial=0.0)]
@@ -122,7 +132,7 @@ class Normalize:
             return None
         abs_A = sp.csc_matrix((np.abs(program.A.data), program.A.indices, program.A.indptr), shape=program.A.shape)
         diagonal = program.P.diagonal()
-        alpha = _geometric_mean(_filled_reach(data_reach(program)))
+        alpha = _geometric_mean(_filled_reach(_asked_reach(program, abs_A)))
         rows = np.abs(program.b) + alpha * (abs_A @ np.ones(program.n))
         beta = 1.0 / _geometric_mean(rows[rows > FLOOR * rows.max(initial=0.0)])
         sigma = 1.0 / _geometric_mean(np.abs(program.c) * alpha + np.abs(diagonal) * alpha * alpha)
