@@ -207,12 +207,8 @@ def _weight(mobility: FloatArray, share: FloatArray, scale: FloatArray) -> Float
 
 def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) -> float:
     """The worst primal row violation of ``x`` relative to the magnitudes the data alone
-    implies, ``|b_i| + sum_j |A_ij| X0_j`` with ``X0_j = max_i |b_i| / |A_ij|`` (what the rows
-    ask of the variable; :func:`data_reach` where they ask nothing), once the rounding that
-    solving for ``x`` leaves in a row is allowed for (``sum_j |A_ij| 100 eps |c_j| / P_jj``, not
-    ``eps |x|``: a right answer's ``x`` is of the data's size, and one of 1e30 whose rows miss by
-    0.5 is a diverging iterate, not rounding), nor is a nearly flat direction's
-    (``P_jj = 1e-76``) reach, nor are duals of 1e65 (a certificate's direction)."""
+    implies: ``|b_i| + sum_j |A_ij| X0_j`` with ``X0_j`` the larger of :func:`data_reach` and
+    ``max_i |b_i| / |A_ij|``: a diverging iterate's round-off is not a data-sized residual."""
     from contactopt.programs.residuals import cone_row_indices
 
     zero, nonneg, socs = cone_row_indices(program)
@@ -224,14 +220,9 @@ def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) ->
     if not violation.any():
         return 0.0
     abs_A = _absolute(program.A, program, "_abs_A")
-    asked = _column_max(abs_A, np.abs(program.b))
-    reach = np.where(asked > 0.0, asked, data_reach(program))
-    # no floor from other rows here: one nearly flat direction's reach (1e76) would lift it
-    # above every other row; a row of zero scale counts only violations beyond its rounding
-    data_scale = np.maximum(np.abs(program.b) + abs_A @ reach, np.finfo(np.float64).tiny)
-    rounding = abs_A @ (100.0 * np.finfo(np.float64).eps * data_reach(program))
-    with np.errstate(over="ignore"):
-        return float((np.maximum(violation - rounding, 0.0) / data_scale).max())
+    reach = np.maximum(data_reach(program), _column_max(abs_A, np.abs(program.b)))
+    data_scale = _floored(np.abs(program.b) + abs_A @ reach)
+    return float((violation / data_scale).max())
 
 
 def _column_max(abs_matrix: sp.csc_matrix, rhs: FloatArray) -> FloatArray:
