@@ -25,39 +25,15 @@ from contactopt.errors import NonconvexProgramError
 from contactopt.programs import Nonneg, Status, residuals
 from contactopt.solvers.base import SolverSpec
 
-BOX = """[scene]
-name = "box_units"
-dt = {dt}
-duration = {duration}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+from badinputs.units import box_scene
 
-[system]
-type = "rigid3d"
-gravity = [0.0, 0.0, {gravity!r}]
-
-[[system.bodies]]
-name = "box"
-shape = "box"
-size = [{half!r}, {half!r}, {half!r}]
-mass = {mass!r}
-position = [0.0, 0.0, {half!r}]
-velocity = [{speed!r}, 0.0, 0.0]
-
-[contact]
-mu = 0.5
-"""
-MU, G, V0, HALF = 0.5, 9.81, 1.0, 0.1
+MU, G, V0 = 0.5, 9.81, 1.0  # box_scene's friction, gravity and launch speed
 
 #: (formulation, solver, options): one per formulation family, with the solvers the issue names.
 COMBOS = [("lcp", "lemke", {}), ("anitescu", "clarabel", {}), ("anitescu", "osqp", {}),
           ("ccp", "clarabel", {}), ("ccp", "pgs", {"form": "dual"}), ("gauss", "clarabel", {}),
           ("regularized", "clarabel", {}), ("sap", "newton", {})]
-
-
-def box_scene(tmp: Path, mass: float = 1.0, length: float = 1.0, dt: float = 2e-3, duration: float = 0.3) -> co.Scene:
-    path = tmp / f"box_{mass:g}_{length:g}.toml"
-    path.write_text(BOX.format(dt=dt, duration=duration, gravity=-G * length, half=HALF * length, mass=mass,
-                               speed=V0 * length))
-    return co.load_scene(path)
 
 
 def run(scene: co.Scene, formulation: str, solver: str, options: dict[str, Any]) -> co.Trajectory:

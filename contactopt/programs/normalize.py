@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.lcp import LCP
-from contactopt.programs.relative import FLOOR, data_reach
+from contactopt.programs.relative import FLOOR, column_max, data_reach
 
 FloatArray = NDArray[np.float64]
 
@@ -73,28 +73,22 @@ def _power_of_two(values: FloatArray) -> FloatArray:
     return out
 
 
-def _reach(diagonal: FloatArray, linear: FloatArray, fallback: float | None = None) -> FloatArray:
+def _lcp_reach(diagonal: FloatArray, linear: FloatArray) -> FloatArray:
     """``|linear_j| / diag_j`` where both are nonzero and the ratio is not round-off (above
     :data:`contactopt.programs.relative.FLOOR` times the largest): the size one step of the
-    applied forces gives the variable. Elsewhere ``fallback``, or the geometric mean of the
-    defined ones (1 if there are none): a variable that no force moves takes the others' unit
-    rather than one read from a round-off entry."""
+    applied forces gives the variable; 1 elsewhere (the Stewart-Trinkle LCP's slip-speed
+    columns have no diagonal)."""
     reach = np.zeros_like(linear)
     positive = diagonal > 0.0
     reach[positive] = np.abs(linear[positive]) / diagonal[positive]
-    defined = reach > FLOOR * reach.max(initial=0.0)
-    if fallback is None:
-        fallback = float(np.exp(np.log(reach[defined]).mean())) if defined.any() else 1.0
-    reach[~defined] = fallback
+    reach[~(reach > FLOOR * reach.max(initial=0.0))] = 1.0
     return reach
 
 
 def _asked_reach(program: ConicProgram, abs_A: sp.csc_matrix) -> FloatArray:
     """:func:`data_reach` capped by what the rows ask of each variable (``max_i |b_i| / |A_ij|``,
     where they ask anything): a nearly flat direction (``P_jj = 1e-16``) must not set the unit."""
-    from contactopt.programs.relative import _column_max
-
-    asked = _column_max(abs_A, np.abs(program.b))
+    asked = column_max(abs_A, np.abs(program.b))
     reach = data_reach(program)
     return np.where(asked > 0.0, np.minimum(reach, asked), reach)
 
@@ -149,7 +143,7 @@ class Normalize:
         if program.n == 0:
             return None
         abs_M = np.abs(program.M)
-        D = _power_of_two(_reach(np.diagonal(program.M), program.q, fallback=1.0))
+        D = _power_of_two(_lcp_reach(np.diagonal(program.M), program.q))
         E = 1.0 / _power_of_two(np.abs(program.q) + abs_M @ D)
         if not _needed(D, E):
             return None

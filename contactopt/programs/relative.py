@@ -220,12 +220,12 @@ def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) ->
     if not violation.any():
         return 0.0
     abs_A = _absolute(program.A, program, "_abs_A")
-    reach = np.maximum(data_reach(program), _column_max(abs_A, np.abs(program.b)))
+    reach = np.maximum(data_reach(program), column_max(abs_A, np.abs(program.b)))
     data_scale = _floored(np.abs(program.b) + abs_A @ reach)
     return float((violation / data_scale).max())
 
 
-def _column_max(abs_matrix: sp.csc_matrix, rhs: FloatArray) -> FloatArray:
+def column_max(abs_matrix: sp.csc_matrix, rhs: FloatArray) -> FloatArray:
     """``max_i rhs_i / |A_ij|`` per column ``j`` over its entries that are not round-off
     (at least :data:`FLOOR` times the column's largest: an entry of 1e-284 asks nothing)."""
     out = np.zeros(abs_matrix.shape[1])

@@ -19,8 +19,8 @@ from badinputs.base import Case, co
 
 BOX = """[scene]
 name = "box_units"
-dt = 2e-3
-duration = 0.3
+dt = {dt!r}
+duration = {duration!r}
 
 [system]
 type = "rigid3d"
@@ -43,9 +43,14 @@ COMBOS = (("lcp", "lemke", {}), ("ccp", "pgs", {"form": "dual"}), ("anitescu", "
           ("anitescu", "osqp", {}))
 
 
-def _box(tmp: Path, mass: float, length: float) -> co.Scene:
-    path = tmp / "box.toml"
-    path.write_text(BOX.format(gravity=-9.81 * length, half=0.1 * length, mass=mass, speed=1.0 * length))
+def box_scene(tmp: Path, mass: float = 1.0, length: float = 1.0, dt: float = 2e-3, duration: float = 0.3
+              ) -> co.Scene:
+    """``problems/box_slide.toml``'s box (0.2 m, 1 kg, 1 m/s, mu = 0.5) with its mass times
+    ``mass`` and its lengths (size, position, velocity, gravity) times ``length``
+    (``tests/test_units.py`` uses it too)."""
+    path = tmp / f"box_{mass:g}_{length:g}.toml"
+    path.write_text(BOX.format(dt=dt, duration=duration, gravity=-9.81 * length, half=0.1 * length, mass=mass,
+                               speed=1.0 * length))
     return co.load_scene(path)
 
 
@@ -55,7 +60,7 @@ def _reference(formulation: str, solver: str, options: tuple[tuple[str, Any], ..
     import tempfile
 
     with tempfile.TemporaryDirectory() as folder:
-        traj = co.simulate(_box(Path(folder), 1.0, 1.0), formulation=formulation, solver=solver,
+        traj = co.simulate(box_scene(Path(folder)), formulation=formulation, solver=solver,
                            options=dict(options))
     return float(traj.q[-1, 0])
 
@@ -63,7 +68,7 @@ def _reference(formulation: str, solver: str, options: tuple[tuple[str, Any], ..
 def _scaled_box(mass: float, length: float, formulation: str, solver: str,
                 options: dict[str, Any]) -> tuple[Callable[[Path], Any], Callable[[Any], str | None]]:
     def run(tmp: Path) -> Any:
-        return co.simulate(_box(tmp, mass, length), formulation=formulation, solver=solver, options=options)
+        return co.simulate(box_scene(tmp, mass, length), formulation=formulation, solver=solver, options=options)
 
     def check(traj: Any) -> str | None:
         statuses = [record.status for record in traj.steps]
