@@ -8,7 +8,7 @@ order of cost:
 
 1. a Gershgorin test: nonnegative diagonal and ``P_ii >= sum_(j != i) |P_ij|`` for every row
    proves it (O(nnz); mass matrices of point masses, diagonal regularizations);
-2. a Cholesky factorization of ``P + delta I`` with ``delta = TOLERANCE * n * max|P_ii|``
+2. a Cholesky factorization of ``P + delta I`` with ``delta = TOLERANCE * max|P_ij|``
    (dense up to :data:`DENSE_LIMIT` variables): success proves ``lambda_min(P) >= -delta``;
 3. where it fails, the smallest eigenvalue (dense ``eigvalsh``, or ``eigsh`` beyond the dense
    limit) decides, against the same ``-delta``, and names the eigenvalue in the refusal.
@@ -22,8 +22,10 @@ import scipy.sparse.linalg as spla
 
 __all__ = ["DENSE_LIMIT", "TOLERANCE", "smallest_eigenvalue_if_nonconvex"]
 
-#: Relative tolerance of the test (times n max|P_ii|): rounding in an assembled PSD matrix.
-TOLERANCE = 1e-12
+#: Relative tolerance of the test (times max|P_ij|): a positive semidefinite matrix stored to
+#: about 7 digits (Siconos's FCLIB files written from text: Delassus matrices whose smallest
+#: eigenvalue reads -9e-8 of the largest) is still one; a genuinely nonconvex P is off by far more.
+TOLERANCE = 1e-6
 #: Largest n checked with dense factorizations.
 DENSE_LIMIT = 2000
 
@@ -40,7 +42,7 @@ def smallest_eigenvalue_if_nonconvex(P: sp.csc_matrix) -> float | None:
     off = np.asarray(abs(P).sum(axis=1)).reshape(-1) - np.abs(diagonal)
     if np.all(diagonal >= off):
         return None
-    delta = TOLERANCE * n * float(diagonal.max())
+    delta = TOLERANCE * float(np.abs(P.data).max())
     if n <= DENSE_LIMIT:
         dense = P.toarray()
         try:
