@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt import display
+
 FloatArray = NDArray[np.float64]
 
 __all__ = ["Residuals", "Solution", "Status"]
@@ -111,6 +113,14 @@ class Solution:
     raw: Any = field(default=None, repr=False, compare=False)
     refined: bool = False
     claimed: Status | None = None
+
+    def __repr__(self) -> str:
+        """One line: status, solver, iterations, time, worst residual (:mod:`contactopt.display`)."""
+        return display.solution_text(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a table of the outcome and residuals, with x, y, s of a small program."""
+        return display.solution_html(self)
 
     @property
     def z(self) -> FloatArray:
