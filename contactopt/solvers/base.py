@@ -8,8 +8,10 @@ solver is asked for, and then it is reported with its install hint.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
+import io
 import os
 import sys
 import time
@@ -107,23 +109,28 @@ _LIBC = ctypes.CDLL(None)
 
 @contextmanager
 def silence_c_stdout() -> Iterator[None]:
-    """Send file descriptor 1 to /dev/null for the duration (OSQP's C code prints
-    "Polishing not needed" with verbose off). Not thread-safe: solves run one per process."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no usable stdout: nothing to silence
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        _LIBC.fflush(None)  # C stdio buffers: flush while fd 1 is still /dev/null
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
+    """Silence a backend's printing for the duration, by both routes it can take: OSQP prints
+    "Polishing not needed" with verbose off through ``PySys_WriteStdout``, i.e. Python's
+    ``sys.stdout`` (in Jupyter the kernel's stream, which is not file descriptor 1), and C
+    libraries print through C stdio on file descriptor 1 (sent to /dev/null meanwhile). Not
+    thread-safe: solves run one per process."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            saved = os.dup(1)
+        except OSError:  # no usable file descriptor 1: the Python route alone
+            yield
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            yield
+        finally:
+            _LIBC.fflush(None)  # C stdio buffers: flush while fd 1 is still /dev/null
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
 
 
 def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> None:
