@@ -47,7 +47,7 @@ def run_admm(W: np.ndarray, q: np.ndarray, mu: np.ndarray, dim: int, desaxce: bo
              stop: Callable[[np.ndarray, np.ndarray], bool] | None = None) -> np.ndarray:
     Ws = sp.csc_matrix(W)
 
-    def fclib_stop(k: int, r: np.ndarray, u: np.ndarray) -> bool:
+    def fclib_stop(k: int, r: np.ndarray, u: np.ndarray, penalty: float) -> bool:
         return fclib_error(Ws, q, mu, dim, r) <= 1e-12 if stop is None else stop(r, u)
 
     result = admm(Ws, q, mu, dim, np.zeros_like(q), desaxce=desaxce, max_iterations=5000,

@@ -125,11 +125,11 @@ def _desaxce_shift(u: FloatArray, mu: FloatArray, dim: int) -> FloatArray:
 
 def admm(W: sp.csc_matrix, q: FloatArray, mu: FloatArray, dim: int, r0: FloatArray, *, desaxce: bool,
          max_iterations: int, penalty: str, rho: float | None, prox: float,
-         stop: Callable[[int, FloatArray, FloatArray], bool]) -> AdmmResult:
+         stop: Callable[[int, FloatArray, FloatArray, float], bool]) -> AdmmResult:
     """ADMM of the module docstring from ``r0`` (projected on ``K``) on a symmetric positive
     semidefinite ``W``. ``rho`` fixes the starting penalty (default: the spectral one),
-    ``prox`` is ``eta / L``. ``stop(k, z, u)`` is asked after every iterate (``k = 0``: the
-    start) and ends the solve when it returns True."""
+    ``prox`` is ``eta / L``. ``stop(k, z, u, rho)`` is asked after every iterate (``k = 0``:
+    the start; ``rho`` the penalty of the next step) and ends the solve when it returns True."""
     if penalty not in PENALTY_RULES:
         raise ValueError(f"unknown penalty rule {penalty!r}")
     W = W.tocsc()
@@ -145,7 +145,7 @@ def admm(W: sp.csc_matrix, q: FloatArray, mu: FloatArray, dim: int, r0: FloatArr
     y = -(u + s)  # the multiplier a solution has: -û
     r = z.copy()
     for k in range(max_iterations + 1):
-        if stop(k, z, u):
+        if stop(k, z, u, rho_k):
             return AdmmResult(z, k, True, factor.count, rho_k)
         if k == max_iterations:
             break
