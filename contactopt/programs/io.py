@@ -66,21 +66,24 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram | LCP:
+def load_program(path: str | Path, *, form: str | None = None, symmetrize: bool = False) -> ConicProgram | LCP:
     """Read a program written by :func:`save_program`, or an FCLIB problem file (HDF5).
 
     An FCLIB file (``/fclib_local`` or ``/fclib_global`` at its root, written by any tool)
     becomes the convex program of :func:`contactopt.programs.fclib.fclib_program`: the cone
     complementarity relaxation, in impulses for a local problem; ``form`` picks ``"primal"``
-    (velocities, default) or ``"dual"`` (condensed to impulses) for a global one.
+    (velocities, default) or ``"dual"`` (condensed to impulses) for a global one. A ``W``
+    (``M``) not symmetric at the stored precision is refused by name unless ``symmetrize``
+    (its symmetric part is solved instead, said in the program's metadata).
     """
     path = Path(path)
     if _is_hdf5(path):
         from contactopt.programs.fclib import fclib_program, read_fclib
 
-        return fclib_program(read_fclib(path), form, source=str(path))  # type: ignore[arg-type]
-    if form is not None:
-        raise ContactoptError(f"{path}: form= applies to FCLIB files only")
+        return fclib_program(read_fclib(path), form, source=str(path),  # type: ignore[arg-type]
+                             symmetrize=symmetrize)
+    if form is not None or symmetrize:
+        raise ContactoptError(f"{path}: form= and symmetrize= apply to FCLIB files only")
     try:
         with np.load(path, allow_pickle=False) as arrays:
             header = json.loads(str(arrays["header"]))

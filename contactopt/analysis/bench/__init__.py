@@ -47,8 +47,9 @@ Every profile has a 10 s time limit (passed to the backends that take one).
 
 from __future__ import annotations
 
+from contactopt.analysis.bench.inputs import collect_programs, load_inputs, skipped_summary
 from contactopt.analysis.bench.profiles import PROFILES, Profile, get_profile, solver_options
-from contactopt.analysis.bench.run import collect_programs, run_benchmark
+from contactopt.analysis.bench.run import run_benchmark
 from contactopt.analysis.bench.stats import (
     SHIFT,
     display_summary,
@@ -58,5 +59,6 @@ from contactopt.analysis.bench.stats import (
     summarize,
 )
 
-__all__ = ["PROFILES", "SHIFT", "Profile", "collect_programs", "display_summary", "get_profile", "performance_profile",
-           "performance_ratios", "run_benchmark", "shifted_geometric_mean", "solver_options", "summarize"]
+__all__ = ["PROFILES", "SHIFT", "Profile", "collect_programs", "display_summary", "get_profile", "load_inputs",
+           "performance_profile", "performance_ratios", "run_benchmark", "shifted_geometric_mean", "skipped_summary",
+           "solver_options", "summarize"]
