@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -18,8 +19,9 @@ from contactopt.analysis.bench import (
     skipped_summary,
     summarize,
 )
+from contactopt.analysis.bench.folder import bench_folder
 from contactopt.analysis.bench.inputs import SKIPPED
-from contactopt.outputs import output_errors, prepared_folder
+from contactopt.outputs import output_errors
 from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
@@ -60,7 +62,11 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="solve an FCLIB problem whose W (M) is not symmetric with its symmetric part "
                         "(W + W^T)/2, said in the results' metadata; without it such files are refused, "
                         "reported as failed rows")
-    parser.add_argument("--out", default="bench", help="output folder (default: bench)")
+    parser.add_argument("--out", help="output folder, used when missing or empty (default: a new folder "
+                        "bench-NAME, bench-NAME-2, ... next to the first input: a bench never replaces "
+                        "an earlier one)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a non-empty --out, removing the earlier bench's results there")
     parser.add_argument("--no-plot", action="store_true", help="skip the performance profile plot")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=run_bench)
@@ -76,9 +82,16 @@ def run_bench(args: argparse.Namespace) -> int:
     for name in profiles:
         get_profile(name)
     start = time.perf_counter()
-    with prepared_folder(args.out) as out:  # checked before the solves, so that none of them is lost
+    out, where = bench_folder(args.out, args.programs, args.force)  # before the solves: none of them is lost
+    try:
         inputs = load_inputs(args.programs, args.fclib_form, args.symmetrize)
         df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress, inputs=inputs)
+    except BaseException:
+        if where.endswith("(new)"):
+            with contextlib.suppress(OSError):
+                out.rmdir()  # a refused bench leaves no trace (only if still empty)
+        raise
+    print(where)
     summary = summarize(df)
     written = [out / "results.csv", out / "summary.csv"]
     with output_errors(out, "output folder"):

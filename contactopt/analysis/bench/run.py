@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,7 +40,8 @@ def _row(program: str, solver: str, prof: Profile, kind: str) -> dict[str, Any]:
     return {"program": program, "solver": solver, "profile": prof.name, "kind": kind, "status": "error",
             "success": False, "solve_time": nan, "setup_time": nan, "runtime": nan, "residual": nan,
             "primal": nan, "dual": nan, "gap": nan, "complementarity": nan, "iterations": 0,
-            "tolerance": prof.tolerance, "time_limit": prof.time_limit, "fclib_error": nan, "error": ""}
+            "tolerance": prof.tolerance, "time_limit": prof.time_limit, "fclib_error": nan, "error": "",
+            "options": ""}
 
 
 def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence[str],
@@ -134,6 +136,7 @@ def _solve_quietly(program: Any, solver: str, options: Mapping[str, Any]) -> Non
 def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapping[str, Any],
              problem: FclibProblem | None = None) -> dict[str, Any]:
     row = _row(label, solver, prof, program.kind)
+    row["options"] = json.dumps(dict(options), default=str, sort_keys=True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -152,12 +155,28 @@ def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapp
                complementarity=res.complementarity, iterations=solution.iterations)
     row["success"] = bool(solution.status.usable and math.isfinite(worst) and worst <= prof.tolerance
                           and runtime <= prof.time_limit)
-    if not row["success"] and not solution.status.usable:
-        row["error"] = solution.message
+    if not row["success"]:
+        row["error"] = _why_failed(solution, worst, runtime, prof)
     if problem is not None and solution.status.usable:
         with contextlib.suppress(ContactoptError):  # no finite iterate: left NaN
             row["fclib_error"] = fclib_merit(problem, answer_of(problem, program, solution))
     return row
+
+
+def _why_failed(solution: Any, worst: float, runtime: float, prof: Profile) -> str:
+    """Why a solve is not a success (:mod:`contactopt.analysis.bench`), in one line."""
+    if not solution.status.usable:
+        return f"status {solution.status}: {solution.message}"
+    reasons = []
+    if not (math.isfinite(worst) and worst <= prof.tolerance):
+        res = solution.residuals
+        parts = {"primal": res.primal, "dual": res.dual, "gap": res.gap, "complementarity": res.complementarity}
+        over = ", ".join(f"{name} {value:.2g}" for name, value in parts.items()
+                         if not (math.isfinite(value) and value <= prof.tolerance))
+        reasons.append(f"residual {worst:.3g} > tolerance {prof.tolerance:g} ({over})")
+    if runtime > prof.time_limit:
+        reasons.append(f"runtime {runtime:.3g} s > time limit {prof.time_limit:g} s")
+    return f"status {solution.status} but " + "; ".join(reasons)
 
 
 class _NoBar:
