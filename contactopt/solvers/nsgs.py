@@ -1,0 +1,219 @@
+"""Nonsmooth Gauss-Seidel (NSGS) for FCLIB's local Coulomb problem (ours; the method of Siconos's
+``fc3d_nsgs`` and ContactBench's NCP-PGS).
+
+The problem (:mod:`contactopt.programs.coulomb`; De Saxcé & Feng 1991): find impulses ``r``
+with ``C*_mu ∋ û ⟂ r ∈ C_mu``, ``u = W r + q``, ``û_c = u_c + [mu_c ||u_cT||, 0, 0]``, the
+friction cone being the one of Tedrake's "Multi-Body Dynamics" appendix (shared/references/000,
+the SOCP friction cone ``FC(q)``; maximum dissipation in its "Time-stepping LCP: Coulomb
+Friction"). One iteration is a sweep over the contacts that replaces each ``r_c`` by the exact
+answer of its one-contact problem with the others held (Jean, "The non-smooth contact dynamics
+method", CMAME 177, 1999; Acary & Brogliato, "Numerical methods for nonsmooth dynamical systems",
+Springer 2008, ch. 13; Acary, Brémond & Huber, "On solving contact problems with Coulomb
+friction: formulations and numerical comparisons", 2018): take-off, sticking or sliding, the
+sliding impulse by a bracketed Newton search along one scalar (Alart & Curnier, CMAME 92, 1991,
+for the cases of the law); :mod:`contactopt.solvers.nsgs_kernel` has the formulas. It needs
+nonsingular normal entries ``W_cc[0, 0] > 0`` only, not symmetry: a nonsymmetric ``W`` (files
+of other tools) is solved as given. Gauss-Seidel has no convergence guarantee for Coulomb
+friction (the problem is not the optimality condition of a convex program); it converges
+linearly on the usual Delassus operators and is the field's reference method.
+
+*Stopping.* Each sweep measures its change ``||r_new - r_old|| / (1 + sqrt ||q||)`` (FCLIB's
+normalisation, as Siconos's light error); when that is at most a threshold (``tol`` at first),
+FCLIB's error is computed (one more pass over ``W``'s rows) and, if it is above ``tol``, the
+threshold is lowered by the ratio of the two (error and change shrink together in the linear
+regime), so the costly check runs on few sweeps. The solve is OPTIMAL when FCLIB's error is at
+most ``tol`` and contactopt's relative residual confirms (``coulomb_believed``); a budget of
+``max_iterations`` sweeps spent ends in MAX_ITERATIONS with the error reached; a non-finite
+iterate in NUMERICAL_ERROR. With ``history=True`` every sweep is followed by
+``coulomb_criteria`` (the stopping test is then that row), recorded with ``iteration`` and
+``time`` (solve time before that row's bookkeeping).
+
+Options: ``tol`` (FCLIB error to reach, default 1e-8), ``max_iterations`` (sweeps, default
+1000), ``history`` (default False), ``r0`` (warm start, projected onto the cones; an answer as
+warm start costs no sweep), ``symmetrize`` (solve with ``(W + W^T) / 2``, said in the message;
+NSGS itself needs no symmetry), ``omega`` (relaxation ``r_c <- omega r_c^local + (1 - omega)
+r_c``, in ``(0, 1]``, default 1).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.programs import Solution, Status
+from contactopt.programs.fclib_coulomb import project_cones
+from contactopt.programs.coulomb import CoulombProgram, coulomb_believed, coulomb_criteria, coulomb_residuals
+from contactopt.solvers import nsgs_kernel as kernel
+from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, check_options, make_solution
+
+FloatArray = NDArray[np.float64]
+
+SPEC = SolverSpec(
+    name="nsgs", kinds=frozenset({"coulomb"}), module=__name__, requires=None, install_hint="(built in)",
+    description="nonsmooth Gauss-Seidel over contacts with exact local solves, for the Coulomb problem (ours)",
+    normalize=False, warm_start="r0",
+)
+
+OPTIONS = {"tol", "max_iterations", "history", "r0", "symmetrize", "omega"}
+DEFAULT_TOL = 1e-8
+DEFAULT_MAX_ITERATIONS = 1000
+
+
+def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+    check_options("nsgs", options, OPTIONS)
+    if not isinstance(program, CoulombProgram):
+        raise UnsupportedProgramError(f"solver 'nsgs' takes a Coulomb problem, got {type(program).__name__}")
+    tol, max_iterations, omega = _scalar_options(options)
+    watch = Stopwatch()
+    with watch.time("setup"):
+        symmetrize = bool(options.get("symmetrize", False)) and not program.symmetric
+        work = program.symmetrized() if symmetrize else program
+        system = _System(work)
+        r = _initial_point(work, options.get("r0"))
+    with watch.time("solve"), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if options.get("history", False):
+            status, sweeps, history = _iterate_recorded(work, system, r, tol, max_iterations, omega)
+        else:
+            status, sweeps = _iterate(work, system, r, tol, max_iterations, omega)
+            history = None
+    error = coulomb_residuals(work, r).fclib
+    if status is Status.OPTIMAL:
+        message = f"converged in {sweeps} sweeps (FCLIB error {error:.2e} <= {tol:.1e})"
+    elif status is Status.MAX_ITERATIONS:
+        message = f"not converged after {sweeps} sweeps (FCLIB error {error:.2e} > {tol:.1e})"
+    else:
+        message = f"non-finite iterate after {sweeps} sweeps"
+    if symmetrize:
+        message += f"; solved with the symmetric part of W (asymmetry {program.asymmetry:.1e})"
+    raw = {"sweeps": sweeps, "fclib": error, "omega": omega, "compiled": system.compiled,
+           "local_solves": dict(zip(kernel.OUTCOMES, (int(n) for n in system.counts), strict=True)),
+           "symmetrized": symmetrize}
+    return make_solution(program, solver="nsgs", status=status, x=r, y=None, iterations=sweeps, watch=watch,
+                         message=message, raw=raw, history=history)
+
+
+class _System:
+    """The arrays the sweeps read: ``W``'s CSR rows, its diagonal blocks, ``q``, ``mu``, the
+    slip ratios of the sliding searches (warm across sweeps) and the outcome counts."""
+
+    def __init__(self, program: CoulombProgram) -> None:
+        self.compiled = kernel.COMPILED and kernel.AVAILABLE
+        if self.compiled:
+            kernel.ensure_compiled()
+        self.W = program.W.tocsr()
+        self.W.sort_indices()
+        self.blocks = np.ascontiguousarray(program.diagonal_blocks)
+        self.q = np.ascontiguousarray(program.q)
+        self.mu = np.ascontiguousarray(program.mu)
+        self.dim = program.dim
+        self.q_scale = 1.0 + math.sqrt(float(np.linalg.norm(program.q)))
+        self.slip = np.zeros(program.contacts)
+        self.counts = np.zeros(len(kernel.OUTCOMES), np.int64)
+
+    def run(self, r: FloatArray, omega: float, sweeps: int, change_tol: float, tol: float) -> tuple[int, float, float]:
+        """Up to ``sweeps`` sweeps (:func:`contactopt.solvers.nsgs_kernel.run`)."""
+        if self.compiled:
+            W = self.W
+            return kernel.run(W.data, W.indices, W.indptr, self.blocks, self.q, self.mu, self.dim, r, self.slip,
+                              omega, self.counts, sweeps, change_tol, tol, self.q_scale)
+        return kernel.run_numpy(self.W, self.blocks, self.q, self.mu, self.dim, r, self.slip, omega, self.counts,
+                                sweeps, change_tol, tol, self.q_scale)
+
+    def error(self, r: FloatArray) -> float:
+        """FCLIB's error of ``r`` (the kernel's, as the sweeps' own checks)."""
+        if self.compiled:
+            W = self.W
+            return float(kernel.fclib_error(W.data, W.indices, W.indptr, self.q, self.mu, self.dim, r, self.q_scale))
+        return kernel.fclib_error_numpy(self.W, self.q, self.mu, self.dim, r, self.q_scale)
+
+
+def _iterate(program: CoulombProgram, system: _System, r: FloatArray, tol: float, max_iterations: int,
+             omega: float) -> tuple[Status, int]:
+    """Sweep (in the kernel, several per call) until converged or the budget is spent."""
+    sweeps = 0
+    inner_tol = tol  # lowered when FCLIB's error passes but the relative residual does not
+    change_tol = tol
+    error = system.error(r) if np.any(r) else -1.0  # a warm start may be the answer; 0 rarely is
+    while True:
+        if not math.isfinite(error):
+            return Status.NUMERICAL_ERROR, sweeps
+        if 0.0 <= error <= inner_tol:
+            if coulomb_believed(program, r):
+                return Status.OPTIMAL, sweeps
+            inner_tol = 0.1 * error
+            change_tol = min(change_tol, inner_tol)
+        if sweeps >= max_iterations:
+            return Status.MAX_ITERATIONS, sweeps
+        done, error, change_tol = system.run(r, omega, max_iterations - sweeps, change_tol, inner_tol)
+        sweeps += done
+        if error < 0.0:  # the budget ended before any check: the final one
+            error = system.error(r)
+
+
+def _iterate_recorded(program: CoulombProgram, system: _System, r: FloatArray, tol: float, max_iterations: int,
+                      omega: float) -> tuple[Status, int, dict[str, FloatArray]]:
+    """:func:`_iterate` one sweep at a time, with ``coulomb_criteria`` after each (row 0: the
+    initial point); the time column leaves the criteria's own cost out."""
+    rows: list[dict[str, float]] = []
+    start = time.perf_counter()
+    bookkeeping = 0.0
+    sweeps = 0
+    status = Status.MAX_ITERATIONS
+    while True:
+        elapsed = time.perf_counter() - start - bookkeeping
+        row = coulomb_criteria(program, r)
+        rows.append({**row, "iteration": float(sweeps), "time": elapsed})
+        bookkeeping = time.perf_counter() - start - elapsed
+        if not math.isfinite(row["fclib"]):
+            status = Status.NUMERICAL_ERROR
+            break
+        if row["fclib"] <= tol and row["relative"] <= CONFIRM_LEVEL:
+            status = Status.OPTIMAL
+            break
+        if sweeps >= max_iterations:
+            break
+        system.run(r, omega, 1, -1.0, tol)  # one sweep, no check of its own (change_tol < 0)
+        sweeps += 1
+    history = {key: np.array([row[key] for row in rows]) for key in rows[0]}
+    return status, sweeps, history
+
+
+def _scalar_options(options: Mapping[str, Any]) -> tuple[float, int, float]:
+    tol = _real(options, "tol", DEFAULT_TOL)
+    if not (math.isfinite(tol) and tol > 0):
+        raise OptionError(f"solver 'nsgs': tol must be a positive number, got {tol!r}")
+    cap = options.get("max_iterations", DEFAULT_MAX_ITERATIONS)
+    if isinstance(cap, bool) or not isinstance(cap, int | np.integer) or cap < 0:
+        raise OptionError(f"solver 'nsgs': max_iterations must be an integer >= 0, got {cap!r}")
+    omega = _real(options, "omega", 1.0)
+    if not 0.0 < omega <= 1.0:
+        raise OptionError(f"solver 'nsgs': omega (relaxation) must be in (0, 1], got {omega!r}")
+    return tol, int(cap), omega
+
+
+def _real(options: Mapping[str, Any], key: str, default: float) -> float:
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
+        raise OptionError(f"solver 'nsgs': {key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _initial_point(program: CoulombProgram, r0: Any) -> FloatArray:
+    """The warm start (default 0), projected onto the friction cones (a copy: solved in place)."""
+    if r0 is None:
+        return np.zeros(program.m)
+    try:
+        r = np.array(r0, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise OptionError("solver 'nsgs': r0 must be an array of numbers") from None
+    if r.shape != (program.m,):
+        raise OptionError(f"solver 'nsgs': r0 must have {program.m} entries (contacts * dim), got {r.shape[0]}")
+    if not np.all(np.isfinite(r)):
+        raise OptionError("solver 'nsgs': r0 contains NaN or infinite entries")
+    return project_cones(r.reshape(-1, program.dim), program.mu).reshape(-1)
