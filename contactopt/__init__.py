@@ -27,6 +27,7 @@ from contactopt.programs import (
     SOC,
     Block,
     ConicProgram,
+    CoulombProgram,
     Nonneg,
     Residuals,
     Solution,
@@ -57,7 +58,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "Dynamics",
+    "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "CoulombProgram", "Dynamics",
     "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "SimulationError", "Solution",
     "SolverUnavailableError", "State", "Status", "StepProblem", "StepRecord", "Trajectory",
     "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "compare", "formulate",

@@ -268,8 +268,8 @@ class Trajectory:
             "solve_time": np.array([r.solve_time for r in steps]),
             "iterations": np.array([r.iterations for r in steps], dtype=np.int64),
             "residuals": np.array([[r.residuals.primal, r.residuals.dual, r.residuals.gap,
-                                    r.residuals.complementarity, r.residuals.relative]
-                                   for r in steps]).reshape(-1, 5),
+                                    r.residuals.complementarity, r.residuals.relative, r.residuals.fclib]
+                                   for r in steps]).reshape(-1, 6),
             "bilateral_counts": np.array([r.bilateral.shape[0] for r in steps], dtype=np.int64),
             "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
             "constraint_error": np.array([r.constraint_error for r in steps]),
