@@ -30,7 +30,7 @@ import contactopt as co
 from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import Status, read_fclib, solve_coulomb
 from contactopt.programs.coulomb import CoulombProgram, coulomb_from_fclib, coulomb_residuals
-from contactopt.solvers import nsgs, nsgs_kernel
+from contactopt.solvers import nsgs, nsgs_kernel, nsgs_local
 
 # The local solves are exact to rounding (the sliding root to 1e-14 relative), and nsgs stops at
 # FCLIB error 1e-12 where asked below: closed forms hold to 1e-10 relative with margin.
@@ -151,8 +151,8 @@ def test_local_block_without_a_sliding_root_falls_back_to_the_projection() -> No
     Schur complement) has no bracketed sliding root; the fallback keeps ``r`` in the cone."""
     A = np.array([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     out = np.zeros(3)
-    outcome, _ = nsgs_kernel.local_solve(A, 3, np.array([-1.0, 3.0, 0.5]), 0.3, 0.0, out, np.empty(3))
-    assert nsgs_kernel.OUTCOMES[outcome] == "fallback"
+    outcome, _ = nsgs_local.local_solve(A, 3, np.array([-1.0, 3.0, 0.5]), 0.3, 0.0, out, np.empty(3))
+    assert nsgs_local.OUTCOMES[outcome] == "fallback"
     assert np.all(np.isfinite(out)) and _in_cone(out, 0.3)
 
 
@@ -176,7 +176,7 @@ def test_box_slide_step_has_coulombs_totals_and_agrees_with_the_fixed_point(box_
     m, g, h, mu, v0 = 1.0, 9.81, 1e-3, 0.5, 1.0
     problem = read_fclib(box_step)
     program = coulomb_from_fclib(problem)
-    solution = _solve(program, tol=1e-10)
+    solution = _solve(program, tol=1e-12)  # FCLIB's error is absolute: 1e-12 for impulses of 1e-2
     assert solution.status is Status.OPTIMAL
     total = solution.x.reshape(-1, 3).sum(axis=0)
     np.testing.assert_allclose(total, [m * g * h, -mu * m * g * h, 0.0], rtol=1e-8, atol=1e-12)
@@ -195,7 +195,9 @@ def _random_problem(seed: int, contacts: int = 12) -> CoulombProgram:
     J = rng.normal(size=(3 * contacts, 3 * contacts + 12))
     J[:, : 3 * contacts] += 4 * np.eye(3 * contacts)  # well conditioned
     W = J @ J.T / J.shape[1]
-    q = rng.normal(size=3 * contacts)
+    Q = rng.normal(size=(contacts, 3))
+    Q[::3, 1:] *= 0.05  # every third contact barely pushed sideways: some stick
+    q = Q.reshape(-1)
     return _program(W, q, list(rng.uniform(0.2, 0.6, contacts)))
 
 
@@ -241,21 +243,23 @@ def test_history_ends_at_the_reported_residual(random_answer: tuple[CoulombProgr
     assert history["fclib"][-1] == pytest.approx(solution.residuals.fclib, rel=1e-12)
     assert history["fclib"][-1] <= 1e-11 < history["fclib"][0]
     assert np.all(np.diff(history["time"]) >= 0)
-    assert solution.iterations == plain.iterations  # recording does not change the sweeps
+    # the recorded solve checks every sweep, the plain one when a sweep changes little
+    assert solution.iterations <= plain.iterations
 
 
 def test_warm_start_at_the_answer_costs_no_sweep(random_answer: tuple[CoulombProgram, co.Solution]) -> None:
     program, cold = random_answer
     warm = _solve(program, tol=1e-11, r0=cold.x)
     assert warm.status is Status.OPTIMAL and warm.iterations == 0
-    np.testing.assert_array_equal(warm.x, cold.x)
+    np.testing.assert_allclose(warm.x, cold.x, rtol=1e-14)  # projected onto the cones: rounding
 
 
 def test_budget_spent_says_the_error_reached() -> None:
     program = _random_problem(1)
     solution = _solve(program, max_iterations=2)
     assert solution.status is Status.MAX_ITERATIONS and solution.iterations == 2
-    assert f"{solution.residuals.fclib:.2e}" in solution.message
+    reached = float(solution.message.split("FCLIB error ")[1].split()[0])
+    assert reached == pytest.approx(solution.residuals.fclib, rel=1e-2)  # printed to 3 digits
 
 
 def test_nonsymmetric_w_is_solved_as_given_or_symmetrized_on_request() -> None:

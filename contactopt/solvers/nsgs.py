@@ -39,17 +39,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import Solution, Status
+from contactopt.programs.coulomb import CoulombProgram, coulomb_believed, coulomb_criteria
 from contactopt.programs.fclib_coulomb import project_cones
-from contactopt.programs.coulomb import CoulombProgram, coulomb_believed, coulomb_criteria, coulomb_residuals
 from contactopt.solvers import nsgs_kernel as kernel
+from contactopt.solvers import nsgs_local
 from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, check_options, make_solution
 
 FloatArray = NDArray[np.float64]
@@ -63,6 +65,7 @@ SPEC = SolverSpec(
 OPTIONS = {"tol", "max_iterations", "history", "r0", "symmetrize", "omega"}
 DEFAULT_TOL = 1e-8
 DEFAULT_MAX_ITERATIONS = 1000
+Finish = Callable[[Status, int, float], Solution]  # (status, sweeps, FCLIB error) -> the answer
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
@@ -76,26 +79,29 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         work = program.symmetrized() if symmetrize else program
         system = _System(work)
         r = _initial_point(work, options.get("r0"))
-    with watch.time("solve"), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        if options.get("history", False):
-            status, sweeps, history = _iterate_recorded(work, system, r, tol, max_iterations, omega)
+
+    def finish(status: Status, sweeps: int, error: float, history: dict[str, FloatArray] | None = None) -> Solution:
+        if status is Status.OPTIMAL:
+            message = f"converged in {sweeps} sweeps (FCLIB error {error:.2e} <= {tol:.1e})"
+        elif status is Status.MAX_ITERATIONS:
+            message = f"not converged after {sweeps} sweeps (FCLIB error {error:.2e} > {tol:.1e})"
         else:
-            status, sweeps = _iterate(work, system, r, tol, max_iterations, omega)
-            history = None
-    error = coulomb_residuals(work, r).fclib
-    if status is Status.OPTIMAL:
-        message = f"converged in {sweeps} sweeps (FCLIB error {error:.2e} <= {tol:.1e})"
-    elif status is Status.MAX_ITERATIONS:
-        message = f"not converged after {sweeps} sweeps (FCLIB error {error:.2e} > {tol:.1e})"
-    else:
-        message = f"non-finite iterate after {sweeps} sweeps"
-    if symmetrize:
-        message += f"; solved with the symmetric part of W (asymmetry {program.asymmetry:.1e})"
-    raw = {"sweeps": sweeps, "fclib": error, "omega": omega, "compiled": system.compiled,
-           "local_solves": dict(zip(kernel.OUTCOMES, (int(n) for n in system.counts), strict=True)),
-           "symmetrized": symmetrize}
-    return make_solution(program, solver="nsgs", status=status, x=r, y=None, iterations=sweeps, watch=watch,
-                         message=message, raw=raw, history=history)
+            message = f"non-finite iterate after {sweeps} sweeps"
+        if symmetrize:
+            message += f"; solved with the symmetric part of W (asymmetry {program.asymmetry:.1e})"
+        raw = {"sweeps": sweeps, "fclib": error, "omega": omega, "compiled": system.compiled,
+               "local_solves": dict(zip(nsgs_local.OUTCOMES, (int(n) for n in system.counts), strict=True)),
+               "symmetrized": symmetrize}
+        return make_solution(program, solver="nsgs", status=status, x=r.copy(), y=None, iterations=sweeps,
+                             watch=watch, message=message, raw=raw, history=history)
+
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if options.get("history", False):
+            with watch.time("solve"):
+                status, sweeps, history = _iterate_recorded(work, system, r, tol, max_iterations, omega)
+            return finish(status, sweeps, float(history["fclib"][-1]), history)
+        confirm = None if symmetrize else finish  # the answer's own residuals decide, computed once
+        return _iterate(work, system, r, tol, max_iterations, omega, watch, finish, confirm)
 
 
 class _System:
@@ -104,17 +110,24 @@ class _System:
 
     def __init__(self, program: CoulombProgram) -> None:
         self.compiled = kernel.COMPILED and kernel.AVAILABLE
+        W = program.W
         if self.compiled:
             kernel.ensure_compiled()
-        self.W = program.W.tocsr()
-        self.W.sort_indices()
-        self.blocks = np.ascontiguousarray(program.diagonal_blocks)
+            indptr, indices, data, blocks = kernel.rows_and_blocks(program.m, program.dim, W.indptr, W.indices, W.data)
+            self.W = sp.csr_matrix((data, indices, indptr), shape=W.shape)
+            self.blocks = blocks
+            if "diagonal_blocks" not in vars(program):  # the program's cached property, the same entries:
+                vars(program)["diagonal_blocks"] = blocks  # its residuals (local scaling) need not extract them again
+        else:
+            self.W = W.tocsr()
+            self.W.sort_indices()
+            self.blocks = np.ascontiguousarray(program.diagonal_blocks)
         self.q = np.ascontiguousarray(program.q)
         self.mu = np.ascontiguousarray(program.mu)
         self.dim = program.dim
         self.q_scale = 1.0 + math.sqrt(float(np.linalg.norm(program.q)))
         self.slip = np.zeros(program.contacts)
-        self.counts = np.zeros(len(kernel.OUTCOMES), np.int64)
+        self.counts = np.zeros(len(nsgs_local.OUTCOMES), np.int64)
 
     def run(self, r: FloatArray, omega: float, sweeps: int, change_tol: float, tol: float) -> tuple[int, float, float]:
         """Up to ``sweeps`` sweeps (:func:`contactopt.solvers.nsgs_kernel.run`)."""
@@ -134,26 +147,35 @@ class _System:
 
 
 def _iterate(program: CoulombProgram, system: _System, r: FloatArray, tol: float, max_iterations: int,
-             omega: float) -> tuple[Status, int]:
-    """Sweep (in the kernel, several per call) until converged or the budget is spent."""
+             omega: float, watch: Stopwatch, finish: Finish, confirm: Finish | None) -> Solution:
+    """Sweep (in the kernel, several per call) until converged or the budget is spent. When
+    the kernel's FCLIB error passes, ``confirm`` builds the answer (its residuals computed
+    once, by ``make_solution``) and the answer is returned if they pass too; without
+    ``confirm`` (a symmetrized ``W``: the residuals of the program solved decide)
+    ``coulomb_believed`` does."""
     sweeps = 0
     inner_tol = tol  # lowered when FCLIB's error passes but the relative residual does not
     change_tol = tol
-    error = system.error(r) if np.any(r) else -1.0  # a warm start may be the answer; 0 rarely is
+    with watch.time("solve"):
+        error = system.error(r) if np.any(r) else -1.0  # a warm start may be the answer; 0 rarely is
     while True:
         if not math.isfinite(error):
-            return Status.NUMERICAL_ERROR, sweeps
+            return finish(Status.NUMERICAL_ERROR, sweeps, error)
         if 0.0 <= error <= inner_tol:
-            if coulomb_believed(program, r):
-                return Status.OPTIMAL, sweeps
+            if confirm is None:
+                if coulomb_believed(program, r):
+                    return finish(Status.OPTIMAL, sweeps, error)
+            else:
+                answer = confirm(Status.OPTIMAL, sweeps, error)
+                if answer.residuals.fclib <= tol and answer.residuals.relative <= CONFIRM_LEVEL:
+                    return answer
             inner_tol = 0.1 * error
             change_tol = min(change_tol, inner_tol)
         if sweeps >= max_iterations:
-            return Status.MAX_ITERATIONS, sweeps
-        done, error, change_tol = system.run(r, omega, max_iterations - sweeps, change_tol, inner_tol)
+            return finish(Status.MAX_ITERATIONS, sweeps, system.error(r) if error < 0.0 else error)
+        with watch.time("solve"):
+            done, error, change_tol = system.run(r, omega, max_iterations - sweeps, change_tol, inner_tol)
         sweeps += done
-        if error < 0.0:  # the budget ended before any check: the final one
-            error = system.error(r)
 
 
 def _iterate_recorded(program: CoulombProgram, system: _System, r: FloatArray, tol: float, max_iterations: int,
