@@ -20,6 +20,9 @@ What is checked, and why:
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +224,8 @@ def test_random_problem_agrees_with_the_fixed_point(random_answer: tuple[Coulomb
 
 def test_numpy_path_gives_the_compiled_answer(random_answer: tuple[CoulombProgram, co.Solution],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweeps without numba (NumPy row products; the local solves as this process has
+    them, compiled once numba has been used) give the compiled answer in as many sweeps."""
     program, compiled = random_answer
     if not (nsgs_kernel.AVAILABLE and compiled.raw["compiled"]):
         pytest.skip("numba is not installed: only the NumPy path exists")
@@ -230,6 +235,29 @@ def test_numpy_path_gives_the_compiled_answer(random_answer: tuple[CoulombProgra
     assert plain.iterations == compiled.iterations
     # the same operations up to the order of the row sums: rounding only
     np.testing.assert_allclose(plain.x, compiled.x, rtol=1e-12, atol=1e-14 * np.abs(compiled.x).max())
+
+
+def test_without_numba_at_all(random_answer: tuple[CoulombProgram, co.Solution], tmp_path: Path) -> None:
+    """A process where numba is switched off (``CONTACTOPT_NO_NUMBA``: every loop, the local
+    solves included, run by the interpreter) gives the same answer."""
+    program, compiled = random_answer
+    np.savez(tmp_path / "problem.npz", W=program.W.toarray(), q=program.q, mu=program.mu)
+    script = (
+        "import sys, numpy as np, scipy.sparse as sp, contactopt as co\n"
+        "from contactopt.programs.coulomb import CoulombProgram\n"
+        "from contactopt.solvers import nsgs_kernel\n"
+        "assert not nsgs_kernel.AVAILABLE\n"
+        "d = np.load(sys.argv[1])\n"
+        "p = CoulombProgram(W=sp.csc_matrix(d['W']), q=d['q'], mu=d['mu'], dim=3)\n"
+        "s = co.solve(p, 'nsgs', tol=1e-11)\n"
+        "assert not s.raw['compiled']\n"
+        "np.save(sys.argv[2], np.append(s.x, s.iterations))\n")
+    env = {**os.environ, "CONTACTOPT_NO_NUMBA": "1"}
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "problem.npz"), str(tmp_path / "x.npy")],
+                   check=True, env=env, timeout=120)
+    answer = np.load(tmp_path / "x.npy")
+    assert answer[-1] == compiled.iterations
+    np.testing.assert_allclose(answer[:-1], compiled.x, rtol=1e-12, atol=1e-14 * np.abs(compiled.x).max())
 
 
 def test_history_ends_at_the_reported_residual(random_answer: tuple[CoulombProgram, co.Solution]) -> None:

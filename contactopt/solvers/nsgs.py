@@ -43,7 +43,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError, UnsupportedProgramError
@@ -114,13 +113,14 @@ class _System:
         if self.compiled:
             kernel.ensure_compiled()
             indptr, indices, data, blocks = kernel.rows_and_blocks(program.m, program.dim, W.indptr, W.indices, W.data)
-            self.W = sp.csr_matrix((data, indices, indptr), shape=W.shape)
+            self.rows = (data, indices, indptr)  # CSR arrays (no scipy object: its checks cost ~30 us)
             self.blocks = blocks
             if "diagonal_blocks" not in vars(program):  # the program's cached property, the same entries:
                 vars(program)["diagonal_blocks"] = blocks  # its residuals (local scaling) need not extract them again
         else:
             self.W = W.tocsr()
             self.W.sort_indices()
+            self.rows = (self.W.data, self.W.indices, self.W.indptr)
             self.blocks = np.ascontiguousarray(program.diagonal_blocks)
         self.q = np.ascontiguousarray(program.q)
         self.mu = np.ascontiguousarray(program.mu)
@@ -132,8 +132,7 @@ class _System:
     def run(self, r: FloatArray, omega: float, sweeps: int, change_tol: float, tol: float) -> tuple[int, float, float]:
         """Up to ``sweeps`` sweeps (:func:`contactopt.solvers.nsgs_kernel.run`)."""
         if self.compiled:
-            W = self.W
-            return kernel.run(W.data, W.indices, W.indptr, self.blocks, self.q, self.mu, self.dim, r, self.slip,
+            return kernel.run(*self.rows, self.blocks, self.q, self.mu, self.dim, r, self.slip,
                               omega, self.counts, sweeps, change_tol, tol, self.q_scale)
         return kernel.run_numpy(self.W, self.blocks, self.q, self.mu, self.dim, r, self.slip, omega, self.counts,
                                 sweeps, change_tol, tol, self.q_scale)
@@ -141,8 +140,7 @@ class _System:
     def error(self, r: FloatArray) -> float:
         """FCLIB's error of ``r`` (the kernel's, as the sweeps' own checks)."""
         if self.compiled:
-            W = self.W
-            return float(kernel.fclib_error(W.data, W.indices, W.indptr, self.q, self.mu, self.dim, r, self.q_scale))
+            return float(kernel.fclib_error(*self.rows, self.q, self.mu, self.dim, r, self.q_scale))
         return kernel.fclib_error_numpy(self.W, self.q, self.mu, self.dim, r, self.q_scale)
 
 

@@ -13,14 +13,12 @@ Methods Appl. Mech. Engrg. 177, 1999; Acary & Brogliato, "Numerical methods for 
 dynamical systems", Springer 2008, ch. 13; Acary, Brémond & Huber, "On solving contact problems
 with Coulomb friction: formulations and numerical comparisons", 2018, the NSGS with local
 solvers) visits the contacts in order; for contact ``c`` it forms
-``q'_c = q_c + sum_{d != c} W_cd r_d`` from the sparse rows of ``W`` (CSR, the current ``r``,
-so no running sum drifts) and replaces ``r_c`` by the exact solution of the one-contact
-problem ``u_c = W_cc r_c + q'_c`` (:func:`local_solve`), relaxed by ``omega`` in ``(0, 1]``
-(a convex combination of two points of the cone stays in it).
-
-The one-contact problem is solved by :mod:`contactopt.solvers.nsgs_local`.
+``q'_c = q_c + sum_{d != c} W_cd r_d`` as the products with ``W``'s sparse rows (CSR) less the
+diagonal block's (from the current ``r``: no running sum that drifts) and replaces ``r_c`` by
+the exact solution of the one-contact problem ``u_c = W_cc r_c + q'_c``
+(:func:`contactopt.solvers.nsgs_local.local_solve`), relaxed by ``omega`` in ``(0, 1]`` (a
+convex combination of two points of the cone stays in it).
 """
-
 
 from __future__ import annotations
 
