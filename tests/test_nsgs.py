@@ -134,6 +134,24 @@ def test_planar_brick_pushed_below_and_above_the_friction_limit(push: float) -> 
         assert solution.s[1] == pytest.approx((force - mu * m * g) * h / m, rel=EXACT)
 
 
+def test_planar_box_on_two_corners_slides_without_tipping() -> None:
+    """A planar box (mass m, inertia I, half sizes a, b) sliding at v0 on two bottom corners:
+    corner velocity ``(vx - w y, vy + w x)``, rows ``[n, t] = [[0, 1, x], [1, 0, -y]]``. With
+    ``v0 > mu g h`` Coulomb keeps it sliding level: the corners' normal impulses differ (they
+    cancel friction's torque) but add to ``m g h``, friction adds to ``-mu m g h``, and both
+    corners move at ``v0 - mu g h`` with no normal velocity (no hover, no tipping)."""
+    m, inertia, a, b, g, h, mu, v0 = 2.0, 0.05, 0.2, 0.1, 9.81, 1e-3, 0.4, 0.5
+    J = np.array([[0.0, 1.0, -a], [1.0, 0.0, b], [0.0, 1.0, a], [1.0, 0.0, b]])  # corners (-a, -b), (a, -b)
+    W = J @ np.diag([1 / m, 1 / m, 1 / inertia]) @ J.T
+    q = J @ np.array([v0, -g * h, 0.0])
+    solution = _solve(_program(W, q, [mu, mu], dim=2), tol=1e-13)
+    assert solution.status is Status.OPTIMAL
+    R, U = solution.x.reshape(2, 2), solution.s.reshape(2, 2)
+    np.testing.assert_allclose(R.sum(axis=0), [m * g * h, -mu * m * g * h], rtol=EXACT)
+    np.testing.assert_allclose(U, [[0.0, v0 - mu * g * h]] * 2, atol=EXACT)
+    assert R[1, 0] > R[0, 0]  # the leading corner carries more
+
+
 def test_frictionless_and_padded_contacts() -> None:
     """Contact 0 frictionless with zero tangential rows (a padded unilateral row, e.g. a joint
     limit), coupled to contact 1 with friction: ``r_0T = 0`` and both laws hold."""
@@ -280,6 +298,13 @@ def test_warm_start_at_the_answer_costs_no_sweep(random_answer: tuple[CoulombPro
     warm = _solve(program, tol=1e-11, r0=cold.x)
     assert warm.status is Status.OPTIMAL and warm.iterations == 0
     np.testing.assert_allclose(warm.x, cold.x, rtol=1e-14)  # projected onto the cones: rounding
+
+
+def test_under_relaxation_reaches_the_same_velocities(random_answer: tuple[CoulombProgram, co.Solution]) -> None:
+    program, plain = random_answer
+    relaxed = _solve(program, tol=1e-11, omega=0.7)
+    assert relaxed.status is Status.OPTIMAL and relaxed.raw["omega"] == 0.7
+    np.testing.assert_allclose(relaxed.s, plain.s, atol=AGREE * np.abs(program.q).max())
 
 
 def test_budget_spent_says_the_error_reached() -> None:
