@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt import display
+
 FloatArray = NDArray[np.float64]
 
 __all__ = ["Residuals", "Solution", "Status"]
@@ -134,6 +136,14 @@ class Solution:
     refined: bool = False
     claimed: Status | None = None
     history: dict[str, FloatArray] | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One line: status, solver, iterations, time, worst residual (:mod:`contactopt.display`)."""
+        return display.solution_text(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a table of the outcome and residuals, with x, y, s of a small program."""
+        return display.solution_html(self)
 
     @property
     def z(self) -> FloatArray:

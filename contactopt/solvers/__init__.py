@@ -32,9 +32,8 @@ from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToL
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
+from contactopt.solvers import admm, clarabel_, cvxpy_, lemke, nsgs, nsn, osqp_, pgs, qpsolvers_
 from contactopt.solvers import newton as _newton
-from contactopt.solvers import nsgs as _nsgs
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
 __all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "comparison_defaults", "kinds", "names",
@@ -45,7 +44,8 @@ _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 _BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
-_BACKENDS[_nsgs.SPEC.name] = _nsgs.SPEC  # nonsmooth Gauss-Seidel for the Coulomb problem (ours)
+for _coulomb in (nsgs, nsn, admm):  # the Coulomb problem's own solvers (ours)
+    _BACKENDS[_coulomb.SPEC.name] = _coulomb.SPEC
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
 # The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P.

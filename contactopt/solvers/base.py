@@ -8,8 +8,10 @@ solver is asked for, and then it is reported with its install hint.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
+import io
 import os
 import sys
 import time
@@ -28,6 +30,19 @@ from contactopt.programs.residuals import conic_check
 
 Program = ConicProgram | LCP | CoulombProgram
 SolveFunction = Callable[[Program, "str | None", Mapping[str, Any]], Solution]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """One option through which a solver takes an accuracy, and the value it uses when none is
+    given. ``relative``: a tolerance scaled by the data's norms (``eps_rel``), which a
+    benchmark profile of absolute tolerances sets to 0 (qpbenchmark's convention);
+    otherwise a benchmark passes ``min(profile eps, default)``: never looser than the
+    solver's own default (:func:`contactopt.analysis.bench.solver_options`)."""
+
+    option: str
+    default: float
+    relative: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,11 @@ class SolverSpec:
             (:mod:`contactopt.programs.normalize`); False for a backend that reads a
             formulation's structure (``A = -I`` of a dual program, SAP's primal layout), which a
             rescaling would hide.
+        tolerances: the options through which it takes an accuracy, with their defaults
+            (:class:`Tolerance`): how ``contactopt bench`` asks it for a profile's accuracy. A
+            backend (a plugin) that declares none gets no tolerance option, and the results
+            say so.
+        time_limit: the option through which it takes a time limit in seconds, or None.
     """
 
     name: str
@@ -69,6 +89,8 @@ class SolverSpec:
     interior_point: bool = False
     default_comparison: bool = True
     normalize: bool = True
+    tolerances: tuple[Tolerance, ...] = ()
+    time_limit: str | None = None
 
     def is_available(self) -> bool:
         """Whether the backend's package is installed, without importing it. A package found
@@ -107,23 +129,28 @@ _LIBC = ctypes.CDLL(None)
 
 @contextmanager
 def silence_c_stdout() -> Iterator[None]:
-    """Send file descriptor 1 to /dev/null for the duration (OSQP's C code prints
-    "Polishing not needed" with verbose off). Not thread-safe: solves run one per process."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no usable stdout: nothing to silence
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        _LIBC.fflush(None)  # C stdio buffers: flush while fd 1 is still /dev/null
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
+    """Silence a backend's printing for the duration, by both routes it can take: OSQP prints
+    "Polishing not needed" with verbose off through ``PySys_WriteStdout``, i.e. Python's
+    ``sys.stdout`` (in Jupyter the kernel's stream, which is not file descriptor 1), and C
+    libraries print through C stdio on file descriptor 1 (sent to /dev/null meanwhile). Not
+    thread-safe: solves run one per process."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            saved = os.dup(1)
+        except OSError:  # no usable file descriptor 1: the Python route alone
+            yield
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            yield
+        finally:
+            _LIBC.fflush(None)  # C stdio buffers: flush while fd 1 is still /dev/null
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
 
 
 def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> None:
