@@ -45,13 +45,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.errors import OptionError
 from contactopt.programs import Solution, Status
 from contactopt.programs.coulomb import CoulombProgram, coulomb_believed, coulomb_criteria
 from contactopt.programs.fclib_coulomb import project_cones
 from contactopt.solvers import nsgs_kernel as kernel
 from contactopt.solvers import nsgs_local
-from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, check_options, make_solution
+from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.coulomb_run import COMMON_OPTIONS, DEFAULT_TOL, coulomb_program, integer_option, real_option
 
 FloatArray = NDArray[np.float64]
 
@@ -61,23 +62,27 @@ SPEC = SolverSpec(
     normalize=False, warm_start="r0",
 )
 
-OPTIONS = {"tol", "max_iterations", "history", "r0", "symmetrize", "omega"}
-DEFAULT_TOL = 1e-8
+OPTIONS = COMMON_OPTIONS | {"omega"}
 DEFAULT_MAX_ITERATIONS = 1000
 Finish = Callable[[Status, int, float], Solution]  # (status, sweeps, FCLIB error) -> the answer
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
-    check_options("nsgs", options, OPTIONS)
-    if not isinstance(program, CoulombProgram):
-        raise UnsupportedProgramError(f"solver 'nsgs' takes a Coulomb problem, got {type(program).__name__}")
-    tol, max_iterations, omega = _scalar_options(options)
     watch = Stopwatch()
     with watch.time("setup"):
-        symmetrize = bool(options.get("symmetrize", False)) and not program.symmetric
-        work = program.symmetrized() if symmetrize else program
+        # the options and start every Coulomb solver shares (contactopt.solvers.coulomb_run)
+        work, start, note = coulomb_program("nsgs", program, options, OPTIONS, needs_symmetry=False)
+        tol = real_option("nsgs", options, "tol", DEFAULT_TOL)
+        max_iterations = integer_option("nsgs", options, "max_iterations", DEFAULT_MAX_ITERATIONS)
+        omega = real_option("nsgs", options, "omega", 1.0)
+        if omega > 1.0:
+            raise OptionError(f"solver 'nsgs': omega (relaxation) must be in (0, 1], got {omega!r}")
+        recording = options.get("history", False)
+        if not isinstance(recording, bool | np.bool_):
+            raise OptionError(f"solver 'nsgs': history must be true or false, got {recording!r}")
+        symmetrize = bool(note)
         system = _System(work)
-        r = _initial_point(work, options.get("r0"))
+        r = project_cones(start.reshape(-1, work.dim), work.mu).reshape(-1)  # a copy, solved in place
 
     def finish(status: Status, sweeps: int, error: float, history: dict[str, FloatArray] | None = None) -> Solution:
         if status is Status.OPTIMAL:
@@ -86,8 +91,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             message = f"not converged after {sweeps} sweeps (FCLIB error {error:.2e} > {tol:.1e})"
         else:
             message = f"non-finite iterate after {sweeps} sweeps"
-        if symmetrize:
-            message += f"; solved with the symmetric part of W (asymmetry {program.asymmetry:.1e})"
+        message += note
         raw = {"sweeps": sweeps, "fclib": error, "omega": omega, "compiled": system.compiled,
                "local_solves": dict(zip(nsgs_local.OUTCOMES, (int(n) for n in system.counts), strict=True)),
                "symmetrized": symmetrize}
@@ -95,7 +99,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                              watch=watch, message=message, raw=raw, history=history)
 
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        if options.get("history", False):
+        if recording:
             with watch.time("solve"):
                 status, sweeps, history = _iterate_recorded(work, system, r, tol, max_iterations, omega)
             return finish(status, sweeps, float(history["fclib"][-1]), history)
@@ -202,38 +206,3 @@ def _iterate_recorded(program: CoulombProgram, system: _System, r: FloatArray, t
         sweeps += 1
     history = {key: np.array([row[key] for row in rows]) for key in rows[0]}
     return status, sweeps, history
-
-
-def _scalar_options(options: Mapping[str, Any]) -> tuple[float, int, float]:
-    tol = _real(options, "tol", DEFAULT_TOL)
-    if not (math.isfinite(tol) and tol > 0):
-        raise OptionError(f"solver 'nsgs': tol must be a positive number, got {tol!r}")
-    cap = options.get("max_iterations", DEFAULT_MAX_ITERATIONS)
-    if isinstance(cap, bool) or not isinstance(cap, int | np.integer) or cap < 0:
-        raise OptionError(f"solver 'nsgs': max_iterations must be an integer >= 0, got {cap!r}")
-    omega = _real(options, "omega", 1.0)
-    if not 0.0 < omega <= 1.0:
-        raise OptionError(f"solver 'nsgs': omega (relaxation) must be in (0, 1], got {omega!r}")
-    return tol, int(cap), omega
-
-
-def _real(options: Mapping[str, Any], key: str, default: float) -> float:
-    value = options.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
-        raise OptionError(f"solver 'nsgs': {key} must be a number, got {value!r}")
-    return float(value)
-
-
-def _initial_point(program: CoulombProgram, r0: Any) -> FloatArray:
-    """The warm start (default 0), projected onto the friction cones (a copy: solved in place)."""
-    if r0 is None:
-        return np.zeros(program.m)
-    try:
-        r = np.array(r0, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise OptionError("solver 'nsgs': r0 must be an array of numbers") from None
-    if r.shape != (program.m,):
-        raise OptionError(f"solver 'nsgs': r0 must have {program.m} entries (contacts * dim), got {r.shape[0]}")
-    if not np.all(np.isfinite(r)):
-        raise OptionError("solver 'nsgs': r0 contains NaN or infinite entries")
-    return project_cones(r.reshape(-1, program.dim), program.mu).reshape(-1)
