@@ -11,7 +11,8 @@ method", CMAME 177, 1999; Acary & Brogliato, "Numerical methods for nonsmooth dy
 Springer 2008, ch. 13; Acary, Brémond & Huber, "On solving contact problems with Coulomb
 friction: formulations and numerical comparisons", 2018): take-off, sticking or sliding, the
 sliding impulse by a bracketed Newton search along one scalar (Alart & Curnier, CMAME 92, 1991,
-for the cases of the law); :mod:`contactopt.solvers.nsgs_kernel` has the formulas. It needs
+for the cases of the law): :mod:`contactopt.solvers.nsgs_local` has the formulas,
+:mod:`contactopt.solvers.nsgs_kernel` the sweeps (numba, or NumPy without it). It needs
 nonsingular normal entries ``W_cc[0, 0] > 0`` only, not symmetry: a nonsymmetric ``W`` (files
 of other tools) is solved as given. Gauss-Seidel has no convergence guarantee for Coulomb
 friction (the problem is not the optimality condition of a convex program); it converges
