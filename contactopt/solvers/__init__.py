@@ -32,7 +32,7 @@ from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToL
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import admm, clarabel_, cvxpy_, lemke, nsn, osqp_, pgs, qpsolvers_
+from contactopt.solvers import admm, clarabel_, cvxpy_, lemke, nsgs, nsn, osqp_, pgs, qpsolvers_
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
@@ -44,7 +44,7 @@ _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 _BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
-for _coulomb in (nsn, admm):  # the Coulomb problem's own solvers (ours)
+for _coulomb in (nsgs, nsn, admm):  # the Coulomb problem's own solvers (ours)
     _BACKENDS[_coulomb.SPEC.name] = _coulomb.SPEC
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
