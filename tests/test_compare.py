@@ -12,6 +12,7 @@ import pytest
 
 import contactopt as co
 from contactopt.analysis.compare import compare, plan
+from contactopt.run_folders import CELL_STORE, COMPARE_OUTPUTS
 
 # Columns that depend on the machine's timing, not on the physics or the solver's answer.
 TIMING = {"wall_time", "build_time_total", "solve_time_total", "time_per_step", "cached", "traceback"}
@@ -118,6 +119,8 @@ def test_compare_cli_prints_the_table_and_writes_plots_and_report(
     assert skipped and (table["status"] == "completed").all() and np.isfinite(table["max_penetration"]).all()
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / "out" / name).exists(), name
+    # every file it wrote is one `compare --force` removes (so none can survive a later run as stale)
+    assert {p.name for p in (tmp_path / "out").iterdir()} <= {*COMPARE_OUTPUTS, *CELL_STORE}
     # the compact table: metrics under short headers, each named in the legend with its table.csv column
     assert "penetration" in printed and "(max_ncp_desaxce)" in printed and "lemke" in printed and "skipped" in printed
     # the scene's observables: printed with their references, one row per cell and observable on disk
