@@ -45,6 +45,11 @@ CAVEATS: dict[str, str] = {
                  "friction creeps below its stiction speed",
 }
 
+#: Observables of a body coming to rest, and the methods whose model keeps it from resting on
+#: time (frictionless, or friction that creeps): their n/a names the method's caveat too.
+STOP_KINDS = ("stop_time", "stop_distance")
+SLOW_TO_STOP = ("gauss", "regularized", "mujoco", "compliant", "sap")
+
 #: Per observable kind: the event a NaN value means did not happen.
 MISSING: dict[str, str] = {
     "stop_time": "never came to rest (every velocity within the threshold) in the {T:g} s simulated",
@@ -103,10 +108,10 @@ def _missing_cause(row: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
             if part.strip().startswith(f"observable {name}:")]
     if said:
         return _first_line(said[0].split(":", 1)[1])
-    event = MISSING.get(str(meta.get("kind", "")), "the run does not show what it measures")
-    cause = event.format(T=_finite(row.get("duration")))
-    caveat = CAVEATS.get(_method(row))
-    return f"{cause}: {caveat}" if caveat else cause
+    kind = str(meta.get("kind", ""))
+    cause = MISSING.get(kind, "the run does not show what it measures").format(T=_finite(row.get("duration")))
+    caveat = CAVEATS.get(_method(row))  # when the method is why a body does not come to rest
+    return f"{cause}: {caveat}" if caveat and kind in STOP_KINDS and _method(row) in SLOW_TO_STOP else cause
 
 
 def _off_cause(row: Mapping[str, Any]) -> str:

@@ -38,6 +38,8 @@ from contactopt.simulate import formulate, simulate
 
 EXIT_ERROR = 1
 EXIT_STOPPED = 3
+#: Methods that take no solver (their own integrator answers): their run folder is SCENE-METHOD.
+WITHOUT_SOLVER = ("variational", "compliant", "hybrid", "mujoco")
 
 
 def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
@@ -67,7 +69,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation
     solver = args.solver or scene.solver  # the folder name; simulate may replace a scene default
-    default = Path("runs") / safe_component(f"{scene.name}-{formulation}-{solver.replace(':', '_')}")
+    name = f"{scene.name}-{formulation}" + ("" if formulation.split(":")[0].strip().lower() in WITHOUT_SOLVER
+                                           else f"-{solver.replace(':', '_')}")
+    default = Path("runs") / safe_component(name)
     folder = open_run_folder(args.out, default, outputs=RUN_OUTPUTS, force=args.force)
     out = folder.path
     with removed_if_failed(folder), warnings.catch_warnings():  # --out checked before the run
@@ -136,14 +140,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The columns ``contactopt run`` prints by default (``--wide``: every one).
+#: The quantities ``contactopt run`` prints by default (``--wide``: every one).
 RUN_COMPACT = ("formulation", "solver", "dt", "steps", "t_final", "min_phi", "max_normal_impulse", "max_residual",
                "ms/step", "status")
 
 
 def _print_run_table(row: dict[str, Any], traj: Trajectory, wide: bool) -> None:
-    """The summary row within the terminal's width, its legend, and why the run stopped or
-    which steps were not optimal (:func:`contactopt.analysis.explain.run_notes`)."""
+    """The summary of the run, one quantity per line (a single run reads down, not across), its
+    legend, and why the run stopped or which steps were not optimal
+    (:func:`contactopt.analysis.explain.run_notes`)."""
     import pandas as pd
 
     from contactopt.analysis.explain import run_notes
@@ -156,8 +161,18 @@ def _print_run_table(row: dict[str, Any], traj: Trajectory, wide: bool) -> None:
     status = "completed" if traj.completed else "stopped"
     notes = run_notes(pd.DataFrame([{**row, "status": status, "status_counts": row["status"], "message": traj.message,
                                      "solver_used": row["solver"]}]))
-    print_view(pd.DataFrame([shown]), digits=4, index=2, legend_of=[k if k != "status" else "status_counts"
-                                                                    for k in shown], notes=notes)
+    rows = pd.DataFrame({"quantity": list(shown), "value": [_value(v) for v in shown.values()]})
+    print_view(rows, index=1, legend_of=[k if k != "status" else "status_counts" for k in shown], notes=notes)
+
+
+def _value(value: Any) -> str:
+    from contactopt.tables import format_table
+
+    if isinstance(value, float | np.floating):
+        return f"{float(value):.4g}"
+    if isinstance(value, np.ndarray):  # the array cell of the table printer: first entries
+        return format_table([{"v": value}], width=0).splitlines()[-1].strip()
+    return str(value)
 
 
 def _save_programs(scene: Scene, traj: Trajectory, folder: Path) -> Path:

@@ -60,6 +60,7 @@ def metrics_view(table: pd.DataFrame, wide: bool) -> tuple[pd.DataFrame, list[st
     if wide:
         columns = [c for c in table.columns if c not in HIDDEN and c not in observables
                    and not any(c == f"{name}_ref" or c == f"{name}_err" for name in observables)]
+        columns = [*LABELS, *(c for c in columns if c not in LABELS)]  # the labels each panel repeats
         view = table[columns].copy()
         view["solver"] = [shown_solver(row) for row in table.to_dict("records")]
         return view, [], list(view.columns)
