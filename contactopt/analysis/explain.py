@@ -35,10 +35,10 @@ CAVEATS: dict[str, str] = {
     "regularized": "regularized (soft) constraints as MuJoCo's (Todorov 2014; solref, solimp) on a convex "
                    "model like Anitescu's: contacts penetrate, friction creeps (a slide ends late, a resting "
                    "body sinks slightly) and a sliding contact separates slightly (the body hovers)",
-    "mujoco": "MuJoCo's defaults are soft: constraints with solref = 0.02 s and solimp 0.9-0.95, friction "
-              "regularized like the normal (impratio = 1), on a convex model like Anitescu's: a sliding body "
-              "creeps before it rests (it stops late), contacts penetrate slightly, and a sliding contact "
-              "separates slightly",
+    "mujoco": "MuJoCo's constraints are soft (by default solref = 0.02 s and solimp 0.9-0.95, the model's "
+              "own where it sets them), friction regularized like the normal (impratio = 1 by default), on a "
+              "convex model like Anitescu's: a sliding body creeps before it rests (it stops late), contacts "
+              "penetrate slightly, and a sliding contact separates slightly",
     "sap": "SAP (Castro et al. 2022) is a convex, compliant approximation of contact: near-rigid "
            "regularization and Anitescu-like gliding at sliding contacts",
     "compliant": "compliant contact: the spring-damper penetrates about m g / k at rest and regularized "
