@@ -30,9 +30,10 @@ from contactopt.errors import (
 )
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
 from contactopt.programs.coulomb import CoulombProgram
+from contactopt.programs.coulomb_lcp import CoulombToLCP
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
+from contactopt.solvers import clarabel_, cvxpy_, fixed_point, lemke, osqp_, pgs, qpsolvers_
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
@@ -44,11 +45,14 @@ _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 _BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
+_BACKENDS[fixed_point.SPEC.name] = fixed_point.SPEC  # De Saxce's fixed point over CCPs (ours)
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
-# The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P.
+# The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P. A Coulomb
+# program goes to its pyramidal LCP (an approximation, judged on the Coulomb program).
 _CONVERSIONS: tuple[tuple[str, str, Any], ...] = (
-    ("qp", "lcp", NonnegQPToLCP()), ("qp", "lcp", QPToLCP()), ("lcp", "qp", LCPToQP()))
+    ("qp", "lcp", NonnegQPToLCP()), ("qp", "lcp", QPToLCP()), ("lcp", "qp", LCPToQP()),
+    ("coulomb", "lcp", CoulombToLCP()))
 
 
 def _trivial(program: Program, solver: str) -> Solution:
@@ -134,6 +138,8 @@ def _route(program: Program, base: str, native: frozenset[str]) -> Any:
         return False
     for source, target, reduction in _CONVERSIONS:
         if program.kind == source and target in native and reduction.accepts(program) is None:
+            if getattr(reduction, "check_target", False) and _refusal(reduction.apply(program)[0], base) is not None:
+                continue  # the converted program has a shape the backend refuses (pgs: a zero diagonal)
             return reduction
     return False
 
