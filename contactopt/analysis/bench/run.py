@@ -4,7 +4,8 @@ row each, success judged on contactopt's own residuals (:mod:`contactopt.analysi
 Programs are contactopt ``.npz`` files or FCLIB problem files (``.hdf5``/``.h5`` with
 ``/fclib_local`` or ``/fclib_global`` at the root, written by contactopt or any other tool),
 read by :func:`contactopt.programs.load_program` as their convex (cone complementarity)
-program, :mod:`contactopt.programs.fclib`. For those, the row also gives ``fclib_error``:
+program, :mod:`contactopt.programs.fclib`, and as their own Coulomb problem (``form="coulomb"``)
+for the solvers that take the kind ``coulomb``. For those, the row also gives ``fclib_error``:
 FCLIB's own error measure of the answer (:func:`contactopt.programs.fclib_merit`, De Saxcé's
 natural map), which is 0 only where the answer also obeys Coulomb's law exactly (the convex
 program drops De Saxcé's term: a sliding contact keeps an error of order ``mu ||u_T||``).
@@ -28,6 +29,7 @@ import numpy as np
 from contactopt.analysis.bench.profiles import Profile, get_profile, solver_options
 from contactopt.errors import ContactoptError, OptionError, SolverUnavailableError, UnsupportedProgramError
 from contactopt.programs import load_program
+from contactopt.programs.coulomb import coulomb_from_fclib
 from contactopt.programs.fclib import FclibProblem, fclib_program, is_fclib_file, read_fclib
 from contactopt.programs.fclib_coulomb import answer_of, fclib_merit
 from contactopt.solvers import available, can_take, parse_name, spec
@@ -115,7 +117,8 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
     labels = [_label(path, roots) for path in paths]
     labels = [label if labels.count(label) == 1 else path.as_posix() for label, path in zip(labels, paths, strict=True)]
     loaded = [_load(label, path, fclib_form) for label, path in zip(labels, paths, strict=True)]
-    _refuse_idle_solvers(solvers, [program for _, program, _ in loaded])
+    coulomb = _coulomb_programs(loaded, solvers)
+    _refuse_idle_solvers(solvers, [program for _, program, _ in loaded] + [c for c in coulomb if c is not None])
     rows: list[dict[str, Any]] = []
     bar = _bar(len(loaded) * len(solvers) * len(chosen), progress)
     try:
@@ -123,9 +126,9 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
             for prof in chosen:
                 options = solver_options(solver, prof)
                 if warmup:
-                    _solve_quietly(loaded[0][1], solver, options)
-                for label, program, problem in loaded:
-                    rows.append(_run_one(label, program, solver, prof, options, problem))
+                    _solve_quietly(_for_solver(loaded[0][1], coulomb[0], solver), solver, options)
+                for (label, program, problem), own in zip(loaded, coulomb, strict=True):
+                    rows.append(_run_one(label, _for_solver(program, own, solver), solver, prof, options, problem))
                     bar.update(1)
     finally:
         bar.close()
@@ -138,6 +141,25 @@ def _load(label: str, path: Path, fclib_form: str | None) -> tuple[str, Any, Fcl
         problem = read_fclib(path)
         return label, fclib_program(problem, fclib_form, source=str(path)), problem  # type: ignore[arg-type]
     return label, load_program(path), None
+
+
+def _for_solver(program: Any, coulomb: Any, solver: str) -> Any:
+    """The program ``solver`` gets: an FCLIB file's own Coulomb problem (``coulomb``, from
+    :func:`~contactopt.programs.coulomb.coulomb_from_fclib`) for a solver that takes the kind
+    ``coulomb``, or takes it by a conversion and not the convex program (``lemke``: the pyramidal
+    LCP); the file's convex program (or the ``.npz`` program) otherwise."""
+    if coulomb is None:
+        return program
+    if "coulomb" in spec(solver).kinds or (not can_take(program, solver) and can_take(coulomb, solver)):
+        return coulomb
+    return program
+
+
+def _coulomb_programs(loaded: Sequence[tuple[str, Any, FclibProblem | None]], solvers: Sequence[str]) -> list[Any]:
+    """Per loaded file, its FCLIB problem as a Coulomb program when a solver takes that kind."""
+    wanted = any("coulomb" in spec(solver).kinds or "lcp" in spec(solver).kinds for solver in solvers)
+    return [coulomb_from_fclib(problem, source=str(program.metadata.get("source", "")))
+            if wanted and problem is not None else None for _, program, problem in loaded]
 
 
 def _refuse_idle_solvers(solvers: Sequence[str], programs: Sequence[Any]) -> None:
@@ -198,7 +220,9 @@ def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapp
                           and runtime <= prof.time_limit)
     if not row["success"] and not solution.status.usable:
         row["error"] = solution.message
-    if problem is not None and solution.status.usable:
+    if problem is not None and solution.status.usable and program.kind == "coulomb":
+        row["fclib_error"] = res.fclib  # FCLIB's error, computed by contactopt on the file's own problem
+    elif problem is not None and solution.status.usable:
         with contextlib.suppress(ContactoptError):  # no finite iterate: left NaN
             row["fclib_error"] = fclib_merit(problem, answer_of(problem, program, solution))
     return row
