@@ -61,7 +61,7 @@ def project_cones(X: FloatArray, mu: FloatArray) -> FloatArray:
     unchanged inside, 0 in the polar cone, else ``(x_N + mu ||x_T||) / (1 + mu^2) (1, mu x_T / ||x_T||)``."""
     normal, tangent = X[:, 0], X[:, 1:]
     norm = np.linalg.norm(tangent, axis=1)
-    inside = norm <= mu * normal
+    inside = (norm <= mu * normal) & (normal >= 0)  # mu = 0: the ray, which no negative normal is on
     polar = ~inside & (mu * norm <= -normal)
     edge = ~inside & ~polar  # here norm > 0
     out = np.where(inside[:, None], X, 0.0)
