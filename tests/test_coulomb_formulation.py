@@ -21,6 +21,7 @@ import pytest
 import scipy.sparse as sp
 
 import contactopt as co
+from contactopt.analysis.bench.run import run_benchmark
 from contactopt.analysis.export import export_run
 from contactopt.errors import ContactoptError, UnsupportedProgramError
 from contactopt.integrators.time_stepping import build_step_problem
@@ -149,6 +150,12 @@ def test_export_writes_the_coulomb_program_unchanged(tmp_path: Path) -> None:
         assert abs(loaded.W - built.W).max() == 0.0
         np.testing.assert_array_equal(loaded.q, built.q)
         np.testing.assert_array_equal(loaded.mu, built.mu)
+    # bench reads the files as Coulomb problems for a Coulomb solver, as CCPs for the others
+    table = run_benchmark(files[:2], ["fixed_point", "clarabel"], warmup=False)
+    ours, relaxed = table[table.solver == "fixed_point"], table[table.solver == "clarabel"]
+    assert set(ours.kind) == {"coulomb"} and ours.success.all() and (ours.fclib_error <= 1e-8).all()
+    # the CCP's sliding corners lift off at u_N = mu |u_T| (0.49 m/s): FCLIB's error ~ 0.49 / 21
+    assert set(relaxed.kind) == {"socp"} and (relaxed.fclib_error > 1e-3).all()
     # the four corners' load split is not unique (W is singular), their velocities are: both
     # answers meet FCLIB's error 1e-8, whose scale 1 + sqrt(||q||) is 21 here (u to ~2e-7 m/s)
     again = co.solve(loaded, "fixed_point")

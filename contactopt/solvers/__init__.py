@@ -186,8 +186,8 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     merged = {**(options or {}), **kwargs}
     refine = merged.pop("refine", True if spec_.interior_point else "auto")
     normalize = merged.pop("normalize", "auto" if spec_.normalize else False)
-    if isinstance(program, CoulombProgram):  # no exact rescaling written for it: solved as given
-        normalize = False
+    if isinstance(program, CoulombProgram) and route is None:  # no exact rescaling written for it: as given
+        normalize = False  # (its pyramidal LCP, a conversion's program, is rescaled like any LCP)
     for name, value in (("refine", refine), ("normalize", normalize)):
         if not (isinstance(value, bool) or value == "auto"):
             raise OptionError(f"solver {solver!r}: option {name} must be true, false or 'auto', got {value!r}")

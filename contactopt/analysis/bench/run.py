@@ -118,7 +118,7 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
     labels = [label if labels.count(label) == 1 else path.as_posix() for label, path in zip(labels, paths, strict=True)]
     loaded = [_load(label, path, fclib_form) for label, path in zip(labels, paths, strict=True)]
     coulomb = _coulomb_programs(loaded, solvers)
-    _refuse_idle_solvers(solvers, [program for _, program, _ in loaded] + [c for c in coulomb if c is not None])
+    _refuse_idle_solvers(solvers, [program for _, program, _ in loaded], coulomb)
     rows: list[dict[str, Any]] = []
     bar = _bar(len(loaded) * len(solvers) * len(chosen), progress)
     try:
@@ -146,29 +146,30 @@ def _load(label: str, path: Path, fclib_form: str | None) -> tuple[str, Any, Fcl
 def _for_solver(program: Any, coulomb: Any, solver: str) -> Any:
     """The program ``solver`` gets: an FCLIB file's own Coulomb problem (``coulomb``, from
     :func:`~contactopt.programs.coulomb.coulomb_from_fclib`) for a solver that takes the kind
-    ``coulomb``, or takes it by a conversion and not the convex program (``lemke``: the pyramidal
-    LCP); the file's convex program (or the ``.npz`` program) otherwise."""
-    if coulomb is None:
-        return program
-    if "coulomb" in spec(solver).kinds or (not can_take(program, solver) and can_take(coulomb, solver)):
-        return coulomb
-    return program
+    ``coulomb``; the file's convex program (or the ``.npz`` program) otherwise."""
+    return coulomb if coulomb is not None and "coulomb" in spec(solver).kinds else program
 
 
 def _coulomb_programs(loaded: Sequence[tuple[str, Any, FclibProblem | None]], solvers: Sequence[str]) -> list[Any]:
     """Per loaded file, its FCLIB problem as a Coulomb program when a solver takes that kind."""
-    wanted = any("coulomb" in spec(solver).kinds or "lcp" in spec(solver).kinds for solver in solvers)
+    wanted = any("coulomb" in spec(solver).kinds for solver in solvers)
     return [coulomb_from_fclib(problem, source=str(program.metadata.get("source", "")))
             if wanted and problem is not None else None for _, program, problem in loaded]
 
 
-def _refuse_idle_solvers(solvers: Sequence[str], programs: Sequence[Any]) -> None:
-    """One error line for the solvers that can take none of ``programs`` (module docstring)."""
-    idle = [solver for solver in solvers if not any(can_take(program, solver) for program in programs)]
+def _refuse_idle_solvers(solvers: Sequence[str], programs: Sequence[Any], coulomb: Sequence[Any] = ()) -> None:
+    """One error line for the solvers that can take none of ``programs`` (module docstring);
+    ``coulomb``: the same files' Coulomb problems, offered to the solvers of that kind."""
+    coulomb = coulomb or [None] * len(programs)
+
+    def offered(solver: str) -> list[Any]:
+        return [_for_solver(program, own, solver) for program, own in zip(programs, coulomb, strict=True)]
+
+    idle = [solver for solver in solvers if not any(can_take(program, solver) for program in offered(solver))]
     if not idle:
         return
     kinds = sorted({program.kind.upper() for program in programs})
-    able = [name for name in available() if any(can_take(program, name) for program in programs)]
+    able = [name for name in available() if any(can_take(program, name) for program in offered(name))]
     raise UnsupportedProgramError(
         f"solver(s) {', '.join(idle)} can take none of the {len(programs)} program(s) ({', '.join(kinds)}); "
         f"solvers that can: {', '.join(able) or 'none'}")
