@@ -27,6 +27,7 @@ from contactopt.programs import (
     SOC,
     Block,
     ConicProgram,
+    CoulombProgram,
     Nonneg,
     Residuals,
     Solution,
@@ -56,8 +57,16 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'contactopt' has no attribute {name!r}")
 
 
+#: Names :func:`__getattr__` provides on first use (tab completion and ``dir(co)`` list them).
+_LAZY = ("analysis", "compare")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
-    "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "Dynamics",
+    "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "CoulombProgram", "Dynamics",
     "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "SimulationError", "Solution",
     "SolverUnavailableError", "State", "Status", "StepProblem", "StepRecord", "Trajectory",
     "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "compare", "formulate",

@@ -49,10 +49,11 @@ from contactopt.systems.base import ParameterError, System
 FloatArray = NDArray[np.float64]
 Controller = Callable[[float, FloatArray, FloatArray], ArrayLike]
 
-__all__ = ["ControlError", "ControlSpec", "Controller", "actuated_coordinates", "check_output",
+__all__ = ["CONTROL_KEYS", "ControlError", "ControlSpec", "Controller", "actuated_coordinates", "check_output",
            "make_controller", "parse_control"]
 
-_KEYS: dict[str, dict[str, float | None]] = {  # per type: key -> default (None: required)
+#: The keys of a [control] table per ``type``: key -> default (None: required).
+CONTROL_KEYS: dict[str, dict[str, float | None]] = {
     "constant": {"u": None},
     "pd": {"kp": None, "kd": 0.0, "target": None, "amplitude": 0.0, "frequency": 0.0, "phase": 0.0,
            "start": 0.0},
@@ -99,10 +100,10 @@ def parse_control(table: Mapping[str, Any], system: System, base: str | Path | N
     """Check a ``[control]`` table against ``system``; errors are ``ParameterError`` naming
     ``control.<key>``."""
     kind = table.get("type")
-    if kind not in _KEYS:
-        raise ParameterError("control.type", f"control.type: expected one of {', '.join(map(repr, _KEYS))}, "
+    if kind not in CONTROL_KEYS:
+        raise ParameterError("control.type", f"control.type: expected one of {', '.join(map(repr, CONTROL_KEYS))}, "
                              f"got {kind!r}")
-    known = _KEYS[str(kind)]
+    known = CONTROL_KEYS[str(kind)]
     for key in table:
         if key != "type" and key not in known:
             raise ParameterError(f"control.{key}", f"control.{key}: unknown key for type {kind!r} "

@@ -209,8 +209,8 @@ class Contacts:
     Attributes:
         phi: (nc,) signed separation, ``phi >= 0`` means not penetrating.
         J: (nc * dim, nv) contact Jacobian, dense or ``scipy.sparse`` (kept sparse, as CSR);
-           rows per contact are normal first (``[n]`` for dim 1, ``[n, t]`` for dim 2,
-           ``[n, t1, t2]`` for dim 3).
+            rows per contact are normal first (``[n]`` for dim 1, ``[n, t]`` for dim 2,
+            ``[n, t1, t2]`` for dim 3).
         mu: (nc,) Coulomb friction coefficients (may be ``inf`` for sticking contact).
         restitution: (nc,) coefficients of restitution in [0, 1].
         dim: rows per contact: 1 (normal only), 2 (planar) or 3 (spatial).

@@ -44,7 +44,8 @@ def coordinate_unit(name: str) -> str:
         return "m"
     if leaf in ("vx", "vy", "vz", "xdot", "ydot", "zdot"):
         return "m/s"
-    if (leaf.startswith("theta") and leaf.endswith("dot")) or leaf in ("omega", "wx", "wy", "wz"):
+    angular = ("omega", "wx", "wy", "wz", "wx_body", "wy_body", "wz_body")  # wx_body: MJCF free joints
+    if (leaf.startswith("theta") and leaf.endswith("dot")) or leaf in angular:
         return "rad/s"
     if leaf.startswith("theta"):
         return "rad"

@@ -47,9 +47,10 @@ from contactopt.observable_kinds import KINDS, coordinate_unit
 from contactopt.records import Trajectory
 from contactopt.systems.base import System
 
-__all__ = ["Observable", "parse_observables", "scene_namespace"]
+__all__ = ["COMMON_KEYS", "Observable", "parse_observables", "scene_namespace"]
 
-_COMMON = frozenset({"kind", "coordinate", "reference", "error", "tolerance", "unit", "description"})
+#: The keys every observable takes (its kind adds its own: observable_kinds.KINDS).
+COMMON_KEYS = frozenset({"kind", "coordinate", "reference", "error", "tolerance", "unit", "description"})
 _RUN_NAMES = ("h", "T")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_TOLERANCE = 0.01
@@ -202,10 +203,10 @@ def _parse_one(name: str, spec: Any, names: dict[str, Any], system: System, dt: 
         raise SceneError(f"{where}.kind: {'missing' if kind_name is None else f'unknown kind {kind_name!r}'}; "
                          f"kinds: {', '.join(KINDS)}")
     kind = KINDS[kind_name]
-    unknown = sorted(set(spec) - _COMMON - kind.keys)
+    unknown = sorted(set(spec) - COMMON_KEYS - kind.keys)
     if unknown:
         raise SceneError(f"{where}: unknown key {unknown[0]!r} for kind {kind_name!r} (keys: "
-                         f"{', '.join(sorted(_COMMON | kind.keys))})")
+                         f"{', '.join(sorted(COMMON_KEYS | kind.keys))})")
     coordinate = spec.get("coordinate")
     choices: Sequence[str] = system.v_names if kind.coordinate == "v" else system.q_names
     if kind.coordinate is None and coordinate is not None:

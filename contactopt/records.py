@@ -6,15 +6,18 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt import records_io
+from contactopt import display, records_io
 from contactopt.errors import ContactoptError
 from contactopt.outputs import output_errors, writable_file
 from contactopt.programs import Residuals, Status
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FloatArray = NDArray[np.float64]
 
@@ -111,9 +114,12 @@ class Trajectory:
     """A simulated trajectory.
 
     Attributes:
-        t: (N+1,) times; q: (N+1, nq); v: (N+1, nv); steps: N records (the step from
-        ``t[i]`` to ``t[i+1]`` is ``steps[i]``). If a step failed, ``steps`` has one more
-        record than there are transitions, the last one holding the failure.
+        t: (N+1,) times.
+        q: (N+1, nq) configurations.
+        v: (N+1, nv) velocities.
+        steps: N records (the step from ``t[i]`` to ``t[i+1]`` is ``steps[i]``). If a step
+            failed, ``steps`` has one more record than there are transitions, the last one
+            holding the failure.
         info: what was run (scene, system, formulation, solver, dt, options).
         message: why the run stopped early, or "" if it completed.
     """
@@ -194,8 +200,6 @@ class Trajectory:
 
     def _repr_html_(self) -> str:
         """A small table for Jupyter: the run and :meth:`summary`."""
-        import html
-
         summary = self.summary()
         rows = {"scene": self.info.get("scene", ""), "formulation": self.info.get("formulation", ""),
                 "solver": self.info.get("solver", ""), "dt [s]": f"{self.dt:g}", "steps": summary["steps"],
@@ -204,9 +208,15 @@ class Trajectory:
                 "statuses": ", ".join(f"{k}: {v}" for k, v in summary["status"].items()),
                 "min phi [m]": f"{summary['min_phi']:.4g}", "max residual": f"{summary['max_residual']:.3g}",
                 "build / solve time [s]": f"{summary['build_time']:.3g} / {summary['solve_time']:.3g}"}
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
-                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>" for k, v in rows.items())
-        return f"<table><caption>Trajectory</caption>{body}</table>"
+        return display.html_table("Trajectory", rows)
+
+    def plot(self, path: str | Path | None = None, title: str | None = None) -> Figure:
+        """Positions, velocities and normal impulses against time, failed steps marked
+        (:func:`contactopt.analysis.plotting.plot_trajectory`): a :class:`matplotlib.figure.Figure`
+        that a notebook shows inline by itself; written to ``path`` if one is given."""
+        from contactopt.analysis.plotting import plot_trajectory
+
+        return plot_trajectory(self, path, title)
 
     def to_dataframe(self) -> Any:
         """A :class:`pandas.DataFrame` with one row per state: ``t``, the coordinates and
@@ -268,8 +278,8 @@ class Trajectory:
             "solve_time": np.array([r.solve_time for r in steps]),
             "iterations": np.array([r.iterations for r in steps], dtype=np.int64),
             "residuals": np.array([[r.residuals.primal, r.residuals.dual, r.residuals.gap,
-                                    r.residuals.complementarity, r.residuals.relative]
-                                   for r in steps]).reshape(-1, 5),
+                                    r.residuals.complementarity, r.residuals.relative, r.residuals.fclib]
+                                   for r in steps]).reshape(-1, 6),
             "bilateral_counts": np.array([r.bilateral.shape[0] for r in steps], dtype=np.int64),
             "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
             "constraint_error": np.array([r.constraint_error for r in steps]),

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt import integrators, solvers, systems
+from contactopt import display, integrators, solvers, systems
 from contactopt.budgets import check_max_steps
 from contactopt.control import ControlSpec, parse_control
 from contactopt.errors import ContactoptError, SceneError
@@ -46,11 +46,12 @@ from contactopt.systems.base import ParameterError, System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Scene", "find_problem", "load_scene", "problems_dir"]
+__all__ = ["INITIAL_KEYS", "SCENE_KEYS", "SCENE_TABLES", "Scene", "find_problem", "load_scene", "problems_dir"]
 
-_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options", "control", "observables"}
-_SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description", "max_steps"}
-_INITIAL_KEYS = {"q", "v"}
+#: The tables a scene file may hold, the keys of its [scene] and [initial] tables.
+SCENE_TABLES = {"scene", "system", "initial", "contact", "options", "solver_options", "control", "observables"}
+SCENE_KEYS = {"name", "dt", "duration", "formulation", "solver", "description", "max_steps"}
+INITIAL_KEYS = {"q", "v"}
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,15 @@ class Scene:
             raise SceneError(f"{where}: duration must be a positive number, got {self.duration}")
         if self.max_steps is not None:
             object.__setattr__(self, "max_steps", check_max_steps(self.max_steps, f"{where}: max_steps"))
+
+
+    def __repr__(self) -> str:
+        """One line: name, system and sizes, step, duration, defaults (:mod:`contactopt.display`)."""
+        return display.scene_text(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a table of the system, its coordinates, the run defaults and observables."""
+        return display.scene_html(self)
 
 
 def problems_dir() -> Path:
@@ -220,9 +230,9 @@ def _scene_number(meta: Mapping[str, Any], key: str, *, positive: bool) -> float
 
 
 def _parse(data: Mapping[str, Any], path: Path) -> Scene:
-    validate.reject_unknown(data, _TABLES)
+    validate.reject_unknown(data, SCENE_TABLES)
     meta = validate.table(data, "scene", required=True)
-    validate.reject_unknown(meta, _SCENE_KEYS, "scene")
+    validate.reject_unknown(meta, SCENE_KEYS, "scene")
     system_table = validate.table(data, "system", required=True)
     if "type" not in system_table:
         raise SceneError(f"{path}: missing key 'system.type' (known types: {', '.join(systems.names())})")
@@ -242,7 +252,7 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
 
     implied = system.default_state()
     initial = validate.table(data, "initial", required=implied is None)
-    validate.reject_unknown(initial, _INITIAL_KEYS, "initial")
+    validate.reject_unknown(initial, INITIAL_KEYS, "initial")
     q0 = _initial(initial, "q", system, None if implied is None else implied[0])
     v0 = _initial(initial, "v", system, np.zeros(system.nv) if implied is None else implied[1])
 

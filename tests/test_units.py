@@ -83,7 +83,7 @@ def test_statuses_and_observables_do_not_depend_on_units(tmp_path: Path, formula
 #: Pairs the unit grid does not hold for yet (issue 24's note): SAP's program solved by Clarabel
 #: (and through cvxpy) for a 1 ug box: answers polished by semismooth Newton pass the row-wise
 #: judgement yet sit 3 % above newton's objective (cancelling stationarity terms hide it).
-KNOWN_GAPS = {("sap", "clarabel"), ("sap", "cvxpy")}
+KNOWN_GAPS: set[tuple[str, str]] = set()
 
 
 @pytest.mark.slow

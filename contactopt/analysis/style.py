@@ -4,13 +4,14 @@ keeps its own, a script writes files through the Agg canvas of :meth:`Figure.sav
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
-__all__ = ["LINESTYLES", "Styles", "new_figure", "save"]
+__all__ = ["LINESTYLES", "InlineFigure", "Styles", "new_figure", "save"]
 
 #: Line styles given to the solvers in order of appearance.
 LINESTYLES: list[Any] = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 3))]
@@ -45,9 +46,26 @@ class Styles:
         return {"color": self.colour(formulation), "linestyle": self.linestyle(solver)}
 
 
+class InlineFigure(Figure):
+    """A :class:`~matplotlib.figure.Figure` that Jupyter shows inline by itself, without
+    ``%matplotlib inline``: IPython asks an object for ``_repr_png_`` when no formatter is
+    registered for its type (the inline backend registers one for ``Figure`` only once it is
+    activated, and then that one is used: the figure is still shown once)."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=INLINE_DPI)
+        return buffer.getvalue()
+
+
+#: Resolution of the inline images (IPython's inline backend uses 100 too).
+INLINE_DPI = 100
+
+
 def new_figure(width: float, height: float) -> Figure:
-    """A figure not registered with pyplot (closing it is not needed; it never shows by itself)."""
-    return Figure(figsize=(width, height), layout="constrained")
+    """A figure not registered with pyplot (closing it is not needed; a window never opens by
+    itself), shown inline when it is a notebook cell's value (:class:`InlineFigure`)."""
+    return InlineFigure(figsize=(width, height), layout="constrained")
 
 
 def save(fig: Figure, path: str | Path | None, dpi: int = 110) -> Path | None:

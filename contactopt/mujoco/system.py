@@ -19,6 +19,9 @@ At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, throu
 
 and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
 joints). Friction comes from the geoms, so a scene's ``[contact]`` table is rejected.
+Coordinates follow MuJoCo's ``qpos``/``qvel``: a free joint's velocity is ``[vx, vy, vz]`` in the
+world frame and its angular velocity in the body's own frame, named ``wx_body, wy_body, wz_body``
+(a ball joint's too), where a ``rigid3d`` body's ``wx, wy, wz`` are world-frame.
 
 **Every other constraint MuJoCo builds** (:mod:`.constraints`): equality constraints as
 bilateral rows (``constraints``), joint and tendon limits as unilateral rows (``limits``),
@@ -65,6 +68,9 @@ FloatArray = NDArray[np.float64]
 #: What the formulations do with contacts of condim 4/6: their torsional/rolling rows as
 #: MuJoCo models them, or their sliding friction only.
 EXTRA_FRICTION = ("model", "sliding")
+#: The velocity names of a free or ball joint's angular velocity, which MuJoCo gives in the
+#: body's own frame (rigid3d's ``wx``, ``wy``, ``wz`` are world-frame).
+BODY_FRAME_ANGULAR = ("wx_body", "wy_body", "wz_body")
 
 
 class UnmodelledFrictionError(ContactoptError):
@@ -362,12 +368,15 @@ class MjcfSystem(System):
         for j in range(self.model.njnt):
             name = self.model.joint(j).name or f"joint{j}"
             kind = int(self.model.jnt_type[j])
+            # MuJoCo's qvel of a free joint: linear velocity in the world frame, angular velocity
+            # in the body's own frame (as for a ball joint), unlike rigid3d's world-frame wx:
+            # the names say so (wx_body)
             if kind == int(mujoco.mjtJoint.mjJNT_FREE):
                 q_names += [f"{name}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
-                v_names += [f"{name}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
+                v_names += [f"{name}.{c}" for c in ("vx", "vy", "vz", *BODY_FRAME_ANGULAR)]
             elif kind == int(mujoco.mjtJoint.mjJNT_BALL):
                 q_names += [f"{name}.{c}" for c in ("qw", "qx", "qy", "qz")]
-                v_names += [f"{name}.{c}" for c in ("wx", "wy", "wz")]
+                v_names += [f"{name}.{c}" for c in BODY_FRAME_ANGULAR]
             else:
                 q_names.append(name)
                 v_names.append(name)

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt import display
 from contactopt.arrays import debug_checks
 from contactopt.errors import ContactoptError, NonconvexProgramError, ShapeError
 from contactopt.programs.convexity import smallest_eigenvalue_if_nonconvex
@@ -289,6 +290,14 @@ class ConicProgram:
     def summary(self) -> str:
         cones = ", ".join(f"{k.kind}({k.dim})" for k in self.cones) or "none"
         return f"{self.kind.upper()}: n={self.n} variables, m={self.m} rows, cones {cones}"
+
+    def __repr__(self) -> str:
+        """One line: kind, sizes, cones, nonzeros, the formulation (:mod:`contactopt.display`)."""
+        return display.program_text(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a table of the layout, with the matrices of a small program."""
+        return display.program_html(self)
 
 
 def _symmetric(P: sp.csc_matrix, tol: float) -> bool:

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from contactopt.errors import ContactoptError
 from contactopt.outputs import output_errors, writable_file
 from contactopt.programs.conic import Block, Cone, ConicProgram
+from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.file_checks import checked_csc, checked_dense
 from contactopt.programs.lcp import LCP
 
@@ -34,7 +35,7 @@ def _sparse_arrays(prefix: str, matrix: sp.csc_matrix) -> dict[str, np.ndarray]:
             f"{prefix}_indptr": matrix.indptr, f"{prefix}_shape": np.array(matrix.shape)}
 
 
-def save_program(program: ConicProgram | LCP, path: str | Path) -> Path:
+def save_program(program: ConicProgram | LCP | CoulombProgram, path: str | Path) -> Path:
     """Write ``program`` to ``path`` (``.npz`` appended if missing) and return the path."""
     path = Path(path)
     if path.suffix != ".npz":
@@ -46,6 +47,10 @@ def save_program(program: ConicProgram | LCP, path: str | Path) -> Path:
     arrays: dict[str, np.ndarray] = {}
     if isinstance(program, LCP):
         arrays.update(M=program.M, q=program.q)
+    elif isinstance(program, CoulombProgram):
+        header["dim"] = program.dim
+        arrays.update(_sparse_arrays("W", program.W))
+        arrays.update(q=program.q, mu=program.mu)
     else:
         header["constraints"] = _blocks_to_json(program.constraints)
         header["cones"] = [[cone.kind, cone.dim] for cone in program.cones]
@@ -66,18 +71,24 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram | LCP:
+def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram | LCP | CoulombProgram:
     """Read a program written by :func:`save_program`, or an FCLIB problem file (HDF5).
 
     An FCLIB file (``/fclib_local`` or ``/fclib_global`` at its root, written by any tool)
     becomes the convex program of :func:`contactopt.programs.fclib.fclib_program`: the cone
     complementarity relaxation, in impulses for a local problem; ``form`` picks ``"primal"``
-    (velocities, default) or ``"dual"`` (condensed to impulses) for a global one.
+    (velocities, default) or ``"dual"`` (condensed to impulses) for a global one; ``"coulomb"``
+    gives FCLIB's own (nonconvex) problem as a :class:`~contactopt.programs.coulomb.CoulombProgram`
+    (:func:`~contactopt.programs.coulomb.coulomb_from_fclib`), for the Coulomb solvers.
     """
     path = Path(path)
     if _is_hdf5(path):
         from contactopt.programs.fclib import fclib_program, read_fclib
 
+        if form == "coulomb":
+            from contactopt.programs.coulomb import coulomb_from_fclib
+
+            return coulomb_from_fclib(read_fclib(path), source=str(path))
         return fclib_program(read_fclib(path), form, source=str(path))  # type: ignore[arg-type]
     if form is not None:
         raise ContactoptError(f"{path}: form= applies to FCLIB files only")
@@ -86,7 +97,7 @@ def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram |
             header = json.loads(str(arrays["header"]))
             if not isinstance(header, dict) or header.get("format") != "contactopt-program":
                 raise ContactoptError(f"{path}: not a contactopt program file")
-            if header.get("kind") not in ("lcp", "qp", "socp"):
+            if header.get("kind") not in ("lcp", "qp", "socp", "coulomb"):
                 raise ContactoptError(f"{path}: unknown program kind {header.get('kind')!r}")
             variables = _blocks_from_json(header["variables"])
             where = str(path)
@@ -94,6 +105,12 @@ def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram |
                 return LCP(checked_dense(_member(arrays, "M", where), where, "M", ndim=2),
                            checked_dense(_member(arrays, "q", where), where, "q"),
                            variables=variables, metadata=header["metadata"])
+            if header["kind"] == "coulomb":
+                return CoulombProgram(W=checked_csc(arrays, "W", where),
+                                      q=checked_dense(_member(arrays, "q", where), where, "q"),
+                                      mu=checked_dense(_member(arrays, "mu", where), where, "mu"),
+                                      dim=int(header.get("dim", 3)), variables=variables,
+                                      metadata=header["metadata"])
             cones = tuple(Cone(kind, int(dim)) for kind, dim in header["cones"])
             return ConicProgram(P=checked_csc(arrays, "P", where),
                                 c=checked_dense(_member(arrays, "c", where), where, "c"),

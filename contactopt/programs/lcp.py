@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt import display
 from contactopt.errors import ShapeError
 from contactopt.programs.conic import Block, _check_blocks, _find
 
@@ -80,3 +81,11 @@ class LCP:
 
     def summary(self) -> str:
         return f"LCP: n={self.n}"
+
+    def __repr__(self) -> str:
+        """One line: size, symmetry of M, the formulation (:mod:`contactopt.display`)."""
+        return display.lcp_text(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a table of the layout, with M and q of a small LCP."""
+        return display.lcp_html(self)

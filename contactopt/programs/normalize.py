@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.lcp import LCP
-from contactopt.programs.relative import FLOOR, column_max, data_reach
+from contactopt.programs.relative import FLOOR, column_max, data_reach, filled_reach
 
 FloatArray = NDArray[np.float64]
 
@@ -93,9 +93,15 @@ def _asked_reach(program: ConicProgram, abs_A: sp.csc_matrix) -> FloatArray:
     return np.where(asked > 0.0, np.minimum(reach, asked), reach)
 
 
-def _filled_reach(reach: FloatArray) -> FloatArray:
-    """``reach`` without its round-off entries (below :data:`FLOOR` times the largest)."""
-    return reach[reach > FLOOR * reach.max(initial=0.0)]
+def _column_units(program: ConicProgram, abs_A: sp.csc_matrix, diagonal: FloatArray) -> FloatArray:
+    """The variables' units ``D_j`` (powers of two): the reach the data ask of each
+    (:func:`_asked_reach`), the empty ones filled by the energy they would carry
+    (:func:`contactopt.programs.relative.filled_reach`); one shared unit, the geometric mean
+    of the reaches, for the variables of a family whose reaches are all empty."""
+    reach = filled_reach(_asked_reach(program, abs_A), diagonal)
+    if not np.any(reach > 0.0):
+        return np.ones(program.n)
+    return _power_of_two(np.where(reach > 0.0, reach, _geometric_mean(reach)))
 
 
 def _geometric_mean(values: FloatArray) -> float:
@@ -126,17 +132,18 @@ class Normalize:
             return None
         abs_A = sp.csc_matrix((np.abs(program.A.data), program.A.indices, program.A.indptr), shape=program.A.shape)
         diagonal = program.P.diagonal()
-        alpha = _geometric_mean(_filled_reach(_asked_reach(program, abs_A)))
-        rows = np.abs(program.b) + alpha * (abs_A @ np.ones(program.n))
+        D = _column_units(program, abs_A, diagonal)
+        rows = np.abs(program.b) + abs_A @ D
         beta = 1.0 / _geometric_mean(rows[rows > FLOOR * rows.max(initial=0.0)])
-        sigma = 1.0 / _geometric_mean(np.abs(program.c) * alpha + np.abs(diagonal) * alpha * alpha)
-        if not _needed(np.array([alpha, beta, sigma])):
+        sigma = 1.0 / _geometric_mean(np.abs(program.c) * D + np.abs(diagonal) * D * D)
+        if not _needed(D, np.array([beta, sigma])):
             return None
-        scaled = ConicProgram(P=sp.csc_matrix((sigma * alpha * alpha) * program.P), c=(sigma * alpha) * program.c,
-                              A=sp.csc_matrix((beta * alpha) * program.A), b=beta * program.b, cones=program.cones,
+        Dm = sp.diags(D)
+        scaled = ConicProgram(P=sp.csc_matrix(sigma * (Dm @ program.P @ Dm)), c=sigma * D * program.c,
+                              A=sp.csc_matrix(beta * (program.A @ Dm)), b=beta * program.b, cones=program.cones,
                               variables=program.variables, constraints=program.constraints,
                               metadata=program.metadata)
-        return scaled, Scaling(column=np.full(program.n, alpha), row=np.full(program.m, beta), objective=sigma)
+        return scaled, Scaling(column=D, row=np.full(program.m, beta), objective=sigma)
 
     @staticmethod
     def _apply_lcp(program: LCP) -> tuple[LCP, Scaling] | None:

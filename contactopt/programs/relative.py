@@ -56,6 +56,7 @@ __all__ = [
     "conic_relative",
     "conic_relative_terms",
     "data_reach",
+    "filled_reach",
     "lcp_data_violation",
     "lcp_relative",
 ]
@@ -90,17 +91,42 @@ def _share(values: FloatArray, weight: FloatArray) -> FloatArray:
         return np.where(values == 0.0, 0.0, values * weight)
 
 
-def _filled(reach: FloatArray) -> FloatArray:
-    """``reach`` with its empty entries (below :data:`FLOOR` times the largest: a variable at
-    zero that no force moves) set to the geometric mean of the others: the program's own unit
-    for a variable, so that its rows are not read in round-off (a ball at rest whose impact
-    program's multipliers are all zero still has the velocity unit of its other variables)."""
-    top = float(reach.max(initial=0.0))
-    defined = reach > FLOOR * top
-    if not top > 0.0 or defined.all():
-        return reach
+def filled_reach(reach: FloatArray, curvature: FloatArray | None = None) -> FloatArray:
+    """``reach`` with its empty entries set from the others: the program's own unit for a
+    variable, so that its rows are not read in round-off (a ball at rest whose impact
+    program's multipliers are all zero still has the velocity unit of its other variables).
+
+    With ``curvature`` (``P_jj``), variables with curvature are compared by the energy they
+    carry at their reach, ``E_j = P_jj X_j^2``, the one unit all of them share (the objective's):
+    an entry is empty when its energy is below :data:`FLOOR` squared times the largest, and it
+    is then given the reach at which it carries the geometric mean of the others' energies,
+    ``sqrt(E / P_jj)``. Reaches compared directly would mix units: SAP's program puts
+    velocities (P = a mass) beside constraint slacks of ``1e-11`` (P = 6.6e7 for a 1 ug box),
+    and a slack filled with a velocity's size weighs 1e8 times the objective. Variables
+    without curvature (and every variable without ``curvature``): the geometric mean of the
+    other such reaches, empty below :data:`FLOOR` times the largest."""
     out = reach.copy()
-    out[~defined] = float(np.exp(np.log(reach[defined]).mean()))
+    flat = np.ones(reach.shape, dtype=bool) if curvature is None else ~(curvature > 0.0)
+    if curvature is not None and not flat.all():
+        curved = ~flat
+        energy = curvature[curved] * reach[curved] ** 2
+        top_energy = float(energy.max())
+        if top_energy > 0.0:
+            defined = energy > FLOOR**2 * top_energy
+            mean_energy = float(np.exp(np.log(energy[defined]).mean()))
+            filled = np.where(defined, reach[curved], np.sqrt(mean_energy / curvature[curved]))
+            out[curved] = filled
+        if not flat.any():
+            return out
+    flat_reach = reach[flat]
+    top = float(flat_reach.max(initial=0.0))
+    if not top > 0.0:
+        top = float(out.max(initial=0.0))
+        if top > 0.0 and curvature is not None:  # no size of their own: the curved variables' unit
+            out[flat] = float(np.exp(np.log(out[~flat][out[~flat] > 0]).mean()))
+        return out
+    defined = flat_reach > FLOOR * top
+    out[flat] = np.where(defined, flat_reach, float(np.exp(np.log(flat_reach[defined]).mean())))
     return out
 
 
@@ -145,7 +171,7 @@ def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s:
     abs_A = _absolute(program.A, program, "_abs_A")
     abs_P = _absolute(program.P, program, "_abs_P")
     abs_x, abs_y = np.abs(x), np.abs(y)
-    reach = _filled(abs_x + data_reach(program))
+    reach = filled_reach(abs_x + data_reach(program), program.P.diagonal())
     row_scale = _floored(np.abs(program.b) + abs_A @ reach)
     column_scale = _floored(np.abs(program.c) + abs_P @ reach + abs_A.T @ abs_y)
     mobility, share = _dual_weight(program, abs_A, column_scale)
@@ -207,8 +233,11 @@ def _weight(mobility: FloatArray, share: FloatArray, scale: FloatArray) -> Float
 
 def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) -> float:
     """The worst primal row violation of ``x`` relative to the magnitudes the data alone
-    implies: ``|b_i| + sum_j |A_ij| X0_j`` with ``X0_j`` the larger of :func:`data_reach` and
-    ``max_i |b_i| / |A_ij|``: a diverging iterate's round-off is not a data-sized residual."""
+    implies: ``|b_i| + sum_j |A_ij| X0_j`` with ``X0_j`` what the rows ask of the variable,
+    ``a_j = max_i |b_i| / |A_ij|``, or its own size where larger (``max(a_j, min(|x_j|,
+    reach_j))``, :func:`data_reach`), and the reach where no row asks anything: a diverging
+    iterate's round-off is not a data-sized residual, and neither is the reach of a nearly flat
+    direction that the rows confine."""
     from contactopt.programs.residuals import cone_row_indices
 
     zero, nonneg, socs = cone_row_indices(program)
@@ -220,7 +249,10 @@ def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) ->
     if not violation.any():
         return 0.0
     abs_A = _absolute(program.A, program, "_abs_A")
-    reach = np.maximum(data_reach(program), column_max(abs_A, np.abs(program.b)))
+    asked = column_max(abs_A, np.abs(program.b))
+    # a variable the rows ask a size of is held to it (or to its own, if larger): the step of
+    # the applied forces along a nearly flat direction (P_jj = 4.5e-48, c_j = 1) is no size
+    reach = np.where(asked > 0.0, np.maximum(asked, np.minimum(data_reach(program), np.abs(x))), data_reach(program))
     data_scale = _floored(np.abs(program.b) + abs_A @ reach)
     return float((violation / data_scale).max())
 

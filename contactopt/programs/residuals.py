@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -12,6 +12,9 @@ from contactopt.programs.conic import Cone, ConicProgram
 from contactopt.programs.lcp import LCP
 from contactopt.programs.relative import conic_relative, lcp_relative
 from contactopt.programs.solution import Residuals
+
+if TYPE_CHECKING:
+    from contactopt.programs.coulomb import CoulombProgram
 
 FloatArray = NDArray[np.float64]
 
@@ -125,8 +128,13 @@ def lcp_residuals(lcp: LCP, z: ArrayLike) -> Residuals:
     )
 
 
-def residuals(program: ConicProgram | LCP, x: ArrayLike, y: ArrayLike | None = None) -> Residuals:
-    """Residuals of a candidate solution of either program kind."""
+def residuals(program: ConicProgram | LCP | CoulombProgram, x: ArrayLike, y: ArrayLike | None = None) -> Residuals:
+    """Residuals of a candidate solution of any program kind (``y`` unused for an LCP and a
+    Coulomb problem)."""
+    from contactopt.programs.coulomb import CoulombProgram, coulomb_residuals
+
+    if isinstance(program, CoulombProgram):
+        return coulomb_residuals(program, x)
     if isinstance(program, LCP):
         return lcp_residuals(program, x)
     return conic_residuals(program, x, np.zeros(program.m) if y is None else y)

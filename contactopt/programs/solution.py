@@ -6,12 +6,15 @@ Residuals are always computed by contactopt from the returned iterate
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from contactopt import display
 
 FloatArray = NDArray[np.float64]
 
@@ -51,6 +54,9 @@ class Residuals:
         relative: the worst residual relative to the terms of its own row, cone or variable
             (:mod:`contactopt.programs.relative`): unit-free, what the solver layer judges a
             solver's claim by; NaN where not computed.
+    For a Coulomb problem (:mod:`contactopt.programs.coulomb`, which defines its readings of
+    the first four), also:
+        fclib: FCLIB's error measure of the answer; NaN for the other kinds.
     """
 
     primal: float
@@ -58,6 +64,18 @@ class Residuals:
     gap: float
     complementarity: float
     relative: float = float("nan")
+    fclib: float = float("nan")
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, an undefined (NaN) residual equal to an undefined one (a record
+        saved and loaded again compares equal)."""
+        if not isinstance(other, Residuals):
+            return NotImplemented
+        return all(a == b or (np.isnan(a) and np.isnan(b))
+                   for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(np.nan_to_num(dataclasses.astuple(self), nan=0.1234)))
 
     @property
     def worst(self) -> float:
@@ -66,13 +84,15 @@ class Residuals:
         return max(values, default=0.0)
 
     def as_dict(self) -> dict[str, float]:
-        return {"primal": self.primal, "dual": self.dual, "gap": self.gap,
-                "complementarity": self.complementarity, "relative": self.relative}
+        """The residuals by name; ``fclib`` only where defined (a Coulomb problem's)."""
+        values = {"primal": self.primal, "dual": self.dual, "gap": self.gap,
+                  "complementarity": self.complementarity, "relative": self.relative}
+        return values if np.isnan(self.fclib) else {**values, "fclib": self.fclib}
 
     @staticmethod
     def undefined() -> Residuals:
         nan = float("nan")
-        return Residuals(nan, nan, nan, nan, nan)
+        return Residuals(nan, nan, nan, nan, nan, nan)
 
 
 @dataclass(frozen=True)
@@ -95,6 +115,10 @@ class Solution:
         raw: the backend's own result object.
         claimed: the status the backend claimed, when contactopt's judgement of its answer
             (:func:`contactopt.solvers.base.judge`) differs from it; None otherwise.
+        history: per-iteration criteria of an iterative solver asked for them (option
+            ``history``): equal-length arrays keyed by ``iteration``, ``time`` and the columns
+            of :func:`contactopt.programs.coulomb.coulomb_criteria` (or the solver's own); None
+            when not recorded.
     """
 
     x: FloatArray
@@ -111,6 +135,15 @@ class Solution:
     raw: Any = field(default=None, repr=False, compare=False)
     refined: bool = False
     claimed: Status | None = None
+    history: dict[str, FloatArray] | None = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One line: status, solver, iterations, time, worst residual (:mod:`contactopt.display`)."""
+        return display.solution_text(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: a table of the outcome and residuals, with x, y, s of a small program."""
+        return display.solution_html(self)
 
     @property
     def z(self) -> FloatArray:

@@ -29,9 +29,10 @@ from contactopt.errors import (
     UnsupportedProgramError,
 )
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
+from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
+from contactopt.solvers import admm, clarabel_, cvxpy_, lemke, nsn, osqp_, pgs, qpsolvers_
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
@@ -43,6 +44,8 @@ _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 _BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
+for _coulomb in (nsn, admm):  # the Coulomb problem's own solvers (ours)
+    _BACKENDS[_coulomb.SPEC.name] = _coulomb.SPEC
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
 # The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P.
@@ -52,7 +55,7 @@ _CONVERSIONS: tuple[tuple[str, str, Any], ...] = (
 
 def _trivial(program: Program, solver: str) -> Solution:
     """The answer of a program without variables: ``s = b`` must lie in ``K``; ``y = 0``."""
-    if isinstance(program, LCP):
+    if isinstance(program, LCP | CoulombProgram):
         return make_solution(program, solver=solver, status=Status.OPTIMAL, x=np.zeros(0), y=None,
                              iterations=0, watch=Stopwatch(), message="no variables")
     feasible = cone_violation(program, program.b) == 0.0
@@ -156,8 +159,9 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     always; false: never (the default of backends that read a formulation's structure). Residuals in the result are
     computed by contactopt against the program that was given, even after a conversion.
     """
-    if not isinstance(program, ConicProgram | LCP):
-        raise UnsupportedProgramError(f"solve() takes a ConicProgram or an LCP, got {type(program).__name__}")
+    if not isinstance(program, ConicProgram | LCP | CoulombProgram):
+        raise UnsupportedProgramError("solve() takes a ConicProgram, an LCP or a CoulombProgram, got "
+                                      f"{type(program).__name__}")
     base, variant = parse_name(solver)
     spec_ = _BACKENDS[base]
     native = kinds(solver)
@@ -178,6 +182,8 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     merged = {**(options or {}), **kwargs}
     refine = merged.pop("refine", True if spec_.interior_point else "auto")
     normalize = merged.pop("normalize", "auto" if spec_.normalize else False)
+    if isinstance(program, CoulombProgram):  # no exact rescaling written for it: solved as given
+        normalize = False
     for name, value in (("refine", refine), ("normalize", normalize)):
         if not (isinstance(value, bool) or value == "auto"):
             raise OptionError(f"solver {solver!r}: option {name} must be true, false or 'auto', got {value!r}")
@@ -203,6 +209,7 @@ def _normalized_solve(program: Program, backend: Any, variant: str | None, optio
         retried = claim.usable or claim is Status.NUMERICAL_ERROR
         if normalize is False or first.status is Status.OPTIMAL or not retried:
             return first
+    assert not isinstance(program, CoulombProgram)  # solve() never normalizes one
     reduced = Normalize().apply(program)
     if reduced is None:
         return first if normalize == "auto" else _refined(
@@ -247,8 +254,9 @@ def _answer(program: Program, solution: Solution, own: bool) -> Solution:
     watch = Stopwatch()
     watch.setup, watch.solve = solution.setup_time, solution.solve_time
     judged = make_solution(program, solver=solution.solver, status=solution.status, x=solution.x,
-                           y=None if isinstance(program, LCP) else solution.y, iterations=solution.iterations,
-                           watch=watch, message=solution.message, raw=solution.raw)
+                           y=None if isinstance(program, LCP | CoulombProgram) else solution.y,
+                           iterations=solution.iterations, watch=watch, message=solution.message, raw=solution.raw,
+                           history=solution.history)
     return dataclasses.replace(judged, conversion=solution.conversion, refined=solution.refined)
 
 
@@ -285,7 +293,7 @@ def _rejudge(program: Program, solution: Solution) -> Solution:
     return dataclasses.replace(solution, status=status, message=message, claimed=solution.claimed or solution.status)
 
 
-_KINDS = frozenset({"qp", "socp", "lcp"})
+_KINDS = frozenset({"qp", "socp", "lcp", "coulomb"})
 
 
 def _as_spec(obj: object) -> tuple[str, SolverSpec]:

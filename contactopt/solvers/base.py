@@ -8,8 +8,10 @@ solver is asked for, and then it is reported with its install hint.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
+import io
 import os
 import sys
 import time
@@ -22,10 +24,11 @@ import numpy as np
 
 from contactopt.errors import OptionError
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status, residuals
+from contactopt.programs.coulomb import CoulombProgram, coulomb_residuals
 from contactopt.programs.relative import conic_data_violation, lcp_data_violation
 from contactopt.programs.residuals import conic_check
 
-Program = ConicProgram | LCP
+Program = ConicProgram | LCP | CoulombProgram
 SolveFunction = Callable[[Program, "str | None", Mapping[str, Any]], Solution]
 
 
@@ -106,23 +109,28 @@ _LIBC = ctypes.CDLL(None)
 
 @contextmanager
 def silence_c_stdout() -> Iterator[None]:
-    """Send file descriptor 1 to /dev/null for the duration (OSQP's C code prints
-    "Polishing not needed" with verbose off). Not thread-safe: solves run one per process."""
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no usable stdout: nothing to silence
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        yield
-    finally:
-        _LIBC.fflush(None)  # C stdio buffers: flush while fd 1 is still /dev/null
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
+    """Silence a backend's printing for the duration, by both routes it can take: OSQP prints
+    "Polishing not needed" with verbose off through ``PySys_WriteStdout``, i.e. Python's
+    ``sys.stdout`` (in Jupyter the kernel's stream, which is not file descriptor 1), and C
+    libraries print through C stdio on file descriptor 1 (sent to /dev/null meanwhile). Not
+    thread-safe: solves run one per process."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            saved = os.dup(1)
+        except OSError:  # no usable file descriptor 1: the Python route alone
+            yield
+            return
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            yield
+        finally:
+            _LIBC.fflush(None)  # C stdio buffers: flush while fd 1 is still /dev/null
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
 
 
 def check_options(solver: str, options: Mapping[str, Any], known: set[str]) -> None:
@@ -150,6 +158,8 @@ def believed(program: Program, x: np.ndarray, y: np.ndarray | None) -> bool:
     its status says so already."""
     if not (np.all(np.isfinite(x)) and (y is None or np.all(np.isfinite(y)))):
         return True
+    if isinstance(program, CoulombProgram):
+        return coulomb_residuals(program, x).relative <= CONFIRM_LEVEL
     return residuals(program, x, y).relative <= CONFIRM_LEVEL
 
 
@@ -163,6 +173,8 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
     Both are unit-free: the verdict does not change when a scene is written in other units.
     """
     worst = res.relative
+    if isinstance(program, CoulombProgram):  # the natural map's ratio bounds every row already
+        return _judge_coulomb(program, x, worst, status, message)
     if not isinstance(program, LCP) and np.isnan(res.gap):  # inf - inf: the gap overflowed, unverifiable
         worst = np.inf
     if np.isnan(worst):  # a Residuals made without the relative reading: compute it
@@ -183,14 +195,37 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
     return status, message
 
 
+def _judge_coulomb(program: CoulombProgram, r: np.ndarray, worst: float, status: Status,
+                   message: str) -> tuple[Status, str]:
+    """:func:`judge` for a Coulomb problem: its relative residual (the natural map of each
+    contact against the terms it is made of, :mod:`contactopt.programs.coulomb`) decides."""
+    if np.isnan(worst):
+        worst = coulomb_residuals(program, r).relative
+    if worst > WRONG_LEVEL:
+        return Status.NUMERICAL_ERROR, (f"{message}; residuals {worst:.1e} (relative to their contacts) "
+                                        "contradict the solver")
+    if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
+        return Status.INACCURATE, (f"{message}; residuals {worst:.1e} (relative to their contacts) above "
+                                   f"{INACCURATE_LEVEL:g}")
+    return status, message
+
+
 def make_solution(
     program: Program, *, solver: str, status: Status, x: Any, y: Any | None,
     iterations: int, watch: Stopwatch, message: str = "", raw: Any = None,
+    history: Mapping[str, Any] | None = None,
 ) -> Solution:
     """Assemble a :class:`Solution`, computing slacks and residuals ourselves.
 
-    A missing or non-finite iterate becomes NaN arrays (the status says why).
+    A missing or non-finite iterate becomes NaN arrays (the status says why). For a Coulomb
+    problem ``x`` is the impulses ``r``, ``y`` is empty and ``s`` the local velocity
+    ``u = W r + q``. ``history``: per-iteration criteria (equal-length 1-D arrays).
     """
+    recorded = None if history is None else {key: np.asarray(value, dtype=np.float64)
+                                             for key, value in history.items()}
+    if isinstance(program, CoulombProgram):
+        return _coulomb_solution(program, solver=solver, status=status, x=x, iterations=iterations, watch=watch,
+                                 message=message, raw=raw, history=recorded)
     n = program.n
     m = program.n if isinstance(program, LCP) else program.m
     x_arr = np.full(n, np.nan) if x is None else np.asarray(x, dtype=np.float64).reshape(n)
@@ -212,4 +247,21 @@ def make_solution(
         status, message = judge(program, x_arr, y_arr, res, status, message, s_arr)
     return Solution(x=x_arr, y=y_arr, s=s_arr, status=status, iterations=int(iterations),
                     setup_time=watch.setup, solve_time=watch.solve, residuals=res,
-                    solver=solver, message=message, raw=raw, claimed=None if status is claimed else claimed)
+                    solver=solver, message=message, raw=raw, claimed=None if status is claimed else claimed,
+                    history=recorded)
+
+
+def _coulomb_solution(program: CoulombProgram, *, solver: str, status: Status, x: Any, iterations: int,
+                      watch: Stopwatch, message: str, raw: Any,
+                      history: dict[str, np.ndarray] | None) -> Solution:
+    r = np.full(program.m, np.nan) if x is None else np.asarray(x, dtype=np.float64).reshape(program.m)
+    res = coulomb_residuals(program, r)
+    claimed = status
+    if status.usable and not np.all(np.isfinite(r)):
+        status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
+    elif status.usable:
+        status, message = judge(program, r, np.zeros(0), res, status, message)
+    return Solution(x=r, y=np.zeros(0), s=program.velocity(r) if np.all(np.isfinite(r)) else np.full(program.m, np.nan),
+                    status=status, iterations=int(iterations), setup_time=watch.setup, solve_time=watch.solve,
+                    residuals=res, solver=solver, message=message, raw=raw,
+                    claimed=None if status is claimed else claimed, history=history)

@@ -87,8 +87,8 @@ from numpy.typing import NDArray
 from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers import pgs_kernel
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, believed, check_options, make_solution
-from contactopt.solvers.pgs_setup import Setup, build_setup, check, refusal
+from contactopt.solvers.base import SolverSpec, Stopwatch, believed, check_options, make_solution
+from contactopt.solvers.pgs_setup import Program, Setup, build_setup, check, refusal
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

@@ -16,7 +16,9 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.programs import LCP, ConicProgram, LCPToQP, QPToLCP
-from contactopt.solvers.base import Program
+
+#: The kinds pgs takes (the registry's ``Program`` also includes Coulomb problems).
+Program = ConicProgram | LCP
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]

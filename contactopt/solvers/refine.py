@@ -21,8 +21,8 @@ ch. 7), which shows as a slow creep over many steps. The fix is the classical
    it, and the solution's message says so).
 2. Solve the equality-constrained KKT system (Nocedal & Wright eq. 16.4) ::
 
-       [ P    A_E^T ] [ x   ]   [ -c  ]
-       [ A_E  0     ] [ y_E ] = [ b_E ],      y_i = 0 outside E.
+        [ P    A_E^T ] [ x   ]   [ -c  ]
+        [ A_E  0     ] [ y_E ] = [ b_E ],      y_i = 0 outside E.
 
 3. Accept ``(x, y)`` only when contactopt's own residuals (:mod:`contactopt.programs.residuals`:
    ``s in K``, ``y in K*``, stationarity, gap, complementarity) are smaller than those of the

@@ -107,6 +107,10 @@ def parse_body(table: Any, prefix: str, index: int) -> RigidBody:
         if "size" not in table:
             raise ParameterError(f"{prefix}.size", f"{prefix}.size: missing; a box needs its half "
                                  "extents [a, b, c]")
+        if isinstance(table["size"], int | float) and not isinstance(table["size"], bool):
+            raise ParameterError(f"{prefix}.size", f"{prefix}.size: a box needs its three half extents "
+                                 f"[a, b, c], got the number {table['size']!r} (a single number is a "
+                                 "sphere's radius)")
         size = validate.vector(table["size"], f"{prefix}.size", 3)
         if np.any(size <= 0):
             raise ParameterError(f"{prefix}.size",
@@ -115,11 +119,15 @@ def parse_body(table: Any, prefix: str, index: int) -> RigidBody:
         if ("size" in table) == ("radius" in table):
             which = "both given" if "size" in table else "neither given"
             raise ParameterError(f"{prefix}.radius", f"{prefix}.radius: give a sphere exactly one of "
-                                 f"radius = r or size = [r] ({which})")
+                                 f"radius = r or size = r ({which})")
         if "radius" in table:
             size = np.array([validate.number(table["radius"], f"{prefix}.radius", positive=True)])
-        else:
+        elif isinstance(table["size"], list | tuple):
             size = validate.vector(table["size"], f"{prefix}.size", 1)
+            if not size[0] > 0:
+                raise ParameterError(f"{prefix}.size", f"{prefix}.size: radius must be > 0, got {size[0]}")
+        else:  # one number is unambiguous for a sphere: its radius, as size = [r]
+            size = np.array([validate.number(table["size"], f"{prefix}.size", positive=True)])
             if not size[0] > 0:
                 raise ParameterError(f"{prefix}.size", f"{prefix}.size: radius must be > 0, got {size[0]}")
     if "mass" not in table:

@@ -1,0 +1,108 @@
+"""``admm``: ADMM on the De Saxcé-corrected cone complementarity problem with spectral penalty
+updates, for FCLIB's local Coulomb problem (ours; as ContactBench's CCP-ADMM: Carpentier, Le
+Lidec, Montaut et al., "From Compliant to Rigid Contact Simulation: a Unified and Efficient
+Approach", RSS 2024; Boyd et al. 2011). The iteration, the penalty rules and the
+factorization are in :mod:`contactopt.solvers.admm_kernel`.
+
+Options (besides the common ``tol``, ``max_iterations`` (default 2000), ``history``, ``r0``,
+``symmetrize`` of :mod:`contactopt.solvers.coulomb_run`):
+
+- ``desaxce`` (default true): add De Saxcé's correction each iteration, solving Coulomb's law.
+  False solves the convex CCP of Anitescu & Tasora (``K ∋ r ⟂ W r + q ∈ K*``, the ``ccp``
+  formulation's problem, whose sliding contacts lift off): the solve then stops on the CCP's
+  own natural map (FCLIB's normalization, at most ``tol``, and the same map per contact against
+  its terms at most ``CONFIRM_LEVEL``), claims optimal for it and says so in the message; the
+  residuals, as always, are the Coulomb problem's, which judge the claim.
+- ``penalty``: ``spectral`` (default), ``residual_balancing`` or ``constant``; ``rho``: the
+  starting penalty (default the spectral one); ``prox``: the proximal weight relative to the
+  largest eigenvalue of W (default 1e-6).
+
+W must be symmetric (the x-update minimizes a quadratic): a nonsymmetric W is refused unless
+``symmetrize`` is true. The history adds the column ``penalty`` (the rho used next).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from contactopt.errors import OptionError
+from contactopt.programs import Solution
+from contactopt.programs.coulomb import CoulombProgram, local_scaling
+from contactopt.programs.fclib_coulomb import project_cones
+from contactopt.programs.relative import FLOOR
+from contactopt.solvers.admm_kernel import PENALTY_RULES, admm
+from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch
+from contactopt.solvers.coulomb_run import (
+    COMMON_OPTIONS,
+    Monitor,
+    coulomb_program,
+    finish,
+    integer_option,
+    real_option,
+)
+
+SPEC = SolverSpec(
+    name="admm",
+    kinds=frozenset({"coulomb"}),
+    module="contactopt.solvers.admm",
+    requires=None,
+    install_hint="",
+    description="ADMM on the De Saxce-corrected cone complementarity problem, spectral penalty (ours, as "
+                "ContactBench)",
+    warm_start="r0",
+    normalize=False,
+)
+
+OPTIONS = COMMON_OPTIONS | {"desaxce", "penalty", "rho", "prox"}
+DEFAULT_MAX_ITERATIONS = 2000
+
+
+def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+    watch = Stopwatch()
+    with watch.time("setup"):
+        solved, r0, note = coulomb_program("admm", program, options, OPTIONS, needs_symmetry=True)
+        max_iterations = integer_option("admm", options, "max_iterations", DEFAULT_MAX_ITERATIONS)
+        desaxce = options.get("desaxce", True)
+        if not isinstance(desaxce, bool | np.bool_):
+            raise OptionError(f"solver 'admm': desaxce must be true or false, got {desaxce!r}")
+        penalty = options.get("penalty", "spectral")
+        if penalty not in PENALTY_RULES:
+            raise OptionError(f"solver 'admm': penalty must be one of {', '.join(PENALTY_RULES)}, got {penalty!r}")
+        rho = None if options.get("rho") is None else real_option("admm", options, "rho", 1.0)
+        prox = real_option("admm", options, "prox", 1e-6, positive=False)
+        monitor = Monitor("admm", solved, options)
+        if not desaxce:
+            tol = monitor.tol
+            monitor.accept = lambda r, u: _ccp_solved(solved, r, u, tol)
+            note = "; the CCP (desaxce=false), not Coulomb's law" + note
+
+    def stop(k: int, r: np.ndarray, u: np.ndarray, penalty_now: float) -> bool:
+        return monitor.stop(k, r, u, penalty=penalty_now)
+
+    with watch.time("solve"), np.errstate(over="ignore", invalid="ignore"):
+        result = admm(solved.W, solved.q, solved.mu, solved.dim, r0, desaxce=bool(desaxce),
+                      max_iterations=max_iterations, penalty=penalty, rho=rho, prox=prox, stop=stop)
+    raw = {"penalty": penalty, "rho": result.rho, "factorizations": result.factorizations, "desaxce": bool(desaxce)}
+    return finish("admm", program, monitor, result.r, result.iterations, result.stopped, watch, "iterations",
+                  note, raw)
+
+
+def _ccp_solved(program: CoulombProgram, r: np.ndarray, u: np.ndarray, tol: float) -> bool:
+    """The CCP's natural map ``e = r - P_K(r - u)`` at most ``tol`` in FCLIB's normalization, and
+    per contact (``rho_c`` scaled) at most ``CONFIRM_LEVEL`` of its terms, as the Coulomb
+    problem's relative residual (:mod:`contactopt.programs.coulomb`) without De Saxcé's term."""
+    dim = program.dim
+    R, U = r.reshape(-1, dim), u.reshape(-1, dim)
+    error = float(np.linalg.norm(R - project_cones(R - U, program.mu)))
+    if error > tol * (1.0 + np.sqrt(np.linalg.norm(program.q))):
+        return False
+    rho = local_scaling(program)
+    e = R - project_cones(R - rho[:, None] * U, program.mu)
+    terms = (abs(program.W) @ np.abs(r)).reshape(-1, dim)
+    scale = (np.linalg.norm(R, axis=1)
+             + rho * (np.linalg.norm(program.q.reshape(-1, dim), axis=1) + np.linalg.norm(terms, axis=1)))
+    floor = max(FLOOR * float(scale.max(initial=0.0)), np.finfo(float).tiny)
+    return bool((np.linalg.norm(e, axis=1) / np.maximum(scale, floor)).max(initial=0.0) <= CONFIRM_LEVEL)

@@ -1,0 +1,85 @@
+"""``nsn``: semismooth Newton on the Alart-Curnier function for FCLIB's local Coulomb problem
+(ours; as Siconos's ``fc3d_nonsmooth_Newton_AlartCurnier``, "NSN-AC": Alart & Curnier, CMAME
+92, 1991; Acary, Brémond & Huber, "On solving contact problems with Coulomb friction:
+formulations and numerical comparisons", 2018). The method, its Jacobian, line searches and
+fallbacks are in :mod:`contactopt.solvers.alart_curnier`.
+
+Options (besides the common ``tol``, ``max_iterations`` (default 100), ``history``, ``r0``,
+``symmetrize`` of :mod:`contactopt.solvers.coulomb_run`):
+
+- ``rho``: the Alart-Curnier parameter, a positive number for every contact or one per
+  contact; default ``rho_c = 1 / max diag W_cc`` (:func:`~contactopt.programs.coulomb.local_scaling`,
+  unit-free: the method does not change when the scene's units do).
+- ``linesearch``: ``armijo`` (default), ``goldstein`` (Goldstein-Price, Siconos's default) or
+  ``none`` (full Newton steps).
+
+The zero of the Alart-Curnier function is Coulomb's law exactly (no CCP hover), and W need not
+be symmetric. The history adds the column ``merit`` (``1/2 ||Phi||^2``), which the line searches
+make decrease at every step they accept (``raw["linesearch_failures"]`` counts the others).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from contactopt.errors import OptionError
+from contactopt.programs import Solution
+from contactopt.programs.coulomb import local_scaling
+from contactopt.solvers.alart_curnier import LINESEARCHES, semismooth_newton
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch
+from contactopt.solvers.coulomb_run import COMMON_OPTIONS, Monitor, coulomb_program, finish, integer_option
+
+SPEC = SolverSpec(
+    name="nsn",
+    kinds=frozenset({"coulomb"}),
+    module="contactopt.solvers.nsn",
+    requires=None,
+    install_hint="",
+    description="semismooth Newton on the Alart-Curnier function, sparse LU, line search (ours, as Siconos NSN-AC)",
+    warm_start="r0",
+    normalize=False,
+)
+
+OPTIONS = COMMON_OPTIONS | {"rho", "linesearch"}
+DEFAULT_MAX_ITERATIONS = 100
+
+
+def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+    watch = Stopwatch()
+    with watch.time("setup"):
+        solved, r0, note = coulomb_program("nsn", program, options, OPTIONS, needs_symmetry=False)
+        max_iterations = integer_option("nsn", options, "max_iterations", DEFAULT_MAX_ITERATIONS)
+        linesearch = options.get("linesearch", "armijo")
+        if linesearch not in LINESEARCHES:
+            raise OptionError(f"solver 'nsn': linesearch must be one of {', '.join(LINESEARCHES)}, "
+                              f"got {linesearch!r}")
+        rho = _rho(solved.contacts, options.get("rho"))
+        if rho is None:
+            rho = local_scaling(solved)
+        monitor = Monitor("nsn", solved, options)
+    with watch.time("solve"), np.errstate(over="ignore", invalid="ignore"):
+        result = semismooth_newton(solved.W, solved.q, solved.mu, solved.dim, rho, r0, max_iterations, linesearch,
+                                   lambda k, r, u, merit: monitor.stop(k, r, u, merit=merit))
+    stalled = not result.stopped and result.iterations < max_iterations
+    if stalled:
+        note = "; stopped: no step along the Newton or Levenberg-Marquardt directions decreases the merit" + note
+    raw = {"linesearch": linesearch, "linesearch_failures": result.linesearch_failures,
+           "regularized": result.regularized, "stalled": stalled}
+    return finish("nsn", program, monitor, result.r, result.iterations, result.stopped, watch, "Newton steps",
+                  note, raw)
+
+
+def _rho(contacts: int, value: Any) -> np.ndarray | None:
+    if value is None:
+        return None
+    try:
+        rho = np.broadcast_to(np.asarray(value, dtype=np.float64), (contacts,)).copy()
+    except (TypeError, ValueError):
+        raise OptionError(f"solver 'nsn': rho must be a positive number or {contacts} of them (one per contact), "
+                          f"got {value!r}") from None
+    if not (np.all(np.isfinite(rho)) and np.all(rho > 0)):
+        raise OptionError(f"solver 'nsn': rho must be positive and finite, got {value!r}")
+    return rho
