@@ -19,7 +19,7 @@ versions and the command), ``OUT/summary.csv`` (one row per problem, solver and 
 ``OUT/ratios.csv`` and ``OUT/coulomb_peers.png``.
 
     python experiments/coulomb_peers.py [--problems PATH ...] [--scenes box_slide,...]
-        [--ours legacy_fixed_point] [--siconos NSGS,NSN-AC] [--tol 1e-6,1e-8]
+        [--ours nsgs,nsn,...|legacy_fixed_point] [--siconos NSGS,NSN-AC] [--tol 1e-6,1e-8]
         [--max-problems N] [--out DIR] [--siconos-python /usr/bin/python3]
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from common import OUT, ROOT, print_table, write_results
-from peers_ours import FAMILY, solve_ours
+from peers_ours import COULOMB_SOLVERS, FAMILY, default_ours, solve_ours
 from peers_problems import PeerProblem, collect
 from peers_report import (
     Row,
@@ -68,7 +68,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="scenes to export, NAME or NAME:DURATION, comma separated ('' for none)")
     parser.add_argument("--export-formulation", default="ccp", help="formulation simulated for the export")
     parser.add_argument("--fresh-export", action="store_true", help="export again even if OUT/exports has it")
-    parser.add_argument("--ours", default="legacy_fixed_point", help="our solvers, comma separated")
+    parser.add_argument("--ours", default=None,
+                        help="our solvers, comma separated: co.solve's names or legacy_fixed_point (default: "
+                             f"those of {', '.join(COULOMB_SOLVERS)} that are registered)")
     parser.add_argument("--ours-option", action="append", default=[], metavar="KEY=VALUE",
                         help="option of our solvers (e.g. max_iterations=50), repeatable")
     parser.add_argument("--siconos", default="NSGS,NSN-AC", help="Siconos fc3d solvers, comma separated")
@@ -148,7 +150,13 @@ def _write_csv(path: Path, rows: Sequence[Row]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    ours, siconos, tols = _split(args.ours), _split(args.siconos), [float(t) for t in _split(args.tol)]
+    siconos, tols = _split(args.siconos), [float(t) for t in _split(args.tol)]
+    if args.ours is None:
+        ours, missing = default_ours()
+        if missing:
+            print(f"coulomb_peers: not registered yet, left out: {', '.join(missing)}", file=sys.stderr)
+    else:
+        ours = _split(args.ours)
     options = dict(_option(text) for text in args.ours_option)
     version = siconos_version(args.siconos_python) if siconos else None
     if siconos and version is None:

@@ -29,6 +29,17 @@ from contactopt.programs.fclib_coulomb import solve_coulomb
 FAMILY: dict[str, str] = {"nsgs": "NSGS", "nsn": "NSN-AC", "admm": "ADMM", "fixed_point": "ACLMFP",
                           "legacy_fixed_point": "ACLMFP"}
 LEGACY = "legacy_fixed_point"
+COULOMB_SOLVERS = ("nsgs", "nsn", "admm", "fixed_point", "staggered")  # issue 25's families, as they land
+
+
+def default_ours() -> tuple[list[str], list[str]]:
+    """Issue 25's Coulomb solvers registered in ``co.solve`` (the legacy fixed point when none
+    is yet), and those not registered."""
+    from contactopt.solvers import names
+
+    known = set(names())
+    present = [name for name in COULOMB_SOLVERS if name in known]
+    return present or [LEGACY], [name for name in COULOMB_SOLVERS if name not in known]
 
 
 @dataclass(frozen=True)

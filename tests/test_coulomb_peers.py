@@ -20,7 +20,8 @@ import scipy.sparse as sp
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 sys.path.insert(0, str(EXPERIMENTS))
 
-from coulomb_peers import solve_problem  # noqa: E402
+from coulomb_peers import peer_pairs, solve_problem  # noqa: E402
+from peers_ours import FAMILY  # noqa: E402
 from peers_problems import load_problem  # noqa: E402
 from peers_report import family_summary, ratio_rows  # noqa: E402
 from peers_siconos import SiconosPeer, siconos_version  # noqa: E402
@@ -71,19 +72,23 @@ def test_harness_rows(peer: SiconosPeer, tmp_path: Path) -> None:
     item = load_problem(path, "closed_form")
     assert item.error == "" and item.problem is not None
     tols = [1e-6, 1e-8]
-    rows = solve_problem(item, ["legacy_fixed_point"], ["NSGS"], tols, peer, {}, rounds=2)
+    # ours through both paths: solve_coulomb (legacy) and co.solve on load_program(form="coulomb")
+    rows = solve_problem(item, ["legacy_fixed_point", "nsn"], ["NSGS", "NSN-AC"], tols, peer, {}, rounds=2)
     assert [(r["side"], r["solver"], r["tol"]) for r in rows] == [
-        ("ours", "legacy_fixed_point", 1e-6), ("ours", "legacy_fixed_point", 1e-8),
-        ("siconos", "NSGS", 1e-6), ("siconos", "NSGS", 1e-8)]
+        ("ours", "legacy_fixed_point", 1e-6), ("ours", "legacy_fixed_point", 1e-8), ("ours", "nsn", 1e-6),
+        ("ours", "nsn", 1e-8), ("siconos", "NSGS", 1e-6), ("siconos", "NSGS", 1e-8), ("siconos", "NSN-AC", 1e-6),
+        ("siconos", "NSN-AC", 1e-8)]
     for row in rows:
         assert set(row) >= {"problem", "group", "contacts", "fclib_error", "success", "iterations", "us", "rounds"}
-        assert row["problem"] == "closed_form/one_contact" and row["contacts"] == 1
+        assert row["problem"] == "closed_form/one_contact" and row["contacts"] == 1, row
         # FCLIB's error computed by the harness: both sides reach what they were asked
-        assert row["success"] and row["fclib_error"] <= row["tol"] and row["us"] > 0 and row["rounds"] >= 1
-    ratios = ratio_rows(rows, [("legacy_fixed_point", "NSGS")], {"legacy_fixed_point": "ACLMFP"})
-    assert len(ratios) == 2 and all(r["time_ratio"] == r["ours_us"] / r["siconos_us"] for r in ratios)
+        assert row["success"] and row["fclib_error"] <= row["tol"] and row["us"] > 0 and row["rounds"] >= 1, row
+    ratios = ratio_rows(rows, peer_pairs(["legacy_fixed_point", "nsn"], ["NSGS", "NSN-AC"]), FAMILY)
+    assert len(ratios) == 8 and all(r["time_ratio"] == r["ours_us"] / r["siconos_us"] for r in ratios)
     summary = family_summary(ratios)
-    assert [(s["tol"], s["ours_success"], s["siconos_success"]) for s in summary] == [(1e-6, 1, 1), (1e-8, 1, 1)]
+    same = [(s["ours"], s["siconos"], s["tol"]) for s in summary if s["same_family"]]
+    assert same == [("nsn", "NSN-AC", 1e-6), ("nsn", "NSN-AC", 1e-8)]
+    assert all((s["problems"], s["ours_success"], s["siconos_success"]) == (1, 1, 1) for s in summary)
 
 
 def test_unreadable_file_is_a_row(tmp_path: Path) -> None:
