@@ -9,8 +9,10 @@ solver=NAME, options={"tol": TOL})`` on ``co.load_program(file, form="coulomb")`
 ``legacy_fixed_point`` (``solve_coulomb``, the De Saxcé fixed point over CCP programs;
 ``peers_ours``). Siconos: Debian's ``python3-siconos`` under ``/usr/bin/python3`` in a
 subprocess (``experiments/peers/siconos_fc3d.py``; never a dependency), fed ``W, q, mu`` through
-HDF5, with its tolerance set to the target (``peers_siconos``). One BLAS thread on both sides,
-best of up to 3 timings (fewer when a solve takes over ``--repeat-budget`` seconds), every
+HDF5, with its tolerance set to the target converted to Siconos's own error measure (``||e|| /
+||q||`` against FCLIB's ``||e|| / (1 + sqrt ||q||)``), so that both sides stop on the same FCLIB
+error (``--siconos-tol target`` gives it the target as is; ``peers_siconos``). One BLAS thread on
+both sides, best of up to 3 timings (fewer when a solve takes over ``--repeat-budget`` seconds), every
 answer's FCLIB error computed here from ``r`` (``peers_report``). Success: FCLIB error <= the
 tolerance asked.
 
@@ -48,7 +50,14 @@ from peers_report import (
     run_row,
     table_rows,
 )
-from peers_siconos import DEFAULT_PYTHON, INSTALL_HINT, ONE_THREAD, SiconosPeer, siconos_version
+from peers_siconos import (
+    DEFAULT_PYTHON,
+    INSTALL_HINT,
+    ONE_THREAD,
+    SiconosPeer,
+    siconos_tolerance,
+    siconos_version,
+)
 from tqdm import tqdm
 
 SCENES = ("box_slide", "table_four_legs", "sphere_stack", "sphere_pile_mjcf:0.02", "quadruped_trot:0.1",
@@ -77,6 +86,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--siconos-python", default=DEFAULT_PYTHON)
     parser.add_argument("--siconos-max-iterations", type=int, default=None,
                         help="Siconos's iteration budget (default: each solver's own)")
+    parser.add_argument("--siconos-tol", choices=("fclib", "target"), default="fclib",
+                        help="Siconos's tolerance: the target converted to its own measure so that its stop "
+                             "means FCLIB's error reached (fclib), or the target as is (target)")
     parser.add_argument("--siconos-timeout", type=float, default=600.0, help="seconds per problem for Siconos")
     parser.add_argument("--tol", default="1e-6,1e-8", help="FCLIB errors to reach, comma separated")
     parser.add_argument("--max-problems", type=int, default=None, help="at most N problems per scene or folder")
@@ -106,9 +118,10 @@ def peer_pairs(ours: Sequence[str], siconos: Sequence[str]) -> list[tuple[str, s
 
 def solve_problem(item: PeerProblem, ours: Sequence[str], siconos: Sequence[str], tols: Sequence[float],
                   peer: SiconosPeer | None, options: dict[str, Any], rounds: int = 3, budget: float = 2.0,
-                  siconos_max_iterations: int | None = None) -> list[Row]:
+                  siconos_max_iterations: int | None = None, tol_scale: str = "fclib") -> list[Row]:
     """Every solver of both sides at every tolerance on one problem: its rows (``rounds`` and
-    ``budget``: the timing rule of both sides, see the module docstring)."""
+    ``budget``: the timing rule of both sides, see the module docstring; ``tol_scale``: how the
+    target reaches Siconos, :func:`peers_siconos.siconos_tolerance`)."""
     rows: list[Row] = []
     sides = [("ours", name, FAMILY.get(name, "")) for name in ours]
     sides += [("siconos", name, name) for name in siconos]
@@ -130,12 +143,13 @@ def solve_problem(item: PeerProblem, ours: Sequence[str], siconos: Sequence[str]
         why = "Siconos not installed" if peer is None else "2-D problem: only Siconos's fc3d solvers are run"
         return rows + [failed_row(item.label, item.group, item.contacts, "siconos", name, name, tol, why)
                        for name in siconos for tol in tols]
-    for peer_run in peer.solve(problem.W, problem.q, problem.mu, siconos, tols, rounds, budget,
-                               siconos_max_iterations):
-        rows.append(run_row(item.label, item.group, item.contacts, "siconos", peer_run.solver, peer_run.solver,
-                            peer_run.tol, error=fclib_error(problem, peer_run.r), iterations=peer_run.iterations,
+    asked = [siconos_tolerance(tol, problem.q, tol_scale) for tol in tols]
+    runs = peer.solve(problem.W, problem.q, problem.mu, siconos, asked, rounds, budget, siconos_max_iterations)
+    for peer_run, tol in zip(runs, [tol for _ in siconos for tol in tols], strict=True):
+        rows.append(run_row(item.label, item.group, item.contacts, "siconos", peer_run.solver, peer_run.solver, tol,
+                            error=fclib_error(problem, peer_run.r), iterations=peer_run.iterations,
                             seconds=peer_run.seconds, rounds=peer_run.rounds, own_error=peer_run.own_error,
-                            status=f"info {peer_run.info}", message=peer_run.error))
+                            status=f"info {peer_run.info}", message=peer_run.error, solver_tol=peer_run.tol))
     return rows
 
 
@@ -171,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peer.__enter__()
         for item in tqdm(problems, desc="coulomb peers", unit="problem", disable=args.no_progress):
             rows += solve_problem(item, ours, siconos, tols, peer, options, args.rounds, args.repeat_budget,
-                                  args.siconos_max_iterations)
+                                  args.siconos_max_iterations, args.siconos_tol)
     finally:
         if peer is not None:
             peer.close()
@@ -179,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ratios = ratio_rows(rows, pairs, FAMILY)
     families, groups = family_summary(ratios), group_summary(rows)
     print_table(table_rows(groups))
-    print_table(table_rows(families))
+    # the console shows the pairs of one family (every pair when none met); summary.json has all
+    print_table(table_rows([row for row in families if row["same_family"]] or families))
     command = "python experiments/coulomb_peers.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     title = (f"contactopt vs Siconos {(version.get('package') or version['siconos']) if version else '(missing)'}: "
              f"{len(problems)} problems, one BLAS thread")

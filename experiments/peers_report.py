@@ -35,10 +35,12 @@ def fclib_error(problem: FclibLocal, r: NDArray[np.float64] | None) -> float:
 
 def run_row(label: str, group: str, contacts: int, side: str, solver: str, family: str, tol: float, *,
             error: float, iterations: int, seconds: float, rounds: int, own_error: float, status: str,
-            message: str = "") -> Row:
-    """One solver at one tolerance on one problem (the CSV's columns, in order)."""
+            message: str = "", solver_tol: float | None = None) -> Row:
+    """One solver at one tolerance on one problem (the CSV's columns, in order); ``solver_tol``:
+    the tolerance the solver was given in its own measure when it is not ``tol`` itself."""
     return {"problem": label, "group": group, "contacts": contacts, "side": side, "solver": solver,
-            "family": family, "tol": tol, "success": bool(error <= tol), "fclib_error": error,
+            "family": family, "tol": tol, "solver_tol": tol if solver_tol is None else solver_tol,
+            "success": bool(error <= tol), "fclib_error": error,
             "iterations": iterations, "us": seconds * 1e6, "rounds": rounds, "own_error": own_error,
             "status": status, "message": message}
 

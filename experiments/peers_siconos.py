@@ -38,6 +38,23 @@ ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", 
                                      "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 
 
+def siconos_tolerance(target: float, q: NDArray[np.float64], scale: str) -> float:
+    """The tolerance to give Siconos for FCLIB error ``target``. ``"target"``: the target itself,
+    in Siconos's own measure. ``"fclib"``: converted between the two measures of the same natural
+    map ``e``: Siconos 4.4's error is ``||e|| / max(||q||, ||r||)`` (measured: to 1e-9 on a random
+    problem where ``||r|| > ||q||`` and on the pile's steps, where ``||q||`` is the larger;
+    tests/test_coulomb_peers.py), FCLIB's ``||e|| / (1 + sqrt ||q||)``. ``r`` is not known before
+    the solve, so the conversion uses ``||q||``: exact where ``||r|| <= ||q||``; where the
+    impulses are larger, Siconos stops up to ``||r|| / ||q||`` above the target (the row then
+    shows FCLIB's error above it)."""
+    if scale == "target":
+        return target
+    if scale != "fclib":
+        raise ValueError(f"unknown Siconos tolerance scale {scale!r}; known: fclib, target")
+    norm = float(np.linalg.norm(q))
+    return target * (1.0 + np.sqrt(norm)) / norm if norm > np.finfo(float).eps else target
+
+
 @dataclass(frozen=True)
 class PeerRun:
     """One Siconos solve: the answer (None on failure), Siconos's return code, iterations, the

@@ -23,8 +23,8 @@ sys.path.insert(0, str(EXPERIMENTS))
 from coulomb_peers import peer_pairs, solve_problem  # noqa: E402
 from peers_ours import FAMILY  # noqa: E402
 from peers_problems import load_problem  # noqa: E402
-from peers_report import family_summary, ratio_rows  # noqa: E402
-from peers_siconos import SiconosPeer, siconos_version  # noqa: E402
+from peers_report import family_summary, fclib_error, ratio_rows  # noqa: E402
+from peers_siconos import SiconosPeer, siconos_tolerance, siconos_version  # noqa: E402
 
 from contactopt.programs.fclib import FclibLocal, write_fclib_problem  # noqa: E402
 
@@ -98,3 +98,26 @@ def test_unreadable_file_is_a_row(tmp_path: Path) -> None:
     assert item.problem is None and item.error
     rows = solve_problem(item, ["legacy_fixed_point"], ["NSGS"], [1e-8], None, {})
     assert len(rows) == 2 and all(not r["success"] and r["status"] == "not run" and r["message"] for r in rows)
+
+
+@needs_siconos
+def test_siconos_error_measure(peer: SiconosPeer) -> None:
+    """The premise of ``siconos_tolerance``: Siconos's own error is ``||e|| / max(||q||, ||r||)``
+    and FCLIB's ``||e|| / (1 + sqrt ||q||)`` of the same natural map ``e``; each solver stopped
+    early (tol 1e-3) on a random 6-contact problem whose impulses outgrow ``q``, so that ``e`` is
+    far from zero and the max is ``||r||``."""
+    rng = np.random.default_rng(7)
+    J = rng.normal(size=(18, 12))
+    W = sp.csc_matrix(J @ J.T / 12 + 0.1 * np.eye(18))  # a Delassus-like SPD matrix
+    q = rng.normal(size=18)
+    q[::3] -= 2.0  # mostly approaching contacts
+    problem = FclibLocal(W=W, q=q, mu=np.full(6, 0.5), spacedim=3)
+    norm_q = np.linalg.norm(q)
+    for run in peer.solve(problem.W, problem.q, problem.mu, ["NSGS", "NSN-AC"], [1e-3], rounds=1):
+        assert run.r is not None
+        error, norm_r = fclib_error(problem, run.r), np.linalg.norm(run.r)
+        assert error > 1e-6 and norm_r > norm_q  # stopped before convergence; the max is ||r||
+        # both rebuild e from r in floating point: equal to 1e-8 relative
+        assert run.own_error * max(norm_q, norm_r) == pytest.approx(error * (1 + np.sqrt(norm_q)), rel=1e-8)
+    assert siconos_tolerance(1e-8, q, "fclib") == pytest.approx(1e-8 * (1 + np.sqrt(norm_q)) / norm_q)
+    assert siconos_tolerance(1e-8, q, "target") == 1e-8
