@@ -152,7 +152,7 @@ def figure(rows: Sequence[Row], ratios: Sequence[Row], path: Path, title: str) -
         dots = right.scatter(x[solved], y[solved], s=12, label=f"{ours} vs {theirs} (both solved)")
         if (~solved).any():
             right.scatter(x[~solved], y[~solved], s=14, marker="x", color=dots.get_facecolor()[0] if solved.any()
-                          else None, label=f"{ours} vs {theirs} (one failed)")
+                          else None, label=f"{ours} vs {theirs} (not both solved)")
         spans += [float(x.min()), float(x.max()), float(y.min()), float(y.max())]
     if spans:
         lo, hi = min(spans) / 2, max(spans) * 2
