@@ -88,3 +88,10 @@ class InitialPenetrationWarning(ContactoptWarning):
 class InitialLimitViolationWarning(InitialPenetrationWarning):
     """The initial state of a run has a joint or tendon outside its limit beyond the tolerance
     (:mod:`contactopt.integrators.initial_penetration`)."""
+
+
+class AmbiguousTripletsWarning(ContactoptWarning):
+    """A matrix of a FCLIB file stored as triplets reads validly both as ``fclib.h`` documents
+    them (``p`` rows, ``i`` columns) and as CSparse and Siconos write them (``i`` rows, ``p``
+    columns), the two readings differ, and nothing else in the file decides: the message names
+    the file, the matrix and the reading taken (:mod:`contactopt.programs.fclib_matrix`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -12,11 +13,15 @@ from contactopt.analysis.bench import (
     PROFILES,
     display_summary,
     get_profile,
+    load_inputs,
     performance_profile,
     run_benchmark,
+    skipped_summary,
     summarize,
 )
-from contactopt.outputs import output_errors, prepared_folder
+from contactopt.analysis.bench.folder import bench_folder
+from contactopt.analysis.bench.inputs import SKIPPED
+from contactopt.outputs import output_errors
 from contactopt.tables import format_table
 
 # --- command line ------------------------------------------------------------------------
@@ -39,8 +44,10 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
         "(solved, shifted geometric means of time over the solved programs and of residuals, shift "
         "10; a failure is shown as failed, never as a time) and write results.csv, summary.csv and "
         "performance_profile.png to --out. FCLIB problems are solved as their cone complementarity "
-        "program; results.csv gives FCLIB's own error of each answer (fclib_error). A solver that "
-        "can take none of the programs is refused. Profiles: "
+        "program; results.csv gives FCLIB's own error of each answer (fclib_error). A file that "
+        "cannot be read (status unreadable) or whose program cannot be built (status refused, e.g. a "
+        "nonsymmetric W without --symmetrize) is a failed row with the reason, and the others are "
+        "solved. A solver that can take none of the programs is refused. Profiles: "
         + "; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()) + ".")
     parser.add_argument("programs", nargs="+", help="program files (.npz, FCLIB .hdf5) or folders of them")
     parser.add_argument("--solvers", action="append", metavar="S1,S2",
@@ -51,7 +58,15 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--fclib-form", choices=("primal", "dual"),
                         help="program of a global FCLIB problem: primal (velocities, default) or dual "
                         "(condensed to impulses, e.g. for pgs)")
-    parser.add_argument("--out", default="bench", help="output folder (default: bench)")
+    parser.add_argument("--symmetrize", action="store_true",
+                        help="solve an FCLIB problem whose W (M) is not symmetric with its symmetric part "
+                        "(W + W^T)/2, said in the results' metadata; without it such files are refused, "
+                        "reported as failed rows")
+    parser.add_argument("--out", help="output folder, used when missing or empty (default: a new folder "
+                        "bench-NAME, bench-NAME-2, ... next to the first input: a bench never replaces "
+                        "an earlier one)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a non-empty --out, removing the earlier bench's results there")
     parser.add_argument("--no-plot", action="store_true", help="skip the performance profile plot")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=run_bench)
@@ -67,9 +82,16 @@ def run_bench(args: argparse.Namespace) -> int:
     for name in profiles:
         get_profile(name)
     start = time.perf_counter()
-    with prepared_folder(args.out) as out:  # checked before the solves, so that none of them is lost
-        df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress,
-                           fclib_form=args.fclib_form)
+    out, where = bench_folder(args.out, args.programs, args.force)  # before the solves: none of them is lost
+    try:
+        inputs = load_inputs(args.programs, args.fclib_form, args.symmetrize)
+        df = run_benchmark(args.programs, solvers, profiles, progress=not args.no_progress, inputs=inputs)
+    except BaseException:
+        if where.endswith("(new)"):
+            with contextlib.suppress(OSError):
+                out.rmdir()  # a refused bench leaves no trace (only if still empty)
+        raise
+    print(where)
     summary = summarize(df)
     written = [out / "results.csv", out / "summary.csv"]
     with output_errors(out, "output folder"):
@@ -79,7 +101,10 @@ def run_bench(args: argparse.Namespace) -> int:
         written.append(performance_profile(df, out / "performance_profile.png"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(format_table(display_summary(summary)))
-    errors = df[df["error"] != ""]
+    skipped = skipped_summary(inputs)
+    if skipped:
+        print(f"contactopt: {skipped} of {written[0]}", file=sys.stderr)
+    errors = df[(df["error"] != "") & ~df["status"].isin(SKIPPED)]
     if len(errors):
         print(f"contactopt: {len(errors)} solve(s) failed or were refused; see the error column of "
               f"{written[0]}", file=sys.stderr)

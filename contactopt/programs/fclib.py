@@ -31,6 +31,16 @@ nonzero impulse (``u_cT = 0`` or ``r_c = 0``); a sliding contact gets ``u_cN = m
 instead of 0. :func:`contactopt.programs.fclib_coulomb.solve_coulomb` solves FCLIB's own
 problem as a sequence of such convex programs (the fixed point on De Saxcé's term), and
 :func:`~contactopt.programs.fclib_coulomb.fclib_merit` is FCLIB's error measure, computed here.
+
+**Symmetry.** The program's ``P`` (``W``, ``R`` or ``M``) must be symmetric (its objective only
+sees the symmetric part). The problem types keep a file's matrices as stored
+(:mod:`contactopt.programs.fclib_io`); :func:`fclib_program` uses ``(W + W^T)/2`` where ``W``
+is symmetric at the stored precision (``max|W - W^T| <= 1e-6 max|W|``,
+:mod:`contactopt.programs.fclib_matrix`), and refuses a ``W`` beyond it by name unless asked
+(``symmetrize=True``) to solve the problem with the symmetric part: a genuinely nonsymmetric
+``W`` (Siconos's Capsules, ``1.3e-3``) makes FCLIB's problem no longer the optimality
+condition of any such program, and its symmetric part poses another problem. The metadata
+says which was done; FCLIB's error of an answer is always measured with ``W`` as stored.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.errors import ContactoptError, UnsupportedProgramError
 from contactopt.programs.conic import SOC, Block, Cone, ConicProgram, Nonneg, Zero
 from contactopt.programs.fclib_io import (
     FclibGlobal,
@@ -52,6 +62,7 @@ from contactopt.programs.fclib_io import (
     write_fclib_matrix,
     write_fclib_problem,
 )
+from contactopt.programs.fclib_matrix import SYMMETRY_TOLERANCE
 
 __all__ = ["FclibGlobal", "FclibLocal", "FclibProblem", "condense", "fclib_program", "is_fclib_file", "read_fclib",
            "write_fclib_matrix", "write_fclib_problem"]
@@ -77,47 +88,92 @@ def _cone_rows(mu: FloatArray, dim: int) -> tuple[FloatArray, tuple[Cone, ...]]:
     return scale.reshape(-1), tuple(cones)
 
 
-def _local_program(problem: FclibLocal, metadata: dict[str, Any]) -> ConicProgram:
+def _symmetric_matrices(problem: FclibProblem, symmetrize: bool, where: str) -> tuple[dict[str, sp.csc_matrix],
+                                                                                    dict[str, Any]]:
+    """The matrices of ``problem`` that the program needs symmetric (W, R / M), symmetric, and
+    the metadata saying what was done (module docstring: refused beyond the stored precision
+    unless ``symmetrize``)."""
+    stored = {"W": problem.W, "R": problem.R} if isinstance(problem, FclibLocal) else {"M": problem.M}
+    out: dict[str, sp.csc_matrix] = {}
+    symmetrized: dict[str, float] = {}
+    for name, asymmetry in problem.asymmetry.items():
+        matrix = stored[name]
+        assert matrix is not None
+        if asymmetry == 0.0:
+            out[name] = matrix
+            continue
+        if asymmetry > SYMMETRY_TOLERANCE and not symmetrize:
+            raise UnsupportedProgramError(
+                f"{where}: {name} is not symmetric (max|{name} - {name}^T| = {asymmetry:.3g} of max|{name}|, "
+                f"beyond the {SYMMETRY_TOLERANCE:g} a stored file's rounding explains): the convex program "
+                f"needs a symmetric {name}; symmetrize=True (contactopt bench --symmetrize) solves the "
+                f"problem with ({name} + {name}^T)/2 instead, a different problem")
+        out[name] = sp.csc_matrix(0.5 * (matrix + matrix.T))
+        symmetrized[name] = asymmetry
+    notes: dict[str, Any] = {"symmetric": problem.symmetric, "asymmetry": dict(problem.asymmetry)}
+    if symmetrized:
+        notes["symmetrized"] = {
+            name: (f"({name} + {name}^T)/2 used: {name} asymmetric by {value:.3g} of max|{name}|, "
+                   + ("within the stored precision" if value <= SYMMETRY_TOLERANCE else "symmetrize=True"))
+            for name, value in symmetrized.items()}
+    return out, notes
+
+
+def _local_program(problem: FclibLocal, metadata: dict[str, Any], symmetrize: bool) -> ConicProgram:
     m, p, dim = problem.W.shape[0], problem.equalities, problem.spacedim
+    matrices, notes = _symmetric_matrices(problem, symmetrize, metadata["source"] or "FCLIB problem")
+    W = matrices["W"]
     if p:
         assert problem.V is not None and problem.R is not None and problem.s is not None
-        P: Any = sp.bmat([[problem.W, problem.V], [sp.csc_matrix(problem.V.T), problem.R]], format="csc")
+        P: Any = sp.bmat([[W, problem.V], [sp.csc_matrix(problem.V.T), matrices["R"]]], format="csc")
         c = np.concatenate([problem.q, problem.s])
     else:
-        P, c = problem.W, problem.q
+        P, c = W, problem.q
     scale, cones = _cone_rows(problem.mu, dim)
     A = sp.hstack([sp.diags(-scale), sp.csc_matrix((m, p))], format="csc")
     variables = (Block("impulse", 0, m, dim), *((Block("bilateral", m, m + p),) if p else ()))
     return ConicProgram(P=P, c=c, A=A, b=np.zeros(m), cones=cones, variables=variables,
                         constraints=(Block("impulse_in_cone", 0, m, dim),),
-                        metadata={**metadata, "form": "dual", "bilateral": p})
+                        metadata={**metadata, **notes, "form": "dual", "bilateral": p})
 
 
 def condense(problem: FclibGlobal) -> FclibLocal:
-    """The local problem of a global one (``W = H'M^-1 H`` ..., module docstring)."""
+    """The local problem of a global one (``W = H'M^-1 H`` ..., module docstring), with ``M`` as
+    stored (as Siconos condenses: its condensed files agree with this to rounding; a
+    nonsymmetric ``M`` gives a nonsymmetric ``W``, judged by the program that needs symmetry)."""
     from scipy.sparse.linalg import splu
 
-    try:
-        lu = splu(sp.csc_matrix(problem.M))
-    except RuntimeError as exc:
-        raise ContactoptError(f"global FCLIB problem: M is singular ({exc})") from None
-    MinvH = lu.solve(problem.H.toarray()) if problem.H.shape[1] else np.zeros((problem.M.shape[0], 0))
-    Minvf = lu.solve(problem.f)
+    M = sp.csc_matrix(problem.M)
+    diagonal = M.diagonal()
+    if sp.triu(M, 1).nnz == 0 and sp.tril(M, -1).nnz == 0 and np.all(diagonal != 0):
+        # point masses (Siconos's spheres): M^-1 entrywise, H kept sparse (12000 x 1068: 1 s dense)
+        def solve(rhs: Any) -> Any:
+            return sp.diags(1.0 / diagonal) @ rhs
+    else:
+        try:
+            lu = splu(M)
+        except RuntimeError as exc:
+            raise ContactoptError(f"global FCLIB problem: M is singular ({exc})") from None
+
+        def solve(rhs: Any) -> Any:
+            return lu.solve(rhs if isinstance(rhs, np.ndarray) else rhs.toarray())
+    MinvH = solve(problem.H) if problem.H.shape[1] else np.zeros((M.shape[0], 0))
+    Minvf = np.asarray(solve(problem.f), dtype=np.float64).reshape(-1)
     HT = problem.H.T
     W = sp.csc_matrix(HT @ MinvH)
     V = R = s = None
     if problem.G is not None and problem.b is not None:
-        MinvG = lu.solve(problem.G.toarray())
+        MinvG = solve(problem.G)
         V = sp.csc_matrix(HT @ MinvG)
         R = sp.csc_matrix(problem.G.T @ MinvG)
-        R = sp.csc_matrix(0.5 * (R + R.T))
         s = problem.b + problem.G.T @ Minvf
-    return FclibLocal(W=sp.csc_matrix(0.5 * (W + W.T)), q=problem.w + HT @ Minvf, mu=problem.mu,
-                      spacedim=problem.spacedim, V=V, R=R, s=s, info=problem.info)
+    return FclibLocal(W=W, q=problem.w + HT @ Minvf, mu=problem.mu, spacedim=problem.spacedim, V=V, R=R, s=s,
+                      info=problem.info, metadata={**problem.metadata, "condensed": True})
 
 
-def _global_primal(problem: FclibGlobal, metadata: dict[str, Any]) -> ConicProgram:
+def _global_primal(problem: FclibGlobal, metadata: dict[str, Any], symmetrize: bool) -> ConicProgram:
     n, dim, p = problem.M.shape[0], problem.spacedim, problem.equalities
+    matrices, notes = _symmetric_matrices(problem, symmetrize, metadata["source"] or "FCLIB problem")
     scale = np.ones((problem.contacts, dim))
     scale[:, 1:] = problem.mu[:, None]  # [u_N, mu u_T] in SOC; mu = 0 leaves u_N >= 0 alone
     S = sp.diags(scale.reshape(-1))
@@ -133,26 +189,35 @@ def _global_primal(problem: FclibGlobal, metadata: dict[str, Any]) -> ConicProgr
         blocks = (Block("bilateral", 0, p), *blocks)
     else:
         A, b = sp.csc_matrix(contact_A), contact_b
-    return ConicProgram(P=problem.M, c=-problem.f, A=A, b=b, cones=cones, variables=(Block("v", 0, n),),
-                        constraints=blocks, metadata={**metadata, "form": "primal", "bilateral": p})
+    return ConicProgram(P=matrices["M"], c=-problem.f, A=A, b=b, cones=cones, variables=(Block("v", 0, n),),
+                        constraints=blocks, metadata={**metadata, **notes, "form": "primal", "bilateral": p})
 
 
-def fclib_program(problem: FclibProblem, form: Form | None = None, source: str = "") -> ConicProgram:
+def fclib_program(problem: FclibProblem, form: Form | None = None, source: str = "", *,
+                  symmetrize: bool = False) -> ConicProgram:
     """The CCP convex program of an FCLIB problem (module docstring).
 
     ``form``: a local problem has only ``"dual"`` (impulses); a global one ``"primal"``
     (velocities, the default: keeps M sparse) or ``"dual"`` (condensed to the local problem).
+    The program needs ``W`` (``R``, ``M``) symmetric: one within the stored precision is replaced
+    by its symmetric part, said in ``metadata["symmetrized"]``; one beyond it is refused
+    (:class:`~contactopt.errors.UnsupportedProgramError` naming the file and the matrix) unless
+    ``symmetrize``, which takes its symmetric part and says so likewise. ``metadata`` also has
+    ``symmetric``, ``asymmetry`` (relative, per matrix) and, for triplet files, ``triplets``.
     """
     kind = "local" if isinstance(problem, FclibLocal) else "global"
     if form not in (None, "primal", "dual"):
         raise ContactoptError(f"unknown FCLIB form {form!r}; known: primal, dual")
+    source = source or str(problem.metadata.get("source", ""))
     metadata: dict[str, Any] = {"format": "fclib", "problem": kind, "spacedim": problem.spacedim,
                                 "contacts": problem.contacts, "mu": problem.mu.tolist(), "source": source,
                                 "title": problem.info.get("title", "")}
+    if "triplets" in problem.metadata:
+        metadata["triplets"] = dict(problem.metadata["triplets"])
     if isinstance(problem, FclibLocal):
         if form == "primal":
             raise ContactoptError("a local FCLIB problem has no primal (velocity) form; use form='dual'")
-        return _local_program(problem, metadata)
+        return _local_program(problem, metadata, symmetrize)
     if form == "dual":
-        return _local_program(condense(problem), {**metadata, "condensed": True})
-    return _global_primal(problem, metadata)
+        return _local_program(condense(problem), {**metadata, "condensed": True}, symmetrize)
+    return _global_primal(problem, metadata, symmetrize)

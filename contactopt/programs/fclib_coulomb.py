@@ -113,13 +113,15 @@ def answer_of(problem: FclibProblem, program: ConicProgram, solution: Solution) 
     if program.metadata.get("form") == "dual":
         r = program.variable(x, "impulse")
         lam = program.variable(x, "bilateral") if program.metadata.get("bilateral") else np.zeros(0)
-        u = (program.P @ x + program.c)[: r.shape[0]]  # W r + V lambda + q
         if isinstance(problem, FclibGlobal):
             from scipy.sparse.linalg import spsolve
 
             force = problem.H @ r + problem.f + (problem.G @ lam if problem.G is not None else 0.0)
             v = np.atleast_1d(spsolve(problem.M.tocsc(), force))
             return FclibAnswer(r=r, u=problem.H.T @ v + problem.w, lam=lam, v=v)
+        u = problem.W @ r + problem.q  # as stored: P may hold the symmetric part of W only
+        if problem.V is not None:
+            u = u + problem.V @ lam
         return FclibAnswer(r=r, u=u, lam=lam)
     assert isinstance(problem, FclibGlobal)
     if solution.y is None:

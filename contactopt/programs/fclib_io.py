@@ -23,11 +23,21 @@ problem per HDF5 file, at the root:
 A matrix is a group ``nzmax, m, n, nz`` (int, shape (1,)), ``p, i`` (int), ``x`` (float):
 ``nz = -1`` compressed columns (``p`` column pointers, n+1; ``i`` row indices), ``nz = -2``
 compressed rows (``p`` row pointers, m+1; ``i`` column indices), ``nz >= 0`` triplets of
-``nz`` entries with ``p`` the row and ``i`` the column indices (as ``fclib.h`` documents them
-and FCLIB's own test writes them; FCLIB's merit code casts a matrix to CSparse's ``cs``, whose
-triplets have ``p`` the columns: the two readings agree for a symmetric W, ``fclib.h`` is
-followed for H, G, V). An optional ``/solution`` group holds ``r, u, v, l``; it is read but
-not trusted (FCLIB's own test file stores ``r = 0`` there).
+``nz`` entries, with ``p`` the rows and ``i`` the columns as ``fclib.h`` documents them, or the
+other way round as CSparse and Siconos write them: decided per file from the stored sizes and
+index ranges (:mod:`contactopt.programs.fclib_matrix`; ``metadata["triplets"]`` says which).
+An optional ``/solution`` group holds ``r, u, v, l``; it is read but not trusted (FCLIB's own
+test file stores ``r = 0`` there).
+
+**Matrices as stored.** FCLIB asks for a symmetric ``W``, ``R`` and ``M``; files from other tools
+do not always have one (Siconos's Capsules, OneObject, RockPile and Rover problems: ``W``
+asymmetric by ``8e-6`` to ``2.5e-3`` of ``max |W|``; CubeH8's ``M`` by ``1.5e-7``). The problem
+types keep the matrices as stored, the equations above hold with them as they are (Siconos
+condenses a global problem with ``M`` as stored: :func:`contactopt.programs.fclib.condense`
+does too, and agrees with Siconos's condensed files), and ``asymmetry`` / ``symmetric`` say
+how far each one is from symmetric, relative to its own scale and judged at the precision of
+a file (:data:`~contactopt.programs.fclib_matrix.SYMMETRY_TOLERANCE`). What needs symmetry
+(the convex program of :mod:`contactopt.programs.fclib`) decides what to do with it.
 
 The convex program contactopt solves for a problem: :mod:`contactopt.programs.fclib`.
 """
@@ -35,6 +45,7 @@ The convex program contactopt solves for a problem: :mod:`contactopt.programs.fc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +54,12 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError
-from contactopt.programs.file_checks import checked_csc_parts
+from contactopt.programs.fclib_matrix import (
+    SYMMETRY_TOLERANCE,
+    read_stored_matrix,
+    relative_asymmetry,
+    resolve_triplets,
+)
 
 __all__ = ["HDF5_SIGNATURE", "FclibGlobal", "FclibLocal", "FclibProblem", "is_fclib_file", "read_fclib",
            "write_fclib_matrix", "write_fclib_problem"]
@@ -53,7 +69,8 @@ FloatArray = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class FclibLocal:
-    """FCLIB's local problem (module docstring); ``V, R, s`` only for the mixed problem."""
+    """FCLIB's local problem (module docstring); ``V, R, s`` only for the mixed problem;
+    ``metadata``: how the file was read (``source``, ``triplets``)."""
 
     W: sp.csc_matrix
     q: FloatArray
@@ -64,6 +81,7 @@ class FclibLocal:
     s: FloatArray | None = None
     info: dict[str, str] = field(default_factory=dict)
     solution: dict[str, FloatArray] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def contacts(self) -> int:
@@ -73,10 +91,22 @@ class FclibLocal:
     def equalities(self) -> int:
         return 0 if self.R is None else int(self.R.shape[0])
 
+    @cached_property
+    def asymmetry(self) -> dict[str, float]:
+        """``max|A - A^T| / max|A|`` of ``W`` (and ``R``) as stored (module docstring)."""
+        return {name: relative_asymmetry(matrix) for name, matrix in (("W", self.W), ("R", self.R))
+                if matrix is not None}
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether ``W`` (and ``R``) are symmetric at the stored precision (module docstring)."""
+        return max(self.asymmetry.values()) <= SYMMETRY_TOLERANCE
+
 
 @dataclass(frozen=True)
 class FclibGlobal:
-    """FCLIB's global problem (module docstring); ``G, b`` optional."""
+    """FCLIB's global problem (module docstring); ``G, b`` optional; ``metadata`` as for
+    :class:`FclibLocal`."""
 
     M: sp.csc_matrix
     H: sp.csc_matrix
@@ -88,6 +118,7 @@ class FclibGlobal:
     b: FloatArray | None = None
     info: dict[str, str] = field(default_factory=dict)
     solution: dict[str, FloatArray] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def contacts(self) -> int:
@@ -96,6 +127,16 @@ class FclibGlobal:
     @property
     def equalities(self) -> int:
         return 0 if self.G is None else int(self.G.shape[1])
+
+    @cached_property
+    def asymmetry(self) -> dict[str, float]:
+        """``max|M - M^T| / max|M|`` as stored (module docstring)."""
+        return {"M": relative_asymmetry(self.M)}
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether ``M`` is symmetric at the stored precision (module docstring)."""
+        return self.asymmetry["M"] <= SYMMETRY_TOLERANCE
 
 
 FclibProblem = FclibLocal | FclibGlobal
@@ -137,45 +178,6 @@ def _vector(group: Any, name: str, size: int, where: str) -> FloatArray:
     return value
 
 
-def _read_matrix(group: Any, where: str) -> sp.csc_matrix:
-    """A FCLIB matrix group (module docstring) as CSC; duplicate triplets are summed."""
-    m, n, nz, nzmax = (_int(group, key, where) for key in ("m", "n", "nz", "nzmax"))
-    try:
-        p = np.asarray(group["p"][()], dtype=np.int64).reshape(-1)
-        i = np.asarray(group["i"][()], dtype=np.int64).reshape(-1)
-        x = np.asarray(group["x"][()], dtype=np.float64).reshape(-1)
-    except KeyError as exc:
-        raise ContactoptError(f"{where}: missing dataset {exc.args[0]!r}") from None
-    if m < 0 or n < 0:
-        raise ContactoptError(f"{where}: negative size {m} x {n}")
-    try:
-        if nz >= 0:
-            rows, cols, vals = p[:nz], i[:nz], x[:nz]
-            if not rows.shape[0] == cols.shape[0] == vals.shape[0] == nz:
-                raise ValueError(f"{nz} triplets announced, p/i/x hold {p.shape[0]}/{i.shape[0]}/{x.shape[0]}")
-            if nz and (rows.min() < 0 or rows.max() >= m or cols.min() < 0 or cols.max() >= n):
-                raise ValueError("triplet index out of range")
-            matrix = sp.csc_matrix((vals, (rows, cols)), shape=(m, n))
-        elif nz in (-1, -2):
-            outer = n if nz == -1 else m
-            if p.shape[0] != outer + 1:
-                raise ValueError(f"{p.shape[0]} pointers, expected {outer + 1}")
-            count = int(p[-1])
-            if count < 0 or count > min(i.shape[0], x.shape[0]) or count > max(nzmax, 0):
-                raise ValueError(f"{count} entries announced, nzmax {nzmax}, i/x hold {i.shape[0]}/{x.shape[0]}")
-            shape = (m, n) if nz == -1 else (n, m)
-            compressed = checked_csc_parts(x[:count], i[:count], p, shape, where, ("x", "i", "p"))
-            matrix = compressed if nz == -1 else sp.csc_matrix(compressed.T)
-        else:
-            raise ValueError(f"unknown storage nz = {nz} (-1 columns, -2 rows, >= 0 triplets)")
-    except ValueError as exc:
-        raise ContactoptError(f"{where}: malformed matrix: {exc}") from None
-    matrix.sum_duplicates()
-    if not np.all(np.isfinite(matrix.data)):
-        raise ContactoptError(f"{where}: matrix has NaN or infinite entries")
-    return matrix
-
-
 def _strings(group: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for key in ("title", "description", "math_info"):
@@ -183,14 +185,6 @@ def _strings(group: Any) -> dict[str, str]:
             value = group[key][()]
             out[key] = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
     return out
-
-
-def _symmetric(matrix: sp.csc_matrix, name: str, where: str) -> sp.csc_matrix:
-    asym = abs(matrix - matrix.T).max() if matrix.nnz else 0.0
-    scale = max(1.0, float(abs(matrix).max())) if matrix.nnz else 1.0
-    if asym > 1e-8 * scale:
-        raise ContactoptError(f"{where}: {name} is not symmetric (max |{name} - {name}^T| = {asym:.3g})")
-    return sp.csc_matrix(0.5 * (matrix + matrix.T))
 
 
 def _check_mu(mu: FloatArray, where: str) -> None:
@@ -208,9 +202,9 @@ def read_fclib(path: str | Path) -> FclibProblem:
     try:
         with h5py.File(path, "r") as handle:
             if "fclib_local" in handle:
-                return _read_local(handle["fclib_local"], handle, f"{path}: /fclib_local")
+                return _read_local(handle["fclib_local"], handle, f"{path}: /fclib_local", str(path))
             if "fclib_global" in handle:
-                return _read_global(handle["fclib_global"], handle, f"{path}: /fclib_global")
+                return _read_global(handle["fclib_global"], handle, f"{path}: /fclib_global", str(path))
             steps = [name for name in handle if name.startswith("step_")]
             hint = (" (a contactopt run file of an older version: its problems are under step_NNNNNN/)"
                     if steps else "")
@@ -237,15 +231,27 @@ def _solution(handle: Any) -> dict[str, FloatArray]:
             if key in group}
 
 
-def _read_local(root: Any, handle: Any, where: str) -> FclibLocal:
+def _matrices(root: Any, names: tuple[str, ...], where: str, path: str) -> tuple[dict[str, sp.csc_matrix],
+                                                                                  dict[str, Any]]:
+    """The named matrices of a problem group (those present), triplets read in the file's
+    convention (:func:`~contactopt.programs.fclib_matrix.resolve_triplets`), and the metadata
+    that says how: ``triplets`` (name -> convention) where any matrix is stored as triplets."""
+    stored = {name: read_stored_matrix(root[name], f"{where}/{name}") for name in names if name in root}
+    matrices, conventions = resolve_triplets(stored, path)
+    return matrices, ({"triplets": conventions} if conventions else {})
+
+
+def _read_local(root: Any, handle: Any, where: str, path: str) -> FclibLocal:
     dim = _spacedim(root, where)
     if "W" not in root:
         raise ContactoptError(f"{where}: missing matrix 'W'")
-    W = _read_matrix(root["W"], f"{where}/W")
+    if ("V" in root) != ("R" in root):
+        raise ContactoptError(f"{where}: V and R must be given together")
+    matrices, metadata = _matrices(root, ("W", "V", "R"), where, path)
+    W = matrices["W"]
     m = W.shape[0]
     if W.shape != (m, m) or m % dim:
         raise ContactoptError(f"{where}/W: shape {W.shape} is not square with a multiple of spacedim {dim} rows")
-    W = _symmetric(W, "W", f"{where}/W")
     if "vectors" not in root:
         raise ContactoptError(f"{where}: missing group 'vectors'")
     vectors = root["vectors"]
@@ -253,33 +259,29 @@ def _read_local(root: Any, handle: Any, where: str) -> FclibLocal:
     mu = _vector(vectors, "mu", m // dim, f"{where}/vectors")
     _check_mu(mu, f"{where}/vectors")
     V = R = s = None
-    if ("V" in root) != ("R" in root):
-        raise ContactoptError(f"{where}: V and R must be given together")
-    if "R" in root:
-        R = _read_matrix(root["R"], f"{where}/R")
+    if "R" in matrices:
+        R, V = matrices["R"], matrices["V"]
         p = R.shape[0]
         if R.shape != (p, p):
             raise ContactoptError(f"{where}/R: shape {R.shape} is not square")
-        R = _symmetric(R, "R", f"{where}/R")
-        V = _read_matrix(root["V"], f"{where}/V")
         if V.shape != (m, p):
             raise ContactoptError(f"{where}/V: shape {V.shape}, expected {(m, p)}")
         s = _vector(vectors, "s", p, f"{where}/vectors")
     info = _strings(root["info"]) if "info" in root else {}
-    return FclibLocal(W=W, q=q, mu=mu, spacedim=dim, V=V, R=R, s=s, info=info, solution=_solution(handle))
+    return FclibLocal(W=W, q=q, mu=mu, spacedim=dim, V=V, R=R, s=s, info=info, solution=_solution(handle),
+                      metadata={**metadata, "source": path})
 
 
-def _read_global(root: Any, handle: Any, where: str) -> FclibGlobal:
+def _read_global(root: Any, handle: Any, where: str, path: str) -> FclibGlobal:
     dim = _spacedim(root, where)
     for name in ("M", "H", "vectors"):
         if name not in root:
             raise ContactoptError(f"{where}: missing {name!r}")
-    M = _read_matrix(root["M"], f"{where}/M")
+    matrices, metadata = _matrices(root, ("M", "H", "G"), where, path)
+    M, H = matrices["M"], matrices["H"]
     n = M.shape[0]
     if M.shape != (n, n):
         raise ContactoptError(f"{where}/M: shape {M.shape} is not square")
-    M = _symmetric(M, "M", f"{where}/M")
-    H = _read_matrix(root["H"], f"{where}/H")
     m = H.shape[1]
     if H.shape[0] != n or m % dim:
         raise ContactoptError(f"{where}/H: shape {H.shape}, expected {n} rows and a multiple of {dim} columns")
@@ -288,14 +290,15 @@ def _read_global(root: Any, handle: Any, where: str) -> FclibGlobal:
     w = _vector(vectors, "w", m, f"{where}/vectors")
     mu = _vector(vectors, "mu", m // dim, f"{where}/vectors")
     _check_mu(mu, f"{where}/vectors")
-    G = b = None
-    if "G" in root:
-        G = _read_matrix(root["G"], f"{where}/G")
+    G = matrices.get("G")
+    b = None
+    if G is not None:
         if G.shape[0] != n:
             raise ContactoptError(f"{where}/G: shape {G.shape}, expected {n} rows")
         b = _vector(vectors, "b", G.shape[1], f"{where}/vectors")
     info = _strings(root["info"]) if "info" in root else {}
-    return FclibGlobal(M=M, H=H, f=f, w=w, mu=mu, spacedim=dim, G=G, b=b, info=info, solution=_solution(handle))
+    return FclibGlobal(M=M, H=H, f=f, w=w, mu=mu, spacedim=dim, G=G, b=b, info=info, solution=_solution(handle),
+                       metadata={**metadata, "source": path})
 
 
 # --- writing ------------------------------------------------------------------------------

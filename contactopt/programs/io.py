@@ -71,7 +71,8 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram | LCP | CoulombProgram:
+def load_program(path: str | Path, *, form: str | None = None,
+                 symmetrize: bool = False) -> ConicProgram | LCP | CoulombProgram:
     """Read a program written by :func:`save_program`, or an FCLIB problem file (HDF5).
 
     An FCLIB file (``/fclib_local`` or ``/fclib_global`` at its root, written by any tool)
@@ -79,7 +80,10 @@ def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram |
     complementarity relaxation, in impulses for a local problem; ``form`` picks ``"primal"``
     (velocities, default) or ``"dual"`` (condensed to impulses) for a global one; ``"coulomb"``
     gives FCLIB's own (nonconvex) problem as a :class:`~contactopt.programs.coulomb.CoulombProgram`
-    (:func:`~contactopt.programs.coulomb.coulomb_from_fclib`), for the Coulomb solvers.
+    (:func:`~contactopt.programs.coulomb.coulomb_from_fclib`), for the Coulomb solvers. A ``W``
+    (``M``) not symmetric at the stored precision is refused by the convex forms by name unless
+    ``symmetrize`` (its symmetric part is solved instead, said in the program's metadata); a
+    Coulomb problem keeps it as stored (its solvers say whether they take it) unless ``symmetrize``.
     """
     path = Path(path)
     if _is_hdf5(path):
@@ -88,10 +92,12 @@ def load_program(path: str | Path, *, form: str | None = None) -> ConicProgram |
         if form == "coulomb":
             from contactopt.programs.coulomb import coulomb_from_fclib
 
-            return coulomb_from_fclib(read_fclib(path), source=str(path))
-        return fclib_program(read_fclib(path), form, source=str(path))  # type: ignore[arg-type]
-    if form is not None:
-        raise ContactoptError(f"{path}: form= applies to FCLIB files only")
+            coulomb = coulomb_from_fclib(read_fclib(path), source=str(path))
+            return coulomb.symmetrized() if symmetrize and not coulomb.symmetric else coulomb
+        return fclib_program(read_fclib(path), form, source=str(path),  # type: ignore[arg-type]
+                             symmetrize=symmetrize)
+    if form is not None or symmetrize:
+        raise ContactoptError(f"{path}: form= and symmetrize= apply to FCLIB files only")
     try:
         with np.load(path, allow_pickle=False) as arrays:
             header = json.loads(str(arrays["header"]))

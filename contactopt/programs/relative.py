@@ -92,41 +92,30 @@ def _share(values: FloatArray, weight: FloatArray) -> FloatArray:
 
 
 def filled_reach(reach: FloatArray, curvature: FloatArray | None = None) -> FloatArray:
-    """``reach`` with its empty entries set from the others: the program's own unit for a
-    variable, so that its rows are not read in round-off (a ball at rest whose impact
-    program's multipliers are all zero still has the velocity unit of its other variables).
+    """``reach`` with its empty entries (below :data:`FLOOR` times the largest: a variable at
+    zero that no force moves) set from the others: the program's own unit for a variable, so
+    that its rows are not read in round-off (a ball at rest whose impact program's
+    multipliers are all zero still has the velocity unit of its other variables).
 
-    With ``curvature`` (``P_jj``), variables with curvature are compared by the energy they
-    carry at their reach, ``E_j = P_jj X_j^2``, the one unit all of them share (the objective's):
-    an entry is empty when its energy is below :data:`FLOOR` squared times the largest, and it
-    is then given the reach at which it carries the geometric mean of the others' energies,
-    ``sqrt(E / P_jj)``. Reaches compared directly would mix units: SAP's program puts
-    velocities (P = a mass) beside constraint slacks of ``1e-11`` (P = 6.6e7 for a 1 ug box),
-    and a slack filled with a velocity's size weighs 1e8 times the objective. Variables
-    without curvature (and every variable without ``curvature``): the geometric mean of the
-    other such reaches, empty below :data:`FLOOR` times the largest."""
+    An empty entry takes the geometric mean of the defined reaches, except one with
+    curvature (``P_jj > 0``) when defined variables with curvature exist: it takes the reach at
+    which it carries their geometric-mean energy ``E = P_kk X_k^2`` (the objective's unit, the
+    one all variables share), ``sqrt(E / P_jj)``. Reaches alone would mix units: SAP's
+    program puts velocities (P = a mass) beside constraint slacks of ``5e-11`` (P = 6.6e7 for
+    a 1 ug box), and a slack given a velocity's size weighs 1e8 times the objective."""
+    top = float(reach.max(initial=0.0))
+    defined = reach > FLOOR * top
+    if not top > 0.0 or defined.all():
+        return reach
     out = reach.copy()
-    flat = np.ones(reach.shape, dtype=bool) if curvature is None else ~(curvature > 0.0)
-    if curvature is not None and not flat.all():
-        curved = ~flat
-        energy = curvature[curved] * reach[curved] ** 2
-        top_energy = float(energy.max())
-        if top_energy > 0.0:
-            defined = energy > FLOOR**2 * top_energy
-            mean_energy = float(np.exp(np.log(energy[defined]).mean()))
-            filled = np.where(defined, reach[curved], np.sqrt(mean_energy / curvature[curved]))
-            out[curved] = filled
-        if not flat.any():
-            return out
-    flat_reach = reach[flat]
-    top = float(flat_reach.max(initial=0.0))
-    if not top > 0.0:
-        top = float(out.max(initial=0.0))
-        if top > 0.0 and curvature is not None:  # no size of their own: the curved variables' unit
-            out[flat] = float(np.exp(np.log(out[~flat][out[~flat] > 0]).mean()))
-        return out
-    defined = flat_reach > FLOOR * top
-    out[flat] = np.where(defined, flat_reach, float(np.exp(np.log(flat_reach[defined]).mean())))
+    out[~defined] = float(np.exp(np.log(reach[defined]).mean()))
+    if curvature is not None:
+        curved = curvature > 0.0
+        known = defined & curved
+        if known.any():
+            energy = float(np.exp(np.log(curvature[known] * reach[known] ** 2).mean()))
+            fill = ~defined & curved
+            out[fill] = np.sqrt(energy / curvature[fill])
     return out
 
 

@@ -33,6 +33,19 @@ SolveFunction = Callable[[Program, "str | None", Mapping[str, Any]], Solution]
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """One option through which a solver takes an accuracy, and the value it uses when none is
+    given. ``relative``: a tolerance scaled by the data's norms (``eps_rel``), which a
+    benchmark profile of absolute tolerances sets to 0 (qpbenchmark's convention);
+    otherwise a benchmark passes ``min(profile eps, default)``: never looser than the
+    solver's own default (:func:`contactopt.analysis.bench.solver_options`)."""
+
+    option: str
+    default: float
+    relative: bool = False
+
+
+@dataclass(frozen=True)
 class SolverSpec:
     """Declaration of a solver backend.
 
@@ -57,6 +70,11 @@ class SolverSpec:
             (:mod:`contactopt.programs.normalize`); False for a backend that reads a
             formulation's structure (``A = -I`` of a dual program, SAP's primal layout), which a
             rescaling would hide.
+        tolerances: the options through which it takes an accuracy, with their defaults
+            (:class:`Tolerance`): how ``contactopt bench`` asks it for a profile's accuracy. A
+            backend (a plugin) that declares none gets no tolerance option, and the results
+            say so.
+        time_limit: the option through which it takes a time limit in seconds, or None.
     """
 
     name: str
@@ -71,6 +89,8 @@ class SolverSpec:
     interior_point: bool = False
     default_comparison: bool = True
     normalize: bool = True
+    tolerances: tuple[Tolerance, ...] = ()
+    time_limit: str | None = None
 
     def is_available(self) -> bool:
         """Whether the backend's package is installed, without importing it. A package found

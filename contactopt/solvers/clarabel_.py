@@ -37,12 +37,15 @@ from contactopt.budgets import count_option
 from contactopt.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers import workspace
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, Tolerance, make_solution
 
 SPEC = SolverSpec(
     name="clarabel", kinds=frozenset({"qp", "socp"}), module=__name__, requires="clarabel",
     install_hint="pip install clarabel", description="Clarabel interior-point conic solver (native API)",
     interior_point=True,
+    tolerances=(Tolerance("tol_feas", 1e-10), Tolerance("tol_gap_abs", 1e-10),
+                Tolerance("tol_gap_rel", 1e-10, relative=True)),
+    time_limit="time_limit",
 )
 
 DEFAULTS: dict[str, Any] = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}

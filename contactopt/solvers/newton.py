@@ -96,7 +96,7 @@ from contactopt.programs.cone_projection import ConeLayout, project, regularizer
 from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers import newton_kernels as kernels
 from contactopt.solvers import newton_sparse
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, believed, check_options, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, Tolerance, believed, check_options, make_solution
 from contactopt.solvers.newton_linalg import ActiveHessian
 
 FloatArray = NDArray[np.float64]
@@ -106,6 +106,7 @@ SPEC = SolverSpec(
     install_hint="pip install qdldl",
     description="SAP primal Newton, exact line search, sparse LDL^T (ours; sap, regularized form=primal)",
     normalize=False, warm_start="warm_start", conversions=False,
+    tolerances=(Tolerance("tol", 1e-10), Tolerance("tol_abs", 1e-14)),  # DEFAULTS below
 )
 
 DENSE_PRODUCTS = 40_000  # nv * (nv + m) up to which A and J are multiplied as dense arrays

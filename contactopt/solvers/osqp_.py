@@ -39,6 +39,7 @@ from contactopt.solvers.base import (
     Program,
     SolverSpec,
     Stopwatch,
+    Tolerance,
     make_solution,
     silence_c_stdout,
 )
@@ -46,6 +47,7 @@ from contactopt.solvers.base import (
 SPEC = SolverSpec(
     name="osqp", kinds=frozenset({"qp"}), module=__name__, requires="osqp",
     install_hint="pip install 'osqp>=1,<2'", description="OSQP ADMM QP solver (native 1.x API)",
+    tolerances=(Tolerance("eps_abs", 1e-7), Tolerance("eps_rel", 1e-7, relative=True)), time_limit="time_limit",
 )
 
 DEFAULTS: dict[str, Any] = {"eps_abs": 1e-7, "eps_rel": 1e-7, "polishing": True,

@@ -87,7 +87,14 @@ from numpy.typing import NDArray
 from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers import pgs_kernel
-from contactopt.solvers.base import SolverSpec, Stopwatch, believed, check_options, make_solution
+from contactopt.solvers.base import (
+    SolverSpec,
+    Stopwatch,
+    Tolerance,
+    believed,
+    check_options,
+    make_solution,
+)
 from contactopt.solvers.pgs_setup import Program, Setup, build_setup, check, refusal
 
 FloatArray = NDArray[np.float64]
@@ -98,6 +105,7 @@ SPEC = SolverSpec(
     install_hint="(built in)",
     description="projected Gauss-Seidel/SOR for LCPs and dual cone programs (ours)",
     normalize=False, warm_start="warm_start",
+    tolerances=(Tolerance("tol", 1e-10),),  # DEFAULT_TOL: its relative natural-map test
 )
 
 OPTIONS = {"max_iter", "tol", "omega", "warm_start"}

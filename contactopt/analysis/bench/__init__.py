@@ -36,19 +36,32 @@ Tolerance profiles (:data:`PROFILES`; backend option names in :func:`solver_opti
 profile         eps     tolerance  solver settings
 ==============  ======  =========  ==========================================================
 default         --      1e-6       none: each backend's defaults (contactopt's clarabel 1e-10,
-                                   osqp 1e-7 polished, qpsolvers:proxqp gap check 1e-9, ...)
-high_accuracy   1e-9    1e-9       absolute tolerances eps, relative ones 0
+                                   osqp 1e-7 polished, pgs 1e-10, ...)
+high_accuracy   1e-9    1e-9       each absolute tolerance min(eps, the solver's default),
+                                   relative ones 0
 mid_accuracy    1e-6    1e-6       same with eps = 1e-6
 low_accuracy    1e-3    1e-3       same with eps = 1e-3
 ==============  ======  =========  ==========================================================
 
-Every profile has a 10 s time limit (passed to the backends that take one).
+Profiles are per solver: each backend says how it takes tolerances
+(:class:`~contactopt.solvers.base.SolverSpec` ``tolerances``, a plugin's included; cvxpy's and
+qpsolvers' inner solvers in :data:`~contactopt.analysis.bench.profiles.INNER_TOLERANCES`), and
+a profile never asks a solver for less than its own default: ``high_accuracy`` leaves pgs at its
+1e-10 (it asked for 1e-9 before, looser, and pgs failed every program). The options each solve
+got are in the ``options`` column of ``results.csv``; a solve that is not a success says why in
+``error`` (its status and message, the residuals above the tolerance, or the time over the
+limit). Every profile has a 10 s time limit (passed to the backends that take one). Each
+(solver, profile) first solves one program untimed (warm-up: imports, first-call
+compilation); the summary gives the median and interquartile range of the solved programs'
+times beside the shifted geometric means. Each bench writes a new folder
+(:mod:`~contactopt.analysis.bench.folder`).
 """
 
 from __future__ import annotations
 
+from contactopt.analysis.bench.inputs import collect_programs, load_inputs, skipped_summary
 from contactopt.analysis.bench.profiles import PROFILES, Profile, get_profile, solver_options
-from contactopt.analysis.bench.run import collect_programs, run_benchmark
+from contactopt.analysis.bench.run import run_benchmark
 from contactopt.analysis.bench.stats import (
     SHIFT,
     display_summary,
@@ -58,5 +71,6 @@ from contactopt.analysis.bench.stats import (
     summarize,
 )
 
-__all__ = ["PROFILES", "SHIFT", "Profile", "collect_programs", "display_summary", "get_profile", "performance_profile",
-           "performance_ratios", "run_benchmark", "shifted_geometric_mean", "solver_options", "summarize"]
+__all__ = ["PROFILES", "SHIFT", "Profile", "collect_programs", "display_summary", "get_profile", "load_inputs",
+           "performance_profile", "performance_ratios", "run_benchmark", "shifted_geometric_mean", "skipped_summary",
+           "solver_options", "summarize"]

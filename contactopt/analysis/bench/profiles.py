@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from contactopt.errors import OptionError
-from contactopt.solvers import parse_name
+from contactopt.solvers import parse_name, spec
+from contactopt.solvers.base import Tolerance
 
-__all__ = ["PROFILES", "Profile", "get_profile", "solver_options"]
+__all__ = ["INNER_TOLERANCES", "PROFILES", "Profile", "declared", "get_profile", "solver_options"]
 
 
 @dataclass(frozen=True)
@@ -50,57 +51,68 @@ def get_profile(name: str | Profile) -> Profile:
         raise OptionError(f"unknown profile {name!r}; known profiles: {', '.join(PROFILES)}") from None
 
 
-def _qpsolvers_options(inner: str, eps: float) -> dict[str, Any]:
-    """Option names of qpsolvers' inner solvers for an absolute tolerance ``eps``."""
-    gap = {"check_duality_gap": True, "eps_duality_gap_abs": eps, "eps_duality_gap_rel": 0.0}
-    table: dict[str, dict[str, Any]] = {
-        "clarabel": {"tol_feas": eps, "tol_gap_abs": eps, "tol_gap_rel": 0.0},
-        "cvxopt": {"feastol": eps},
-        "daqp": {"primal_tol": eps, "dual_tol": eps},
-        "ecos": {"feastol": eps},
-        "highs": {"primal_feasibility_tolerance": eps, "dual_feasibility_tolerance": eps},
-        "osqp": {"eps_abs": eps, "eps_rel": 0.0},
-        "piqp": {"eps_abs": eps, "eps_rel": 0.0, **gap},
-        "proxqp": {"eps_abs": eps, "eps_rel": 0.0, **gap},
-        "scs": {"eps_abs": eps, "eps_rel": 0.0},
-    }
-    return dict(table.get(inner, {}))  # quadprog and unknown solvers: their defaults
+#: Inner solvers of cvxpy and qpsolvers: their tolerance options and defaults. Where cvxpy and
+#: the library differ (OSQP: cvxpy sets 1e-5, the library 1e-3) the smaller one is listed, so
+#: that ``min(eps, default)`` is never looser than either route's default; an unsure default
+#: errs the same way (smaller), which can only tighten the solve.
+INNER_TOLERANCES: dict[str, tuple[Tolerance, ...]] = {
+    "clarabel": (Tolerance("tol_feas", 1e-8), Tolerance("tol_gap_abs", 1e-8), Tolerance("tol_gap_rel", 1e-8, True)),
+    "cvxopt": (Tolerance("feastol", 1e-7), Tolerance("abstol", 1e-7), Tolerance("reltol", 1e-6, True)),
+    "daqp": (Tolerance("primal_tol", 1e-6), Tolerance("dual_tol", 1e-12)),
+    "ecos": (Tolerance("feastol", 1e-8), Tolerance("abstol", 1e-8), Tolerance("reltol", 1e-8)),  # reltol > 0
+    "highs": (Tolerance("primal_feasibility_tolerance", 1e-7), Tolerance("dual_feasibility_tolerance", 1e-7)),
+    "osqp": (Tolerance("eps_abs", 1e-5), Tolerance("eps_rel", 1e-5, True)),
+    "piqp": (Tolerance("eps_abs", 1e-8), Tolerance("eps_rel", 1e-9, True)),
+    "proxqp": (Tolerance("eps_abs", 1e-8), Tolerance("eps_rel", 0.0, True)),
+    "scs": (Tolerance("eps_abs", 1e-5), Tolerance("eps_rel", 1e-5, True)),
+}
+#: Their time-limit options (seconds).
+INNER_TIME_LIMITS = {"clarabel": "time_limit", "highs": "time_limit", "osqp": "time_limit", "scs": "time_limit_secs"}
 
 
-def _qpsolvers_time_limit(inner: str, limit: float) -> dict[str, Any]:
-    names = {"highs": "time_limit", "osqp": "time_limit", "scs": "time_limit_secs"}
-    return {names[inner]: limit} if inner in names else {}
+def _asked(tolerances: tuple[Tolerance, ...], eps: float) -> dict[str, Any]:
+    """Each tolerance at ``min(eps, default)`` (relative ones at 0): never looser than the default."""
+    return {t.option: 0.0 if t.relative else min(eps, t.default) for t in tolerances}
+
+
+def _qpsolvers_inner(variant: str | None) -> str:
+    from contactopt.solvers.qpsolvers_ import default_variant
+
+    return (variant or default_variant()).lower()
+
+
+def declared(solver: str) -> tuple[tuple[Tolerance, ...], str | None]:
+    """How ``solver`` takes tolerances and a time limit: its spec's declaration, or for
+    ``cvxpy:INNER`` / ``qpsolvers:INNER`` the inner solver's (:data:`INNER_TOLERANCES`)."""
+    base, variant = parse_name(solver)
+    if base == "cvxpy":
+        inner = (variant or "clarabel").lower()
+    elif base == "qpsolvers":
+        inner = _qpsolvers_inner(variant)
+    else:
+        declaration = spec(solver)
+        return declaration.tolerances, declaration.time_limit
+    return INNER_TOLERANCES.get(inner, ()), INNER_TIME_LIMITS.get(inner)
 
 
 def solver_options(solver: str, profile: str | Profile) -> dict[str, Any]:
     """The options that ask ``solver`` for ``profile``'s accuracy (and time limit).
 
-    clarabel: ``tol_feas, tol_gap_abs = eps, tol_gap_rel = 0``; osqp: ``eps_abs = eps,
-    eps_rel = 0``; pgs: ``tol = eps`` (pgs's own relative natural-map test); lemke and cvxpy:
-    none (Lemke is exact pivoting; cvxpy's inner solvers name their tolerances differently);
-    ``qpsolvers:INNER``: the inner solver's own names (proxqp/piqp ``eps_abs``, ``eps_rel = 0``
-    and the duality-gap check; cvxopt/ecos ``feastol``; daqp ``primal_tol/dual_tol``; highs
-    ``*_feasibility_tolerance``; osqp/scs ``eps_abs, eps_rel = 0``; quadprog none).
+    Per solver, from what it declares (:class:`~contactopt.solvers.base.SolverSpec`
+    ``tolerances`` and ``time_limit``; a plugin declares its own; cvxpy's and qpsolvers' inner
+    solvers: :data:`INNER_TOLERANCES`): each absolute tolerance at ``min(eps, default)``, so
+    a profile never asks a solver for less than its own default (pgs's 1e-10 stays 1e-10 at
+    ``high_accuracy``), relative ones at 0. The ``default`` profile passes none. qpsolvers'
+    proxqp and piqp also get their duality-gap check at ``eps``. A solver that declares no
+    tolerance (lemke: exact pivoting) gets none.
     """
     prof = get_profile(profile)
+    tolerances, time_limit = declared(solver)
+    options: dict[str, Any] = {time_limit: prof.time_limit} if time_limit else {}
+    if prof.eps is None:
+        return options
+    options.update(_asked(tolerances, prof.eps))
     base, variant = parse_name(solver)
-    options: dict[str, Any] = {}
-    if base == "clarabel":
-        options["time_limit"] = prof.time_limit
-        if prof.eps is not None:
-            options.update(tol_feas=prof.eps, tol_gap_abs=prof.eps, tol_gap_rel=0.0)
-    elif base == "osqp":
-        options["time_limit"] = prof.time_limit
-        if prof.eps is not None:
-            options.update(eps_abs=prof.eps, eps_rel=0.0)
-    elif base == "pgs":
-        if prof.eps is not None:
-            options["tol"] = prof.eps
-    elif base == "qpsolvers":
-        from contactopt.solvers.qpsolvers_ import default_variant
-
-        inner = (variant or default_variant()).lower()
-        options.update(_qpsolvers_time_limit(inner, prof.time_limit))
-        if prof.eps is not None:
-            options.update(_qpsolvers_options(inner, prof.eps))
+    if base == "qpsolvers" and _qpsolvers_inner(variant) in ("piqp", "proxqp"):
+        options.update(check_duality_gap=True, eps_duality_gap_abs=min(prof.eps, 1e-8), eps_duality_gap_rel=0.0)
     return options

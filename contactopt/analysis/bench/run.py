@@ -17,68 +17,22 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from contactopt.analysis.bench.inputs import Input, load_inputs, skipped_summary
 from contactopt.analysis.bench.profiles import Profile, get_profile, solver_options
 from contactopt.errors import ContactoptError, OptionError, SolverUnavailableError, UnsupportedProgramError
-from contactopt.programs import load_program
-from contactopt.programs.fclib import FclibProblem, fclib_program, is_fclib_file, read_fclib
+from contactopt.programs.fclib import FclibProblem
 from contactopt.programs.fclib_coulomb import answer_of, fclib_merit
 from contactopt.solvers import available, can_take, parse_name, spec
 from contactopt.solvers import solve as solve_program
 
-__all__ = ["collect_programs", "run_benchmark"]
-
-
-
-def collect_programs(programs: str | Path | Iterable[str | Path]) -> list[Path]:
-    """Program files from a folder (every ``*.npz``, ``*.hdf5``, ``*.h5`` below it, sorted), a
-    file, or a list of both.
-
-    Files found in folders that are not contactopt programs or FCLIB problems (a qpbenchmark
-    problem file, another HDF5 file) are left out; a file named explicitly must be one.
-    """
-    items = [programs] if isinstance(programs, str | Path) else list(programs)
-    found: list[Path] = []
-    for item in items:
-        path = Path(item)
-        if path.is_dir():
-            candidates = [c for pattern in ("*.npz", "*.hdf5", "*.h5") for c in path.rglob(pattern)]
-            for candidate in sorted(candidates):
-                if _is_program(candidate) or is_fclib_file(candidate):
-                    found.append(candidate)
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise ContactoptError(f"{path}: no such program file or folder")
-    if not found:
-        raise ContactoptError(f"no program files (.npz written by contactopt, or FCLIB .hdf5) in "
-                              f"{', '.join(map(str, items))}")
-    return found
-
-
-def _is_program(path: Path) -> bool:
-    try:
-        with np.load(path, allow_pickle=False) as arrays:
-            return "header" in arrays and '"contactopt-program"' in str(arrays["header"])
-    except (OSError, ValueError):
-        return False
-
-
-def _label(path: Path, roots: list[Path]) -> str:
-    for root in roots:
-        if root.is_dir():
-            try:
-                return path.relative_to(root).as_posix()
-            except ValueError:
-                continue
-    return path.as_posix()
+__all__ = ["run_benchmark"]
 
 
 def _row(program: str, solver: str, prof: Profile, kind: str) -> dict[str, Any]:
@@ -86,20 +40,26 @@ def _row(program: str, solver: str, prof: Profile, kind: str) -> dict[str, Any]:
     return {"program": program, "solver": solver, "profile": prof.name, "kind": kind, "status": "error",
             "success": False, "solve_time": nan, "setup_time": nan, "runtime": nan, "residual": nan,
             "primal": nan, "dual": nan, "gap": nan, "complementarity": nan, "iterations": 0,
-            "tolerance": prof.tolerance, "time_limit": prof.time_limit, "fclib_error": nan, "error": ""}
+            "tolerance": prof.tolerance, "time_limit": prof.time_limit, "fclib_error": nan, "error": "",
+            "options": ""}
 
 
 def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence[str],
                   profiles: Sequence[str | Profile] = ("default",), *, warmup: bool = True,
-                  progress: bool = False, fclib_form: str | None = None) -> Any:
+                  progress: bool = False, fclib_form: str | None = None, symmetrize: bool = False,
+                  inputs: list[Input] | None = None) -> Any:
     """Solve every program with every solver at every profile; one row each (pandas DataFrame).
 
     Columns: program, solver, profile, kind, status, success, solve_time, setup_time, runtime
     (seconds), residual (``residuals.worst``), primal, dual, gap, complementarity, iterations,
     tolerance, time_limit, fclib_error (FCLIB files only; module docstring), error. ``success``
     is defined in :mod:`contactopt.analysis.bench`. With ``warmup`` each (solver, profile) first
-    solves the first program once, untimed (imports, first-call costs). ``fclib_form`` is the
-    ``form`` of global FCLIB problems (:func:`~contactopt.programs.load_program`).
+    solves the first program once, untimed (imports, first-call costs). ``fclib_form`` and
+    ``symmetrize`` as in :func:`~contactopt.programs.load_program`. A file that cannot be read
+    or whose program cannot be built gives failed rows with status ``unreadable`` or
+    ``refused`` and the reason in ``error`` (:mod:`contactopt.analysis.bench.inputs`), and the
+    others are solved; ``inputs`` (from :func:`~contactopt.analysis.bench.inputs.load_inputs`)
+    replaces reading ``programs`` again. If no file can be solved, that is one error.
     """
     import pandas as pd
 
@@ -110,34 +70,32 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
     for solver in solvers:
         _check_solver(solver)
     chosen = [get_profile(p) for p in profiles]
-    roots = [Path(p) for p in ([programs] if isinstance(programs, str | Path) else list(programs))]
-    paths = collect_programs(programs)
-    labels = [_label(path, roots) for path in paths]
-    labels = [label if labels.count(label) == 1 else path.as_posix() for label, path in zip(labels, paths, strict=True)]
-    loaded = [_load(label, path, fclib_form) for label, path in zip(labels, paths, strict=True)]
-    _refuse_idle_solvers(solvers, [program for _, program, _ in loaded])
+    if inputs is None:
+        inputs = load_inputs(programs, fclib_form, symmetrize)
+    loaded = [item for item in inputs if not item.skipped]
+    if not loaded:  # nothing to benchmark: one error, not a table of failures
+        first = inputs[0].reason if inputs else "no input"
+        raise ContactoptError(first if len(inputs) == 1 else f"none of the {len(inputs)} files can be solved "
+                              f"({skipped_summary(inputs)}); the first: {first}")
+    _refuse_idle_solvers(solvers, [item.program for item in loaded])
     rows: list[dict[str, Any]] = []
-    bar = _bar(len(loaded) * len(solvers) * len(chosen), progress)
+    bar = _bar(len(inputs) * len(solvers) * len(chosen), progress)
     try:
         for solver in solvers:
             for prof in chosen:
                 options = solver_options(solver, prof)
-                if warmup:
-                    _solve_quietly(loaded[0][1], solver, options)
-                for label, program, problem in loaded:
-                    rows.append(_run_one(label, program, solver, prof, options, problem))
+                if warmup and loaded:
+                    _solve_quietly(loaded[0].program, solver, options)
+                for item in inputs:
+                    if item.skipped:
+                        rows.append({**_row(item.label, solver, prof, ""), "status": item.skipped,
+                                     "error": item.reason})
+                    else:
+                        rows.append(_run_one(item.label, item.program, solver, prof, options, item.problem))
                     bar.update(1)
     finally:
         bar.close()
     return pd.DataFrame(rows, columns=list(_row("", "", chosen[0], "")))
-
-
-def _load(label: str, path: Path, fclib_form: str | None) -> tuple[str, Any, FclibProblem | None]:
-    """``(label, program, FCLIB problem or None)``."""
-    if is_fclib_file(path):
-        problem = read_fclib(path)
-        return label, fclib_program(problem, fclib_form, source=str(path)), problem  # type: ignore[arg-type]
-    return label, load_program(path), None
 
 
 def _refuse_idle_solvers(solvers: Sequence[str], programs: Sequence[Any]) -> None:
@@ -178,6 +136,7 @@ def _solve_quietly(program: Any, solver: str, options: Mapping[str, Any]) -> Non
 def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapping[str, Any],
              problem: FclibProblem | None = None) -> dict[str, Any]:
     row = _row(label, solver, prof, program.kind)
+    row["options"] = json.dumps(dict(options), default=str, sort_keys=True)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -196,12 +155,28 @@ def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapp
                complementarity=res.complementarity, iterations=solution.iterations)
     row["success"] = bool(solution.status.usable and math.isfinite(worst) and worst <= prof.tolerance
                           and runtime <= prof.time_limit)
-    if not row["success"] and not solution.status.usable:
-        row["error"] = solution.message
+    if not row["success"]:
+        row["error"] = _why_failed(solution, worst, runtime, prof)
     if problem is not None and solution.status.usable:
         with contextlib.suppress(ContactoptError):  # no finite iterate: left NaN
             row["fclib_error"] = fclib_merit(problem, answer_of(problem, program, solution))
     return row
+
+
+def _why_failed(solution: Any, worst: float, runtime: float, prof: Profile) -> str:
+    """Why a solve is not a success (:mod:`contactopt.analysis.bench`), in one line."""
+    if not solution.status.usable:
+        return f"status {solution.status}: {solution.message}"
+    reasons = []
+    if not (math.isfinite(worst) and worst <= prof.tolerance):
+        res = solution.residuals
+        parts = {"primal": res.primal, "dual": res.dual, "gap": res.gap, "complementarity": res.complementarity}
+        over = ", ".join(f"{name} {value:.2g}" for name, value in parts.items()
+                         if not (math.isfinite(value) and value <= prof.tolerance))
+        reasons.append(f"residual {worst:.3g} > tolerance {prof.tolerance:g} ({over})")
+    if runtime > prof.time_limit:
+        reasons.append(f"runtime {runtime:.3g} s > time limit {prof.time_limit:g} s")
+    return f"status {solution.status} but " + "; ".join(reasons)
 
 
 class _NoBar:

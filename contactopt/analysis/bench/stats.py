@@ -51,7 +51,8 @@ def summarize(df: Any, shift: float = SHIFT) -> Any:
     and residual_sgm (shifted geometric means, failures counted at the time limit / at the
     tolerance, see the module docstring: qpbenchmark's scores, not times of any solve), their
     ratios to the best solver of the profile, time_sgm_solved [s] (the same mean over the
-    solved programs only; NaN if none), and unsupported (programs the solver could not take,
+    solved programs only; NaN if none), time_median_solved and time_iqr_solved [s] (median and
+    interquartile range over the solved programs), and unsupported (programs the solver could not take,
     counted as failures). :func:`display_summary` is the table to show a reader."""
     import pandas as pd
 
@@ -67,16 +68,28 @@ def summarize(df: Any, shift: float = SHIFT) -> Any:
             "success_rate": float(success.mean()) if len(group) else float("nan"),
             "time_sgm": shifted_geometric_mean(times, shift),
             "time_sgm_solved": shifted_geometric_mean(times[success], shift),
+            **_median_and_spread(times[success]),
             "residual_sgm": shifted_geometric_mean(residual, shift),
             "unsupported": int((group["status"] == "unsupported").sum()),
         })
     summary = pd.DataFrame(records, columns=["solver", "profile", "problems", "solved", "success_rate",
-                                             "time_sgm", "time_sgm_solved", "residual_sgm", "unsupported"])
+                                             "time_sgm", "time_sgm_solved", "time_median_solved",
+                                             "time_iqr_solved", "residual_sgm", "unsupported"])
     for column in ("time_sgm", "residual_sgm"):
         best = summary.groupby("profile")[column].transform("min")
         summary[f"{column}_ratio"] = [_ratio(v, b) for v, b in zip(summary[column], best, strict=True)]
     return summary[["solver", "profile", "problems", "solved", "success_rate", "time_sgm",
-                    "time_sgm_ratio", "time_sgm_solved", "residual_sgm", "residual_sgm_ratio", "unsupported"]]
+                    "time_sgm_ratio", "time_sgm_solved", "time_median_solved", "time_iqr_solved", "residual_sgm",
+                    "residual_sgm_ratio", "unsupported"]]
+
+
+def _median_and_spread(times: Any) -> dict[str, float]:
+    """Median run time of the solved programs and its spread, the interquartile range
+    (75th minus 25th percentile, numpy's linear interpolation); NaN where none was solved."""
+    if len(times) == 0:
+        return {"time_median_solved": float("nan"), "time_iqr_solved": float("nan")}
+    q1, median, q3 = np.percentile(np.asarray(times, dtype=float), [25.0, 50.0, 75.0])
+    return {"time_median_solved": float(median), "time_iqr_solved": float(q3 - q1)}
 
 
 def display_summary(summary: Any) -> list[dict[str, Any]]:
@@ -97,6 +110,8 @@ def display_summary(summary: Any) -> list[dict[str, Any]]:
         rows.append({
             "solver": record["solver"], "profile": record["profile"], "solved": f"{solved}/{problems}",
             "success_rate": record["success_rate"], "time_sgm_solved [s]": time,
+            "median (IQR) [s]": "failed" if none else
+            f"{record['time_median_solved']:.3g} ({record['time_iqr_solved']:.2g})",
             "time_score": "failed" if none else f"{record['time_sgm_ratio']:.4g}",
             "residual_sgm": "failed" if none else f"{record['residual_sgm']:.3g}",
             "unsupported": record["unsupported"],

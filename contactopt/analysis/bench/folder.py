@@ -1,0 +1,83 @@
+"""Where ``contactopt bench`` writes: a new folder per run, so that a bench never replaces an
+earlier one (issue 27, "results overwritten").
+
+* Without ``--out``: next to the inputs, ``bench-NAME`` (``NAME`` the first input's name, a
+  folder or a file's stem) the first time, then ``bench-NAME-2``, ``-3``, ... (one more than
+  the highest number taken). The folder is claimed with an exclusive ``mkdir``, so two benches
+  started together never share one.
+* ``--out DIR``: used when missing or empty; a ``DIR`` holding files is refused unless
+  ``--force``, which first removes what an earlier bench wrote there (:data:`BENCH_OUTPUTS`)
+  so that no stale file survives (a ``performance_profile.png`` of a run with plots beside the
+  tables of one without), and keeps and names the files contactopt does not write.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from contactopt.errors import OutputError
+from contactopt.outputs import output_errors, writable_folder
+
+__all__ = ["BENCH_OUTPUTS", "bench_folder"]
+
+#: What ``contactopt bench`` writes in its folder.
+BENCH_OUTPUTS = ("results.csv", "summary.csv", "performance_profile.png")
+#: Most names tried when claiming ``bench-NAME-N`` against benches started at the same time.
+CLAIM_ATTEMPTS = 1000
+
+
+def _numbered(base: Path) -> int:
+    """The highest N of the ``base`` (1) and ``base-N`` folders that exist (0: none)."""
+    pattern = re.compile(re.escape(base.name) + r"(?:-(\d+))?")
+    taken = [int(match.group(1) or 1) for path in base.parent.iterdir()
+             if path.is_dir() and (match := pattern.fullmatch(path.name))] if base.parent.is_dir() else []
+    return max(taken, default=0)
+
+
+def _claim(base: Path) -> Path:
+    with output_errors(base, "output folder (next to the inputs; --out DIR writes elsewhere)"):
+        base.parent.mkdir(parents=True, exist_ok=True)
+        number = _numbered(base) + 1
+        for _ in range(CLAIM_ATTEMPTS):
+            path = base if number == 1 else base.with_name(f"{base.name}-{number}")
+            try:
+                path.mkdir()
+            except FileExistsError:  # another bench claimed it first
+                number += 1
+                continue
+            return path
+    raise OutputError(f"cannot write the output folder {base}: no free name {base.name}-N after {CLAIM_ATTEMPTS} tries")
+
+
+def bench_folder(out: str | Path | None, inputs: Sequence[str | Path], force: bool = False) -> tuple[Path, str]:
+    """The folder this bench writes (created) and one line saying which and what happened there
+    (module docstring)."""
+    if out is None:
+        first = Path(inputs[0])
+        folder = _claim(first.parent / f"bench-{first.name if first.is_dir() else first.stem}")
+        return folder, f"output folder {folder} (new)"
+    folder = Path(out)
+    with output_errors(folder, "output folder"):
+        present = sorted(path.name for path in folder.iterdir()) if folder.is_dir() else []
+        present = [name for name in present if not name.startswith(".contactopt-probe-")]
+    if present and not force:
+        raise OutputError(f"the output folder {folder} is not empty ({', '.join(present[:5])}"
+                          f"{', ...' if len(present) > 5 else ''}): a bench never replaces an earlier one; "
+                          "give another --out, leave --out out for a new folder next to the inputs, or --force")
+    removed, kept = [], []
+    with output_errors(folder, "output folder"):
+        for name in present:
+            if name in BENCH_OUTPUTS:
+                (folder / name).unlink()
+                removed.append(name)
+            else:
+                kept.append(name)
+    writable_folder(folder)
+    line = f"output folder {folder}" + ("" if present else " (new)")
+    if removed:
+        line += f"; removed the earlier bench's {', '.join(removed)}"
+    if kept:
+        line += f"; kept {', '.join(kept)} (not written by contactopt bench)"
+    return folder, line
