@@ -32,7 +32,7 @@ from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToL
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_
+from contactopt.solvers import clarabel_, cvxpy_, lemke, osqp_, pgs, qpsolvers_, staggered
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
@@ -44,6 +44,7 @@ _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 _BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
+_BACKENDS[staggered.SPEC.name] = staggered.SPEC  # staggered projections for the Coulomb problem (ours)
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
 # The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P.
