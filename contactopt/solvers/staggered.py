@@ -175,9 +175,14 @@ class _ConicStages:
 
         solution = solve(qp, self.solver, self.options)
         self.inner_total += solution.iterations
-        if not solution.status.usable:
+        # the solver's own claim: contactopt's row-wise judgement of a QP whose data is all
+        # rounding (the friction QP of contacts at rest) can refuse an exact answer, and the
+        # outer iteration judges every iterate on the Coulomb problem itself
+        claim = solution.claimed or solution.status
+        x = np.asarray(solution.x, dtype=np.float64)
+        if not claim.usable or not np.all(np.isfinite(x)):
             raise ContactoptError(f"{self.solver} returned {solution.status}: {solution.message}")
-        return np.asarray(solution.x, dtype=np.float64)
+        return x
 
     def normal(self, r: FloatArray) -> FloatArray:
         nc = self.program.contacts
@@ -193,6 +198,9 @@ class _ConicStages:
         if d == 1 or self.T.size == 0:
             return r
         radius = program.mu * r[self.N]
+        # a disk below the rounding of the largest is a point: a cone of radius 1e-32 next to
+        # impulses of 1e-3 (a normal QP's rounding of 0) is no constraint a solver can resolve
+        radius[radius <= np.finfo(float).eps * radius.max(initial=0.0)] = 0.0
         t, disk = d - 1, radius > 0.0
         # per contact: (rho, r_cT) in SOC(d) (a first row of A empty, b = rho), or r_cT in Zero(t)
         sizes = np.where(disk, d, t)
