@@ -33,7 +33,7 @@ from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.coulomb_lcp import CoulombToLCP
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import admm, clarabel_, cvxpy_, fixed_point, lemke, nsgs, nsn, osqp_, pgs, qpsolvers_
+from contactopt.solvers import admm, clarabel_, cvxpy_, fixed_point, lemke, nsgs, nsn, osqp_, pgs, qpsolvers_, staggered
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
@@ -45,7 +45,7 @@ _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 _BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
-for _coulomb in (nsgs, nsn, admm, fixed_point):  # the Coulomb problem's own solvers (ours)
+for _coulomb in (nsgs, nsn, admm, fixed_point, staggered):  # the Coulomb problem's own solvers (ours)
     _BACKENDS[_coulomb.SPEC.name] = _coulomb.SPEC
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
