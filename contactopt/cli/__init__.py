@@ -242,11 +242,13 @@ def build_parser() -> argparse.ArgumentParser:
     from contactopt.cli.bench import add_bench_parser
     from contactopt.cli.export import add_export_parser
     from contactopt.cli.render import add_compare_render_argument, add_render_parser
+    from contactopt.cli.view import add_view_parser
 
     add_compare_render_argument(p_cmp)
     add_export_parser(sub)
     add_bench_parser(sub)
     add_render_parser(sub)
+    add_view_parser(sub)
 
     from contactopt.cli.program import run_program
 
