@@ -51,12 +51,19 @@ if TYPE_CHECKING:
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["SYMMETRY_TOLERANCE", "CoulombProgram", "coulomb_believed", "coulomb_criteria", "coulomb_from_fclib",
+__all__ = ["COULOMB_CONFIRM_LEVEL", "SYMMETRY_TOLERANCE", "CoulombProgram", "coulomb_believed", "coulomb_criteria",
+           "coulomb_from_fclib",
            "coulomb_residuals", "coulomb_to_fclib", "local_scaling"]
 
 #: ``W`` counts as symmetric when ``max |W - W^T| <= SYMMETRY_TOLERANCE * max |W|``: files of
 #: other tools store Delassus matrices to 7-8 significant digits.
 SYMMETRY_TOLERANCE = 1e-6
+
+#: The relative residual a Coulomb solver must reach before it stops: the judge's own level
+#: for ``optimal`` (:data:`contactopt.solvers.base.INACCURATE_LEVEL`). The solvers compute the
+#: very measure the judge reads (:func:`coulomb_residuals`), so no margin for a recomputation
+#: is needed; asking for less than the judge stalls a pile step whose FCLIB error is met.
+COULOMB_CONFIRM_LEVEL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -248,11 +255,9 @@ def coulomb_criteria(program: CoulombProgram, r: ArrayLike) -> dict[str, float]:
 
 
 def coulomb_believed(program: CoulombProgram, r: ArrayLike) -> bool:
-    """Whether ``r`` passes contactopt's judgement at the level its own iterative solvers ask
-    before they stop (:data:`contactopt.solvers.base.CONFIRM_LEVEL`)."""
-    from contactopt.solvers.base import CONFIRM_LEVEL
-
-    return coulomb_residuals(program, r).relative <= CONFIRM_LEVEL
+    """Whether ``r`` passes contactopt's judgement (relative residual at most
+    :data:`COULOMB_CONFIRM_LEVEL`): what the Coulomb solvers ask before they stop."""
+    return coulomb_residuals(program, r).relative <= COULOMB_CONFIRM_LEVEL
 
 
 def coulomb_from_fclib(problem: FclibProblem, source: str = "") -> CoulombProgram:

@@ -11,7 +11,7 @@ Options (besides the common ``tol``, ``max_iterations`` (default 2000), ``histor
   False solves the convex CCP of Anitescu & Tasora (``K ∋ r ⟂ W r + q ∈ K*``, the ``ccp``
   formulation's problem, whose sliding contacts lift off): the solve then stops on the CCP's
   own natural map (FCLIB's normalization, at most ``tol``, and the same map per contact against
-  its terms at most ``CONFIRM_LEVEL``), claims optimal for it and says so in the message; the
+  its terms at most ``COULOMB_CONFIRM_LEVEL``), claims optimal for it and says so in the message; the
   residuals, as always, are the Coulomb problem's, which judge the claim.
 - ``penalty``: ``spectral`` (default), ``residual_balancing`` or ``constant``; ``rho``: the
   starting penalty (default the spectral one); ``prox``: the proximal weight relative to the
@@ -30,11 +30,11 @@ import numpy as np
 
 from contactopt.errors import OptionError
 from contactopt.programs import Solution
-from contactopt.programs.coulomb import CoulombProgram, local_scaling
+from contactopt.programs.coulomb import COULOMB_CONFIRM_LEVEL, CoulombProgram, local_scaling
 from contactopt.programs.fclib_coulomb import project_cones
 from contactopt.programs.relative import FLOOR
 from contactopt.solvers.admm_kernel import PENALTY_RULES, admm
-from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch
 from contactopt.solvers.coulomb_run import (
     COMMON_OPTIONS,
     Monitor,
@@ -92,7 +92,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
 
 def _ccp_solved(program: CoulombProgram, r: np.ndarray, u: np.ndarray, tol: float) -> bool:
     """The CCP's natural map ``e = r - P_K(r - u)`` at most ``tol`` in FCLIB's normalization, and
-    per contact (``rho_c`` scaled) at most ``CONFIRM_LEVEL`` of its terms, as the Coulomb
+    per contact (``rho_c`` scaled) at most ``COULOMB_CONFIRM_LEVEL`` of its terms, as the Coulomb
     problem's relative residual (:mod:`contactopt.programs.coulomb`) without De Saxcé's term."""
     dim = program.dim
     R, U = r.reshape(-1, dim), u.reshape(-1, dim)
@@ -105,4 +105,4 @@ def _ccp_solved(program: CoulombProgram, r: np.ndarray, u: np.ndarray, tol: floa
     scale = (np.linalg.norm(R, axis=1)
              + rho * (np.linalg.norm(program.q.reshape(-1, dim), axis=1) + np.linalg.norm(terms, axis=1)))
     floor = max(FLOOR * float(scale.max(initial=0.0)), np.finfo(float).tiny)
-    return bool((np.linalg.norm(e, axis=1) / np.maximum(scale, floor)).max(initial=0.0) <= CONFIRM_LEVEL)
+    return bool((np.linalg.norm(e, axis=1) / np.maximum(scale, floor)).max(initial=0.0) <= COULOMB_CONFIRM_LEVEL)

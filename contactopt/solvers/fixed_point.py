@@ -55,11 +55,17 @@ from numpy.typing import NDArray
 from contactopt.budgets import count_option
 from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import ConicProgram, Solution, Status
-from contactopt.programs.coulomb import CoulombProgram, coulomb_criteria, coulomb_residuals, coulomb_to_fclib
+from contactopt.programs.coulomb import (
+    COULOMB_CONFIRM_LEVEL,
+    CoulombProgram,
+    coulomb_criteria,
+    coulomb_residuals,
+    coulomb_to_fclib,
+)
 from contactopt.programs.csc import mark_symmetric
 from contactopt.programs.fclib import fclib_program
 from contactopt.programs.fclib_coulomb import de_saxce_fixed_point, de_saxce_shift, load_normalization
-from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, check_options, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
 
 FloatArray = NDArray[np.float64]
 
@@ -134,7 +140,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                 history.setdefault(key, []).append(value)
         if residuals.fclib > tol:
             return residuals.fclib, False
-        if residuals.relative <= CONFIRM_LEVEL:
+        if residuals.relative <= COULOMB_CONFIRM_LEVEL:
             return residuals.fclib, True
         floor["stalled"] = floor["stalled"] + 1 if residuals.relative > 0.5 * floor["best"] else 0
         floor["best"] = min(floor["best"], residuals.relative)

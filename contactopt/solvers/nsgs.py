@@ -30,7 +30,8 @@ iterate in NUMERICAL_ERROR. With ``history=True`` every sweep is followed by
 ``time`` (solve time before that row's bookkeeping).
 
 Options: ``tol`` (FCLIB error to reach, default 1e-8), ``max_iterations`` (sweeps, default
-1000), ``history`` (default False), ``r0`` (warm start, projected onto the cones; an answer as
+20000: the 100-sphere pile's first step, 486 closing contacts on 600 velocities, needs about
+12000 to FCLIB error 1e-8, as Siconos's NSGS needs 7500), ``history`` (default False), ``r0`` (warm start, projected onto the cones; an answer as
 warm start costs no sweep), ``symmetrize`` (solve with ``(W + W^T) / 2``, said in the message;
 NSGS itself needs no symmetry), ``omega`` (relaxation ``r_c <- omega r_c^local + (1 - omega)
 r_c``, in ``(0, 1]``, default 1).
@@ -48,11 +49,11 @@ from numpy.typing import NDArray
 
 from contactopt.errors import OptionError
 from contactopt.programs import Solution, Status
-from contactopt.programs.coulomb import CoulombProgram, coulomb_believed, coulomb_criteria
+from contactopt.programs.coulomb import COULOMB_CONFIRM_LEVEL, CoulombProgram, coulomb_believed, coulomb_criteria
 from contactopt.programs.fclib_coulomb import project_cones
 from contactopt.solvers import nsgs_kernel as kernel
 from contactopt.solvers import nsgs_local
-from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
 from contactopt.solvers.coulomb_run import COMMON_OPTIONS, DEFAULT_TOL, coulomb_program, integer_option, real_option
 
 FloatArray = NDArray[np.float64]
@@ -64,7 +65,7 @@ SPEC = SolverSpec(
 )
 
 OPTIONS = COMMON_OPTIONS | {"omega"}
-DEFAULT_MAX_ITERATIONS = 1000
+DEFAULT_MAX_ITERATIONS = 20_000
 Finish = Callable[[Status, int, float], Solution]  # (status, sweeps, FCLIB error) -> the answer
 
 
@@ -170,7 +171,7 @@ def _iterate(program: CoulombProgram, system: _System, r: FloatArray, tol: float
                     return finish(Status.OPTIMAL, sweeps, error)
             else:
                 answer = confirm(Status.OPTIMAL, sweeps, error)
-                if answer.residuals.fclib <= tol and answer.residuals.relative <= CONFIRM_LEVEL:
+                if answer.residuals.fclib <= tol and answer.residuals.relative <= COULOMB_CONFIRM_LEVEL:
                     return answer
             inner_tol = 0.1 * error
             change_tol = min(change_tol, inner_tol)
@@ -198,7 +199,7 @@ def _iterate_recorded(program: CoulombProgram, system: _System, r: FloatArray, t
         if not math.isfinite(row["fclib"]):
             status = Status.NUMERICAL_ERROR
             break
-        if row["fclib"] <= tol and row["relative"] <= CONFIRM_LEVEL:
+        if row["fclib"] <= tol and row["relative"] <= COULOMB_CONFIRM_LEVEL:
             status = Status.OPTIMAL
             break
         if sweeps >= max_iterations:
