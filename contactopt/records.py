@@ -222,6 +222,14 @@ class Trajectory:
 
         return plot_trajectory(self, path, title, system=system)
 
+    def view(self, system: Any, path: str | Path | None = None, **options: Any) -> Any:
+        """The interactive 3-D page of this run of ``system`` (a System, or the Scene the run
+        came from): bodies, contact forces, a time slider (:func:`contactopt.analysis.viewer.view`,
+        whose ``options`` it takes); shown inline by a notebook, written to ``path`` if given."""
+        from contactopt.analysis.viewer import view
+
+        return view(self, system, path, **options)
+
     def to_dataframe(self) -> Any:
         """A :class:`pandas.DataFrame` with one row per state: ``t``, the coordinates and
         velocities by name (``info["q_names"]``, ``info["v_names"]``; ``q[i]``/``v[i]`` without),

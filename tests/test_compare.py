@@ -12,6 +12,7 @@ import pytest
 
 import contactopt as co
 from contactopt.analysis.compare import compare, plan
+from contactopt.run_folders import CELL_STORE, COMPARE_OUTPUTS
 
 # Columns that depend on the machine's timing, not on the physics or the solver's answer.
 TIMING = {"wall_time", "build_time_total", "solve_time_total", "time_per_step", "cached", "traceback"}
@@ -118,9 +119,12 @@ def test_compare_cli_prints_the_table_and_writes_plots_and_report(
     assert skipped and (table["status"] == "completed").all() and np.isfinite(table["max_penetration"]).all()
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / "out" / name).exists(), name
-    assert "max_penetration" in printed and "lemke" in printed and "skipped" in printed
+    # every file it wrote is one `compare --force` removes (so none can survive a later run as stale)
+    assert {p.name for p in (tmp_path / "out").iterdir()} <= {*COMPARE_OUTPUTS, *CELL_STORE}
+    # the compact table: metrics under short headers, each named in the legend with its table.csv column
+    assert "penetration" in printed and "(max_ncp_desaxce)" in printed and "lemke" in printed and "skipped" in printed
     # the scene's observables: printed with their references, one row per cell and observable on disk
-    assert "observables of box_slide" in printed and "stop_distance [m] ref 0.1019" in printed
+    assert "observables of box_slide" in printed and "[m] vs 0.1019" in printed
     observed = pd.read_csv(tmp_path / "out" / "observables.csv")
     assert len(observed) == 4 * len(table) and set(observed["observable"]) >= {"stop_distance", "energy_balance"}
     report = (tmp_path / "out" / "report.md").read_text().splitlines()
@@ -143,7 +147,7 @@ def test_compare_cli_is_the_main_job(tmp_path: Path) -> None:
     assert set(table["formulation"]) == {"gauss", "lcp", "anitescu", "ccp", "regularized"}
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / name).exists(), name
-    assert "max_penetration" in result.stdout and "lemke" in result.stdout
+    assert "penetration" in result.stdout and "lemke" in result.stdout
     assert np.isfinite(table["max_penetration"]).all()
 
 

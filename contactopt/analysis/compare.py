@@ -48,7 +48,7 @@ from contactopt.outputs import output_errors, writable_folder
 from contactopt.scenes import Scene
 from contactopt.simulate import formulate, simulate
 
-__all__ = ["Cell", "compare", "default_formulations", "parse_formulation", "plan"]
+__all__ = ["Cell", "compare", "default_formulations", "parse_formulation", "plan", "solver_used"]
 
 NO_SOLVER = "-"
 # Methods that get one cell per step size (no solver grid): the continuous-time baselines,
@@ -148,6 +148,12 @@ def cell_id(scene_fingerprint: str, cell: Cell, solver_options: Mapping[str, Any
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 
+def solver_used(traj: Any) -> str:
+    """The solvers a run's step records name, in order of first use (``qpsolvers:proxqp``,
+    ``mujoco``, a compliant run's integrator, ``lemke+pgs`` with a fallback); empty without steps."""
+    return "+".join(dict.fromkeys(str(record.solver) for record in traj.steps if record.solver))
+
+
 def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any],
              time_limit: float | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
     """Run one cell; never raises: an exception becomes a row with ``status = "error"``, and
@@ -169,6 +175,7 @@ def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any],
             raise TimeoutError(Deadline(time_limit).reason) from None
         trace, aggregated = metrics.evaluate(scene, traj)
         row.update(aggregated)
+        row["solver_used"] = solver_used(traj)
         observed, problems = observations.measure_all(scene, traj, aggregated, cell.dt, cell.duration)
         row.update(observed)
         row["status"] = "completed" if traj.completed else "stopped"

@@ -14,8 +14,10 @@ import numpy as np
 import pandas as pd
 
 from contactopt.analysis.convergence import orders, plot_convergence
+from contactopt.analysis.explain import cell_notes, run_notes, shown_solver
 from contactopt.analysis.figures import METRICS, plot_metrics, plot_time_per_step, plot_trajectories
 from contactopt.analysis.findings import findings
+from contactopt.analysis.legend import DEFINITIONS
 from contactopt.analysis.observations import display_table, long_table
 from contactopt.scenes import Scene
 from contactopt.tables import format_table
@@ -45,17 +47,25 @@ def write_report(title: str, table: pd.DataFrame, traces: pd.DataFrame, folder: 
     if len(fitted):
         plot_convergence(long, folder / "convergence.png")
         figures.append(folder / "convergence.png")
-    lines = [f"# {title}", "", format_table(table, columns, markdown=True, digits=3), ""]
+    shown = table.copy()
+    if len(shown):
+        shown["solver"] = [shown_solver(row) for row in table.to_dict("records")]
+    lines = [f"# {title}", "", format_table(shown, columns, markdown=True, digits=3), ""]
     lines += [f"- {note}" for note in notes]
+    lines += ["", "Columns:", ""] + [f"- `{column}`: {DEFINITIONS[column]}" for column in columns
+                                     if column in DEFINITIONS]
     if len(long):
         lines += ["", "## Observables", "", "Value (error against the reference; `ok` within tolerance, "
                   "`OFF` outside). Definitions: `contactopt.observables`; one row per cell and "
                   "observable: `observables.csv`.", "",
-                  format_table(display_table(table), markdown=True, digits=4), ""]
+                  format_table(display_table(shown), markdown=True, digits=4), ""]
     if len(fitted):
         lines += ["## Convergence", "", format_table(fitted, markdown=True, digits=3), ""]
     descriptions = {o.name: o.description for o in observables}
     lines += ["## Findings", "", *findings(long, table, descriptions)] if len(table) else []
+    explained = [*cell_notes(table), *run_notes(table)] if len(table) else []
+    if explained:  # every OFF and n/a cell, every run that stopped, failed or was not solved to tolerance
+        lines += ["### Why cells are OFF or n/a, and runs not completed", "", *(f"- {line}" for line in explained), ""]
     lines += ["", *(f"![{p.stem}]({p.name})\n" for p in figures)]
     lines += ["Metric definitions: `contactopt.analysis.metrics` (docstrings); the energy balance: "
               "`contactopt.analysis.energy`. Full table: `table.csv`, `table.parquet`; per-step traces: "

@@ -9,6 +9,7 @@ from contactopt.errors import RegistrationError, UnknownNameError
 from contactopt.formulations.anitescu import Anitescu
 from contactopt.formulations.base import Formulation, StepResult
 from contactopt.formulations.ccp import ConeComplementarity
+from contactopt.formulations.coulomb import CoulombFormulation
 from contactopt.formulations.gauss import FrictionIgnoredWarning, Gauss
 from contactopt.formulations.lcp import StewartTrinkleLCP
 from contactopt.formulations.regularized import Regularized
@@ -20,6 +21,7 @@ _REGISTRY: dict[str, Formulation] = {
     f.name: f for f in (Gauss(), StewartTrinkleLCP(), Anitescu(), ConeComplementarity(), Regularized())
 }
 _REGISTRY[SAP.name] = SAP()
+_REGISTRY[CoulombFormulation.name] = CoulombFormulation()
 
 
 def names() -> list[str]:

@@ -1,7 +1,7 @@
 """What a time-stepping formulation is: ``build`` a program from a step, ``recover`` the step.
 
 Like a cvxpy reduction, a formulation has two halves: :meth:`Formulation.build` turns a
-:class:`~contactopt.model.StepProblem` into an explicit program (ConicProgram or LCP) whose
+:class:`~contactopt.model.StepProblem` into an explicit program (ConicProgram, LCP or CoulombProgram) whose
 variable and row blocks are named, and :meth:`Formulation.recover` maps a solver's
 :class:`~contactopt.programs.Solution` back to the next velocity and the contact impulses.
 """
@@ -19,9 +19,10 @@ from numpy.typing import NDArray
 from contactopt.errors import OptionError
 from contactopt.model import StepProblem
 from contactopt.programs import LCP, ConicProgram, Solution
+from contactopt.programs.coulomb import CoulombProgram
 
 FloatArray = NDArray[np.float64]
-Program = ConicProgram | LCP
+Program = ConicProgram | LCP | CoulombProgram
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from contactopt.systems.base import System
 
 __all__ = ["refuse_contacts"]
 
-CONTACT_METHODS = "'compliant', 'hybrid' or a time-stepping formulation (gauss, lcp, anitescu, ccp, regularized)"
+CONTACT_METHODS = ("'compliant', 'hybrid' or a time-stepping formulation "
+                   "(gauss, lcp, anitescu, ccp, regularized, sap, coulomb)")
 
 
 def refuse_contacts(system: System, state: State, method: str) -> None:

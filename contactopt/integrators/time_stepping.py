@@ -22,6 +22,7 @@ from contactopt.formulations.base import Formulation, Program
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
 from contactopt.model import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status
+from contactopt.programs.coulomb import CoulombProgram
 from contactopt.records import StepRecord
 from contactopt.systems.base import System
 
@@ -179,4 +180,4 @@ def _same_layout(a: Program, b: Program) -> bool:
         return False
     if isinstance(a, ConicProgram) and isinstance(b, ConicProgram):
         return a.cones == b.cones
-    return isinstance(a, LCP)
+    return isinstance(a, LCP | CoulombProgram)

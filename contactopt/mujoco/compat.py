@@ -4,7 +4,10 @@ Supported: mujoco >= 3.2 (``pip install 'contactopt[mujoco]'``). Differences han
 ``mj_fullM`` takes ``(m, dst, qM)`` up to 3.x and ``(m, d, dst)`` from 4.0 (``MjData.qM``
 became ``MjData.M``); the constraint Jacobian ``efc_J`` is dense (``nefc x nv``) or sparse
 (CSR arrays ``efc_J_rownnz``, ``efc_J_rowadr``, ``efc_J_colind``) depending on
-``opt.jacobian`` and the model size.
+``opt.jacobian`` and the model size; the compiler attribute ``settotalmass`` (dm-control's
+``cheetah.xml`` sets it) is deprecated from 4.0, whose compiler then warns on stderr and writes
+``MUJOCO_LOG.TXT`` into the current folder: :func:`model_from_file` applies it as MuJoCo's
+deprecation note says, by scaling the masses and densities of the model before compiling.
 """
 
 from __future__ import annotations
@@ -34,6 +37,35 @@ def load() -> Any:
         raise SolverUnavailableError(f"cannot import mujoco{f' (MUJOCO_GL={gl})' if gl else ''}: "
                                      f"{type(exc).__name__}: {exc}") from exc
     return mujoco
+
+
+def model_from_file(mujoco: Any, path: str | os.PathLike[str]) -> Any:
+    """``MjModel`` of the MJCF file ``path``, as ``MjModel.from_xml_path`` compiles it.
+
+    A model whose ``<compiler settotalmass="T"/>`` is set is compiled without it after its body
+    masses and inertias and its geoms' densities and masses are scaled by ``T / total``
+    (``total``: the mass compiled without the attribute): what the compiler does with the
+    attribute (MuJoCo's ``mjCModel`` scales every body's mass and inertia by that ratio),
+    done in the model as MuJoCo's deprecation warning asks, so that 4.0 neither warns nor
+    writes its log file. Without the attribute, or with a mujoco that has no ``MjSpec``,
+    the file is compiled as it is."""
+    spec_type = getattr(mujoco, "MjSpec", None)
+    if spec_type is None or not hasattr(spec_type, "from_file"):
+        return mujoco.MjModel.from_xml_path(str(path))
+    spec = spec_type.from_file(str(path))
+    total = float(getattr(spec.compiler, "settotalmass", -1.0))
+    if not total > 0:
+        return mujoco.MjModel.from_xml_path(str(path))
+    spec.compiler.settotalmass = -1.0
+    scale = total / float(np.sum(spec.compile().body_mass))
+    for body in spec.bodies:
+        body.mass *= scale
+        body.inertia = np.asarray(body.inertia) * scale
+        body.fullinertia = np.asarray(body.fullinertia) * scale  # NaN (unset) stays NaN
+    for geom in spec.geoms:
+        geom.density *= scale
+        geom.mass *= scale  # NaN (mass from the density) stays NaN
+    return spec.compile()
 
 
 def available() -> bool:

@@ -62,7 +62,7 @@ class MujocoStepper:
 
         # a fresh copy from the file: no detection margin, and our timestep/solver settings
         # below leave the system's own model untouched
-        self.model = self.mujoco.MjModel.from_xml_path(str(system.path))
+        self.model = compat.model_from_file(self.mujoco, str(system.path))
         compat.enable_energy(self.mujoco, self.model)
         self.data = self.mujoco.MjData(self.model)
         self.dt = float(dt)

@@ -98,7 +98,7 @@ class MjcfSystem(System):
         self.mujoco = compat.load()
         self.path = Path(path)
         try:
-            self.model = self.mujoco.MjModel.from_xml_path(str(self.path))
+            self.model = compat.model_from_file(self.mujoco, str(self.path))
         except ValueError as exc:  # MuJoCo's parse errors name the file and the line
             reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())  # one line
             raise ParameterError("system.file", f"system.file: cannot load {self.path}: {reason}") from exc
@@ -309,7 +309,7 @@ class MjcfSystem(System):
     def native_model_data(self) -> tuple[Any, Any]:
         """The model as written (no detection margin) and its data, loaded once."""
         if self._native is None:
-            model = self.mujoco.MjModel.from_xml_path(str(self.path))
+            model = compat.model_from_file(self.mujoco, str(self.path))
             self.native_cone = int(model.opt.cone)
             self._native = (model, self.mujoco.MjData(model))
         return self._native

@@ -130,7 +130,8 @@ def _local_program(problem: FclibLocal, metadata: dict[str, Any], symmetrize: bo
     else:
         P, c = W, problem.q
     scale, cones = _cone_rows(problem.mu, dim)
-    A = sp.hstack([sp.diags(-scale), sp.csc_matrix((m, p))], format="csc")
+    diagonal = np.arange(m, dtype=np.int32)  # A = [-diag(scale), 0]: written as CSC directly
+    A = sp.csc_matrix((-scale, diagonal, np.r_[diagonal, np.full(p + 1, m, dtype=np.int32)]), shape=(m, m + p))
     variables = (Block("impulse", 0, m, dim), *((Block("bilateral", m, m + p),) if p else ()))
     return ConicProgram(P=P, c=c, A=A, b=np.zeros(m), cones=cones, variables=variables,
                         constraints=(Block("impulse_in_cone", 0, m, dim),),

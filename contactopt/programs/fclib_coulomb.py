@@ -26,9 +26,9 @@ The iteration converges linearly for small ``mu`` (a contraction; for one contac
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -38,7 +38,8 @@ from contactopt.programs.conic import ConicProgram
 from contactopt.programs.fclib import FclibGlobal, FclibLocal, FclibProblem, fclib_program
 from contactopt.programs.solution import Solution, Status
 
-__all__ = ["CoulombResult", "FclibAnswer", "answer_of", "fclib_merit", "natural_map", "project_cones",
+__all__ = ["CoulombResult", "FclibAnswer", "FixedPointRun", "answer_of", "de_saxce_fixed_point", "de_saxce_shift",
+           "fclib_merit", "load_normalization", "natural_map", "project_cones", "scaled_problem", "shifted_problem",
            "solve_coulomb"]
 
 FloatArray = NDArray[np.float64]
@@ -60,7 +61,7 @@ def project_cones(X: FloatArray, mu: FloatArray) -> FloatArray:
     unchanged inside, 0 in the polar cone, else ``(x_N + mu ||x_T||) / (1 + mu^2) (1, mu x_T / ||x_T||)``."""
     normal, tangent = X[:, 0], X[:, 1:]
     norm = np.linalg.norm(tangent, axis=1)
-    inside = norm <= mu * normal
+    inside = (norm <= mu * normal) & (normal >= 0)  # mu = 0: the ray, which no negative normal is on
     polar = ~inside & (mu * norm <= -normal)
     edge = ~inside & ~polar  # here norm > 0
     out = np.where(inside[:, None], X, 0.0)
@@ -134,7 +135,7 @@ def answer_of(problem: FclibProblem, program: ConicProgram, solution: Solution) 
     return FclibAnswer(r=r, u=problem.H.T @ x + problem.w, lam=lam, v=x)
 
 
-def _scaled(problem: FclibProblem, k: float) -> FclibProblem:
+def scaled_problem(problem: FclibProblem, k: float) -> FclibProblem:
     """The problem with its right-hand sides (q, s / f, w, b) times ``k``: its CCP answer is
     ``k`` times the original's (the program is positively homogeneous in them)."""
     if isinstance(problem, FclibLocal):
@@ -143,19 +144,21 @@ def _scaled(problem: FclibProblem, k: float) -> FclibProblem:
                                b=None if problem.b is None else k * problem.b)
 
 
-def _load_scale(problem: FclibProblem) -> float:
-    """The largest entry that drives the impulses: tangential entries of ``q`` (``w``) and the
-    negative (closing) normal ones, and ``f`` of a global problem; a positive normal entry (an
-    open gap) drives nothing and would hide the others."""
+def load_normalization(problem: FclibProblem) -> float:
+    """``1 / (the largest entry that drives the impulses)``: tangential entries of ``q``
+    (``w``) and the negative (closing) normal ones, and ``f`` of a global problem; a positive
+    normal entry (an open gap) drives nothing and would hide the others. 1 when nothing drives."""
     data = problem.q if isinstance(problem, FclibLocal) else problem.w
     rows = data.reshape(-1, problem.spacedim)
     drivers = [np.abs(rows[:, 1:]).reshape(-1), np.maximum(-rows[:, 0], 0.0)]
     if isinstance(problem, FclibGlobal):
         drivers.append(np.abs(problem.f))
-    return float(max(np.max(d, initial=0.0) for d in drivers))
+    peak = float(max(np.max(d, initial=0.0) for d in drivers))
+    return 1.0 / peak if peak > 0 else 1.0
 
 
-def _shifted(problem: FclibProblem, shift: FloatArray) -> FclibProblem:
+def shifted_problem(problem: FclibProblem, shift: FloatArray) -> FclibProblem:
+    """The problem with its normal entries of ``q`` (``w``) raised by ``shift`` (contacts,)."""
     offset = np.zeros(problem.contacts * problem.spacedim)
     offset[:: problem.spacedim] = shift
     if isinstance(problem, FclibLocal):
@@ -175,14 +178,59 @@ class CoulombResult:
     converged: bool
 
 
+Answer = TypeVar("Answer")
+
+
+@dataclass(frozen=True)
+class FixedPointRun(Generic[Answer]):
+    """What :func:`de_saxce_fixed_point` ends with: the answer that stopped it (or the one of
+    smallest error when none did), its error, the iterations taken, the status of that
+    answer's convex solve, and whether the stopping test passed."""
+
+    answer: Answer
+    error: float
+    iterations: int
+    status: Status
+    converged: bool
+
+
+def de_saxce_shift(u: FloatArray, mu: FloatArray, dim: int) -> FloatArray:
+    """(contacts,) De Saxcé's term ``s_c = mu_c ||u_cT||`` of the local velocities ``u``."""
+    return np.asarray(mu * np.linalg.norm(np.asarray(u).reshape(-1, dim)[:, 1:], axis=1), dtype=np.float64)
+
+
+def de_saxce_fixed_point(convex_solve: Callable[[FloatArray], tuple[Answer, FloatArray, Status]],
+                         judge: Callable[[Answer, int], tuple[float, bool]], mu: FloatArray, dim: int,
+                         max_iterations: int, shift: FloatArray | None = None) -> FixedPointRun[Answer]:
+    """The fixed point of the module docstring, shared by :func:`solve_coulomb` (FCLIB files)
+    and the ``fixed_point`` solver (:mod:`contactopt.solvers.fixed_point`).
+
+    ``convex_solve(s)`` solves the CCP whose normal velocities are raised by ``s`` and returns
+    ``(answer, u, status)`` with ``u`` the local velocity of the problem *without* ``s``;
+    ``judge(answer, iteration)`` returns ``(error, stop)``. Starting from ``shift`` (default 0:
+    the plain CCP), ``s <- mu ||u_T||`` until ``stop`` or ``max_iterations`` solves."""
+    s = np.zeros(mu.shape[0]) if shift is None else np.asarray(shift, dtype=np.float64)
+    best: FixedPointRun[Answer] | None = None
+    for iteration in range(1, max_iterations + 1):
+        answer, u, status = convex_solve(s)
+        error, stop = judge(answer, iteration)
+        if stop:
+            return FixedPointRun(answer, error, iteration, status, True)
+        if best is None or error < best.error:
+            best = FixedPointRun(answer, error, iteration, status, False)
+        s = de_saxce_shift(u, mu, dim)
+    assert best is not None
+    return dataclasses.replace(best, iterations=max_iterations)
+
+
 def solve_coulomb(problem: FclibProblem, solver: str = "clarabel", options: Mapping[str, Any] | None = None,
                   *, form: str | None = None, tol: float = 1e-9, max_iter: int = 200,
                   normalize: bool = True) -> CoulombResult:
     """FCLIB's problem with Coulomb's law (De Saxcé's term) by the fixed point of the module
-    docstring; ``solver`` and ``options`` solve each convex program, ``form`` as in
-    :func:`~contactopt.programs.fclib.fclib_program`. ``converged`` is False (with the answer of
-    smallest error) if ``max_iter`` iterations do not bring FCLIB's error below ``tol``; a
-    convex solve without a usable answer is an error.
+    docstring (:func:`de_saxce_fixed_point`); ``solver`` and ``options`` solve each convex
+    program, ``form`` as in :func:`~contactopt.programs.fclib.fclib_program`. ``converged`` is
+    False (with the answer of smallest error) if ``max_iter`` iterations do not bring FCLIB's
+    error below ``tol``; a convex solve without a usable answer is an error.
 
     ``normalize`` solves the problem with its right-hand sides divided by the largest entry that
     drives the impulses (tangential and closing normal entries of ``q`` / ``w``, and ``f``) and
@@ -195,31 +243,29 @@ def solve_coulomb(problem: FclibProblem, solver: str = "clarabel", options: Mapp
 
     if max_iter < 1:
         raise ContactoptError(f"max_iter must be at least 1, got {max_iter}")
-    peak = _load_scale(problem)
-    k = 1.0 / peak if normalize and peak > 0 else 1.0
-    scaled = _scaled(problem, k)
-    shift = np.zeros(problem.contacts)
-    best: tuple[float, FclibAnswer, Status] | None = None
-    for iteration in range(1, max_iter + 1):
-        shifted = _shifted(scaled, shift)
+    k = load_normalization(problem) if normalize else 1.0
+    scaled = scaled_problem(problem, k)
+    count = [0]
+
+    def convex_solve(shift: FloatArray) -> tuple[FclibAnswer, FloatArray, Status]:
+        count[0] += 1
+        shifted = shifted_problem(scaled, shift)
         program = fclib_program(shifted, form)  # type: ignore[arg-type]
         solution = solve(program, solver, options)
-        status = solution.status
-        if not status.usable:
-            raise ContactoptError(f"solve_coulomb: {solver} returned {status} at fixed-point iteration "
-                                  f"{iteration}: {solution.message}")
+        if not solution.status.usable:
+            raise ContactoptError(f"solve_coulomb: {solver} returned {solution.status} at fixed-point iteration "
+                                  f"{count[0]}: {solution.message}")
         shifted_answer = answer_of(shifted, program, solution)
         offset = np.zeros_like(shifted_answer.u)
         offset[:: problem.spacedim] = shift
         u = shifted_answer.u - offset  # u of the unshifted q / w
-        U = u.reshape(-1, problem.spacedim)
         answer = FclibAnswer(r=shifted_answer.r / k, u=u / k, lam=shifted_answer.lam / k,
                              v=None if shifted_answer.v is None else shifted_answer.v / k)
+        return answer, u, solution.status
+
+    def judge(answer: FclibAnswer, iteration: int) -> tuple[float, bool]:
         error = fclib_merit(problem, answer)
-        if error <= tol:
-            return CoulombResult(answer, error, iteration, status, True)
-        if best is None or error < best[0]:
-            best = (error, answer, status)
-        shift = problem.mu * np.linalg.norm(U[:, 1:], axis=1)
-    assert best is not None
-    return CoulombResult(best[1], float(best[0]), max_iter, best[2], False)
+        return error, error <= tol
+
+    run = de_saxce_fixed_point(convex_solve, judge, problem.mu, problem.spacedim, max_iter)
+    return CoulombResult(run.answer, float(run.error), run.iterations, run.status, run.converged)

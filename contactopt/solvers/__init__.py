@@ -30,9 +30,10 @@ from contactopt.errors import (
 )
 from contactopt.programs import LCP, ConicProgram, LCPToQP, NonnegQPToLCP, QPToLCP, Solution, Status
 from contactopt.programs.coulomb import CoulombProgram
+from contactopt.programs.coulomb_lcp import CoulombToLCP
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import admm, clarabel_, cvxpy_, lemke, nsn, osqp_, pgs, qpsolvers_
+from contactopt.solvers import admm, clarabel_, cvxpy_, fixed_point, lemke, nsgs, nsn, osqp_, pgs, qpsolvers_, staggered
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
@@ -44,13 +45,15 @@ _BACKENDS: dict[str, SolverSpec] = {
     module.SPEC.name: module.SPEC for module in (clarabel_, osqp_, cvxpy_, lemke, pgs, qpsolvers_)
 }
 _BACKENDS[_newton.SPEC.name] = _newton.SPEC  # SAP's primal Newton method (ours)
-for _coulomb in (nsn, admm):  # the Coulomb problem's own solvers (ours)
+for _coulomb in (nsgs, nsn, admm, fixed_point, staggered):  # the Coulomb problem's own solvers (ours)
     _BACKENDS[_coulomb.SPEC.name] = _coulomb.SPEC
 
 # Conversions tried, in order, when a solver lacks the program's kind: (from, to, reduction).
-# The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P.
+# The direct reading of x >= 0 QPs comes first: exact, and it needs no inverse of P. A Coulomb
+# program goes to its pyramidal LCP (an approximation, judged on the Coulomb program).
 _CONVERSIONS: tuple[tuple[str, str, Any], ...] = (
-    ("qp", "lcp", NonnegQPToLCP()), ("qp", "lcp", QPToLCP()), ("lcp", "qp", LCPToQP()))
+    ("qp", "lcp", NonnegQPToLCP()), ("qp", "lcp", QPToLCP()), ("lcp", "qp", LCPToQP()),
+    ("coulomb", "lcp", CoulombToLCP()))
 
 
 def _trivial(program: Program, solver: str) -> Solution:
@@ -136,6 +139,8 @@ def _route(program: Program, base: str, native: frozenset[str]) -> Any:
         return False
     for source, target, reduction in _CONVERSIONS:
         if program.kind == source and target in native and reduction.accepts(program) is None:
+            if getattr(reduction, "check_target", False) and _refusal(reduction.apply(program)[0], base) is not None:
+                continue  # the converted program has a shape the backend refuses (pgs: a zero diagonal)
             return reduction
     return False
 
@@ -182,8 +187,8 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     merged = {**(options or {}), **kwargs}
     refine = merged.pop("refine", True if spec_.interior_point else "auto")
     normalize = merged.pop("normalize", "auto" if spec_.normalize else False)
-    if isinstance(program, CoulombProgram):  # no exact rescaling written for it: solved as given
-        normalize = False
+    if isinstance(program, CoulombProgram) and route is None:  # no exact rescaling written for it: as given
+        normalize = False  # (its pyramidal LCP, a conversion's program, is rescaled like any LCP)
     for name, value in (("refine", refine), ("normalize", normalize)):
         if not (isinstance(value, bool) or value == "auto"):
             raise OptionError(f"solver {solver!r}: option {name} must be true, false or 'auto', got {value!r}")

@@ -13,8 +13,11 @@ from contactopt.solvers.base import Program
 __all__ = ["PREFERENCE", "check_solver_options", "choose", "takers"]
 
 #: Order of preference when contactopt picks: exact-by-construction pivoting and the refined
-#: interior point first, then the first-order methods (less accurate at their defaults).
-PREFERENCE = ("clarabel", "lemke", "osqp", "qpsolvers", "cvxpy", "pgs")
+#: interior point first, then the first-order methods (less accurate at their defaults). The
+#: Coulomb solvers (which take only Coulomb programs) come first: ``lemke`` takes a Coulomb
+#: program only through its pyramidal LCP, an approximation; of them the nonsmooth
+#: Gauss-Seidel when registered, else the fixed point over CCPs.
+PREFERENCE = ("nsgs", "fixed_point", "clarabel", "lemke", "osqp", "qpsolvers", "cvxpy", "pgs")
 
 
 def takers(program: Program) -> list[str]:

@@ -78,11 +78,16 @@ and costs about one more (full) Newton step (28.3 against 27.05 iterations on th
 Options: ``max_iter`` (100), ``tol`` (1e-10, relative, S10), ``tol_abs`` (1e-14),
 ``cost_tol`` (1e-15), ``alpha_max`` (1.5), ``ls_tol`` (1e-6), ``ls_max_iter`` (100),
 ``warm_start`` (``x`` of length n or ``v`` of length nv), ``history`` (False: with True the
-solution's ``raw["history"]`` lists every iterate, see :func:`record`).
+solution's ``raw["history"]`` lists every iterate, see :func:`.newton_history.record`, and
+:attr:`Solution.history` holds the uniform history of :mod:`contactopt.solvers.history`: per
+iterate ``iteration``, ``time``, contactopt's residuals of the answer it stands for and the
+objective, with Newton's own columns; the small problems of the dense compiled loop then run the
+NumPy loop, same iterates, so that the default path records nothing).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,6 +102,7 @@ from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers import newton_kernels as kernels
 from contactopt.solvers import newton_sparse
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, Tolerance, believed, check_options, make_solution
+from contactopt.solvers.newton_history import public_entries, record, record_step, uniform_history
 from contactopt.solvers.newton_linalg import ActiveHessian
 
 FloatArray = NDArray[np.float64]
@@ -153,6 +159,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         hessian = None if dense or compiled_sparse else ActiveHessian(primal.A, primal.J, layout)
         v = _initial(primal, opts["warm_start"])
     with watch.time("solve"):
+        start = time.perf_counter()
         gamma = None
         if hessian is None:
             assert blocks is not None
@@ -166,9 +173,11 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             # friction of a box at rest, 1e-14 N s next to m g h) can still be off; Newton goes
             # on to its rounding floor (cost_tol), and contactopt's judgement reads the result
             tight = {**opts, "tol": 0.0, "tol_abs": 0.0}
+            if history:
+                history.pop()  # the continuation records this iterate again, as its start
             if hessian is None:
                 assert blocks is not None
-                more, v, gamma, extra, message = _minimize_compiled(primal, blocks, v, tight, dense)
+                more, v, gamma, extra, message = _minimize_compiled(primal, blocks, v, tight, dense, history)
             else:
                 more, v, extra, message = _minimize(primal, layout, hessian, v, tight, blocks, history)
                 gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
@@ -179,40 +188,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                          x=primal.conic_x(v, gamma) if usable else None,
                          y=primal.dual(gamma) if usable else None,
                          iterations=iterations, watch=watch, message=message,
-                         raw=None if history is None else {"history": history})
-
-
-def record(history: list[dict[str, Any]] | None, layout: ConeLayout, y: FloatArray, gamma: FloatArray,
-           cost: float, residual: float, scale: float) -> None:
-    """Append one iterate's entry to ``history`` (option ``history``; a no-op when None): the
-    cost ``l(v)``, the (S10) residual ``||D g||`` and its scale, and how many cone blocks are in
-    each regime of the projection (S3): ``stiction`` (``gamma = y``: inside the cone, also a
-    positive ``nonneg`` row), ``sliding`` (on the cone's boundary, ``0 != gamma != y``) and
-    ``no_contact`` (``gamma = 0``); free rows are not counted. The step taken from the iterate
-    is added by :func:`record_step`, as Drake's SapSolver statistics keep cost, residual and
-    step length per iteration."""
-    if history is None:
-        return
-    counts = {"stiction": 0, "sliding": 0, "no_contact": 0}
-    for group in layout.groups:
-        if group.kind == "free":
-            continue
-        g, yb = gamma[group.rows], y[group.rows]
-        none = ~np.any(g != 0.0, axis=1)
-        stick = ~none & np.all(g == yb, axis=1)
-        counts["no_contact"] += int(none.sum())
-        counts["stiction"] += int(stick.sum())
-        counts["sliding"] += int((~none & ~stick).sum())
-    history.append({"cost": cost, "residual": residual, "scale": scale, **counts})
-
-
-def record_step(history: list[dict[str, Any]] | None, alpha: float, slope: float, slope_after: float) -> None:
-    """Add to the last entry the step length ``alpha`` taken from it and ``l'(alpha) / |l'(0)|``
-    (``slope_after``: ``g(v + alpha dv)' dv / |g(v)' dv|``; about 0 when the exact line search
-    stopped inside ``(0, alpha_max)``, <= 0 at ``alpha_max``)."""
-    if history is not None and history:
-        history[-1]["alpha"] = alpha
-        history[-1]["line_slope"] = slope_after / abs(slope) if slope != 0.0 else 0.0
+                         raw=None if history is None else {"history": public_entries(history)},
+                         history=None if history is None else uniform_history(program, primal, history, start))
 
 
 def _initial(primal: PrimalProgram, warm_start: Any) -> FloatArray:
@@ -285,7 +262,7 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
         residual = float(np.linalg.norm(d_inv * gradient))
         if last is not None:
             record_step(history, last[0], last[1], float(last[2] @ gradient))
-        record(history, layout, y, gamma, cost, residual, size)
+        record(history, layout, y, gamma, cost, residual, size, v)
         if residual <= opts["tol_abs"] + opts["tol"] * size:
             return Status.OPTIMAL, v, iteration, "optimality criterion (S10) met"
         if iteration and previous - cost <= opts["cost_tol"] * max(abs(cost), abs(previous)):

@@ -314,8 +314,8 @@ def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any,
              history: list[dict[str, Any]] | None = None) -> tuple[int, FloatArray, FloatArray, int]:
     """Newton's method of :mod:`contactopt.solvers.newton` from ``v`` (updated in place) on the
     sparse path: ``(status code of .newton_kernels, v, gamma(v), iterations)``; ``history``
-    (a list) receives the iterates' entries of :func:`contactopt.solvers.newton.record`."""
-    from contactopt.solvers.newton import record, record_step
+    (a list) receives the iterates' entries of :func:`contactopt.solvers.newton_history.record`."""
+    from contactopt.solvers.newton_history import record, record_step
     A, J, R, v_hat, c = primal.A, primal.J, primal.R, primal.v_hat, primal.c
     run = SparseNewton(A, J, blocks)
     nv, m, nb = run.nv, run.m, blocks[0].shape[0]
@@ -344,7 +344,7 @@ def minimize(primal: Any, blocks: kernels.Blocks, v: FloatArray, opts: Any,
             if layout is not None:
                 if last is not None:
                     record_step(history, last[0], last[1], float(last[2] @ gradient))
-                record(history, layout, y, gamma, cost, g_norm, max(size, c_norm))
+                record(history, layout, y, gamma, cost, g_norm, max(size, c_norm), v)
             if not np.isfinite(cost):
                 code, iterations = kernels.NONFINITE, iteration
             elif g_norm <= tol_abs + tol * max(size, c_norm):

@@ -71,7 +71,12 @@ Iterations are sweeps. The duals returned for a cone program are ``y = D^-1 (P x
 Options: ``max_iter`` (sweeps, default 1000), ``tol`` (default 1e-10, relative as above),
 ``omega`` (over-relaxation in (0, 2), default 1), ``warm_start`` (an initial ``x`` of length
 n, e.g. the previous step's solution; it is projected onto the feasible set first, and the
-residual is checked before the first sweep, so an exact warm start costs no sweep).
+residual is checked before the first sweep, so an exact warm start costs no sweep),
+``history`` (False; True: :attr:`Solution.history` holds one row per sweep, the start
+included, of contactopt's residuals of the iterate and the objective, and FCLIB's error for the
+CCP of an FCLIB problem: :mod:`contactopt.solvers.history`; for a symmetric positive
+semidefinite ``M`` or ``P`` the ``objective`` column is nonincreasing, by the decrease per
+update above). Off, the sweep loop does no per-sweep work for it beyond one ``None`` test.
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ from contactopt.solvers.base import (
     check_options,
     make_solution,
 )
+from contactopt.solvers.history import Recorder, program_criteria
 from contactopt.solvers.pgs_setup import Program, Setup, build_setup, check, refusal
 
 FloatArray = NDArray[np.float64]
@@ -108,7 +114,7 @@ SPEC = SolverSpec(
     tolerances=(Tolerance("tol", 1e-10),),  # DEFAULT_TOL: its relative natural-map test
 )
 
-OPTIONS = {"max_iter", "tol", "omega", "warm_start"}
+OPTIONS = {"max_iter", "tol", "omega", "warm_start", "history"}
 #: Sweeps between two checks of the relative residual once the natural-map test passes.
 CONFIRM_EVERY = 4
 DEFAULT_MAX_ITER = 1000
@@ -127,6 +133,7 @@ def accepts(program: Program) -> str | None:
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
     check_options("pgs", options, OPTIONS)
     max_iter, tol, omega = _scalar_options(options)
+    recorder = _recorder(options)
     watch = Stopwatch()
     with watch.time("setup"):
         reason = check(program)
@@ -138,8 +145,19 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         x = u / setup.E
         return believed(program, x, None if setup.D is None else _duals(program, setup, x))
 
+    def criteria(u: FloatArray) -> dict[str, float]:  # one history row (option history)
+        x = u / setup.E
+        return program_criteria(program, x, None if setup.D is None else _duals(program, setup, x))
+
+    def observe(sweep: int, u: FloatArray) -> None:
+        assert recorder is not None
+        recorder.add(sweep, lambda: criteria(u))
+
     with watch.time("solve"), np.errstate(over="ignore", invalid="ignore"):
-        u, status, sweeps, residual, tol_abs = _iterate(setup, u0, max_iter, tol, omega, believed_at)
+        if recorder is not None:
+            recorder.restart()  # times from the first sweep: set-up (and numba's compilation) excluded
+        u, status, sweeps, residual, tol_abs = _iterate(setup, u0, max_iter, tol, omega, believed_at,
+                                                        None if recorder is None else observe)
         x = u / setup.E
         y = None if setup.D is None else _duals(program, setup, x)
     if status is Status.OPTIMAL:
@@ -152,7 +170,16 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
            "warm_start": options.get("warm_start") is not None}
     with np.errstate(over="ignore", invalid="ignore"):
         return make_solution(program, solver="pgs", status=status, x=x, y=y, iterations=sweeps,
-                             watch=watch, message=message, raw=raw)
+                             watch=watch, message=message, raw=raw,
+                             history=None if recorder is None else recorder.arrays())
+
+
+def _recorder(options: Mapping[str, Any]) -> Recorder | None:
+    """A :class:`Recorder` when the option ``history`` is on, else None."""
+    history = options.get("history", False)
+    if not isinstance(history, bool | np.bool_):
+        raise OptionError(f"solver 'pgs': history must be true or false, got {history!r}")
+    return Recorder() if history else None
 
 
 # --------------------------------------------------------------------------- options
@@ -207,12 +234,15 @@ def _initial_point(setup: Setup, warm_start: Any, n: int) -> FloatArray:
 
 
 def _iterate(setup: Setup, u: FloatArray, max_iter: int, tol: float, omega: float,
-             believed: Callable[[FloatArray], bool] | None = None) -> tuple[FloatArray, Status, int, float, float]:
+             believed: Callable[[FloatArray], bool] | None = None,
+             observe: Callable[[int, FloatArray], None] | None = None
+             ) -> tuple[FloatArray, Status, int, float, float]:
     """Sweep until converged, capped or non-finite: ``(u, status, sweeps, residual, tol_abs)``.
     Converged means the natural-map test and, when given, ``believed(u)``: contactopt's
     residuals relative to each row (a program whose numbers are all far below 1 passes the
     natural-map test at its first sweep); ``believed`` is asked again every
-    :data:`CONFIRM_EVERY` sweeps while it says no."""
+    :data:`CONFIRM_EVERY` sweeps while it says no. ``observe(sweeps, u)``, when given, sees the
+    start and every sweep's iterate (the option ``history``)."""
     H, f = setup.H, setup.f
     g = H @ u + f
     f_norm = float(np.abs(f).max(initial=0.0))
@@ -240,6 +270,8 @@ def _iterate(setup: Setup, u: FloatArray, max_iter: int, tol: float, omega: floa
 
     done, residual, tol_abs = converged(g)
     done = confirmed(done)
+    if observe is not None:
+        observe(0, u)
     while not done:
         if not math.isfinite(residual):
             return u, Status.NUMERICAL_ERROR, sweeps, residual, tol_abs
@@ -247,6 +279,8 @@ def _iterate(setup: Setup, u: FloatArray, max_iter: int, tol: float, omega: floa
             return u, Status.MAX_ITERATIONS, sweeps, residual, tol_abs
         _sweep(setup, u, g, omega)
         sweeps += 1
+        if observe is not None:
+            observe(sweeps, u)
         if sweeps % EXACT_GRADIENT_EVERY == 0:
             g = H @ u + f
         done, residual, tol_abs = converged(g)

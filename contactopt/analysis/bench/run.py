@@ -4,7 +4,8 @@ row each, success judged on contactopt's own residuals (:mod:`contactopt.analysi
 Programs are contactopt ``.npz`` files or FCLIB problem files (``.hdf5``/``.h5`` with
 ``/fclib_local`` or ``/fclib_global`` at the root, written by contactopt or any other tool),
 read by :func:`contactopt.programs.load_program` as their convex (cone complementarity)
-program, :mod:`contactopt.programs.fclib`. For those, the row also gives ``fclib_error``:
+program, :mod:`contactopt.programs.fclib`, and as their own Coulomb problem (``form="coulomb"``)
+for the solvers that take the kind ``coulomb``. For those, the row also gives ``fclib_error``:
 FCLIB's own error measure of the answer (:func:`contactopt.programs.fclib_merit`, De Saxcé's
 natural map), which is 0 only where the answer also obeys Coulomb's law exactly (the convex
 program drops De Saxcé's term: a sliding contact keeps an error of order ``mu ||u_T||``).
@@ -27,6 +28,7 @@ from typing import Any
 from contactopt.analysis.bench.inputs import Input, load_inputs, skipped_summary
 from contactopt.analysis.bench.profiles import Profile, get_profile, solver_options
 from contactopt.errors import ContactoptError, OptionError, SolverUnavailableError, UnsupportedProgramError
+from contactopt.programs.coulomb import coulomb_from_fclib
 from contactopt.programs.fclib import FclibProblem
 from contactopt.programs.fclib_coulomb import answer_of, fclib_merit
 from contactopt.solvers import available, can_take, parse_name, spec
@@ -77,7 +79,9 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
         first = inputs[0].reason if inputs else "no input"
         raise ContactoptError(first if len(inputs) == 1 else f"none of the {len(inputs)} files can be solved "
                               f"({skipped_summary(inputs)}); the first: {first}")
-    _refuse_idle_solvers(solvers, [item.program for item in loaded])
+    coulomb = _coulomb_programs(inputs, solvers)
+    _refuse_idle_solvers(solvers, [item.program for item in loaded],
+                         [own for item, own in zip(inputs, coulomb, strict=True) if not item.skipped])
     rows: list[dict[str, Any]] = []
     bar = _bar(len(inputs) * len(solvers) * len(chosen), progress)
     try:
@@ -85,26 +89,48 @@ def run_benchmark(programs: str | Path | Iterable[str | Path], solvers: Sequence
             for prof in chosen:
                 options = solver_options(solver, prof)
                 if warmup and loaded:
-                    _solve_quietly(loaded[0].program, solver, options)
-                for item in inputs:
+                    head = inputs.index(loaded[0])
+                    _solve_quietly(_for_solver(loaded[0].program, coulomb[head], solver), solver, options)
+                for item, own in zip(inputs, coulomb, strict=True):
                     if item.skipped:
                         rows.append({**_row(item.label, solver, prof, ""), "status": item.skipped,
                                      "error": item.reason})
                     else:
-                        rows.append(_run_one(item.label, item.program, solver, prof, options, item.problem))
+                        rows.append(_run_one(item.label, _for_solver(item.program, own, solver), solver, prof,
+                                             options, item.problem))
                     bar.update(1)
     finally:
         bar.close()
     return pd.DataFrame(rows, columns=list(_row("", "", chosen[0], "")))
 
 
-def _refuse_idle_solvers(solvers: Sequence[str], programs: Sequence[Any]) -> None:
-    """One error line for the solvers that can take none of ``programs`` (module docstring)."""
-    idle = [solver for solver in solvers if not any(can_take(program, solver) for program in programs)]
+def _for_solver(program: Any, coulomb: Any, solver: str) -> Any:
+    """The program ``solver`` gets: an FCLIB file's own Coulomb problem (``coulomb``, from
+    :func:`~contactopt.programs.coulomb.coulomb_from_fclib`) for a solver that takes the kind
+    ``coulomb``; the file's convex program (or the ``.npz`` program) otherwise."""
+    return coulomb if coulomb is not None and "coulomb" in spec(solver).kinds else program
+
+
+def _coulomb_programs(inputs: Sequence[Input], solvers: Sequence[str]) -> list[Any]:
+    """Per input, its FCLIB problem as a Coulomb program when a solver takes that kind."""
+    wanted = any("coulomb" in spec(solver).kinds for solver in solvers)
+    return [coulomb_from_fclib(item.problem, source=str(item.program.metadata.get("source", "")))
+            if wanted and not item.skipped and item.problem is not None else None for item in inputs]
+
+
+def _refuse_idle_solvers(solvers: Sequence[str], programs: Sequence[Any], coulomb: Sequence[Any] = ()) -> None:
+    """One error line for the solvers that can take none of ``programs`` (module docstring);
+    ``coulomb``: the same files' Coulomb problems, offered to the solvers of that kind."""
+    coulomb = list(coulomb) or [None] * len(programs)
+
+    def offered(solver: str) -> list[Any]:
+        return [_for_solver(program, own, solver) for program, own in zip(programs, coulomb, strict=True)]
+
+    idle = [solver for solver in solvers if not any(can_take(program, solver) for program in offered(solver))]
     if not idle:
         return
     kinds = sorted({program.kind.upper() for program in programs})
-    able = [name for name in available() if any(can_take(program, name) for program in programs)]
+    able = [name for name in available() if any(can_take(program, name) for program in offered(name))]
     raise UnsupportedProgramError(
         f"solver(s) {', '.join(idle)} can take none of the {len(programs)} program(s) ({', '.join(kinds)}); "
         f"solvers that can: {', '.join(able) or 'none'}")
@@ -157,7 +183,9 @@ def _run_one(label: str, program: Any, solver: str, prof: Profile, options: Mapp
                           and runtime <= prof.time_limit)
     if not row["success"]:
         row["error"] = _why_failed(solution, worst, runtime, prof)
-    if problem is not None and solution.status.usable:
+    if problem is not None and solution.status.usable and program.kind == "coulomb":
+        row["fclib_error"] = res.fclib  # FCLIB's error, computed by contactopt on the file's own problem
+    elif problem is not None and solution.status.usable:
         with contextlib.suppress(ContactoptError):  # no finite iterate: left NaN
             row["fclib_error"] = fclib_merit(problem, answer_of(problem, program, solution))
     return row

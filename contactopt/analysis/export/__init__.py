@@ -10,7 +10,8 @@ under ``folder``:
 
 ``fclib``
     ``folder/fclib/<scene>/step_%06d.hdf5``: one FCLIB file (``/fclib_local`` at the root) per
-    step with an active contact (:mod:`contactopt.analysis.export.fclib`: layout and math).
+    step with an active contact (:mod:`contactopt.analysis.export.fclib`: layout and math); under
+    the ``coulomb`` formulation, its own Coulomb problem of each step, unchanged.
 
 ``qpbenchmark``
     ``folder/qpbenchmark/contactopt_<scene>.py`` and ``contactopt_<scene>/*.npz``: a qpbenchmark
@@ -32,6 +33,7 @@ from contactopt.analysis.export.fclib import (
     FCLIB_CONVENTION,
     FclibStep,
     fclib_local_problem,
+    write_coulomb_fclib,
     write_fclib,
 )
 from contactopt.analysis.export.qpbenchmark import qpbenchmark_class_name, slug, write_qpbenchmark
@@ -87,7 +89,8 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
     folder = writable_folder(folder, "export folder")  # before the programs are built
     name, resolved = resolve_formulation(traj, formulation, options)
     written: dict[str, Path] = {}
-    programs = step_programs(scene, traj, name, resolved) if {"npz", "qpbenchmark"} & set(chosen) else []
+    wanted = {"npz", "qpbenchmark"} | ({"fclib"} if name == "coulomb" else set())
+    programs = step_programs(scene, traj, name, resolved) if wanted & set(chosen) else []
     if formats is None and not any(isinstance(p, ConicProgram) and p.kind == "qp" for _, _, p in programs):
         chosen = tuple(fmt for fmt in chosen if fmt != "qpbenchmark")  # the default: QP formulations only
     for fmt in chosen:
@@ -95,6 +98,9 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
         with output_errors(folder / fmt, f"{fmt} export folder"):  # one line naming the path
             if fmt == "npz":
                 result = write_npz(programs, folder / "npz")
+            elif fmt == "fclib" and name == "coulomb":  # the formulation's own Coulomb problems, unchanged
+                result = write_coulomb_fclib(programs, folder / "fclib" / slug(scene.name), scene.name,
+                                             float(traj.info["dt"]))
             elif fmt == "fclib":
                 result = write_fclib(scene, traj, folder / "fclib" / slug(scene.name), resolved, name)
             else:

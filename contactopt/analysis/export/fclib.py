@@ -41,13 +41,20 @@ The ``ccp`` dual program of the same step is exactly ``min 1/2 r'Wr + q'r, r in 
 ``P`` and ``c`` are ``W`` and ``q``), which is also what ``co.load_program`` makes of the file.
 FCLIB needs ``spacedim`` 2 or 3 and finite ``mu``: systems with normal-only contacts or
 ``mu = inf`` are skipped with a warning.
+
+Under the ``coulomb`` formulation (:func:`write_coulomb_fclib`) each file holds that
+formulation's :class:`~contactopt.programs.coulomb.CoulombProgram` unchanged (its ``W``, ``q``,
+``mu``, ``dim``; :func:`~contactopt.programs.coulomb.coulomb_to_fclib`): bilateral rows already
+eliminated and limit rows as frictionless contacts (:mod:`contactopt.formulations.coulomb`),
+``phi / h`` capped by ``max_recovery_speed`` as simulated. ``co.load_program(file,
+form="coulomb")`` reads back the same program.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,7 +72,7 @@ from contactopt.programs.fclib import FclibLocal, write_fclib_problem
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 
-__all__ = ["FCLIB_CONVENTION", "FclibStep", "fclib_local_problem", "write_fclib"]
+__all__ = ["FCLIB_CONVENTION", "FclibStep", "fclib_local_problem", "write_coulomb_fclib", "write_fclib"]
 
 FloatArray = NDArray[np.float64]
 FCLIB_CONVENTION = (
@@ -130,6 +137,41 @@ def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
         s = H @ problem.v_free - problem.bilateral_target
     return FclibStep(W=W, q=local_q, mu=active.mu.copy(), spacedim=dim, active=active.index,
                       phi=active.phi.copy(), V=V, R=R, s=s)
+
+
+def write_coulomb_fclib(programs: Sequence[tuple[int, float, Any]], folder: Path, scene: str,
+                        dt: float) -> Path:
+    """One FCLIB file per step with a contact or limit row, each the ``coulomb`` formulation's
+    program of the step unchanged (module docstring); returns ``folder``."""
+    import h5py
+
+    from contactopt.programs.coulomb import CoulombProgram, coulomb_to_fclib
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("step_*.hdf5"):  # a previous export of another run
+        old.unlink()
+    written = 0
+    for i, t, program in programs:
+        assert isinstance(program, CoulombProgram)
+        if not program.contacts:
+            continue
+        local = coulomb_to_fclib(program)
+        local = FclibLocal(W=local.W, q=local.q, mu=local.mu, spacedim=local.spacedim, info={
+            "title": f"contactopt {scene} step {i}",
+            "description": (f"{scene}: the exact Coulomb problem of step {i} (t = {t:.9g} s, h = {dt:g} s) of the "
+                            f"coulomb formulation, {program.contacts} contacts (limit rows as mu = 0 contacts, "
+                            f"bilateral rows eliminated); {FCLIB_CONVENTION}"),
+            "math_info": "W = J M^-1 J^T (Schur complement of the bilateral rows) symmetric positive semidefinite"})
+        with h5py.File(folder / f"step_{i:06d}.hdf5", "w") as handle:
+            write_fclib_problem(handle, local)
+            extra = handle.create_group("contactopt")
+            extra.attrs.update({"scene": scene, "step": i, "t": t, "dt": dt, "formulation": "coulomb",
+                                "convention": FCLIB_CONVENTION})
+            extra.create_dataset("active", data=np.asarray(program.metadata.get("contacts", []), dtype=np.int64))
+        written += 1
+    if not written:
+        warnings.warn(f"fclib export: no step of {scene!r} has an active contact; {folder} is empty", stacklevel=3)
+    return folder
 
 
 def _fclib_options(options: Mapping[str, Any]) -> tuple[float, Drift]:
