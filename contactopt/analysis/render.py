@@ -257,11 +257,21 @@ def video_frames(panels: Trajectory | Sequence[Panel], system: System, *, fps: f
     if drawings is not None:
         frames.bounds = _bounds([d for row in drawings for d in row], drawings[0][0].dim)
         frames.diagonal = float(np.linalg.norm(frames.bounds[1] - frames.bounds[0]))
-        frames.arrows = [[contact_arrows(d, p.trajectory, i) if forces else [] for d, i in zip(row, idx, strict=True)]
+        frames.arrows = [[_arrows_at(system, p.trajectory, d, int(i)) if forces else []
+                          for d, i in zip(row, idx, strict=True)]
                          for p, row, idx in zip(items, drawings, samples, strict=True)]
         frames.scale, frames.longest = arrow_scale(frames.arrows, frames.diagonal)
         frames.legend_length, frames.legend = arrow_legend(frames.scale, frames.diagonal)
     return frames
+
+
+def _arrows_at(system: System, traj: Trajectory, drawing: Drawing, index: int) -> list[tuple[FloatArray, FloatArray]]:
+    """The force arrows of the frame of state ``index``: its step's; for the final state (which
+    starts no step) the last step's, at the contacts where they acted."""
+    if index < len(traj.steps):
+        return contact_arrows(drawing, traj, index)
+    last = len(traj.steps) - 1
+    return contact_arrows(_drawing(system, traj.q[last]), traj, last) if last >= 0 else []
 
 
 def _drawing(system: System, q: FloatArray) -> Drawing:

@@ -8,7 +8,8 @@ is adjusted so the stated factor is exact: ``fps = speed / (stride h)``.
 
 **Arrows.** A step's contact forces (its impulses over ``h``) are drawn on the frame of the
 step's starting state, and the last frame (the final state, which starts no step) shows the
-last step's forces: every frame has its forces. One length scale per video (the median of
+last step's forces where they acted (at the contacts of that step's starting state): every
+frame has its forces. One length scale per video (the median of
 the frames' largest forces spans 30 % of the view's diagonal; longer arrows are cut at twice
 that), stated in the heading as a round length and its force (``arrow 5 cm = 12.3 N``) and
 drawn as a grey reference arrow in the top left corner of each matplotlib panel.
@@ -71,11 +72,11 @@ class Frame:
 
 
 def contact_arrows(drawing: Drawing, trajectory: Trajectory, index: int) -> list[Arrow]:
-    """(point, force) of each contact of the step that starts at state ``index`` (the last
-    step for the final state) with a nonzero force; none for a failed step."""
-    if drawing.contacts is None or not trajectory.steps:
+    """(point, force) of each contact of the step that starts at state ``index`` (``drawing``
+    is that state's) with a nonzero force; none for a failed step or past the last step."""
+    if drawing.contacts is None or index >= len(trajectory.steps):
         return []
-    record = trajectory.steps[min(index, len(trajectory.steps) - 1)]
+    record = trajectory.steps[index]
     if not record.status.usable:
         return []
     forces = drawing.contacts.forces(record.impulses, trajectory.dt)
