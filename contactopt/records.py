@@ -19,6 +19,8 @@ from contactopt.programs import Residuals, Status
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from contactopt.systems.base import System
+
 FloatArray = NDArray[np.float64]
 
 __all__ = ["Impact", "StepRecord", "Trajectory"]
@@ -210,13 +212,15 @@ class Trajectory:
                 "build / solve time [s]": f"{summary['build_time']:.3g} / {summary['solve_time']:.3g}"}
         return display.html_table("Trajectory", rows)
 
-    def plot(self, path: str | Path | None = None, title: str | None = None) -> Figure:
-        """Positions, velocities and normal impulses against time, failed steps marked
-        (:func:`contactopt.analysis.plotting.plot_trajectory`): a :class:`matplotlib.figure.Figure`
-        that a notebook shows inline by itself; written to ``path`` if one is given."""
+    def plot(self, path: str | Path | None = None, title: str | None = None, *, system: System | None = None) -> Figure:
+        """Positions, angles, velocities (a panel per kind, with units), contact forces and
+        impulses, the energy (given the run's ``system``) and the bilateral constraint error
+        against time, failed steps marked (:func:`contactopt.analysis.plotting.plot_trajectory`):
+        a :class:`matplotlib.figure.Figure` that a notebook shows inline by itself; written to
+        ``path`` if one is given."""
         from contactopt.analysis.plotting import plot_trajectory
 
-        return plot_trajectory(self, path, title)
+        return plot_trajectory(self, path, title, system=system)
 
     def view(self, system: Any, path: str | Path | None = None, **options: Any) -> Any:
         """The interactive 3-D page of this run of ``system`` (a System, or the Scene the run

@@ -141,6 +141,7 @@ def simulate(
             "solver": solver, "solver_choice": choice, "fallback": fallback, "dt": dt, "duration": duration,
             "options": stepper.options, "solver_options": dict(solver_options or {}),
             "q_names": list(scene.system.q_names), "v_names": list(scene.system.v_names),
+            "q_units": list(scene.system.coordinate_units()[0]), "v_units": list(scene.system.coordinate_units()[1]),
             "control": _describe_control(spec)}
 
     state = initial

@@ -98,9 +98,9 @@ def test_figures_are_returned_saved_only_when_asked_and_keep_the_backend(sweep, 
     assert labels[:2] == ["box.x [m]", "box.z [m]"]  # the observables' coordinates, named, with units
     assert trajectories.legends and not any(ax.get_legend() for ax in trajectories.axes)  # legend outside
     lines = {line.get_label(): line for line in trajectories.axes[0].get_lines()}
-    lcp, anitescu = lines["lcp / lemke / dt=0.002"], lines["anitescu / clarabel / dt=0.002"]
+    lcp, anitescu = lines["lcp / lemke, dt = 2e-3 s"], lines["anitescu / clarabel, dt = 2e-3 s"]
     assert lcp.get_color() != anitescu.get_color() and lcp.get_linestyle() != anitescu.get_linestyle()
-    assert lines["lcp / lemke / dt=0.004"].get_color() == lcp.get_color()
+    assert lines["lcp / lemke, dt = 4e-3 s"].get_color() == lcp.get_color()
     reference = lines["reference stop_distance"]
     assert np.asarray(reference.get_ydata())[0] == pytest.approx(D)  # x0 = 0: the stop at v0^2 / (2 mu g)
 

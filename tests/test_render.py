@@ -15,6 +15,7 @@ import pytest
 import contactopt as co
 from contactopt.analysis import render as render_module
 from contactopt.analysis.render import frame_indices, render
+from contactopt.analysis.render_frames import contact_arrows
 from contactopt.cli import main
 from contactopt.model import Contacts, Dynamics
 from contactopt.systems.base import System
@@ -71,7 +72,7 @@ def test_render_scene_frame_count_and_motion(tmp_path: Path, suffix: str, stride
         code = main(["render", str(scene), "--dt", "0.05", "--duration", "0.3", "--stride", str(stride),
                      "--size", "96x72", "--out", str(out), "--no-progress"])
         assert code == 0
-        assert f"wrote {out} ({expected} frames, matplotlib)" in capsys.readouterr().out
+        assert f"wrote {out} ({expected} frames, matplotlib, " in capsys.readouterr().out
         frames = _frames(out)
         assert frames.shape[0] == expected
         if moving:
@@ -93,7 +94,7 @@ def test_gif_without_opengl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     captured = capsys.readouterr()
     assert code == 0
     assert captured.err.count("no OpenGL context for MuJoCo's renderer") == 1
-    assert "(11 frames, matplotlib)" in captured.out
+    assert "(11 frames, matplotlib, " in captured.out
     frames = _frames(out)
     assert frames.shape[0] == 11
     assert _picture_change(frames) > 0.5
@@ -159,7 +160,7 @@ def test_contact_arrows_are_the_recorded_forces() -> None:
         forces = drawing.contacts.forces(traj.steps[i].impulses, traj.dt)
         assert forces is not None
         np.testing.assert_allclose(forces.sum(axis=0), [0.0, 0.0, 9.81], atol=1e-6)
-        arrows = render_module._arrows(drawing, traj, i)
+        arrows = contact_arrows(drawing, traj, i)
         assert 1 <= len(arrows) <= 4  # only the loaded bottom corners
 
 
@@ -209,7 +210,7 @@ def test_compare_render_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str])
                  "--duration", "0.3", "--executor", "serial", "--out", str(tmp_path / "c"), "--no-plot",
                  "--no-progress", "--render", str(video)])
     assert code == 0
-    assert f"wrote {video} (4 frames, matplotlib)" in capsys.readouterr().out
+    assert f"wrote {video} (4 frames, matplotlib, 4 s at x0.1 speed)" in capsys.readouterr().out
     frames = _frames(video)
     assert frames.shape == (4, 240 + render_module.HEADING, 2 * 320, 3)
     left, right = frames[:, render_module.HEADING:, :320], frames[:, render_module.HEADING:, 320:]

@@ -1,22 +1,24 @@
 """Videos of runs: ``render(trajectory, system, "run.mp4")``, or several runs of one scene side
-by side (``panels``), each a panel titled with its formulation and solver.
+by side (``panels``), each a panel titled with its formulation and solver;
+:func:`video_frames` gives the frames without writing a file.
 
 **Frames.** A video shows the samples ``0, s, 2s, ...`` of the (first) trajectory's time grid
 and always its last sample, so it has ``ceil((N - 1) / s) + 1`` frames for ``N`` samples and
-stride ``s`` (``N`` frames with ``s = 1``). The default stride plays the run in real time at
-``fps`` (``s = round(1 / (fps h))``, at least 1). Other panels show, at each frame's time, their
+stride ``s`` (``N`` frames with ``s = 1``). The default stride plays the run at its playback
+speed (real time, or slow motion for a short run: :mod:`.render_frames`) at about ``fps``
+(``s = round(speed / (fps h))``, at least 1; the frame rate is then set to ``speed / (s h)``
+so the speed each frame states is exact). Other panels show, at each frame's time, their
 last sample at or before it (a run that stopped early stays at its last state). Every frame
 carries its time (``t = ... s`` at the left of the heading line, with enough decimals to tell
-consecutive frames apart), so no two consecutive frames are identical and a GIF (whose writer
-merges identical frames) keeps them all.
+consecutive frames apart), the playback speed (``x0.25``) and the arrows' scale, so no two
+consecutive frames are identical and a GIF (whose writer merges identical frames) keeps them all.
 
 **Pictures.** MJCF systems are drawn by MuJoCo (:mod:`.render_gl`, off screen) when an
 OpenGL context can be made; otherwise, with one note saying why, and for every other system,
 by matplotlib from the system's drawing (:func:`contactopt.systems.drawings.drawing_of`), or
 as a plot of its coordinates when it has none. Contact forces (the step's impulses over its
 length, at the contact points of the drawing; DESIGN.md "Contacts") are arrows with one
-length scale per video: the median of the frames' largest forces spans 30 % of the
-view's diagonal, and longer arrows (impacts, a launch) are cut at twice that.
+length scale per video, on every frame (:mod:`.render_frames`).
 
 **Files.** ``.mp4`` through imageio's ffmpeg plugin (H.264; needs ``imageio-ffmpeg``), ``.gif``
 through imageio's Pillow plugin.
@@ -26,8 +28,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.analysis.render_encode import VideoWriter, check_video_path
+from contactopt.analysis.render_frames import (
+    Frame,
+    arrow_legend,
+    arrow_scale,
+    contact_arrows,
+    paint_frames,
+    playback_speed,
+)
 from contactopt.errors import ContactoptError, ContactoptWarning, OptionError
 from contactopt.records import Trajectory
 from contactopt.systems.base import System
@@ -43,7 +53,8 @@ from contactopt.systems.drawings import drawing_of
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Panel", "RenderResult", "default_stride", "frame_indices", "render"]
+__all__ = ["Frame", "Panel", "RenderResult", "VideoFrames", "default_stride", "frame_indices", "render",
+           "video_frames"]
 
 RENDERERS = ("auto", "mujoco", "matplotlib")
 DPI = 100
@@ -51,8 +62,6 @@ DPI = 100
 HEADING = 22
 #: Smallest panel width and height [px]: the time (left in the heading line) stays readable.
 MIN_SIZE = 64
-#: Longest force arrow as a fraction of the view's diagonal.
-ARROW_FRACTION = 0.3
 
 
 @dataclass(frozen=True)
@@ -65,13 +74,15 @@ class Panel:
 
 @dataclass(frozen=True)
 class RenderResult:
-    """What was written: the file, its frame count, the renderer used and any note (why
-    MuJoCo's renderer was not used)."""
+    """What was written: the file, its frame count, the renderer used, any note (why
+    MuJoCo's renderer was not used), the playback speed (1: real time) and frame rate."""
 
     path: Path
     frames: int
     renderer: str
     note: str = ""
+    speed: float = 1.0
+    fps: float = 30.0
 
 
 def frame_indices(samples: int, stride: int) -> NDArray[np.int64]:
@@ -82,13 +93,13 @@ def frame_indices(samples: int, stride: int) -> NDArray[np.int64]:
     return indices if indices[-1] == samples - 1 else np.append(indices, samples - 1)
 
 
-def default_stride(t: FloatArray, fps: float) -> int:
-    """The stride that plays the samples ``t`` in real time at ``fps``."""
+def default_stride(t: FloatArray, fps: float, speed: float = 1.0) -> int:
+    """The stride that plays the samples ``t`` at ``speed`` times real time at ``fps``."""
     steps = np.diff(np.asarray(t, dtype=np.float64))
     steps = steps[steps > 0]
     if not steps.size:
         return 1
-    return max(1, round(1.0 / (fps * float(np.median(steps)))))
+    return max(1, round(speed / (fps * float(np.median(steps)))))
 
 
 def _check(fps: float, size: tuple[int, int], stride: int | None, renderer: str) -> None:
@@ -121,49 +132,86 @@ def _bounds(drawings: list[Drawing], dim: int) -> FloatArray:
     return np.array([centre - half, centre + half])
 
 
-def _arrows(drawing: Drawing, trajectory: Trajectory, index: int) -> list[tuple[FloatArray, FloatArray]]:
-    """(point, force) of each contact of step ``index`` with a nonzero force."""
-    if drawing.contacts is None or index >= len(trajectory.steps):
-        return []
-    record = trajectory.steps[index]
-    if not record.status.usable:
-        return []
-    forces = drawing.contacts.forces(record.impulses, trajectory.dt)
-    if forces is None:
-        return []
-    return [(point, force) for point, force in zip(drawing.contacts.points, forces, strict=True)
-            if float(np.linalg.norm(force)) > 0.0]
-
-
-def _arrow_scale(arrows: list[list[list[tuple[FloatArray, FloatArray]]]], diagonal: float) -> tuple[float, float]:
-    """(metres per newton, longest arrow) of a video (module docstring)."""
-    peaks = [max(float(np.linalg.norm(force)) for _, force in frame) for row in arrows for frame in row if frame]
-    if not peaks:
-        return 0.0, 0.0
-    typical = float(np.median(peaks))
-    return (ARROW_FRACTION * diagonal / typical if typical > 0 else 0.0), 2.0 * ARROW_FRACTION * diagonal
-
-
-def _clip(vector: FloatArray, longest: float) -> FloatArray:
-    norm = float(np.linalg.norm(vector))
-    return vector * (longest / norm) if norm > longest else vector
-
-
-def _decimals(times: FloatArray) -> int:
-    gaps = np.diff(times)
-    gaps = gaps[gaps > 0]
-    return 2 if not gaps.size else int(min(6, max(2, math.ceil(-math.log10(float(gaps.min())) + 1e-9))))
-
-
 def render(panels: Trajectory | Sequence[Panel], system: System, path: str | Path, *, fps: float = 30.0,
            size: tuple[int, int] = (480, 360), stride: int | None = None, renderer: str = "auto",
-           forces: bool = True, title: str = "", progress: bool = False) -> RenderResult:
+           forces: bool = True, title: str = "", progress: bool = False, speed: float | None = None) -> RenderResult:
     """Write the video of one trajectory (or of ``panels`` side by side) of ``system`` to
-    ``path`` (``.mp4`` or ``.gif``); ``size`` is the pixel size of each panel, ``title`` the
-    heading next to the time. See the module docstring for the frames and the pictures.
-    Raises :class:`OptionError` for bad options."""
-    _check(fps, size, stride, renderer)
+    ``path`` (``.mp4`` or ``.gif``); the options are :func:`video_frames`'s. See the module
+    docstring for the frames and the pictures. Raises :class:`OptionError` for bad options."""
     path = check_video_path(path)
+    frames = video_frames(panels, system, fps=fps, size=size, stride=stride, renderer=renderer, forces=forces,
+                          title=title, speed=speed)
+    try:
+        with VideoWriter(path, frames.fps) as writer:
+            for frame in frames.paint(progress):
+                writer.append(frame.image)
+    finally:
+        frames.close()
+    return RenderResult(path, len(frames.times), frames.renderer, frames.note, frames.speed, frames.fps)
+
+
+@dataclass
+class VideoFrames:
+    """What a video shows (:func:`video_frames`): the panels, the sample of each panel per frame,
+    the frame times, the drawings, the view, the arrows and their scale, the playback ``speed``
+    and frame rate ``fps``; :meth:`paint` draws the frames one by one."""
+
+    items: list[Panel]
+    samples: list[NDArray[np.int64]]
+    times: FloatArray
+    drawings: list[list[Drawing]] | None
+    layout: _Layout
+    painter: Any
+    heading: str
+    speed: float
+    fps: float
+    renderer: str
+    note: str = ""
+    bounds: FloatArray | None = None
+    arrows: list[list[list[tuple[FloatArray, FloatArray]]]] = field(default_factory=list)
+    scale: float = 0.0
+    longest: float = 0.0
+    diagonal: float = 0.0
+    legend_length: float = 0.0
+    legend: str = ""
+    dpi: int = DPI
+
+    def paint(self, progress: bool = False) -> Iterator[Frame]:
+        """The frames, drawn one at a time (:func:`contactopt.analysis.render_frames.paint_frames`)."""
+        yield from paint_frames(self, progress)
+
+    def close(self) -> None:
+        """Release MuJoCo's renderer, if one was opened."""
+        if self.painter is not None:
+            self.painter.close()
+            self.painter = None
+
+
+def _timing(t: FloatArray, fps: float, stride: int | None, speed: float | None) -> tuple[int, float, float]:
+    """(stride, speed, fps) of a video of the samples ``t`` (module docstring): a given stride
+    keeps ``fps`` and states the speed it gives; otherwise the speed (given or by
+    :func:`~contactopt.analysis.render_frames.playback_speed`) is kept exact by the frame rate."""
+    steps = np.diff(np.asarray(t, dtype=np.float64))
+    h = float(np.median(steps[steps > 0])) if np.any(steps > 0) else 0.0
+    if h <= 0:
+        return stride or 1, 1.0 if speed is None else speed, fps
+    if stride is not None:
+        return stride, stride * h * fps, fps
+    wanted = playback_speed(float(t[-1] - t[0])) if speed is None else speed
+    chosen = default_stride(t, fps, wanted)
+    return chosen, wanted, wanted / (chosen * h)
+
+
+def video_frames(panels: Trajectory | Sequence[Panel], system: System, *, fps: float = 30.0,
+                 size: tuple[int, int] = (480, 360), stride: int | None = None, renderer: str = "auto",
+                 forces: bool = True, title: str = "", speed: float | None = None) -> VideoFrames:
+    """The frames of the video of one trajectory (or of ``panels`` side by side) of ``system``:
+    ``size`` is the pixel size of each panel, ``title`` the heading after the time, ``speed``
+    the playback speed (None: real time, slow motion for short runs), ``fps`` the frame rate
+    aimed at. Call ``.paint()`` for the frames and ``.close()`` after."""
+    _check(fps, size, stride, renderer)
+    if speed is not None and not (isinstance(speed, int | float) and math.isfinite(speed) and speed > 0):
+        raise OptionError(f"speed must be a positive number (1: real time), got {speed!r}")
     items = [Panel(panels)] if isinstance(panels, Trajectory) else list(panels)
     if not items:
         raise OptionError("nothing to render: no trajectories given")
@@ -176,7 +224,8 @@ def render(panels: Trajectory | Sequence[Panel], system: System, path: str | Pat
         raise OptionError(f"renderer 'mujoco' draws MJCF models; this is a {system.type_name} system "
                           "(use 'auto' or 'matplotlib')")
     t_ref = items[0].trajectory.t
-    shown = frame_indices(len(t_ref), stride or default_stride(t_ref, fps))
+    chosen, shown_speed, video_fps = _timing(t_ref, float(fps), stride, speed)
+    shown = frame_indices(len(t_ref), chosen)
     times = t_ref[shown]
     samples = [np.clip(np.searchsorted(p.trajectory.t, times + 1e-12, side="right") - 1, 0,
                        len(p.trajectory.t) - 1) for p in items]
@@ -200,16 +249,29 @@ def render(panels: Trajectory | Sequence[Panel], system: System, path: str | Pat
                                       ) from exc
             note = (f"no OpenGL context for MuJoCo's renderer ({exc}); drawing with matplotlib instead "
                     "(MUJOCO_GL=egl or osmesa selects a headless OpenGL)")
-            warnings.warn(note, ContactoptWarning, stacklevel=2)
+            warnings.warn(note, ContactoptWarning, stacklevel=3)
             layout = _Layout(len(items), size, "3d", layout.titled)
-    used = "mujoco" if painter is not None else "matplotlib"
-    try:
-        count = _write(items, samples, times, drawings, path, fps, layout, painter, forces, progress,
-                       title or (items[0].title if len(items) == 1 else ""))
-    finally:
-        if painter is not None:
-            painter.close()
-    return RenderResult(path, count, used, note)
+    frames = VideoFrames(items, samples, times, drawings, layout, painter,
+                         title or (items[0].title if len(items) == 1 else ""), shown_speed, video_fps,
+                         "mujoco" if painter is not None else "matplotlib", note)
+    if drawings is not None:
+        frames.bounds = _bounds([d for row in drawings for d in row], drawings[0][0].dim)
+        frames.diagonal = float(np.linalg.norm(frames.bounds[1] - frames.bounds[0]))
+        frames.arrows = [[_arrows_at(system, p.trajectory, d, int(i)) if forces else []
+                          for d, i in zip(row, idx, strict=True)]
+                         for p, row, idx in zip(items, drawings, samples, strict=True)]
+        frames.scale, frames.longest = arrow_scale(frames.arrows, frames.diagonal)
+        frames.legend_length, frames.legend = arrow_legend(frames.scale, frames.diagonal)
+    return frames
+
+
+def _arrows_at(system: System, traj: Trajectory, drawing: Drawing, index: int) -> list[tuple[FloatArray, FloatArray]]:
+    """The force arrows of the frame of state ``index``: its step's; for the final state (which
+    starts no step) the last step's, at the contacts where they acted."""
+    if index < len(traj.steps):
+        return contact_arrows(drawing, traj, index)
+    last = len(traj.steps) - 1
+    return contact_arrows(_drawing(system, traj.q[last]), traj, last) if last >= 0 else []
 
 
 def _drawing(system: System, q: FloatArray) -> Drawing:
@@ -246,60 +308,3 @@ class _Layout:
         y_top = HEADING + row * self.size[1] + top
         return (x0 / self.width, 1.0 - (y_top + self.inner[1]) / self.height,
                 self.inner[0] / self.width, self.inner[1] / self.height)
-
-
-def _write(items: list[Panel], samples: list[NDArray[np.int64]], times: FloatArray,
-           drawings: list[list[Drawing]] | None, path: Path, fps: float, layout: _Layout,
-           painter: Any, forces: bool, progress: bool, heading: str) -> int:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # no pyplot: a notebook's backend is left alone
-    from matplotlib.figure import Figure
-    from tqdm import tqdm
-
-    from contactopt.analysis.render_mpl import paint_coordinates, paint_drawing, paint_image, setup_axes
-
-    fig = Figure(figsize=(layout.width / DPI, layout.height / DPI), dpi=DPI)
-    canvas = FigureCanvasAgg(fig)
-    dim = drawings[0][0].dim if drawings is not None else 0
-    axes = [fig.add_axes(layout.rect(k), projection="3d" if layout.kind == "3d" else None)
-            for k in range(len(items))]
-    bounds = _bounds([d for row in drawings for d in row], dim) if drawings is not None else None
-    arrows = [[_arrows(d, p.trajectory, i) if forces else [] for d, i in zip(row, idx, strict=True)]
-              for p, row, idx in zip(items, drawings, samples, strict=True)] if drawings is not None else None
-    scale, longest = 0.0, 0.0
-    if arrows is not None and bounds is not None:
-        scale, longest = _arrow_scale(arrows, float(np.linalg.norm(bounds[1] - bounds[0])))
-    for ax in axes:
-        setup_axes(ax, layout.kind, bounds, drawings[0][0].axes if drawings is not None else ())
-    shown: list[list[Any]] = [[] for _ in axes]  # the artists of the previous frame, per panel
-    decimals = _decimals(times)
-    bar = tqdm(total=len(times), desc=f"render {path.name}", unit="frame", disable=not progress, leave=False)
-    try:
-        with VideoWriter(path, fps) as writer:
-            for f, now in enumerate(times):
-                for k, (item, ax) in enumerate(zip(items, axes, strict=True)):
-                    traj, index = item.trajectory, int(samples[k][f])
-                    for artist in shown[k]:
-                        artist.remove()
-                    before = set(ax.get_children())
-                    if drawings is None:
-                        paint_coordinates(ax, traj.t, traj.q, list(traj.info.get("q_names") or []), float(now))
-                    else:
-                        assert arrows is not None and bounds is not None
-                        pairs = [(p, p + _clip(scale * F, longest)) for p, F in arrows[k][f]]
-                        if painter is not None:
-                            paint_image(ax, painter.render(traj.q[index], pairs, 0.008 * float(
-                                np.linalg.norm(bounds[1] - bounds[0]))))
-                        else:
-                            paint_drawing(ax, drawings[k][f], bounds, pairs)
-                    shown[k] = [artist for artist in ax.get_children() if artist not in before]
-                    if layout.titled:
-                        stopped = " (stopped)" if not traj.completed and now > traj.t[-1] + 1e-12 else ""
-                        ax.set_title(f"{item.title}{stopped}", fontsize="small", pad=3)
-                fig.suptitle(f"t = {now:.{decimals}f} s   {heading}".strip(), fontsize=8, x=4.0 / layout.width,
-                             y=1.0 - 5.0 / layout.height, ha="left", va="top")
-                canvas.draw()
-                writer.append(np.asarray(canvas.buffer_rgba())[..., :3])
-                bar.update()
-    finally:
-        bar.close()
-    return len(times)

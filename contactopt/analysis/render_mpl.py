@@ -20,13 +20,14 @@ from contactopt.systems.drawing import Ball, Box, Disk, Dot, Drawing, Line, Plan
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["paint_coordinates", "paint_drawing", "paint_image", "setup_axes"]
+__all__ = ["paint_coordinates", "paint_drawing", "paint_image", "paint_reference_arrow", "setup_axes"]
 
 BODY = "#4C72B0"
 LINK = "#2F3E56"
 JOINT = "#DD8452"
 GROUND = "#B8B8B8"
 ARROW = "#D62728"
+REFERENCE = "#555555"
 #: Faces of a box as corner indices (corners in ``itertools.product((-1, 1), repeat=3)`` order).
 BOX_FACES = ((0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5))
 ELEVATION, AZIMUTH = 20.0, -90.0
@@ -191,3 +192,18 @@ def paint_coordinates(ax: Any, t: FloatArray, q: FloatArray, names: list[str], n
     ax.axvline(now, color="k", lw=0.8)
     if q.shape[1] <= 8:
         ax.legend(fontsize="xx-small", loc="upper right")
+
+
+def paint_reference_arrow(ax: Any, start: FloatArray, end: FloatArray, label: str) -> list[Any]:
+    """The grey arrow of the force scale from ``start`` to ``end`` with ``label`` (its force)
+    after it; returns the artists added."""
+    before = set(ax.get_children())
+    if start.shape[0] == 2:
+        ax.annotate("", xy=tuple(end), xytext=tuple(start),
+                    arrowprops={"arrowstyle": "-|>", "color": REFERENCE, "lw": 1.5, "shrinkA": 0, "shrinkB": 0})
+        ax.text(end[0], end[1], f" {label}", color=REFERENCE, fontsize="xx-small", va="center", ha="left")
+    else:
+        d = end - start
+        ax.quiver(*start, *d, color=REFERENCE, arrow_length_ratio=0.25, lw=1.2, zorder=6)
+        ax.text(*end, f" {label}", color=REFERENCE, fontsize="xx-small", zorder=6)
+    return [artist for artist in ax.get_children() if artist not in before]

@@ -35,7 +35,8 @@ def write_report(title: str, table: pd.DataFrame, traces: pd.DataFrame, folder: 
     if len(traces):
         plot_trajectories(table, traces, folder / "trajectories.png",
                           names=scene.system.q_names if scene is not None else (), observables=observables,
-                          q0=np.asarray(scene.q0) if scene is not None else None)
+                          q0=np.asarray(scene.q0) if scene is not None else None,
+                          units=scene.system.coordinate_units()[0] if scene is not None else ())
         plot_time_per_step(traces, folder / "time_per_step.png")
         figures += [folder / "trajectories.png", folder / "time_per_step.png"]
     if len(table):

@@ -1,49 +1,99 @@
-"""Figure conventions shared by the comparison plots: colour by formulation, line style by
-solver, figures built without pyplot (so no backend is ever selected or switched: a notebook
-keeps its own, a script writes files through the Agg canvas of :meth:`Figure.savefig`)."""
+"""Figure conventions shared by the plots: a colour-blind-safe palette (Okabe & Ito, "Color
+Universal Design", 2008, without its black, which the plots keep for references) combined with
+line styles so that every series of a panel has its own (colour, line style) pair; in a
+comparison colour by formulation, line style by solver, line width and opacity by time step.
+Figures are built without pyplot (so no backend is ever selected or switched: a notebook keeps
+its own, a script writes files through the Agg canvas of :meth:`Figure.savefig`)."""
 
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
-__all__ = ["LINESTYLES", "InlineFigure", "Styles", "new_figure", "save"]
+__all__ = ["LINESTYLES", "PALETTE", "InlineFigure", "Styles", "dt_text", "linestyle", "new_figure", "save",
+           "series_style"]
 
-#: Line styles given to the solvers in order of appearance.
+#: Okabe-Ito colours (black left out: references are drawn in black).
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442"]
+#: The first line styles; further ones are generated dash patterns (:func:`linestyle`).
 LINESTYLES: list[Any] = ["-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (8, 3))]
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
+def linestyle(index: int) -> Any:
+    """The ``index``-th line style: :data:`LINESTYLES`, then dash patterns ``(k, 2)`` of growing
+    dash length ``k``, all different."""
+    return LINESTYLES[index] if index < len(LINESTYLES) else (0, (index - len(LINESTYLES) + 2, 2))
+
+
+def series_style(index: int) -> dict[str, Any]:
+    """``Axes.plot`` keywords of the ``index``-th series of a panel: colour ``i mod C`` and line
+    style ``i mod 4 + 4 floor(i / C)`` (``C`` colours), so consecutive series differ in both
+    (legible in grey print) and no two series share the pair: from (colour, style) one gets
+    ``floor(i / C)`` = style // 4 and ``i mod C`` = colour back, hence ``i``."""
+    colours = len(PALETTE)
+    return {"color": PALETTE[index % colours], "linestyle": linestyle(index % 4 + 4 * (index // colours))}
+
+
+def dt_text(dt: float) -> str:
+    """``"dt = 1e-3 s"``, ``"dt = 2.5e-4 s"``: the step in the compact form of a paper's legend."""
+    if not (math.isfinite(dt) and dt > 0):
+        return f"dt = {dt:g} s"
+    exponent = math.floor(math.log10(dt))
+    mantissa = round(dt / 10.0 ** exponent, 3)
+    if mantissa >= 10.0:
+        mantissa, exponent = mantissa / 10.0, exponent + 1
+    return f"dt = {mantissa:g}e{exponent} s" if mantissa != 1.0 else f"dt = 1e{exponent} s"
+
+
 class Styles:
-    """A colour per formulation and a line style (and marker) per solver, fixed by the order
-    in which they first appear, so every figure of one comparison uses the same ones."""
+    """A colour per formulation, a line style (and marker) per solver, and a line width and
+    opacity per time step, fixed by the order in which they first appear, so every figure of
+    one comparison uses the same ones. Beyond :data:`PALETTE`'s colours a formulation repeats a
+    colour with the solvers' line styles shifted by the number of solvers, so two runs never
+    share both (the pair gives the formulation's and the solver's index back)."""
 
-    def __init__(self, formulations: Iterable[str], solvers: Iterable[str]) -> None:
-        from matplotlib import colormaps
-
+    def __init__(self, formulations: Iterable[str], solvers: Iterable[str], dts: Iterable[float] = ()) -> None:
         self.formulations = list(dict.fromkeys(str(f) for f in formulations))
         self.solvers = list(dict.fromkeys(str(s) for s in solvers))
-        palette = colormaps["tab10" if len(self.formulations) <= 10 else "tab20"]
-        self._colours = {f: palette(i % palette.N) for i, f in enumerate(self.formulations)}
+        self.dts = sorted({float(dt) for dt in dts})
 
     def colour(self, formulation: str) -> Any:
-        return self._colours.get(str(formulation), "black")
+        if str(formulation) not in self.formulations:
+            return "black"
+        return PALETTE[self.formulations.index(str(formulation)) % len(PALETTE)]
 
-    def linestyle(self, solver: str) -> Any:
-        index = self.solvers.index(str(solver)) if str(solver) in self.solvers else 0
-        return LINESTYLES[index % len(LINESTYLES)]
+    def _solver_index(self, solver: str) -> int:
+        return self.solvers.index(str(solver)) if str(solver) in self.solvers else 0
+
+    def linestyle(self, solver: str, formulation: str | None = None) -> Any:
+        shift = 0
+        if formulation is not None and str(formulation) in self.formulations:
+            shift = len(self.solvers) * (self.formulations.index(str(formulation)) // len(PALETTE))
+        return linestyle(self._solver_index(solver) + shift)
 
     def marker(self, solver: str) -> str:
-        index = self.solvers.index(str(solver)) if str(solver) in self.solvers else 0
-        return _MARKERS[index % len(_MARKERS)]
+        return _MARKERS[self._solver_index(solver) % len(_MARKERS)]
 
-    def line(self, formulation: str, solver: str) -> dict[str, Any]:
+    def width(self, dt: float | None) -> tuple[float, float]:
+        """(line width, opacity) of a run at ``dt``: the finest step thin and opaque, each
+        coarser one wider and fainter (drawn underneath), so that overlaid runs of several
+        steps stay apart; one step: (1.3, 1)."""
+        if dt is None or len(self.dts) < 2 or float(dt) not in self.dts:
+            return 1.3, 1.0
+        rank = self.dts.index(float(dt))
+        return 1.0 + 1.1 * rank, max(0.35, 1.0 - 0.22 * rank)
+
+    def line(self, formulation: str, solver: str, dt: float | None = None) -> dict[str, Any]:
         """Keyword arguments of ``Axes.plot`` for a run."""
-        return {"color": self.colour(formulation), "linestyle": self.linestyle(solver)}
+        width, alpha = self.width(dt)
+        return {"color": self.colour(formulation), "linestyle": self.linestyle(solver, formulation),
+                "linewidth": width, "alpha": alpha, "zorder": 3.0 - 0.1 * width}  # wider lines underneath
 
 
 class InlineFigure(Figure):

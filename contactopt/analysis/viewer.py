@@ -31,7 +31,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.analysis.render import Panel, _arrow_scale, _arrows, _bounds, _clip, frame_indices
+from contactopt.analysis.render import Panel, _bounds, frame_indices
+from contactopt.analysis.render_frames import arrow_scale as _arrow_scale
+from contactopt.analysis.render_frames import clip as _clip
+from contactopt.analysis.render_frames import contact_arrows as _arrows
 from contactopt.analysis.viewer_page import ViewPage, page_html
 from contactopt.analysis.viewer_shapes import ShapeModel, lift, model_shapes, rotation_onto
 from contactopt.errors import ContactoptError, OptionError

@@ -97,7 +97,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from contactopt.analysis.plotting import plot_trajectory
 
-        plot_trajectory(traj, out / "trajectory.png")
+        plot_trajectory(traj, out / "trajectory.png", system=scene.system)
         written.append(out / "trajectory.png")
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))

@@ -361,6 +361,19 @@ class MjcfSystem(System):
         self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "model"),  # type: ignore[misc]
                       keyframe=state.get("keyframe"))
 
+    def coordinate_units(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Units by joint type: free and ball joints by their component names, hinges rad
+        (rad/s), slides m (m/s); MuJoCo's joint names do not say."""
+        q_units, v_units = super().coordinate_units()
+        q_list, v_list = list(q_units), list(v_units)
+        for j in range(self.model.njnt):
+            kind = int(self.model.jnt_type[j])
+            if kind in (int(self.mujoco.mjtJoint.mjJNT_HINGE), int(self.mujoco.mjtJoint.mjJNT_SLIDE)):
+                hinge = kind == int(self.mujoco.mjtJoint.mjJNT_HINGE)
+                q_list[self.model.jnt_qposadr[j]] = "rad" if hinge else "m"
+                v_list[self.model.jnt_dofadr[j]] = "rad/s" if hinge else "m/s"
+        return tuple(q_list), tuple(v_list)
+
     def _coordinate_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         mujoco = self.mujoco
         q_names: list[str] = []

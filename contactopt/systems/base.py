@@ -99,6 +99,14 @@ def resolve_parameters(
     return values
 
 
+def unit_of_name(name: str) -> str:
+    """The SI unit a coordinate's name tells (:func:`contactopt.observable_kinds.coordinate_unit`;
+    ``"1"`` for the quaternion components ``qw, qx, qy, qz``)."""
+    from contactopt.observable_kinds import coordinate_unit
+
+    return "1" if name.rsplit(".", 1)[-1] in ("qw", "qx", "qy", "qz") else coordinate_unit(name)
+
+
 class System(ABC):
     """A simulated system in manipulator-equation form (see module docstring).
 
@@ -212,6 +220,13 @@ class System(ABC):
         if self.nq != self.nv:
             raise NotImplementedError(f"{self.type_name}: qdot = N(q) v is not available (nq != nv)")
         return np.array(v, dtype=np.float64)
+
+    def coordinate_units(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """SI units of ``q`` and ``v`` (``"m"``, ``"rad"``, ``"m/s"``, ``"rad/s"``; ``"1"`` for
+        quaternion components; ``""`` where unknown), by default read from the coordinate names
+        (:func:`contactopt.observable_kinds.coordinate_unit`). Figures put coordinates of one
+        unit on one axis; systems whose names do not tell the unit override this."""
+        return tuple(unit_of_name(n) for n in self.q_names), tuple(unit_of_name(n) for n in self.v_names)
 
     def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
         """(kinetic, potential) energy."""
