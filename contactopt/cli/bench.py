@@ -7,6 +7,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from contactopt.analysis.bench import (
@@ -68,9 +69,28 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty --out, removing the earlier bench's results there")
     parser.add_argument("--no-plot", action="store_true", help="skip the performance profile plot")
+    parser.add_argument("--no-histories", action="store_true",
+                        help="skip the convergence histories (by default every solver that records one, "
+                        "pgs, newton and the Coulomb solvers, solves each input once more, untimed, and "
+                        "histories.csv and histories.png show its error against iterations and time)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=run_bench)
     return parser
+
+
+def _histories(inputs: Any, solvers: list[str], profile: str, out: Path, plot: bool) -> list[Path]:
+    """histories.csv (and .png) of the solvers that record convergence histories; none: []."""
+    from contactopt.analysis.bench.histories import history_table, plot_histories, write_histories
+    from contactopt.analysis.bench.run import record_histories
+
+    histories, problems = record_histories(inputs, solvers, profile)
+    if not histories:
+        return []
+    written = [write_histories(history_table(histories, problems), out / "histories.csv")]
+    if plot:
+        plot_histories(histories, path=out / "histories.png", title=f"convergence ({profile} profile)")
+        written.append(out / "histories.png")
+    return written
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -99,6 +119,8 @@ def run_bench(args: argparse.Namespace) -> int:
         summary.to_csv(written[1], index=False)
     if not args.no_plot:
         written.append(performance_profile(df, out / "performance_profile.png"))
+    if not args.no_histories:
+        written += _histories(inputs, solvers, profiles[0], out, plot=not args.no_plot)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(format_table(display_summary(summary)))
     skipped = skipped_summary(inputs)

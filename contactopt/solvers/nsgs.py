@@ -31,10 +31,10 @@ iterate in NUMERICAL_ERROR. With ``history=True`` every sweep is followed by
 
 Options: ``tol`` (FCLIB error to reach, default 1e-8), ``max_iterations`` (sweeps, default
 20000: the 100-sphere pile's first step, 486 closing contacts on 600 velocities, needs about
-12000 to FCLIB error 1e-8, as Siconos's NSGS needs 7500), ``history`` (default False), ``r0`` (warm start, projected onto the cones; an answer as
-warm start costs no sweep), ``symmetrize`` (solve with ``(W + W^T) / 2``, said in the message;
-NSGS itself needs no symmetry), ``omega`` (relaxation ``r_c <- omega r_c^local + (1 - omega)
-r_c``, in ``(0, 1]``, default 1).
+12000 to FCLIB error 1e-8, as Siconos's NSGS needs 7500), ``history`` (default False), ``r0``
+(warm start, projected onto the cones; an answer as warm start costs no sweep), ``symmetrize``
+(solve with ``(W + W^T) / 2``, said in the message; NSGS itself needs no symmetry), ``omega``
+(relaxation ``r_c <- omega r_c^local + (1 - omega) r_c``, in ``(0, 1]``, default 1).
 """
 
 from __future__ import annotations

@@ -221,3 +221,39 @@ def _bar(total: int, enabled: bool) -> Any:
     from tqdm import tqdm
 
     return tqdm(total=total, desc="bench", unit="solve", leave=False, dynamic_ncols=True)
+
+
+def record_histories(inputs: Sequence[Input], solvers: Sequence[str], profile: str | Profile = "default",
+                     ) -> tuple[dict[str, list[Mapping[str, Any] | None]], dict[str, list[str]]]:
+    """Convergence histories of every solver that records one (option ``history``: pgs,
+    newton, and the Coulomb solvers nsgs, nsn, admm, fixed_point, staggered), one untimed
+    solve per readable input at ``profile``'s tolerances: ``(histories, problems)`` keyed by
+    solver, for :func:`contactopt.analysis.bench.histories.plot_histories` and
+    :func:`~contactopt.analysis.bench.histories.history_table`. A solver without histories
+    is left out; a solve that fails gives None (left out of the medians)."""
+    prof = get_profile(profile) if isinstance(profile, str) else profile
+    loaded = [item for item in inputs if not item.skipped]
+    coulomb = _coulomb_programs(loaded, solvers)
+    histories: dict[str, list[Mapping[str, Any] | None]] = {}
+    problems: dict[str, list[str]] = {}
+    for solver in solvers:
+        options = {**solver_options(solver, prof), "history": True}
+        runs: list[Mapping[str, Any] | None] = []
+        for item, own in zip(loaded, coulomb, strict=True):
+            program = _for_solver(item.program, own, solver)
+            if not can_take(program, solver):
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    history = solve_program(program, solver, options).history
+            except OptionError:  # the solver records no history
+                break
+            except ContactoptError:
+                history = None
+            runs.append(history)
+        if any(run is not None for run in runs):
+            histories[solver] = runs
+            problems[solver] = [item.label for item, own in zip(loaded, coulomb, strict=True)
+                                if can_take(_for_solver(item.program, own, solver), solver)][:len(runs)]
+    return histories, problems
