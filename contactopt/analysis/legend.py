@@ -82,6 +82,7 @@ DEFINITIONS: dict[str, str] = {
                            "((k/N): only k of N solved)",
     "time_score": "shifted geometric mean time with failures at the time limit, divided by the best "
                   "solver's (1 = best; qpbenchmark's ranking)",
+    "median (IQR) [s]": "median time over the solved programs, and the interquartile range of those times",
     "residual_sgm": "shifted geometric mean of the worst residual (failures at the tolerance)",
     "unsupported": "programs the solver cannot take (counted as failures)",
 }

@@ -22,8 +22,9 @@ from contactopt.analysis.bench import (
 )
 from contactopt.analysis.bench.folder import bench_folder
 from contactopt.analysis.bench.inputs import SKIPPED
+from contactopt.analysis.legend import legend
 from contactopt.outputs import output_errors
-from contactopt.tables import format_table
+from contactopt.tables import format_table, terminal_width
 
 # --- command line ------------------------------------------------------------------------
 
@@ -121,8 +122,11 @@ def run_bench(args: argparse.Namespace) -> int:
         written.append(performance_profile(df, out / "performance_profile.png"))
     if not args.no_histories:
         written += _histories(inputs, solvers, profiles[0], out, plot=not args.no_plot)
+    rows = display_summary(summary)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(format_table(display_summary(summary)))
+        print(format_table(rows))
+    if rows:
+        print(legend(rows[0], terminal_width()))
     skipped = skipped_summary(inputs)
     if skipped:
         print(f"contactopt: {skipped} of {written[0]}", file=sys.stderr)
