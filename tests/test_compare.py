@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -161,3 +162,23 @@ def test_default_comparison_leaves_out_cvxpy_unless_named() -> None:
     assert set(solvers.comparison_defaults()) == set(solvers.available()) - {"cvxpy"}
     if "cvxpy" in solvers.available():
         assert {cell.solver for cell in plan(scene, ["anitescu"], ["cvxpy"])[0]} == {"cvxpy"}
+
+
+def test_warm_up_runs_each_distinct_cell_once_in_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Numba kernels compile on their first call: ``compare`` runs each distinct (method,
+    solver, options) for two steps before any cell is timed (issue 27: timings without
+    compilation), and forked workers inherit the compiled kernels."""
+    from contactopt.analysis import workers
+    from contactopt.analysis.compare import Cell
+
+    calls: list[tuple[str, str, float]] = []
+
+    def counting(scene: Any, **kwargs: Any) -> None:
+        calls.append((kwargs["formulation"], kwargs["solver"], kwargs["duration"]))
+
+    monkeypatch.setattr(sys.modules["contactopt.simulate"], "simulate", counting)  # the module, not co.simulate
+    scene = co.load_scene("box_slide")
+    cells = [Cell("lcp", "lcp", (), "lemke", dt, 1.0) for dt in (1e-3, 2e-3)]
+    cells += [Cell("ccp", "ccp", (), "pgs", 1e-3, 1.0)]
+    workers.warm_up(scene, [(str(i), cell) for i, cell in enumerate(cells)], {})
+    assert calls == [("lcp", "lemke", 2e-3), ("ccp", "pgs", 2e-3)]

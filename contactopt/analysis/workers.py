@@ -10,12 +10,14 @@ as soon as it is re-parented (``os.getppid()`` changes).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
@@ -83,6 +85,33 @@ def _dask_task(scene: Scene, cell: Cell, extra: Mapping[str, Any], time_limit: f
     return run_cell(scene, cell, extra, time_limit)
 
 
+#: Steps of each distinct (method, solver, options) that :func:`warm_up` runs.
+WARM_UP_STEPS = 2
+
+
+def warm_up(scene: Scene, todo: list[tuple[str, Cell]], extra: Mapping[str, Any]) -> None:
+    """Run each distinct (method, solver, options) of ``todo`` for :data:`WARM_UP_STEPS` steps in
+    this process, untimed, errors ignored (the cells report them): numba compiles a kernel on
+    its first call (tens of seconds for SAP's Newton kernels), and a cell timed with that call
+    would report the compilation as step time. Forked pool workers inherit the compiled
+    kernels; spawned ones (Dask) load them from numba's on-disk cache (``cache=True``), which
+    this pass fills."""
+    from contactopt.analysis.compare import NO_SOLVER
+    from contactopt.simulate import simulate
+
+    seen: set[tuple[str, str, str]] = set()
+    for _, cell in todo:
+        key = (cell.method, cell.solver, repr(sorted(dict(cell.options).items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore")
+            simulate(scene, formulation=cell.method, solver=cell.solver if cell.solver != NO_SOLVER else scene.solver,
+                     dt=cell.dt, duration=min(cell.duration, WARM_UP_STEPS * cell.dt), options=dict(cell.options),
+                     solver_options={**scene.solver_options, **extra}, progress=False)
+
+
 def execute(executor: str, address: str | None, workers: int | None, scene: Scene,
             todo: list[tuple[str, Cell]], extra: Mapping[str, Any], time_limit: float | None,
             finished: Callable[[str, Result], None], advance: Callable[[int], Any]) -> None:
@@ -92,6 +121,7 @@ def execute(executor: str, address: str | None, workers: int | None, scene: Scen
 
     if not todo:
         return
+    warm_up(scene, todo, extra)
     if executor == "serial":
         for ident, cell in todo:
             finished(ident, run_cell(scene, cell, extra, time_limit))
