@@ -23,7 +23,8 @@ setup + solve cost anything) and the time the limit leaves for everything else.
 
 Writes ``experiments/out/bench_step/{summary.json, summary.csv, scaling.png}``.
 
-    python experiments/bench_step.py [--steps 100] [--rounds 3] [--grid 10,30,100,300,1000] [--scenes pile]
+    python experiments/bench_step.py [--steps 100] [--pile-steps 20] [--rounds 3] [--grid 10,30,100,300,1000]
+                                      [--scenes pile] [--only coulomb/]
 """
 
 from __future__ import annotations
@@ -252,7 +253,9 @@ def peak_memory(scene: co.Scene, case: Case) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=100, help="steps per run on the boxes (pile: 20)")
+    parser.add_argument("--steps", type=int, default=100, help="steps per run on the boxes")
+    parser.add_argument("--pile-steps", type=int, default=20, help="steps per run on the 100-sphere pile")
+    parser.add_argument("--only", default="", help="only the rows whose label contains this (e.g. coulomb/)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--grid", default="10,30,100,300,1000")
     parser.add_argument("--scenes", default="box,box_mjcf,pile,grid",
@@ -272,7 +275,8 @@ def main() -> int:
         rows += bench_scene(box_mjcf, BOX_CASES, (box_mjcf.system.path, None), args.steps, args.rounds)  # type: ignore[attr-defined]
     if "pile" in scenes:
         pile = co.load_scene(problems / "sphere_pile_mjcf.toml")
-        rows += bench_scene(pile, PILE_CASES, (pile.system.path, None), 20, args.rounds)  # type: ignore[attr-defined]
+        rows += bench_scene(pile, [c for c in PILE_CASES if args.only in label(c)], (pile.system.path, None),
+                            args.pile_steps, args.rounds)  # type: ignore[attr-defined]
     grid_rows: list[dict[str, Any]] = []
     for count in (int(c) for c in args.grid.split(",") if "grid" in scenes):
         scene, xml = grid_scene(count)
