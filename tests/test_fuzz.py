@@ -378,12 +378,26 @@ def test_fuzz_bases_are_valid(name: str) -> None:
         assert isinstance(co.load_scene(path), co.Scene)
 
 
-@pytest.mark.xfail(strict=True, reason="known limit (issue 24's note): a nearly flat direction (P = 4.5e-48, c = 1) "
-                   "gives x a reach of 2e47 next to which a row violated by 1 is within the program's precision; "
-                   "found by the slow profile")
-def test_found_nearly_flat_infeasible_qp_is_not_optimal() -> None:
-    # x <= 0 and x >= 1: infeasible; lemke through the KKT LCP returns x = 0
-    program = ConicProgram(P=sp.csc_matrix(np.array([[4.504115655668969e-48]])), c=np.array([1.0]),
+@pytest.mark.parametrize("q3", [-1.0, -2.38799256e-191])
+def test_found_pmatrix_lcp_in_any_units_is_solved(q3: float) -> None:
+    """Found by the slow profile: z1, z2 driven by no q_j got the data check's floor as their
+    rows' scale (pgs's right answer refused) and normalization's unit 1 (lemke failed at
+    1e-191). The unique solution is z = -q3 (1, 2, 4) / 10 in any units."""
+    lcp = LCP(M=np.array([[2.0, -1.0, 0.0], [0.0, 2.0, -1.0], [0.0, 1.0, 2.0]]), q=np.array([0.0, 0.0, q3]))
+    for solver in ("pgs", "lemke"):
+        solution = solvers.solve(lcp, solver)
+        assert solution.status is Status.OPTIMAL, (solver, solution.message)
+        # believed answers: rows met to CONFIRM_LEVEL (1e-7) of their terms
+        np.testing.assert_allclose(solution.x, -q3 * np.array([1.0, 2.0, 4.0]) / 10, rtol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="known limit (issue 24's note): a nearly flat direction (P = 4.5e-48 or "
+                   "1e-10, c = 1) gives x a reach (|c| / P) of 2e47 or 1e10 next to which a row violated by 1 is "
+                   "within the program's precision; found by the slow profile")
+@pytest.mark.parametrize("flat", [4.504115655668969e-48, 1.0000000000000002e-10])
+def test_found_nearly_flat_infeasible_qp_is_not_optimal(flat: float) -> None:
+    # x <= 0 and x >= 1: infeasible; lemke through the KKT LCP returns x = 0 or 1
+    program = ConicProgram(P=sp.csc_matrix(np.array([[flat]])), c=np.array([1.0]),
                            A=sp.csc_matrix(np.array([[0.0], [0.0], [0.0], [1.0], [-1.0]])),
                            b=np.array([0.0, 0.0, 0.0, 0.0, -1.0]), cones=(Nonneg(3), Nonneg(2)))
     assert solvers.solve(program, "lemke").status is not Status.OPTIMAL

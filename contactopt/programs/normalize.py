@@ -19,8 +19,8 @@ of ``|b_i| + alpha sum_j |A_ij|``) and the objective's ``1 / sigma`` (the geomet
     x = alpha x~,  s = s~ / beta,  y = beta y~ / sigma,
 
 and for an :class:`LCP` ``0 <= z _|_ M z + q >= 0``, whose pivoting has no equilibration of its
-own, one factor per variable and per row: ``z = D z~`` (``D_j = |q_j| / M_jj``, else 1)
-and rows ``E_i = 1 / (|q_i| + sum_j |M_ij| D_j)``: ``M~ = E M D``, ``q~ = E q``, ``w = w~ / E``.
+own, one factor per variable and per row: ``z = D z~`` (``D_j = |q_j| / M_jj``, else their
+geometric mean) and rows ``E_i = 1 / (|q_i| + sum_j |M_ij| D_j)``: ``M~ = E M D``, ``q~ = E q``, ``w = w~ / E``.
 Every factor is a power of two, so the scaled program is the given one exactly (no rounding);
 a program whose factors are all 1 is handed over untouched. The solver layer
 (:func:`contactopt.solvers.solve`, option ``normalize``) asks for this only when the answer to
@@ -76,13 +76,13 @@ def _power_of_two(values: FloatArray) -> FloatArray:
 def _lcp_reach(diagonal: FloatArray, linear: FloatArray) -> FloatArray:
     """``|linear_j| / diag_j`` where both are nonzero and the ratio is not round-off (above
     :data:`contactopt.programs.relative.FLOOR` times the largest): the size one step of the
-    applied forces gives the variable; 1 elsewhere (the Stewart-Trinkle LCP's slip-speed
-    columns have no diagonal)."""
+    applied forces gives the variable; elsewhere the geometric mean of those (the Stewart-Trinkle
+    LCP's slip-speed columns have no diagonal), or 1 when none has one."""
     reach = np.zeros_like(linear)
     positive = diagonal > 0.0
     reach[positive] = np.abs(linear[positive]) / diagonal[positive]
-    reach[~(reach > FLOOR * reach.max(initial=0.0))] = 1.0
-    return reach
+    filled = filled_reach(reach)  # empty ones: the others' geometric mean (a unit, not the number 1)
+    return np.where(filled > 0.0, filled, 1.0)
 
 
 def _asked_reach(program: ConicProgram, abs_A: sp.csc_matrix) -> FloatArray:

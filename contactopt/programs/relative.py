@@ -113,9 +113,10 @@ def filled_reach(reach: FloatArray, curvature: FloatArray | None = None) -> Floa
         curved = curvature > 0.0
         known = defined & curved
         if known.any():
-            energy = float(np.exp(np.log(curvature[known] * reach[known] ** 2).mean()))
+            # in logarithms: P_jj X_j^2 over- or underflows for extreme units
+            log_energy = float((np.log(curvature[known]) + 2.0 * np.log(reach[known])).mean())
             fill = ~defined & curved
-            out[fill] = np.sqrt(energy / curvature[fill])
+            out[fill] = np.exp(0.5 * (log_energy - np.log(curvature[fill])))
     return out
 
 
@@ -279,11 +280,14 @@ def lcp_relative(lcp: LCP, z: FloatArray, w: FloatArray) -> float:
 
 def lcp_data_violation(lcp: LCP, z: FloatArray, w: FloatArray) -> float:
     """The worst violation of ``w >= 0`` relative to ``|q_i| + sum_j |M_ij| Z0_j`` with the
-    data-implied ``Z0_j = |q_j| / M_jj`` (see :func:`conic_data_violation`)."""
+    data-implied ``Z0_j = |q_j| / M_jj``, empty ones filled (see :func:`conic_data_violation`)."""
     violation = np.maximum(0.0, -w)
     if not violation.any():
         return 0.0
-    reach = _diagonal_reach(np.diagonal(lcp.M), np.abs(lcp.q))
+    # empty reaches (q_j = 0) take the others' size, as in the first reading: a row among
+    # variables that no q_j drives (z1 and z2 of M = [[2, -1, 0], [0, 2, -1], [0, 1, 2]], q =
+    # [0, 0, -1]) still carries the size the driven ones give them
+    reach = filled_reach(_diagonal_reach(np.diagonal(lcp.M), np.abs(lcp.q)))
     data_scale = _floored(np.abs(lcp.q) + _abs_dense(lcp) @ reach)
     return float((violation / data_scale).max())
 
