@@ -19,8 +19,9 @@ of ``|b_i| + alpha sum_j |A_ij|``) and the objective's ``1 / sigma`` (the geomet
     x = alpha x~,  s = s~ / beta,  y = beta y~ / sigma,
 
 and for an :class:`LCP` ``0 <= z _|_ M z + q >= 0``, whose pivoting has no equilibration of its
-own, one factor per variable and per row: ``z = D z~`` (``D_j = |q_j| / M_jj``, else their
-geometric mean) and rows ``E_i = 1 / (|q_i| + sum_j |M_ij| D_j)``: ``M~ = E M D``, ``q~ = E q``, ``w = w~ / E``.
+own, one factor per variable and per row: ``z = D z~`` (``D_j``:
+:func:`~contactopt.programs.relative.lcp_reach`, ``|q_j| / M_jj`` or what the rows ask) and rows
+``E_i = 1 / (|q_i| + sum_j |M_ij| D_j)``: ``M~ = E M D``, ``q~ = E q``, ``w = w~ / E``.
 Every factor is a power of two, so the scaled program is the given one exactly (no rounding);
 a program whose factors are all 1 is handed over untouched. The solver layer
 (:func:`contactopt.solvers.solve`, option ``normalize``) asks for this only when the answer to
@@ -42,7 +43,7 @@ from numpy.typing import NDArray
 
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.lcp import LCP
-from contactopt.programs.relative import FLOOR, column_max, data_reach, filled_reach
+from contactopt.programs.relative import FLOOR, column_max, data_reach, filled_reach, lcp_reach
 
 FloatArray = NDArray[np.float64]
 
@@ -71,18 +72,6 @@ def _power_of_two(values: FloatArray) -> FloatArray:
     good = np.isfinite(values) & (values > 0.0)
     out[good] = np.exp2(np.round(np.log2(values[good])))
     return out
-
-
-def _lcp_reach(diagonal: FloatArray, linear: FloatArray) -> FloatArray:
-    """``|linear_j| / diag_j`` where both are nonzero and the ratio is not round-off (above
-    :data:`contactopt.programs.relative.FLOOR` times the largest): the size one step of the
-    applied forces gives the variable; elsewhere the geometric mean of those (the Stewart-Trinkle
-    LCP's slip-speed columns have no diagonal), or 1 when none has one."""
-    reach = np.zeros_like(linear)
-    positive = diagonal > 0.0
-    reach[positive] = np.abs(linear[positive]) / diagonal[positive]
-    filled = filled_reach(reach)  # empty ones: the others' geometric mean (a unit, not the number 1)
-    return np.where(filled > 0.0, filled, 1.0)
 
 
 def _asked_reach(program: ConicProgram, abs_A: sp.csc_matrix) -> FloatArray:
@@ -150,7 +139,7 @@ class Normalize:
         if program.n == 0:
             return None
         abs_M = np.abs(program.M)
-        D = _power_of_two(_lcp_reach(np.diagonal(program.M), program.q))
+        D = _power_of_two(lcp_reach(program))
         E = 1.0 / _power_of_two(np.abs(program.q) + abs_M @ D)
         if not _needed(D, E):
             return None

@@ -58,6 +58,7 @@ __all__ = [
     "data_reach",
     "filled_reach",
     "lcp_data_violation",
+    "lcp_reach",
     "lcp_relative",
 ]
 
@@ -278,17 +279,40 @@ def lcp_relative(lcp: LCP, z: FloatArray, w: FloatArray) -> float:
                float(np.minimum(np.abs(w_rel), np.abs(z_rel)).max(initial=0.0)))
 
 
+#: Passes of :func:`lcp_reach` over the rows.
+LCP_REACH_PASSES = 3
+
+
+def lcp_reach(lcp: LCP) -> FloatArray:
+    """The size the data give each ``z_j``: ``|q_j| / M_jj``; a variable that no ``q_j`` drives
+    (``q_j = 0``, or no diagonal: the Stewart-Trinkle LCP's slip speeds) takes the size the
+    rows it enters ask of it, ``max_i (|q_i| + sum_k |M_ik| Z_k) / |M_ij|`` over the others'
+    sizes known so far (:data:`LCP_REACH_PASSES` passes: z1 of ``M = [[2, -1, 0], [0, 2, -1],
+    [0, 1, 2]], q = (0, 0, -1)`` learns its size through z2), which keeps each in its own unit
+    (a slip speed in m/s, not in the N·s of the impulses beside it); any still empty: the
+    geometric mean of the others (1 when none has a size)."""
+    abs_M = _abs_dense(lcp)
+    reach = _diagonal_reach(np.diagonal(lcp.M), np.abs(lcp.q))
+    for _ in range(LCP_REACH_PASSES):
+        empty = ~(reach > FLOOR * reach.max(initial=0.0))
+        if not empty.any() or not reach.any():
+            break
+        known = np.where(empty, 0.0, reach)
+        row_size = np.abs(lcp.q) + abs_M @ known
+        with np.errstate(divide="ignore", invalid="ignore"):
+            asked = np.where(abs_M[:, empty] > 0.0, row_size[:, None] / abs_M[:, empty], 0.0)
+        reach[empty] = asked.max(axis=0, initial=0.0)
+    filled = filled_reach(reach)
+    return np.where(filled > 0.0, filled, 1.0)
+
+
 def lcp_data_violation(lcp: LCP, z: FloatArray, w: FloatArray) -> float:
     """The worst violation of ``w >= 0`` relative to ``|q_i| + sum_j |M_ij| Z0_j`` with the
-    data-implied ``Z0_j = |q_j| / M_jj``, empty ones filled (see :func:`conic_data_violation`)."""
+    data-implied ``Z0_j`` of :func:`lcp_reach` (see :func:`conic_data_violation`)."""
     violation = np.maximum(0.0, -w)
     if not violation.any():
         return 0.0
-    # empty reaches (q_j = 0) take the others' size, as in the first reading: a row among
-    # variables that no q_j drives (z1 and z2 of M = [[2, -1, 0], [0, 2, -1], [0, 1, 2]], q =
-    # [0, 0, -1]) still carries the size the driven ones give them
-    reach = filled_reach(_diagonal_reach(np.diagonal(lcp.M), np.abs(lcp.q)))
-    data_scale = _floored(np.abs(lcp.q) + _abs_dense(lcp) @ reach)
+    data_scale = _floored(np.abs(lcp.q) + _abs_dense(lcp) @ lcp_reach(lcp))
     return float((violation / data_scale).max())
 
 
