@@ -10,7 +10,7 @@ Public API (DESIGN.md)::
 
 from typing import Any
 
-from contactopt import formulations, programs, solvers, systems
+from contactopt import derivatives, formulations, programs, solvers, systems
 from contactopt._version import __version__
 from contactopt.errors import (
     ContactoptError,
@@ -69,7 +69,7 @@ __all__ = [
     "LCP", "SOC", "Bilateral", "Block", "ConicProgram", "ContactoptError", "Contacts", "CoulombProgram", "Dynamics",
     "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "SimulationError", "Solution",
     "SolverUnavailableError", "State", "Status", "StepProblem", "StepRecord", "Trajectory",
-    "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "compare", "formulate",
+    "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "compare", "derivatives", "formulate",
     "formulations", "lcp_to_qp", "load_program", "load_scene", "programs", "qp_to_lcp",
     "save_program", "simulate", "solve", "solvers", "systems",
 ]
