@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from contactopt.errors import OptionError
+from contactopt.scenes import load_scene
 
 if TYPE_CHECKING:
     from contactopt.scenes import Scene
@@ -67,8 +68,6 @@ def add_keyframe_argument(parser: argparse.ArgumentParser) -> None:
 def load_scene_of(target: str, args: argparse.Namespace) -> Scene:
     """The scene ``target`` with the ``--keyframe`` and ``--system-option`` values of ``args``
     (:func:`contactopt.scenes.load_scene`, which validates them as the file's own keys)."""
-    from contactopt.scenes import load_scene
-
     return load_scene(target, keyframe=args.keyframe, system_options=_options(args.system_option))
 
 
