@@ -86,6 +86,10 @@ class StepRecord:
         friction_loss: (nf,) impulses of the dry-friction (box) rows.
         angular_friction: (m,) impulses of the contacts' torsional and rolling rows
             (MJCF condim 4 and 6: ``Contacts.angular``) [N·m·s].
+        candidates: the contact candidates the step was given (the system's ``contacts(q)``);
+            mujoco_contacts: MuJoCo's own ``ncon`` at that state with the model's margins
+            (MJCF systems: :meth:`~contactopt.mujoco.system.MjcfSystem.reference_contact_count`);
+            -1 where not recorded (other systems and methods, files written before them).
     """
 
     t: float
@@ -109,6 +113,8 @@ class StepRecord:
     limits: FloatArray = field(default_factory=lambda: np.zeros(0))
     friction_loss: FloatArray = field(default_factory=lambda: np.zeros(0))
     angular_friction: FloatArray = field(default_factory=lambda: np.zeros(0))
+    candidates: int = -1
+    mujoco_contacts: int = -1
 
 
 @dataclass
@@ -297,6 +303,7 @@ class Trajectory:
             "constraint_error": np.array([r.constraint_error for r in steps]),
             "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
             "refined": np.array([r.refined for r in steps], dtype=bool),
+            **{name: np.array([getattr(r, name) for r in steps], dtype=np.int64) for name in records_io.COUNTS},
             **{f"{name}_counts": np.array([getattr(r, name).shape[0] for r in steps], dtype=np.int64)
                for name in records_io.ROW_ARRAYS},
             **{name: (np.concatenate([getattr(r, name) for r in steps]) if steps else np.zeros(0))
@@ -325,6 +332,7 @@ class Trajectory:
                 substeps = a["substeps"] if "substeps" in a.files else np.zeros(n_steps, dtype=np.int64)
                 refined = a["refined"] if "refined" in a.files else np.zeros(n_steps, dtype=bool)
                 rows = {name: records_io.row_slices(a, name, n_steps) for name in records_io.ROW_ARRAYS}
+                counts = {name: records_io.counts(a, name, n_steps) for name in records_io.COUNTS}
                 steps = []
                 for i in range(a["step_t"].shape[0]):
                     lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -340,7 +348,8 @@ class Trajectory:
                         constraint_error=float(a["constraint_error"][i]), impacts=impacts[i],
                         substeps=int(substeps[i]), refined=bool(refined[i]), control=rows["control"][i],
                         limits=rows["limits"][i], friction_loss=rows["friction_loss"][i],
-                        angular_friction=rows["angular_friction"][i]))
+                        angular_friction=rows["angular_friction"][i],
+                        **{name: int(values[i]) for name, values in counts.items()}))
                 trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
                                  message=header["message"])
         except ContactoptError:

@@ -101,3 +101,14 @@ def row_slices(a: Any, name: str, n_steps: int) -> list[FloatArray]:
         return [np.zeros(0) for _ in range(n_steps)]
     offsets = np.concatenate([[0], np.cumsum(a[f"{name}_counts"])]).astype(np.int64)
     return [a[name][offsets[i]:offsets[i + 1]] for i in range(n_steps)]
+
+
+#: Per-step counts (one integer a step): the contact candidates and MuJoCo's own contacts.
+COUNTS = ("candidates", "mujoco_contacts")
+
+
+def counts(a: Any, name: str, n_steps: int) -> NDArray[np.int64]:
+    """Per step, the count ``name`` (-1, "not recorded", for files written before it existed)."""
+    if name not in a.files:
+        return np.full(n_steps, -1, dtype=np.int64)
+    return np.asarray(a[name], dtype=np.int64)

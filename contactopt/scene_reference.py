@@ -62,7 +62,7 @@ CONFIG_KEY_DOCS: dict[str, str] = {
     "shape": "the body's shape (planar_body: `disk` or `box`)",
     "inertia": "a disk's inertia kind (`hollow`, `solid`, ...)",
     "file": "the MJCF file, relative to the scene file, or `dm_control:NAME` (a suite model)",
-    "detection_margin": "m (default 0.01): MuJoCo reports contacts this far apart",
+    "detection_margin": "m (default 0: the geoms' own margins, as mj_step): detect MuJoCo's contacts this much farther",
     "extra_friction": "`model` (default) or `sliding`: drop condim 4/6 torsional and rolling rows",
     "keyframe": "the model's keyframe to start from (default keyframe 0, its ctrl held)",
 }

@@ -137,15 +137,20 @@ def find_problem(name_or_path: str | Path) -> Path:
     return candidate if candidate.exists() else path
 
 
-def load_scene(path: str | Path, keyframe: str | None = None) -> Scene:
+def load_scene(path: str | Path, keyframe: str | None = None,
+               system_options: Mapping[str, Any] | None = None) -> Scene:
     """Load and validate a TOML scene or an MJCF file; errors name the file and the offending
     key. ``keyframe``: the MJCF keyframe to start from (overrides ``[system] keyframe``; an
-    error for a scene of another system)."""
+    error for a scene of another system). ``system_options``: keys of the ``[system]`` table
+    that override the file's (the CLI's ``--system-option KEY=VALUE``), validated as the file's
+    own keys are (an unknown key is one error naming it and the known ones); ``type`` is the
+    file's, and a ``file`` given here is relative to the working directory."""
     path = find_problem(path)
     if not path.exists():
         raise SceneError(f"{path}: no such scene file (bundled scenes are in {problems_dir()})")
+    overrides = _system_overrides(path, keyframe, system_options)
     if path.suffix.lower() == ".xml":
-        return _mjcf_scene(path, keyframe)
+        return _mjcf_scene(path, overrides)
     if path.suffix.lower() != ".toml":
         raise SceneError(f"{path}: unsupported scene format {path.suffix!r} (expected .toml or an MJCF .xml)")
     try:
@@ -155,11 +160,12 @@ def load_scene(path: str | Path, keyframe: str | None = None) -> Scene:
         raise SceneError(f"{path}: invalid TOML: {exc}") from exc
     except OSError as exc:  # a folder, no permission
         raise SceneError(f"{path}: cannot read the scene file: {exc}") from exc
-    if keyframe is not None:
+    if overrides:
         system_table = data.get("system")
-        if not isinstance(system_table, dict) or system_table.get("type") != "mjcf":
+        if keyframe is not None and (not isinstance(system_table, dict) or system_table.get("type") != "mjcf"):
             raise SceneError(f"{path}: --keyframe {keyframe!r}: only an MJCF scene has keyframes")
-        data = {**data, "system": {**system_table, "keyframe": keyframe}}
+        if isinstance(system_table, dict):
+            data = {**data, "system": {**system_table, **overrides}}
     try:
         return _parse(data, path)
     except ParameterError as exc:
@@ -168,6 +174,18 @@ def load_scene(path: str | Path, keyframe: str | None = None) -> Scene:
         raise
     except ContactoptError as exc:
         raise SceneError(f"{path}: {exc}") from exc
+
+
+def _system_overrides(path: Path, keyframe: str | None, system_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``[system]`` keys given besides the file (``--system-option``, ``--keyframe``)."""
+    overrides = dict(system_options or {})
+    if "type" in overrides:
+        raise SceneError(f"{path}: --system-option type: the system type is the scene file's")
+    if isinstance(overrides.get("file"), str) and not overrides["file"].startswith(SUITE_PREFIX):
+        overrides["file"] = str(Path(overrides["file"]).resolve())  # relative to the working directory
+    if keyframe is not None:
+        overrides["keyframe"] = keyframe
+    return overrides
 
 
 def _scene_name(meta: dict[str, Any], path: Path) -> str:
@@ -184,13 +202,15 @@ def _scene_name(meta: dict[str, Any], path: Path) -> str:
 MJCF_DURATION, MJCF_FORMULATION, MJCF_SOLVER = 1.0, "regularized", "clarabel"
 
 
-def _mjcf_scene(path: Path, keyframe: str | None = None) -> Scene:
+def _mjcf_scene(path: Path, overrides: Mapping[str, Any] | None = None) -> Scene:
     """A scene straight from an MJCF file: MuJoCo's initial state (or the keyframe, 0 by
     default, with its ``ctrl`` held), its ``opt.timestep`` as dt, 1 s of simulated time,
-    MuJoCo's own formulation by default."""
-    config = {"file": str(path)} if keyframe is None else {"file": str(path), "keyframe": keyframe}
+    MuJoCo's own formulation by default; ``overrides``: ``[system]`` keys (:func:`load_scene`)."""
+    config = {"file": str(path), **(overrides or {})}
+    system_cls = systems.get("mjcf")
     try:
-        system = systems.get("mjcf").from_config(config, {})
+        validate.reject_unknown(config, system_cls.config_keys, "system")
+        system = system_cls.from_config(config, {})
     except ParameterError as exc:
         raise SceneError(f"{path}: {exc}") from exc
     except ContactoptError as exc:

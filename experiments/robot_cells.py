@@ -3,8 +3,9 @@
 Per method (a formulation, its options and a solver) one row: whether it completed, stopped or
 was refused (the reason in one line), time per step against ``mj_step`` timed in the same
 process on the same state and ctrl, the solver's own time (setup + solve from the step
-records), largest speed and penetration, and the distance to MuJoCo's trajectory after the
-last common step. Each run has a wall-time limit (:func:`contactopt.analysis.cell_limits.cell_deadline`,
+records), largest speed and penetration, the distance to MuJoCo's trajectory after the
+last common step, and the contact candidates against MuJoCo's own contacts (medians over steps).
+Each run has a wall-time limit (:func:`contactopt.analysis.cell_limits.cell_deadline`,
 the machinery of ``compare(..., cell_time_limit=...)``): one slow formulation cannot stall the
 set, and the row keeps the steps it finished.
 """
@@ -108,16 +109,25 @@ def marginal_seconds(scene: co.Scene, method: Method, controller: Any, limit: fl
     return wall / done
 
 
+def _median_count(traj: co.Trajectory, name: str) -> float:
+    """The median over steps of a recorded count (NaN where a step did not record it)."""
+    values = [getattr(record, name) for record in traj.steps]
+    return float(np.median(values)) if values and min(values) >= 0 else float("nan")
+
+
 def trajectory_numbers(traj: co.Trajectory | None, reference: co.Trajectory | None) -> dict[str, float]:
-    """Largest speed and penetration, solver-only time per step, distance to ``reference``."""
+    """Largest speed and penetration, solver-only time per step, distance to ``reference``, and
+    the median over steps of the contact candidates and of MuJoCo's own contacts (``ncon``)."""
     if traj is None or not traj.steps:
-        return {"max_speed": np.nan, "penetration": np.nan, "solver_ms": np.nan, "dist_q": np.nan}
+        return {"max_speed": np.nan, "penetration": np.nan, "solver_ms": np.nan, "dist_q": np.nan,
+                "candidates": np.nan, "mujoco_contacts": np.nan}
     count = len(traj.steps)
     phis = [record.phi.min() for record in traj.steps if record.phi.size]
     solver = sum(record.setup_time + record.solve_time for record in traj.steps)
     numbers = {"max_speed": float(np.abs(traj.v[: count + 1]).max()),
                "penetration": max(0.0, -min(phis)) if phis else 0.0,
-               "solver_ms": 1e3 * solver / count, "dist_q": np.nan}
+               "solver_ms": 1e3 * solver / count, "dist_q": np.nan,
+               **{name: _median_count(traj, name) for name in ("candidates", "mujoco_contacts")}}
     if reference is not None:
         last = min(len(traj.q), len(reference.q)) - 1  # a failed step is recorded without its state
         numbers["dist_q"] = float(np.abs(traj.q[last] - reference.q[last]).max())

@@ -17,7 +17,8 @@ Per model and method: completed, stopped or refused (the reason in one line); ti
 against ``mj_step`` timed in the same process (``ratio_to_mj_step``); the solver's own time
 (setup + solve from the step records) and the step's time over it (``ratio_to_solver``);
 largest speed and penetration; ``dist_q``, ``max |q - q_mujoco|`` after the last common step;
-``spins``: largest speed above 2x MuJoCo's + 0.1 (a robot launched or spun that MuJoCo holds).
+``spins``: largest speed above 2x MuJoCo's + 0.1 (a robot launched or spun that MuJoCo holds);
+``candidates`` and ``mujoco_contacts``: contact candidates and MuJoCo's ``ncon``, medians over steps.
 Every run has a wall-time limit (``--cell-time-limit``); a run that reaches it keeps its steps.
 
     PYTHONPATH=. python experiments/robots.py [--steps 250] [--models suite/hopper,gym/ant] [--quick]
@@ -84,7 +85,8 @@ def compact(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
              "steps": row.get("steps", 0), "ms/step": number(row.get("ms_per_step")),
              "x mj_step": number(row.get("ratio_to_mj_step")), "x solver": number(row.get("ratio_to_solver")),
              "max |v|": number(row.get("max_speed")), "pen": number(row.get("penetration"), 2),
-             "dist q": number(row.get("dist_q"), 2)} for row in rows]
+             "dist q": number(row.get("dist_q"), 2),
+             "cand/mj": f"{number(row.get('candidates'))}/{number(row.get('mujoco_contacts'))}"} for row in rows]
 
 
 def plot(rows: Sequence[dict[str, Any]], path: Any) -> None:

@@ -66,9 +66,12 @@ ELLIPTIC = {"ccp", "sap"}
 
 
 def scene(tmp_path: Path, text: str, name: str) -> co.Scene:
+    """The model with candidates detected 1 cm early: the rigid formulations then keep the
+    resting contact every step (at the model's own margin 0 a contact driven to ``dist = 0``
+    is found or missed by rounding, which adds impacts to the friction this file measures)."""
     path = tmp_path / f"{name}.xml"
     path.write_text(text)
-    return co.load_scene(path)
+    return co.load_scene(path, system_options={"detection_margin": 0.01})
 
 
 def in_cone(trajectory: co.Trajectory, mu: float, angular_mu: np.ndarray) -> None:

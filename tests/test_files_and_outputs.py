@@ -275,7 +275,7 @@ def test_a_scene_object_with_an_escaping_name_still_writes_inside_runs(tmp_path:
     assert "/" not in safe_component("../../x") and not safe_component("..").startswith(".")
     monkeypatch.chdir(tmp_path)
     scene = dataclasses.replace(_cart(duration=0.1), name="../../escaped")
-    monkeypatch.setattr("contactopt.cli.load_scene", lambda *_, **__: scene)
+    monkeypatch.setattr("contactopt.cli.common.load_scene", lambda *_, **__: scene)
     code, err = _cli("run", "cart_wall", "--no-plot", "--no-progress")
     assert code == 0, err
     assert not list(tmp_path.parent.parent.glob("escaped*"))

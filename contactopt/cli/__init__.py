@@ -25,6 +25,7 @@ from contactopt.cli.common import (
     _Parser,
     add_keyframe_argument,
     add_max_steps_argument,
+    load_scene_of,
     positive_float,
     with_max_steps,
 )
@@ -33,7 +34,7 @@ from contactopt.outputs import output_errors, safe_component
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.run_folders import RUN_OUTPUTS, open_run_folder, removed_if_failed
-from contactopt.scenes import Scene, load_scene
+from contactopt.scenes import Scene
 from contactopt.simulate import formulate, simulate
 
 EXIT_ERROR = 1
@@ -64,7 +65,7 @@ def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
+    scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     options = _options(args.option)
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation

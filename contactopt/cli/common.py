@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from contactopt.errors import OptionError
+from contactopt.scenes import load_scene
 
 if TYPE_CHECKING:
     from contactopt.scenes import Scene
@@ -54,10 +55,20 @@ def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_keyframe_argument(parser: argparse.ArgumentParser) -> None:
     """``--keyframe NAME``: the MJCF keyframe a scene starts from, its ``ctrl`` held
-    (contactopt.mujoco.keyframes; default: keyframe 0 when the model has one)."""
+    (contactopt.mujoco.keyframes; default: keyframe 0 when the model has one), and
+    ``--system-option KEY=VALUE``: any key of the scene's ``[system]`` table (:func:`load_scene_of`)."""
     parser.add_argument("--keyframe", metavar="NAME",
                         help="MJCF scenes: start from this keyframe, holding its ctrl (default: keyframe 0 "
                         "when the model has one, or the scene's [system] keyframe)")
+    parser.add_argument("--system-option", action="append", metavar="KEY=VALUE",
+                        help="set a key of the scene's [system] table, repeatable, validated as in the file "
+                        "(e.g. detection_margin=0.01, keyframe=\"home\", extra_friction=\"sliding\")")
+
+
+def load_scene_of(target: str, args: argparse.Namespace) -> Scene:
+    """The scene ``target`` with the ``--keyframe`` and ``--system-option`` values of ``args``
+    (:func:`contactopt.scenes.load_scene`, which validates them as the file's own keys)."""
+    return load_scene(target, keyframe=args.keyframe, system_options=_options(args.system_option))
 
 
 def with_max_steps(scene: Scene, max_steps: int | None) -> Scene:

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from contactopt.analysis.legend import fill, wrapped
-from contactopt.cli.common import _options, positive_float, with_max_steps
+from contactopt.cli.common import _options, load_scene_of, positive_float, with_max_steps
 from contactopt.cli.grid import check_grid, split_list, step_size
 from contactopt.outputs import safe_component, writable_file
 from contactopt.run_folders import CELL_STORE, COMPARE_OUTPUTS, open_run_folder, removed_if_failed
-from contactopt.scenes import load_scene
 from contactopt.tables import format_table, terminal_width
 
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from contactopt.analysis.compare import compare, summary_columns
     from contactopt.analysis.report import write_report
 
-    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
+    scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     formulations = split_list(args.formulations, "--formulations")
     solver_names = split_list(args.solvers, "--solvers")
     dts = [step_size(item) for item in split_list(args.dt, "--dt") or []] or None

@@ -13,6 +13,7 @@ from contactopt.cli.common import (
     _options,
     add_keyframe_argument,
     add_max_steps_argument,
+    load_scene_of,
     positive_float,
     with_max_steps,
 )
@@ -56,10 +57,9 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_export(args: argparse.Namespace) -> int:
     """Handler of ``contactopt export``: simulate, export, print what was written."""
-    from contactopt.scenes import load_scene
     from contactopt.simulate import simulate
 
-    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
+    scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     formats = parse_formats(args.format) if args.format else None
     options = _options(args.option)
     formulation = args.formulation or scene.formulation

@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.cli.common import _options, with_max_steps
+from contactopt.cli.common import _options, load_scene_of, with_max_steps
 from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.outputs import writable_file
 from contactopt.programs import LCP, ConicProgram, save_program
-from contactopt.scenes import load_scene
 from contactopt.simulate import formulate, simulate
 from contactopt.tables import format_table, terminal_width
 
@@ -90,7 +89,7 @@ def program_matrices(program: Any, width: int) -> str:
 
 def run_program(args: argparse.Namespace) -> int:
     """Handler of ``contactopt program``."""
-    scene = with_max_steps(load_scene(args.scene, keyframe=args.keyframe), args.max_steps)
+    scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     options = {**scene.options, **_options(args.option)}
     formulation = args.formulation or scene.formulation
     dt = args.dt or scene.dt

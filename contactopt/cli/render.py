@@ -20,6 +20,7 @@ from contactopt.cli.common import (
     _options,
     add_keyframe_argument,
     add_max_steps_argument,
+    load_scene_of,
     positive_float,
     with_max_steps,
 )
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["add_compare_render_argument", "add_render_parser", "render_comparison"]
 
 EXIT_STOPPED = 3
-SIMULATION_FLAGS = ("formulation", "solver", "dt", "duration", "option", "keyframe")
+SIMULATION_FLAGS = ("formulation", "solver", "dt", "duration", "option", "keyframe", "system_option")
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -185,7 +186,7 @@ def _render(panels: Trajectory | list[Panel], system: System, out: Path, args: a
 def _cmd_render(args: argparse.Namespace) -> int:
     run = _is_run(args.target)
     if run is not None:
-        given = [f"--{flag}" for flag in SIMULATION_FLAGS if getattr(args, flag) is not None]
+        given = [f"--{flag.replace('_', '-')}" for flag in SIMULATION_FLAGS if getattr(args, flag) is not None]
         if given:
             raise OptionError(f"{', '.join(given)}: only for a scene; {args.target} is a saved run")
         traj = Trajectory.load(run)
@@ -195,7 +196,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     else:
         if args.scene is not None:
             raise OptionError(f"--scene: only for a saved run; {args.target} is a scene")
-        scene = with_max_steps(load_scene(args.target, keyframe=args.keyframe), args.max_steps)
+        scene = with_max_steps(load_scene_of(args.target, args), args.max_steps)
         if args.out:  # before simulating, so that an unwritable path costs nothing
             writable_file(args.out, "video file")
         traj = _simulate(scene, args.formulation, args.solver, args.dt, args.duration, _options(args.option),

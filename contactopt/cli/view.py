@@ -21,6 +21,7 @@ from contactopt.cli.common import (
     _options,
     add_keyframe_argument,
     add_max_steps_argument,
+    load_scene_of,
     positive_float,
     with_max_steps,
 )
@@ -29,12 +30,11 @@ from contactopt.cli.render import _is_run, _simulate, system_of_run
 from contactopt.errors import OptionError
 from contactopt.outputs import safe_component, writable_file
 from contactopt.records import Trajectory
-from contactopt.scenes import load_scene
 from contactopt.systems.base import System
 
 __all__ = ["add_view_parser"]
 
-SCENE_FLAGS = ("formulations", "solver", "dt", "duration", "option", "keyframe", "max_steps")
+SCENE_FLAGS = ("formulations", "solver", "dt", "duration", "option", "keyframe", "system_option", "max_steps")
 
 
 def _port(text: str) -> int:
@@ -96,7 +96,7 @@ def _runs(args: argparse.Namespace) -> tuple[list[Panel], System, str, Path]:
             run.parent / "view.html"
     if args.scene is not None:
         raise OptionError(f"--scene: only for a saved run; {args.target} is a scene")
-    scene = with_max_steps(load_scene(args.target, keyframe=args.keyframe), args.max_steps)
+    scene = with_max_steps(load_scene_of(args.target, args), args.max_steps)
     if args.out:  # before simulating, so that an unwritable path costs nothing
         writable_file(args.out, "viewer page")
     from contactopt.analysis.compare import parse_formulation

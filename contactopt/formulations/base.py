@@ -57,6 +57,9 @@ class Formulation(ABC):
     defaults: ClassVar[Mapping[str, Any]] = {}
     #: Allowed values of enumerated options.
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+    #: Rows it cannot hold, by the feature names of :meth:`System.declared_features`, with
+    #: why: a system that declares one is refused before step 0 (:mod:`contactopt.integrators.capabilities`).
+    refuses: ClassVar[Mapping[str, str]] = {}
 
     def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         """Defaults merged with ``options``; unknown keys and bad choices raise OptionError."""

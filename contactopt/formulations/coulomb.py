@@ -36,8 +36,10 @@ impulses (:class:`contactopt.formulations.lcp.Constrained`). Unilateral limit ro
 ``dim`` (a frictionless contact: ``r_T = 0``). ``dim`` is the system's contact dimension (3,
 or 2 for planar systems; normal-only contacts are padded to 2 with ``mu = 0``).
 Dry-friction (``frictionloss``) rows and the torsional/rolling rows of MJCF condim 4 and 6
-have no place in a Coulomb problem of ``dim`` rows per contact: they are refused when the
-program is built (``simulate`` builds step 0's before the first step), naming why. The
+have no place in a Coulomb problem of ``dim`` rows per contact: a model that declares them
+(geom condim, dof or tendon frictionloss) is refused before step 0, naming the geoms, dofs
+or tendons (``refuses``, :mod:`contactopt.integrators.capabilities`), and any such row is
+refused again when a program is built (:func:`contactopt.formulate`). The
 formulation has no restitution (as the other rigid ones).
 """
 
@@ -63,6 +65,7 @@ from contactopt.formulations.constraint_rows import raise_refusal
 from contactopt.formulations.lcp import Constrained
 from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import StepProblem
+from contactopt.mujoco.candidates import ANGULAR_FRICTION, FRICTION_LOSS
 from contactopt.programs import Block, Solution
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.csc import symmetric_part
@@ -74,6 +77,11 @@ class CoulombFormulation(Formulation):
     name: ClassVar[str] = "coulomb"
     description: ClassVar[str] = "exact Coulomb friction (De Saxce's cone complementarity, FCLIB's problem), nonconvex"
     defaults: ClassVar[Mapping[str, Any]] = {"epsilon": float("inf"), "max_recovery_speed": None}
+    refuses: ClassVar[Mapping[str, str]] = {
+        FRICTION_LOSS: "their impulse is bounded by a constant h * bound, not by a normal impulse, so they are no "
+                       "Coulomb contact (use ccp, lcp or sap)",
+        ANGULAR_FRICTION: "their cone has 3 + m rows per contact, FCLIB's Coulomb problem 3 (use ccp, or the "
+                          "system option extra_friction = 'sliding')"}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
@@ -141,11 +149,9 @@ def _eliminate_bilateral(P: sp.csc_matrix, c: FloatArray, rows: int, nh: int) ->
 def _refuse_rows(problem: StepProblem, active: ActiveContacts) -> None:
     """The rows a Coulomb problem of ``dim`` rows per contact cannot hold, refused by name."""
     name = CoulombFormulation.name
+    why = CoulombFormulation.refuses
     if problem.friction_loss.count:
-        raise_refusal(name, f"{problem.friction_loss.count} dry-friction (frictionloss) row(s): their impulse is "
-                            "bounded by a constant h * bound, not by a normal impulse, so they are no Coulomb "
-                            "contact (use ccp, lcp or sap)")
+        raise_refusal(name, f"{problem.friction_loss.count} dry-friction (frictionloss) row(s): {why[FRICTION_LOSS]}")
     if active.angular is not None:
-        raise_refusal(name, f"{active.angular.count} torsional/rolling friction row(s) (MJCF condim 4/6): their "
-                            "cone has 3 + m rows per contact, FCLIB's Coulomb problem 3 (use ccp, or the system "
-                            "option extra_friction = 'sliding')")
+        raise_refusal(name, f"{active.angular.count} torsional/rolling friction row(s) (MJCF condim 4/6): "
+                            f"{why[ANGULAR_FRICTION]}")

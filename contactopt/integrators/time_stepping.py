@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 from contactopt import formulations, solvers
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.base import Formulation, Program
+from contactopt.integrators.capabilities import refuse_model_features
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
 from contactopt.model import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status
@@ -98,6 +99,11 @@ class TimeStepping:
                                      native=self.formulation.native_request(self.formulation_options))
         return problem, self.formulation.build(problem, self.formulation_options)
 
+    def check_state(self, state: State) -> None:
+        """Before step 0: the rows the formulation cannot hold that the system declares are
+        refused by name (:func:`~contactopt.integrators.capabilities.refuse_model_features`)."""
+        refuse_model_features(self.system, self.formulation.name, self.formulation.refuses)
+
     def first_program(self, state: State) -> Program:
         """The program of ``state`` (:meth:`program`), kept for a :meth:`step` from this same
         ``state`` object: ``simulate`` checks the solver against step 0's program before the
@@ -133,6 +139,9 @@ class TimeStepping:
             build_time = time.perf_counter() - start
         contacts = problem.contacts
         nan_impulses = np.full((contacts.count, contacts.dim), np.nan)
+        reference = self.system.reference_contact_count(state.q)  # MuJoCo's ncon beside the candidates
+        counts: dict[str, Any] = {"candidates": contacts.count,
+                                  "mujoco_contacts": -1 if reference is None else reference}
         try:
             solution = solvers.solve(program, self.solver, self._options_for(program))
         except ContactoptError as exc:
@@ -142,14 +151,14 @@ class TimeStepping:
                                     status=Status.NUMERICAL_ERROR, build_time=build_time,
                                     setup_time=0.0, solve_time=0.0, iterations=0,
                                     residuals=Residuals(np.inf, np.inf, np.inf, np.inf),
-                                    solver=self.solver, message=str(exc))
+                                    solver=self.solver, message=str(exc), **counts)
         record_args: dict[str, Any] = dict(t=state.t, phi=contacts.phi.copy(), status=solution.status,
                            constraint_error=problem.bilateral.violation(state.v),
                            build_time=build_time, setup_time=solution.setup_time,
                            solve_time=solution.solve_time, iterations=solution.iterations,
                            residuals=solution.residuals, solver=solution.solver,
                            conversion=solution.conversion, message=solution.message,
-                           refined=solution.refined)
+                           refined=solution.refined, **counts)
         self.last_program, self.last_solution = program, solution
         if not solution.status.usable:
             return None, StepRecord(impulses=nan_impulses, **record_args)

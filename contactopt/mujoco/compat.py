@@ -8,12 +8,17 @@ became ``MjData.M``); the constraint Jacobian ``efc_J`` is dense (``nefc x nv``)
 ``cheetah.xml`` sets it) is deprecated from 4.0, whose compiler then warns on stderr and writes
 ``MUJOCO_LOG.TXT`` into the current folder: :func:`model_from_file` applies it as MuJoCo's
 deprecation note says, by scaling the masses and densities of the model before compiling.
+A geom pair's contact ``margin`` and ``gap`` are the larger of its geoms' up to 3.x (a contact
+is detected at ``dist < margin`` and active at ``dist < margin - gap``) and their sums from 4.0
+(detected at ``dist < margin + gap``, active at ``dist < margin``): :func:`widen_detection`
+reads which from a probe model once.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -137,3 +142,35 @@ def contact_frame(contact: Any) -> FloatArray:
 
 def enable_energy(mujoco: Any, model: Any) -> None:
     model.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+
+
+@cache
+def _margin_rule(mujoco: Any) -> tuple[bool, bool]:
+    """``(summed, gap_beyond)``: whether a pair's margin is the sum of its geoms' (else the
+    larger), and whether ``gap`` widens detection beyond ``margin`` (else it narrows activation
+    within it), read from MuJoCo's contacts of a sphere above a plane."""
+    def contacts(plane: str, sphere: str, height: float) -> int:
+        xml = (f'<mujoco><worldbody><geom type="plane" size="1 1 1" {plane}/><body pos="0 0 {0.1 + height}">'
+               f'<freejoint/><geom type="sphere" size="0.1" {sphere}/></body></worldbody></mujoco>')
+        model = mujoco.MjModel.from_xml_string(xml)
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        return int(data.ncon)
+
+    summed = contacts('margin="0.01"', 'margin="0.005"', 0.012) > 0  # within the sum 0.015, beyond the max 0.01
+    gap_beyond = contacts("", 'margin="0.002" gap="0.01"', 0.008) > 0  # within margin + gap, beyond margin
+    return summed, gap_beyond
+
+
+def widen_detection(mujoco: Any, model: Any, distance: float) -> None:
+    """Make MuJoCo detect every geom pair's contacts up to ``distance`` farther than ``model``
+    says, without activating any more of them in its own solver (module docstring): the extra
+    distance goes into ``gap`` (and, up to 3.x, into ``margin`` too, which ``gap`` then offsets),
+    half on each geom of a pair where MuJoCo sums the geoms' values, whole on explicit pairs."""
+    summed, gap_beyond = _margin_rule(mujoco)
+    share = distance / 2 if summed else distance
+    model.geom_gap[:] += share
+    model.pair_gap[:] += distance
+    if not gap_beyond:
+        model.geom_margin[:] += share
+        model.pair_margin[:] += distance

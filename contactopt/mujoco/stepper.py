@@ -1,10 +1,11 @@
 """MuJoCo's own solver as a method (``formulation="mujoco"``): the reference row of ``compare``.
 
 Each step sets ``qpos``/``qvel`` and calls ``mj_step`` on an unmodified model loaded from the
-system's file: the system's ``detection_margin`` raises geom margins and gaps for contactopt's
-own contact candidates only, and MuJoCo's ``gap`` is not inert in its solver (a contact in
+system's file: the system's ``detection_margin`` (0 by default) raises geom margins and gaps for
+contactopt's own contact candidates only, and MuJoCo's ``gap`` is not inert in its solver (a contact in
 the gap keeps its constraint row, which lifts a resting box), so the reference row must not
-see it. The recorded contacts are MuJoCo's own. The record
+see it. The recorded contacts are MuJoCo's own (``candidates`` those not between fused bodies,
+``mujoco_contacts`` its ``ncon``). The record
 holds MuJoCo's contact impulses (``mj_contactForce`` times ``h``, normal first, zero for
 contacts MuJoCo did not activate), the solver's iteration count, and residuals that
 contactopt computes for MuJoCo's answer on the same constraint problem
@@ -117,6 +118,7 @@ class MujocoStepper:
             t=state.t, impulses=np.array(impulses).reshape(-1, 3), phi=np.array(phi), build_time=0.0,
             setup_time=0.0, solve_time=elapsed, iterations=int(data.solver_niter[0]), residuals=residuals,
             status=Status.OPTIMAL if finite else Status.NUMERICAL_ERROR, solver="mujoco",
+            candidates=len(phi), mujoco_contacts=int(data.ncon),
             message=f"mj_step, {int(data.nefc)} constraint rows; residuals checked in {1e3 * residual_time:.3g} ms "
                     "(not in the step's time)")
         if not finite:

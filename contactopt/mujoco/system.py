@@ -34,13 +34,19 @@ velocity derivative of passive and actuator forces as MuJoCo takes it (:meth:`Mj
 constraint problem** on the model as written (``regularized -o params=model``):
 :meth:`MjcfSystem.native_rows` (:mod:`.native`).
 
-**Detection margin.** MuJoCo reports a contact only once ``dist < margin`` (0 by default),
-so a body resting exactly on another (``dist = 0``) or arriving within a step has no contact
-yet. ``detection_margin`` (default 0.01 m) raises every geom's ``margin`` and ``gap`` by the
-same amount: MuJoCo then *detects* contacts up to that distance but, since its activation
-distance ``margin - gap`` is unchanged, its own solver (the ``mujoco`` reference stepper)
-behaves exactly as before, while the contactopt formulations receive the near contacts
-(MuJoCo's ``exclude = 1``, "in the gap") as candidates with ``phi > 0``.
+**Detection margin.** MuJoCo reports a contact once ``dist`` is below the pair's margin (plus
+its gap, from MuJoCo 4.0), from the geoms' own ``margin``/``gap`` (0 unless the model sets them).
+By default the candidates are exactly those contacts, the ones ``mj_step`` itself builds (a hand
+in its keyframe: MuJoCo's 1, not 138 as with a fixed 1 cm). ``[system] detection_margin = X``
+(m, default 0; ``--system-option detection_margin=X``) widens it for formulations that want
+early candidates: MuJoCo then *detects* every pair's contacts up to ``X`` farther while its own
+solver activates the same ones (:func:`.compat.widen_detection`, through ``gap``), and the
+formulations receive the near contacts (MuJoCo's ``exclude = 1``, "in the gap") as candidates
+with ``phi > 0``. Each step records its candidate count and MuJoCo's own ``ncon`` at that state
+with the model's margins (:meth:`MjcfSystem.reference_contact_count`, :mod:`.candidates`).
+**Declared features**: the condim 4/6 geom pairs and the frictionloss dofs and tendons the
+model declares (:meth:`MjcfSystem.declared_features`), by which a formulation that cannot hold
+their rows refuses the model before step 0.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
-from contactopt.mujoco import compat, derivatives, keyframes
+from contactopt.mujoco import candidates, compat, derivatives, keyframes
 from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, angular_friction, contact_jacobian, friction_problem
 from contactopt.mujoco.mass import MassLayout
@@ -68,9 +74,6 @@ FloatArray = NDArray[np.float64]
 #: What the formulations do with contacts of condim 4/6: their torsional/rolling rows as
 #: MuJoCo models them, or their sliding friction only.
 EXTRA_FRICTION = ("model", "sliding")
-#: The velocity names of a free or ball joint's angular velocity, which MuJoCo gives in the
-#: body's own frame (rigid3d's ``wx``, ``wy``, ``wz`` are world-frame).
-BODY_FRAME_ANGULAR = ("wx_body", "wy_body", "wz_body")
 
 
 class UnmodelledFrictionError(ContactoptError):
@@ -89,7 +92,7 @@ class MjcfSystem(System):
     contact_dim = 3
     default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, why: contactopt.formulations.recovery
 
-    def __init__(self, path: str | Path, detection_margin: float = 0.01, extra_friction: str = "model",
+    def __init__(self, path: str | Path, detection_margin: float = 0.0, extra_friction: str = "model",
                  sparse: bool | None = None, keyframe: str | None = None) -> None:
         """``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from ``nv >= 60`` on
         (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below.
@@ -107,21 +110,21 @@ class MjcfSystem(System):
         if problem is not None:
             raise ParameterError("system.file", f"system.file: {self.path.name}: {problem}")
         self.detection_margin = float(detection_margin)
-        self.model.geom_margin[:] += self.detection_margin  # detect earlier ...
-        self.model.geom_gap[:] += self.detection_margin  # ... without activating MuJoCo's constraints
+        compat.widen_detection(self.mujoco, self.model, self.detection_margin)  # detect earlier, activate as written
         self.data = self.mujoco.MjData(self.model)
         self.keyframe = keyframe
         self.keyframe_index = keyframes.keyframe_index(self.model, keyframe, self.path.name)
         self.nq, self.nv = int(self.model.nq), int(self.model.nv)
         self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
-        self.q_names, self.v_names = self._coordinate_names()
+        self.q_names, self.v_names = candidates.coordinate_names(self.mujoco, self.model)
         self._at: tuple[bytes, bytes, bytes] | None = None
         self._chains = Chains(self.model)
         self.mass_layout = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
         self._scratch: Any = None  # MjData for finite differences of the equality rows
         self.warned_implicit = False  # said once: implicit's step matrix is nonsymmetric
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
+        self._counting: Any = None  # MjData of the unmodified model: MuJoCo's ncon under a widened margin
         self.native_cone = 0
         if extra_friction not in EXTRA_FRICTION:
             raise ParameterError("system.extra_friction", f"system.extra_friction: one of "
@@ -140,7 +143,7 @@ class MjcfSystem(System):
         path = Path(table["file"])
         if not path.exists():
             raise ParameterError("system.file", f"system.file: no such MJCF file {path}")
-        margin = table.get("detection_margin", 0.01)
+        margin = table.get("detection_margin", 0.0)
         if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0:
             raise ParameterError("system.detection_margin",
                                  f"system.detection_margin: must be a number >= 0, got {margin!r}")
@@ -263,6 +266,21 @@ class MjcfSystem(System):
 
         return [f"{label(int(g1))}|{label(int(g2))}" for g1, g2 in geoms]
 
+    def reference_contact_count(self, q: ArrayLike) -> int:
+        """MuJoCo's own ``ncon`` at ``q``, detected with the model's own geom margins: the
+        contacts of :meth:`contacts` unless ``detection_margin`` widens them (:mod:`.candidates`)."""
+        if not self.detection_margin:
+            return int(self._evaluate_position(q).ncon)
+        model = self.native_model_data()[0]
+        if self._counting is None:
+            self._counting = self.mujoco.MjData(model)
+        return candidates.collision_count(self.mujoco, model, self._counting, as_vector(q, "q", self.nq))
+
+    def declared_features(self) -> dict[str, list[str]]:
+        """The rows the model can produce whatever the state: condim 4/6 geom pairs (unless
+        ``extra_friction = "sliding"``) and frictionloss dofs and tendons (:mod:`.candidates`)."""
+        return candidates.declared_features(self.mujoco, self.model, angular=self.extra_friction == "model")
+
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
         """The step matrix of MuJoCo's integrator of this model (:mod:`.derivatives`; MuJoCo
         documentation, "Computation: Numerical integration"): ``M - h D`` with ``tau`` unchanged
@@ -373,24 +391,3 @@ class MjcfSystem(System):
                 q_list[self.model.jnt_qposadr[j]] = "rad" if hinge else "m"
                 v_list[self.model.jnt_dofadr[j]] = "rad/s" if hinge else "m/s"
         return tuple(q_list), tuple(v_list)
-
-    def _coordinate_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        mujoco = self.mujoco
-        q_names: list[str] = []
-        v_names: list[str] = []
-        for j in range(self.model.njnt):
-            name = self.model.joint(j).name or f"joint{j}"
-            kind = int(self.model.jnt_type[j])
-            # MuJoCo's qvel of a free joint: linear velocity in the world frame, angular velocity
-            # in the body's own frame (as for a ball joint), unlike rigid3d's world-frame wx:
-            # the names say so (wx_body)
-            if kind == int(mujoco.mjtJoint.mjJNT_FREE):
-                q_names += [f"{name}.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
-                v_names += [f"{name}.{c}" for c in ("vx", "vy", "vz", *BODY_FRAME_ANGULAR)]
-            elif kind == int(mujoco.mjtJoint.mjJNT_BALL):
-                q_names += [f"{name}.{c}" for c in ("qw", "qx", "qy", "qz")]
-                v_names += [f"{name}.{c}" for c in BODY_FRAME_ANGULAR]
-            else:
-                q_names.append(name)
-                v_names.append(name)
-        return tuple(q_names), tuple(v_names)

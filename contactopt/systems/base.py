@@ -201,6 +201,19 @@ class System(ABC):
         called by the time-stepping driver unless the system's own rows are used. No-op here."""
         return None
 
+    def reference_contact_count(self, q: ArrayLike) -> int | None:
+        """The number of contacts the simulator behind the system builds at ``q`` (``mjcf``:
+        MuJoCo's ``ncon`` with the model's own margins), recorded beside the candidate count
+        of each step; None for systems without one."""
+        return None
+
+    def declared_features(self) -> dict[str, list[str]]:
+        """Per feature name (``"angular_friction"``, ``"friction_loss"``: the rows of
+        :mod:`contactopt.mujoco.candidates`) the elements of the system that declare it, read
+        from its description alone so that a formulation that cannot hold those rows refuses
+        the system before step 0 (:mod:`contactopt.integrators.capabilities`). None here."""
+        return {}
+
     def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
         """The system's own constraint problem of a step (``regularized -o params=model``);
         only systems backed by a simulator that has one (``mjcf``) provide it."""
