@@ -37,12 +37,15 @@ constraint problem** on the model as written (``regularized -o params=model``):
 **Detection margin.** MuJoCo reports a contact once ``dist`` is below the pair's margin (plus
 its gap, from MuJoCo 4.0), from the geoms' own ``margin``/``gap`` (0 unless the model sets them).
 By default the candidates are exactly those contacts, the ones ``mj_step`` itself builds (a hand
-in its keyframe: MuJoCo's 1, not 138 as with a fixed 1 cm). ``[system] detection_margin = X``
-(m, default 0; ``--system-option detection_margin=X``) widens it for formulations that want
-early candidates: MuJoCo then *detects* every pair's contacts up to ``X`` farther while its own
-solver activates the same ones (:func:`.compat.widen_detection`, through ``gap``), and the
-formulations receive the near contacts (MuJoCo's ``exclude = 1``, "in the gap") as candidates
-with ``phi > 0``. Each step records its candidate count and MuJoCo's own ``ncon`` at that state
+in its keyframe: MuJoCo's 1, not 138 as with a fixed 1 cm), and those that touch exactly: the
+default widening is 1e-8 of the model's extent (:data:`TOUCH_MARGIN`), since rigid formulations
+close a contact to ``dist = 0`` and rounding would otherwise drop half of a gripper's resting
+contacts (its load slips at 0.96 m/s under anitescu). ``[system] detection_margin = X`` (m;
+``--system-option detection_margin=X``) widens it for formulations that want early candidates:
+MuJoCo then *detects* every pair's contacts up to ``X`` farther while its own solver activates
+the same ones (:func:`.compat.widen_detection`, through ``gap``), and the formulations receive
+the near contacts (MuJoCo's ``exclude = 1``, "in the gap") as candidates with ``phi > 0``.
+Each step records its candidate count and MuJoCo's own ``ncon`` at that state
 with the model's margins (:meth:`MjcfSystem.reference_contact_count`, :mod:`.candidates`).
 **Declared features**: the condim 4/6 geom pairs and the frictionloss dofs and tendons the
 model declares (:meth:`MjcfSystem.declared_features`), by which a formulation that cannot hold
@@ -85,6 +88,9 @@ class UnmodelledFrictionWarning(ContactoptWarning):
     3-row contact frames of the formulations do not carry."""
 
 
+TOUCH_MARGIN = 1e-8  # default detection widening per metre of the model's extent (module docstring)
+
+
 class MjcfSystem(System):
     type_name: ClassVar[str] = "mjcf"
     description: ClassVar[str] = "a MuJoCo model (file = MJCF): M, forces, contacts and integration from MuJoCo"
@@ -92,7 +98,7 @@ class MjcfSystem(System):
     contact_dim = 3
     default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, why: contactopt.formulations.recovery
 
-    def __init__(self, path: str | Path, detection_margin: float = 0.0, extra_friction: str = "model",
+    def __init__(self, path: str | Path, detection_margin: float | None = None, extra_friction: str = "model",
                  sparse: bool | None = None, keyframe: str | None = None) -> None:
         """``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from ``nv >= 60`` on
         (:data:`contactopt.arrays.SPARSE_FROM_NV`, MuJoCo's own threshold), dense below.
@@ -109,7 +115,8 @@ class MjcfSystem(System):
         problem = friction_problem(self.model)
         if problem is not None:
             raise ParameterError("system.file", f"system.file: {self.path.name}: {problem}")
-        self.detection_margin = float(detection_margin)
+        self.detection_margin = (TOUCH_MARGIN * float(self.model.stat.extent) if detection_margin is None
+                                 else float(detection_margin))
         compat.widen_detection(self.mujoco, self.model, self.detection_margin)  # detect earlier, activate as written
         self.data = self.mujoco.MjData(self.model)
         self.keyframe = keyframe
@@ -143,15 +150,15 @@ class MjcfSystem(System):
         path = Path(table["file"])
         if not path.exists():
             raise ParameterError("system.file", f"system.file: no such MJCF file {path}")
-        margin = table.get("detection_margin", 0.0)
-        if isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0:
+        margin = table.get("detection_margin")
+        if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0):
             raise ParameterError("system.detection_margin",
                                  f"system.detection_margin: must be a number >= 0, got {margin!r}")
         extra = table.get("extra_friction", "model")
         if extra not in EXTRA_FRICTION:
             raise ParameterError("system.extra_friction", f"system.extra_friction: one of "
                                  f"{', '.join(map(repr, EXTRA_FRICTION))}, got {extra!r}")
-        return cls(path, float(margin), extra, keyframe=table.get("keyframe"))
+        return cls(path, None if margin is None else float(margin), extra, keyframe=table.get("keyframe"))
 
     # --- MuJoCo evaluation (cached per state) ---------------------------------------------
     def _evaluate(self, q: ArrayLike, v: ArrayLike) -> Any:
