@@ -46,9 +46,9 @@ as Drake's point contact reports only overlapping pairs.
 **Scenes that start in penetration** (MJCF scenes settled under MuJoCo's soft contacts,
 e.g. the sphere pile at up to 0.7 mm): in the rigid limit with ``tau_d = 0`` (S8) removes the
 penetration within one step, ``v_hat_n = -phi / h`` (0.3 m/s for the pile; ``max_recovery_speed``,
-below, caps it), which throws the spheres apart (0.5 m/s, spinning at 10 rad/s) and makes every step a sliding-to-stiction
-problem for ``newton`` (about 28 iterations; why: :mod:`contactopt.solvers.newton`, "Iteration
-counts"). Pick ``dissipation_time_scale = 0.05``
+below, caps it), which throws the spheres apart (0.5 m/s, spinning at 10 rad/s) and makes every
+step a sliding-to-stiction problem for ``newton`` (about 28 iterations; why:
+:mod:`contactopt.solvers.newton`, "Iteration counts"). Pick ``dissipation_time_scale = 0.05``
 (``epsilon = 0``): the penetration is resolved over ``h + tau_d`` instead, the pile stays at
 rest (6 mm/s, 0.2 rad/s over 40 steps; MuJoCo's own mj_step: 0.03 m/s, 0.8 rad/s) and newton
 takes about 10 iterations. A finite ``stiffness`` (1e4-1e5 N/m) with that ``tau_d`` behaves
