@@ -19,6 +19,7 @@ against ``mj_step`` timed in the same process (``ratio_to_mj_step``); the solver
 largest speed and penetration; ``dist_q``, ``max |q - q_mujoco|`` after the last common step;
 ``spins``: largest speed above 2x MuJoCo's + 0.1 (a robot launched or spun that MuJoCo holds);
 ``candidates`` and ``mujoco_contacts``: contact candidates and MuJoCo's ``ncon``, medians over steps.
+``reason``: why, where that is the formulation's defined behaviour (``robot_models.KNOWN_LAUNCHES``).
 Every run has a wall-time limit (``--cell-time-limit``); a run that reaches it keeps its steps.
 
     PYTHONPATH=. python experiments/robots.py [--steps 250] [--models suite/hopper,gym/ant] [--quick]
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 from common import OUT, print_table, write_results
 from robot_cells import METHODS, run_model, warm_up
-from robot_models import LEFT_OUT, own_models, select
+from robot_models import KNOWN_LAUNCHES, LEFT_OUT, own_models, select
 
 QUICK_STEPS = 20
 NEWTON_METHODS = ("regularized -o form=primal/newton", "sap/newton")
@@ -72,8 +73,16 @@ def medians(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         f"{row['model']} {row['method']} ({row['ratio_to_mj_step']:.0f}x)" for row in rows
         if row.get("steps") and row["method"] != "lcp/lemke" and row["ratio_to_mj_step"] > 100)
     out["launched or spun (max speed > 2x MuJoCo's + 0.1)"] = sorted(
-        f"{row['model']} {row['method']}" for row in rows if row.get("spins") and row.get("steps"))
+        f"{row['model']} {row['method']}" + (f" ({row['reason']})" if row.get("reason") else "")
+        for row in rows if row.get("spins") and row.get("steps"))
     return out
+
+
+def with_reasons(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row with its ``reason``: why a run that spins does, where that is known to be the
+    formulation's defined behaviour; empty otherwise."""
+    return [{**row, "reason": KNOWN_LAUNCHES.get((row["model"], row["method"]), "") if row.get("spins") else ""}
+            for row in rows]
 
 
 def compact(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -139,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     for number, model in enumerate(models, 1):
         print(f"[{number}/{len(models)}] {model.name} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
-        rows += run_model(model.name, model.path, steps, args.cell_time_limit, METHODS)
+        rows += with_reasons(run_model(model.name, model.path, steps, args.cell_time_limit, METHODS))
         summary = medians(rows)
         write_results(folder, rows, {"steps": steps, "cell_time_limit": args.cell_time_limit, "medians": summary,
                                      "models_done": number, "left_out": LEFT_OUT,

@@ -121,6 +121,7 @@ def test_robots_experiment_quick_run_writes_its_summary(tmp_path: Path) -> None:
     for row in rows:
         assert row["status"] == "completed" or row["status"].startswith(("refused: ", "stopped: ", "time limit"))
         assert "\n" not in row["status"]
+        assert row["reason"] == "" or row["spins"]  # a reason explains a launch, nothing else
     assert all(row["steps"] == 3 for row in rows if row["status"] == "completed")
     assert (tmp_path / "summary.csv").is_file() and (tmp_path / "ratios.png").is_file()
     assert "x mj_step" in done.stdout

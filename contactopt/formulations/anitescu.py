@@ -26,7 +26,7 @@ A sliding contact "hydroplanes": the constraint of the edge opposing the slip ke
 contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; default: all candidates).
 Torsional and rolling rows ``e_i`` (MJCF condim 4 and 6) add the edges ``n +- mu_i e_i``
 (:mod:`contactopt.formulations.angular_friction`).
-``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+``phi / h`` of a penetrating contact or a violated limit is capped at ``-max_recovery_speed``
 (:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
@@ -96,7 +96,8 @@ class Anitescu(Formulation):
         J_beta, per = edge_rows(active, k)
         rows = J_beta.shape[0]
         h = problem.dt
-        target = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        v_max = recovery_speed(problem, options)
+        target = normal_target(active.phi, h, v_max)  # phi / h
         rhs = np.repeat(target, per)
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "k": k, "contacts": active.index.tolist(), "nv": problem.nv}
@@ -110,12 +111,12 @@ class Anitescu(Formulation):
         if options["form"] == "primal":
             return primal_program(problem, -J_beta, rhs, (Nonneg(rows),),
                                   tuple(Block(name, start, stop, size) for name, _, start, stop, size in blocks),
-                                  metadata, epsilon=options["epsilon"])
+                                  metadata, epsilon=options["epsilon"], max_recovery_speed=v_max)
         return dual_program(problem, J_beta, J_beta @ problem.v_free + rhs, diagonal_csc(-np.ones(rows)),
                             (Nonneg(rows),),
                             tuple(Block(name, start, stop, size) for _, name, start, stop, size in blocks),
                             (Block("impulse_edges_nonneg", 0, rows, per if len(blocks) == 1 else 1),), metadata,
-                            epsilon=options["epsilon"])
+                            epsilon=options["epsilon"], max_recovery_speed=v_max)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)

@@ -26,7 +26,7 @@ Sliding contacts hydroplane to a gap of about ``h mu |v_t|`` as in the polyhedra
 without the cone's anisotropy. ``epsilon`` selects contacts with ``phi <= epsilon``.
 Torsional and rolling rows (MJCF condim 4 and 6) join their contact's cone, MuJoCo's elliptic
 cone of ``3 + m_c`` rows (:mod:`contactopt.formulations.angular_friction`).
-``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+``phi / h`` of a penetrating contact or a violated limit is capped at ``-max_recovery_speed``
 (:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
@@ -98,7 +98,8 @@ class ConeComplementarity(Formulation):
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "contacts": active.index.tolist(), "nv": problem.nv}
         normal_rhs = np.zeros(rows)
-        normal_rhs[::dim] = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        v_max = recovery_speed(problem, options)
+        normal_rhs[::dim] = normal_target(active.phi, h, v_max)  # phi / h
         if active.angular is not None:  # torsional/rolling rows: MuJoCo's elliptic cone of 3 + m_c rows
             return self._build_with_angular(problem, active, normal_rhs[::dim], options, metadata)
         if options["form"] == "primal":
@@ -107,12 +108,12 @@ class ConeComplementarity(Formulation):
             scaled = active.scaled_rows(scale.reshape(-1))
             cones = (SOC(dim) if dim > 1 else Nonneg(1),) * na
             return primal_program(problem, -scaled, normal_rhs, cones, (Block("friction_cones", 0, rows, dim),),
-                                  metadata, epsilon=options["epsilon"])
+                                  metadata, epsilon=options["epsilon"], max_recovery_speed=v_max)
         A_cone, cones = friction_cone_rows(active)
         return dual_program(problem, active.J, active.J @ problem.v_free + normal_rhs,
                             A_cone if rows else sp.csc_matrix((0, 0)), cones,
                             (Block("impulse", 0, rows, dim),), (Block("impulse_in_cone", 0, rows, dim),),
-                            metadata, epsilon=options["epsilon"])
+                            metadata, epsilon=options["epsilon"], max_recovery_speed=v_max)
 
     def _build_with_angular(self, problem: StepProblem, active: ActiveContacts, normal: FloatArray,
                             options: Mapping[str, Any], metadata: dict[str, Any]) -> Program:
@@ -129,11 +130,11 @@ class ConeComplementarity(Formulation):
                       else np.asarray(cone.rows) * cone.coefficient[:, None])
             cones = tuple(SOC(int(d)) for d in cone.dims)
             return primal_program(problem, -scaled, rhs, cones, (Block("friction_cones", 0, m),), metadata,
-                                  epsilon=options["epsilon"])
+                                  epsilon=options["epsilon"], max_recovery_speed=recovery_speed(problem, options))
         A_cone, cones = dual_cone(active, cone)
         return dual_program(problem, cone.rows, cone.rows @ problem.v_free + rhs, A_cone, cones,
                             (Block("impulse", 0, m),), (Block("impulse_in_cone", 0, m),), metadata,
-                            epsilon=options["epsilon"])
+                            epsilon=options["epsilon"], max_recovery_speed=recovery_speed(problem, options))
 
     def _recover_with_angular(self, problem: StepProblem, program: ConicProgram, solution: Solution,
                               active: ActiveContacts) -> StepResult:

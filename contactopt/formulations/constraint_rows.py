@@ -24,7 +24,9 @@ friction impulse ``sigma = y- - y+`` lies in the box.
 with ``K = [contact rows; H; G; F]`` and ``v' = v_free + M^{-1} K^T x``.
 
 Unilateral rows with ``phi > epsilon`` (the formulation's active-set margin) stay out of the
-program; ``metadata["limits"]`` records which entered.
+program; ``metadata["limits"]`` records which entered. A violated limit's ``phi / h`` is capped
+at ``-max_recovery_speed`` (the rigid formulations pass theirs;
+:func:`contactopt.formulations.recovery.limit_target`), as their contacts' ``phi / h`` is.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.formulations.recovery import limit_target
 from contactopt.model import Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero, delassus_kernel
 from contactopt.programs.csc import (
@@ -61,9 +64,10 @@ def limit_index(problem: StepProblem, epsilon: float = np.inf) -> NDArray[np.int
 
 def primal_program(problem: StepProblem, A: Any, b: FloatArray, cones: tuple[Cone, ...],
                    blocks: tuple[Block, ...], metadata: Mapping[str, Any],
-                   epsilon: float = np.inf) -> ConicProgram:
+                   epsilon: float = np.inf, max_recovery_speed: float = np.inf) -> ConicProgram:
     """The primal over ``v'`` (plus the friction-loss slacks ``s``) with the formulation's
-    rows ``A v' + slack = b, slack in cones`` (blocks ``blocks``) and every non-contact row."""
+    rows ``A v' + slack = b, slack in cones`` (blocks ``blocks``) and every non-contact row
+    (a violated limit driven back at ``max_recovery_speed`` at most)."""
     nv, h = problem.nv, problem.dt
     limits = limit_index(problem, epsilon)
     G = problem.unilateral.G[limits]
@@ -78,7 +82,7 @@ def primal_program(problem: StepProblem, A: Any, b: FloatArray, cones: tuple[Con
     m_contact = A.shape[0]
     b_all = [problem.bilateral_target, np.asarray(b, dtype=np.float64)]
     if nu:
-        b_all.append(problem.unilateral.phi[limits] / h)
+        b_all.append(limit_target(problem, limits, max_recovery_speed))  # phi / h
     # the (possibly empty) bilateral block is kept: the layout of programs without rows is unchanged
     cone_list: list[Cone] = [Zero(nh), *cones] + ([Nonneg(nu)] if nu else [])
     constraint_blocks = [Block("bilateral", 0, nh),
@@ -114,11 +118,13 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
                  v_free: FloatArray | None = None, regularization: FloatArray | None = None,
                  bilateral_regularization: FloatArray | None = None, epsilon: float = np.inf,
                  limit_terms: tuple[FloatArray, FloatArray] | None = None,
-                 friction_terms: tuple[FloatArray, FloatArray] | None = None) -> ConicProgram:
+                 friction_terms: tuple[FloatArray, FloatArray] | None = None,
+                 max_recovery_speed: float = np.inf) -> ConicProgram:
     """``min 1/2 x^T (K M^{-1} K^T + R) x + c^T x`` over the contact variables (rows ``rows``
     of K, constrained by ``A x + s = 0, s in cones``), free bilateral multipliers (rows ``H``,
     linear term ``H v_free - r``), limit impulses ``>= 0`` (rows ``G``, linear term
-    ``G v_free + phi / h``) and box impulses (rows ``F``, linear term ``F v_free``).
+    ``G v_free + phi / h``, ``phi / h`` capped at ``-max_recovery_speed``) and box impulses
+    (rows ``F``, linear term ``F v_free``).
     ``limit_terms`` / ``friction_terms`` = ``(linear term, regularization)`` replace the
     defaults (``regularized`` gives them its reference velocities and ``R``)."""
     dynamics = problem.dynamics if dynamics is None else dynamics
@@ -137,7 +143,7 @@ def dual_program(problem: StepProblem, rows: Matrix, c: FloatArray, A: Any, cone
     else:
         K = rows
     limit_c, limit_R = limit_terms if limit_terms is not None else (
-        G @ v_free + problem.unilateral.phi[limits] / h, np.zeros(nu))
+        G @ v_free + limit_target(problem, limits, max_recovery_speed), np.zeros(nu))
     friction_c, friction_R = friction_terms if friction_terms is not None else (F @ v_free, np.zeros(nf))
     diagonal = np.concatenate([np.zeros(n) if regularization is None else regularization,
                                np.zeros(nh) if bilateral_regularization is None else bilateral_regularization,

@@ -92,9 +92,11 @@ class CoulombFormulation(Formulation):
         dim = max(given, 2)
         rows = active.count * given
         normal_rhs = np.zeros(rows)
-        normal_rhs[::given] = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        v_max = recovery_speed(problem, options)
+        normal_rhs[::given] = normal_target(active.phi, h, v_max)  # phi / h
         relaxed = dual_program(problem, active.J, active.J @ problem.v_free + normal_rhs, sp.csc_matrix((0, 0)), (),
-                               (Block("impulse", 0, rows, given),), (), {}, epsilon=options["epsilon"])
+                               (Block("impulse", 0, rows, given),), (), {}, epsilon=options["epsilon"],
+                               max_recovery_speed=v_max)
         nh, limits = problem.bilateral.count, limit_index(problem, options["epsilon"])
         W, q = _eliminate_bilateral(relaxed.P, relaxed.c, rows, nh)
         # contact rows in place, each limit row a contact of its own; zero tangent rows to dim

@@ -26,7 +26,7 @@ multipliers (see :mod:`contactopt.formulations.common`).
 For the 1-D cart against a wall (``phi = q``, ``n = 1``) this gives the reference's
 ``q[n+1] = max(0, q + h v_free)`` and ``f[n] = lambda / h``.
 Friction is ignored (a warning says so when mu > 0).
-``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+``phi / h`` of a penetrating contact or a violated limit is capped at ``-max_recovery_speed``
 (:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
@@ -68,17 +68,18 @@ class Gauss(Formulation):
             warnings.warn("formulation 'gauss' is frictionless: mu > 0 is ignored",
                           FrictionIgnoredWarning, stacklevel=3)
         h = problem.dt
-        target = normal_target(contacts.phi, h, recovery_speed(problem, options))  # phi / h
+        v_max = recovery_speed(problem, options)
+        target = normal_target(contacts.phi, h, v_max)  # phi / h
         n = contacts.J_normal
         nc, nv = n.shape
         metadata = {"formulation": self.name, "form": options["form"], "dt": h,
                     "t": problem.state.t, "contacts": nc, "nv": nv}
         if options["form"] == "primal":
             return primal_program(problem, -n, target, (Nonneg(nc),),
-                                  (Block("nonpenetration", 0, nc),), metadata)
+                                  (Block("nonpenetration", 0, nc),), metadata, max_recovery_speed=v_max)
         return dual_program(problem, n, n @ problem.v_free + target, diagonal_csc(-np.ones(nc)),
                             (Nonneg(nc),), (Block("impulse_normal", 0, nc),),
-                            (Block("impulse_nonneg", 0, nc),), metadata)
+                            (Block("impulse_nonneg", 0, nc),), metadata, max_recovery_speed=v_max)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)

@@ -49,7 +49,7 @@ boundary, as in ``anitescu``)::
     0 <= +-e_r v' + (mu_c / mu_r) gamma_c                                  _|_  beta_r+- >= 0
     0 <= mu_c lambda_c - sum_i beta_ci - (mu_c / mu_r) sum_r (beta_r+ + beta_r-)  _|_  gamma_c >= 0
 
-``phi / h`` of a penetrating contact is capped at ``-max_recovery_speed``
+``phi / h`` of a penetrating contact or a violated limit is capped at ``-max_recovery_speed``
 (:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
 """
 
@@ -72,7 +72,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.formulations.recovery import normal_target, recovery_speed
+from contactopt.formulations.recovery import limit_target, normal_target, recovery_speed
 from contactopt.model import StepProblem, to_dense
 from contactopt.programs import LCP, Solution
 from contactopt.programs.conic import blocks_from_sizes
@@ -137,9 +137,10 @@ class StewartTrinkleLCP(Formulation):
             M_lcp[np.tile(zeta, 2), sigma] = -1.0
         v_free = constrained.v_free
         speeds = velocity_rows @ v_free
-        target = normal_target(active.phi, h, recovery_speed(problem, options))  # phi / h
+        v_max = recovery_speed(problem, options)
+        target = normal_target(active.phi, h, v_max)  # phi / h
         q_lcp = np.concatenate([target + speeds[:na], speeds[na:n_contact], np.zeros(n_gamma),
-                                problem.unilateral.phi[limits] / h + speeds[n_contact:n_contact + nu],
+                                limit_target(problem, limits, v_max) + speeds[n_contact:n_contact + nu],
                                 speeds[n_contact + nu:], h * bound])
         variables = blocks_from_sizes([("impulse_normal", na, 1), ("impulse_directions", na * k, k),
                                        *((("impulse_angular_directions", n_angular, 2),) if n_angular else ()),

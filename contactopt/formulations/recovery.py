@@ -17,6 +17,13 @@ which only changes penetrating contacts deeper than ``h v_max`` (a separated con
 ``phi / h >= 0`` is kept exactly: it may still close within the step). The penetration is
 then removed over ``|phi| / v_max`` seconds.
 
+**Limits.** A joint or tendon limit row ``phi_j + h G_j v' >= 0``
+(:mod:`contactopt.formulations.constraint_rows`) is the same kind of row, and a model that
+starts outside a range was driven back at ``violation / h`` (the hopper of dm-control's suite
+starts its knee 0.087 rad below its range: 17 rad/s at h = 5 ms, where MuJoCo's soft limit
+peaks at 1.7 rad/s). The same cap applies to it, in the limit's own units: ``v_max`` m/s for
+a slide joint or a tendon, rad/s for a hinge (:func:`limit_target`).
+
 Default (``None``): the system's own (:attr:`contactopt.systems.base.System.default_max_recovery_speed`):
 off (``inf``) for the textbook systems and TOML ``rigid3d`` scenes, whose trajectories are the
 references' exact ``phi / h``; 0.1 m/s for MJCF models, whose keyframes are written for
@@ -24,8 +31,11 @@ MuJoCo's soft contacts and often start a few millimetres in penetration. 0.1 m/s
 ``v^2 / (2 g) = 0.5 mm`` at most, and is the order of MuJoCo's own recovery: its reference
 acceleration (default ``solref = (0.02 s, 1)``, critically damped) pushes a contact out of a
 penetration ``r`` at a peak speed ``r / (e timeconst)``, 0.18 m/s for 10 mm.
-``sap`` and ``regularized`` keep their own stabilization (``dissipation_time_scale``,
-``solref``).
+``sap`` caps its bias ``v_hat_n = -phi / (h + tau_d)`` the same way (:mod:`.sap`);
+``regularized`` (its own parameters, not ``params=model``) caps the spring term of its
+reference acceleration ``a_ref = -b J v - k r`` at ``k r >= -b v_max``
+(:func:`capped_spring`): the reference then pulls a contact or a limit out at ``v_max`` at
+most, the steady speed ``-k r / b`` of its damped spring.
 """
 
 from __future__ import annotations
@@ -66,3 +76,18 @@ def normal_target(phi: FloatArray, h: float, v_max: float) -> FloatArray:
     ``v_max = inf``, bit for bit)."""
     target = np.asarray(phi, dtype=np.float64) / h
     return target if math.isinf(v_max) else np.maximum(target, -v_max)
+
+
+def capped_spring(k_ref: FloatArray, position: FloatArray, b_ref: float, v_max: float) -> FloatArray:
+    """``max(k_ref r, -b_ref v_max)``: the spring term of MuJoCo's reference acceleration
+    ``a_ref = -b_ref J v - k_ref r`` (Todorov 2014; :mod:`.regularized`), capped so that the
+    speed it drives a violation out at, ``-k_ref r / b_ref``, is ``v_max`` at most
+    (``k_ref r`` itself when ``v_max = inf``, bit for bit)."""
+    spring = np.asarray(k_ref * position, dtype=np.float64)
+    return spring if math.isinf(v_max) else np.maximum(spring, -b_ref * v_max)
+
+
+def limit_target(problem: StepProblem, limits: NDArray[np.int_], v_max: float) -> FloatArray:
+    """``max(phi_j / h, -v_max)`` of the limit rows ``limits``: a violated limit is driven back
+    at ``v_max`` at most (module doc, "Limits")."""
+    return normal_target(problem.unilateral.phi[limits], problem.dt, v_max)

@@ -47,6 +47,8 @@ converges (``tests/test_mjcf_rows.py``). Options that MuJoCo's model sets are re
 like frictionless normal rows (impedance and reference from their ``phi``, entering when
 ``phi <= epsilon``), dry-friction rows are boxes ``|sigma| <= h frictionloss`` with the
 impedance ``d(0)`` and reference ``-b_ref F v`` (MuJoCo's frictionloss rows).
+``max_recovery_speed`` caps the spring term at ``k_ref r >= -b_ref v_max`` (normal, edge and limit
+rows; off except on MJCF models, not with ``params=model``): :mod:`contactopt.formulations.recovery`.
 
 **Forms.** ``form = "dual"`` (default) is the program above; ``form = "primal"`` is its
 Lagrangian dual, SAP's unconstrained primal over ``v'``
@@ -85,6 +87,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.recovery import capped_spring, recovery_speed
 from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc, empty_csc, mark_symmetric
@@ -127,8 +130,8 @@ class Regularized(Formulation):
     name: ClassVar[str] = "regularized"
     description: ClassVar[str] = "MuJoCo-style regularized dual (Todorov 2014), elliptic or pyramidal cone"
     defaults: ClassVar[Mapping[str, Any]] = {
-        "cone": "pyramidal", "solref": None, "solimp": (0.9, 0.95, 0.001, 0.5, 2.0),
-        "impratio": 1.0, "b": 0.0, "epsilon": 0.0, "refsafe": True, "form": "dual", "params": "contactopt",
+        "cone": "pyramidal", "solref": None, "solimp": (0.9, 0.95, 0.001, 0.5, 2.0), "impratio": 1.0, "b": 0.0,
+        "epsilon": 0.0, "refsafe": True, "form": "dual", "params": "contactopt", "max_recovery_speed": None,
     }
     choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"cone": ("pyramidal", "elliptic", "model"),
                                                         "refsafe": (True, False), "form": ("dual", "primal"),
@@ -138,7 +141,7 @@ class Regularized(Formulation):
         given = dict(options or {})
         merged = super().resolve_options(options)
         if merged["params"] == "model":
-            own = sorted(set(given) & {"solref", "solimp", "impratio", "b", "epsilon", "refsafe", "form"})
+            own = sorted(set(given) - {"cone", "params"})  # every other option is a constraint parameter
             if own:
                 raise OptionError(f"formulation {self.name!r}: params=model takes every constraint parameter "
                                   f"from the model; remove {', '.join(map(repr, own))}")
@@ -275,7 +278,7 @@ def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
     """``(linear term, R)`` of the limit rows and of the dry-friction rows, as MuJoCo treats
     them: a limit row is a frictionless normal row (impedance and reference from its ``phi``);
     a dry-friction row has violation 0 (impedance ``d(0)``, reference ``a_ref = -b_ref F v``)."""
-    h, v = problem.dt, problem.state.v
+    h, v, v_max = problem.dt, problem.state.v, recovery_speed(problem, options)
     limits = limit_index(problem, options["epsilon"])
     G, phi = problem.unilateral.G[limits], problem.unilateral.phi[limits]
     F = problem.friction_loss.F
@@ -286,7 +289,7 @@ def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
             continue
         d = impedance(violation, options["solimp"])
         b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
-        v_star = rows @ v + h * (-b_ref * (rows @ v) - k_ref * violation)
+        v_star = rows @ v + h * (-b_ref * (rows @ v) - capped_spring(k_ref, violation, b_ref, v_max))
         R = (1.0 - d) / d * delassus_diagonal(damped, rows)
         terms.append((rows @ v_minus - v_star, R))
     return terms[0], terms[1]
@@ -300,11 +303,11 @@ def soft_rows(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
     ``impratio`` on friction rows), ``v_ref = J v + h a_ref`` with ``a_ref = -b J v - k position``;
     bilateral rows are soft too, with the impedance of their violation (their target velocity is
     the driver's, drift treatment included)."""
-    h, v = problem.dt, problem.state.v
+    h, v, v_max = problem.dt, problem.state.v, recovery_speed(problem, options)
     row_impedance = np.repeat(d, per)
     R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
     R = np.where(friction_row, R / options["impratio"], R)
-    v_ref = J @ v + h * (-b_ref * (J @ v) - np.repeat(k_ref, per) * position.reshape(-1))
+    v_ref = J @ v + h * (-b_ref * (J @ v) - capped_spring(np.repeat(k_ref, per), position.reshape(-1), b_ref, v_max))
     d_eq = impedance(problem.bilateral.position_error, options["solimp"])
     R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, problem.bilateral.H)
     return R, v_ref, R_eq

@@ -45,14 +45,21 @@ step exactly as under ``ccp`` (same stop distance, 0.1014 m), then hovers at a g
 as Drake's point contact reports only overlapping pairs.
 **Scenes that start in penetration** (MJCF scenes settled under MuJoCo's soft contacts,
 e.g. the sphere pile at up to 0.7 mm): in the rigid limit with ``tau_d = 0`` (S8) removes the
-penetration within one step, ``v_hat_n = -phi / h`` (0.3 m/s for the pile), which throws the
-spheres apart (0.5 m/s, spinning at 10 rad/s) and makes every step a sliding-to-stiction
-problem for ``newton`` (about 28 iterations; why: :mod:`contactopt.solvers.newton`, "Iteration
-counts"). Pick ``dissipation_time_scale = 0.05``
+penetration within one step, ``v_hat_n = -phi / h`` (0.3 m/s for the pile; ``max_recovery_speed``,
+below, caps it), which throws the spheres apart (0.5 m/s, spinning at 10 rad/s) and makes every
+step a sliding-to-stiction problem for ``newton`` (about 28 iterations; why:
+:mod:`contactopt.solvers.newton`, "Iteration counts"). Pick ``dissipation_time_scale = 0.05``
 (``epsilon = 0``): the penetration is resolved over ``h + tau_d`` instead, the pile stays at
 rest (6 mm/s, 0.2 rad/s over 40 steps; MuJoCo's own mj_step: 0.03 m/s, 0.8 rad/s) and newton
 takes about 10 iterations. A finite ``stiffness`` (1e4-1e5 N/m) with that ``tau_d`` behaves
 the same way on the pile.
+**Recovery cap.** ``max_recovery_speed`` (``v_max``; :mod:`contactopt.formulations.recovery`,
+the rigid formulations' option) caps (S8) at ``v_hat_n = min(-phi_i / (h + tau_d), v_max)``, on
+contacts and limit rows alike. Its default is the system's: off for textbook and TOML scenes
+(the paper's (S8) exactly), 0.1 m/s on MJCF models, whose keyframes often start millimetres
+in penetration or outside a joint's range (gymnasium's humanoidstandup starts 3.6 cm in the
+floor: (S8) alone throws its arms at 40 rad/s, MuJoCo's soft contacts lift them at 2 rad/s).
+In the near-rigid regime the contact then leaves its penetration at about ``v_max``.
 Bilateral rows ``H v' = r`` enter as SAP's holonomic constraints: free impulses (no cone),
 near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``. Dry-friction rows ``F``
 (MuJoCo's ``frictionloss``) are box rows ``|gamma| <= h f`` regularized like friction,
@@ -84,6 +91,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model import Dynamics, StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
 from contactopt.programs.csc import rows_of, to_csr
@@ -162,7 +170,7 @@ class SAP(Formulation):
     default_comparison: ClassVar[bool] = False
     defaults: ClassVar[Mapping[str, Any]] = {"stiffness": math.inf, "dissipation_time_scale": 0.0,
                                              "near_rigid_threshold": 1.0, "sigma": 1e-3,
-                                             "epsilon": math.inf}
+                                             "epsilon": math.inf, "max_recovery_speed": None}
 
     def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         merged = super().resolve_options(options)
@@ -195,14 +203,16 @@ class SAP(Formulation):
         R_frame[:, 0] = np.maximum(near_rigid * w, compliant)  # (S7)
         R_frame[:, 1:] = options["sigma"] * w[:, None]
         v_hat = np.zeros((active.count, dim))
-        v_hat[:, 0] = -active.phi / (h + tau_d)  # (S8)
+        v_max = recovery_speed(problem, options)
+        v_hat[:, 0] = -normal_target(active.phi, h + tau_d, v_max)  # (S8), at most v_max
         rows, scale, cones = contact_rows(active.mu, dim)
         H = problem.bilateral.H
         w_h = np.einsum("ij,ji->i", H, problem.dynamics.solve_M(H.T)) if H.shape[0] else np.zeros(0)
         index = limit_index(problem, options["epsilon"])
         G = problem.unilateral.G[index]
         w_u = np.einsum("ij,ji->i", G, problem.dynamics.solve_M(G.T)) if G.shape[0] else np.zeros(0)
-        limits = (index, np.maximum(near_rigid * w_u, compliant), -problem.unilateral.phi[index] / (h + tau_d))
+        limits = (index, np.maximum(near_rigid * w_u, compliant),
+                  -normal_target(problem.unilateral.phi[index], h + tau_d, v_max))
         metadata = {"formulation": self.name, "dt": h, "t": problem.state.t, "contacts": active.index.tolist(),
                     "nv": problem.nv, "stiffness": k, "dissipation_time_scale": tau_d,
                     "near_rigid_threshold": options["near_rigid_threshold"], "sigma": options["sigma"]}

@@ -15,11 +15,11 @@ worth a word; ``simulate(..., penetration_tolerance=...)`` changes it
 
 **Limits** the same way: a joint or tendon that starts outside its range (a limit row of
 ``system.limits(q0)`` with ``phi < -tolerance``, in the joint's own units, rad or m) is pushed
-back at about ``violation / dt`` (a thumb 0.26 rad outside its range spins at 0.26/h rad/s);
+back at about ``violation / dt``, at most ``max_recovery_speed`` (rad/s or m/s; a thumb 0.26 rad
+outside its range would spin at 0.26/h rad/s without it: :mod:`contactopt.formulations.recovery`);
 one :class:`~contactopt.errors.InitialLimitViolationWarning` names the worst limit
 (``system.limit_names(q0)`` where the system has them, e.g. ``"joint 'thumb' upper"``), its
-violation and how many others are violated. (Where MuJoCo itself caps that speed is the
-formulations' business, not this check's.)
+violation and how many others are violated.
 """
 
 from __future__ import annotations
@@ -84,8 +84,9 @@ def initial_limit_message(system: System, q0: ArrayLike, tolerance: float = INIT
     rest = f" (and {others} other limit{'s' if others != 1 else ''})" if others else ""
     prefix = f"{label}: " if label else ""
     return (f"{prefix}initial limit violation beyond {tolerance:g}: {name} limit is violated by {-phi[worst]:.3g} "
-            f"(rad or m){rest}; the first steps drive it back at about violation / dt (start inside the range, "
-            "e.g. from a keyframe, or set penetration_tolerance)")
+            f"(rad or m){rest}; the first steps drive it back at about violation / dt, at most max_recovery_speed "
+            "(start inside the range, e.g. from a keyframe, set -o max_recovery_speed=..., or set "
+            "penetration_tolerance)")
 
 
 def check_initial_penetration(system: System, q0: ArrayLike, tolerance: float = INITIAL_PENETRATION_TOLERANCE,
