@@ -95,3 +95,9 @@ class AmbiguousTripletsWarning(ContactoptWarning):
     them (``p`` rows, ``i`` columns) and as CSparse and Siconos write them (``i`` rows, ``p``
     columns), the two readings differ, and nothing else in the file decides: the message names
     the file, the matrix and the reading taken (:mod:`contactopt.programs.fclib_matrix`)."""
+
+
+class SkippedContactWarning(ContactoptWarning):
+    """Contact candidates whose Jacobian block is zero (they move no degree of freedom, e.g.
+    two overlapping geoms of one welded body) were left out of a step's program: they get zero
+    impulse (:func:`contactopt.formulations.common.active_contacts`)."""

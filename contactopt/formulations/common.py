@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -18,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.errors import ContactoptError, OptionError, SkippedContactWarning
 from contactopt.formulations.constraint_rows import (
     dual_program,
     dual_velocity,
@@ -33,8 +34,9 @@ from contactopt.programs import combine_kernel
 from contactopt.programs.csc import csr, rows_of, to_csr
 
 __all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
-           "delassus", "delassus_blocks", "dual_program", "dual_velocity", "limit_index", "polyhedral_frame_impulses",
-           "primal_bilateral_impulses", "primal_program", "require_finite_mu", "require_no_friction_loss",
+           "delassus", "delassus_blocks", "dual_program", "dual_velocity", "limit_index", "moving_blocks",
+           "polyhedral_frame_impulses", "primal_bilateral_impulses", "primal_program", "require_finite_mu",
+           "require_no_friction_loss",
            "row_impulses", "scatter_impulses", "select_contacts", "tangent_directions"]
 
 FloatArray = NDArray[np.float64]
@@ -169,9 +171,39 @@ class ActiveContacts:
         return self.J * scale[:, None]
 
 
+#: A contact's Jacobian block counts as zero when its largest entry is at most this fraction of
+#: the largest entry of the whole contact Jacobian: the rounding of ``J = J_1 - J_2`` for two
+#: points of one rigid chain (a few ulps of the terms subtracted), far below any real lever arm.
+ZERO_BLOCK_RTOL = 1e-12
+
+
 def active_contacts(contacts: Contacts, epsilon: float) -> ActiveContacts:
-    """Contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; inf keeps all)."""
-    return select_contacts(contacts, np.flatnonzero(contacts.phi <= epsilon))
+    """Contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; inf keeps all) whose
+    Jacobian block is not zero. A zero block moves no degree of freedom (two overlapping geoms
+    of one welded body): no impulse can act through it and no velocity can separate it, so a
+    rigid row ``0 >= -phi/h`` would make the step infeasible; it is skipped (zero impulse in
+    the record: a zero block transmits nothing in any reference's model, since the impulse
+    enters only as ``J^T lambda``) with a :class:`SkippedContactWarning` (shown once per count
+    and call site by Python's default filter)."""
+    candidates = np.flatnonzero(contacts.phi <= epsilon)
+    moving = candidates[moving_blocks(contacts, candidates)]
+    if moving.shape[0] < candidates.shape[0]:
+        skipped = candidates.shape[0] - moving.shape[0]
+        warnings.warn(f"{skipped} contact candidate(s) skipped: their Jacobian block is zero (they move no "
+                      "degree of freedom, e.g. overlapping geoms of one welded body), so they get zero impulse",
+                      SkippedContactWarning, stacklevel=3)
+    return select_contacts(contacts, moving)
+
+
+def moving_blocks(contacts: Contacts, index: IntArray) -> NDArray[np.bool_]:
+    """Which contacts at ``index`` have a Jacobian block above :data:`ZERO_BLOCK_RTOL` of the
+    Jacobian's largest entry."""
+    J = contacts.J
+    if index.shape[0] == 0 or J.shape[1] == 0:
+        return np.ones(index.shape[0], dtype=bool)
+    row_max = (abs(J).max(axis=1).toarray().reshape(-1) if is_sparse(J) else np.abs(J).max(axis=1))
+    block_max = row_max.reshape(contacts.count, contacts.dim).max(axis=1)
+    return cast(NDArray[np.bool_], block_max[index] > ZERO_BLOCK_RTOL * block_max.max())
 
 
 def select_contacts(contacts: Contacts, index: Any) -> ActiveContacts:

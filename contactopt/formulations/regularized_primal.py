@@ -15,7 +15,9 @@ quantities the dual uses (impedance, reference gains, ``R``), so that the ``newt
 takes the regularized step too; the equality of the two forms' answers is tested. Dry-friction
 rows (``frictionloss``) are box rows with the dual's ``R`` and reference velocity (Huber terms,
 :mod:`contactopt.programs.primal`, "Box rows"); torsional and rolling rows take
-:mod:`contactopt.formulations.regularized_angular`'s rows.
+:mod:`contactopt.formulations.regularized_angular`'s rows. A pyramid edge whose row moves no
+degree of freedom (``R = 0``: the primal's ``R^{-1}`` is undefined) is left out: its impulse
+is 0, which is what the dual gives it too since ``J^T lambda`` is all it acts through.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from contactopt.formulations import regularized_angular
 from contactopt.formulations.angular_friction import primal_cone
 from contactopt.formulations.base import StepResult
 from contactopt.formulations.common import (
+    ZERO_BLOCK_RTOL,
     ActiveContacts,
     active_contacts,
     limit_index,
@@ -44,7 +47,7 @@ from contactopt.formulations.regularized import (
     soft_rows,
 )
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
-from contactopt.model import StepProblem
+from contactopt.model import Matrix, StepProblem, is_sparse
 from contactopt.programs import ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import rows_of
 from contactopt.programs.primal import PrimalConicProgram
@@ -86,6 +89,11 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
             cone = primal_cone(active)
             rows, scale, cones = cone.keep, cone.scale, cone.cones
         metadata["angular_rows"] = int(J.shape[0])
+    if options["cone"] == "pyramidal":  # an edge that moves nothing has R = 0 and no impulse: no row
+        moving = np.flatnonzero(row_max(rows_of(J, rows)) > ZERO_BLOCK_RTOL * float(row_max(active.J).max(initial=0.0)))
+        if moving.shape[0] < rows.shape[0]:
+            metadata["edge_count"], metadata["edge_rows"] = int(rows.shape[0]), moving.tolist()
+            rows, scale, cones = rows[moving], scale[moving], ((Nonneg(moving.shape[0]),) if moving.shape[0] else ())
     from contactopt.formulations.regularized import row_terms
 
     (limit_c, limit_R), (friction_c, friction_R) = row_terms(problem, options, damped, v_minus, solref)
@@ -94,6 +102,22 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     friction_ref = problem.friction_loss.F @ v_minus - friction_c
     return primal_step(problem, damped, v_minus, rows_of(J, rows), R[rows], v_ref[rows], scale, cones, R_eq, metadata,
                        (index, limit_R, limit_ref), (friction_R, friction_ref))
+
+
+def row_max(rows: Matrix) -> FloatArray:
+    """The largest absolute entry of each row."""
+    if rows.shape[0] == 0 or rows.shape[1] == 0:
+        return np.zeros(rows.shape[0])
+    return np.asarray(abs(rows).max(axis=1).toarray()).reshape(-1) if is_sparse(rows) else np.abs(rows).max(axis=1)
+
+
+def all_edges(program: ConicProgram, values: FloatArray) -> FloatArray:
+    """The pyramid's edge impulses with the edges left out of the program (they move nothing) at 0."""
+    if "edge_rows" not in program.metadata:
+        return values
+    full = np.zeros(program.metadata["edge_count"])
+    full[np.asarray(program.metadata["edge_rows"], dtype=np.int_)] = values
+    return full
 
 
 def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
@@ -111,7 +135,8 @@ def recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> 
     nu = limit_rows.shape[0]
     limits = np.zeros(problem.unilateral.count)
     limits[limit_rows] = sigma[nh:nh + nu]
-    beta = sigma[nh + nu:sigma.shape[0] - int(program.metadata.get("friction_loss", 0))].reshape(active.count, per)
+    beta = all_edges(program, sigma[nh + nu:sigma.shape[0] - int(program.metadata.get("friction_loss", 0))])
+    beta = beta.reshape(active.count, per)
     frame = np.zeros((active.count, contacts.dim))
     frame[:, 0] = beta.sum(axis=1)
     if contacts.dim > 1:
@@ -126,4 +151,5 @@ def recover_pyramid_with_angular(problem: StepProblem, program: ConicProgram, so
                                  active: ActiveContacts) -> StepResult:
     """The pyramidal primal's impulses when angular edges follow the pyramid's (.regularized_angular)."""
     return recover_primal(problem, program, solution, active.index, np.zeros(0, dtype=np.int_),
-                          lambda values: regularized_angular.impulses_of(active, "pyramidal", values))
+                          lambda values: regularized_angular.impulses_of(active, "pyramidal",
+                                                                         all_edges(program, values)))

@@ -23,7 +23,8 @@ separation, negative in penetration), the regularization and bias (labels ours):
 * ``sigma``: friction regularization; in stiction ``gamma_t = -v_t / R_t``, a residual slip
   of order ``sigma h g`` (about 1e-5 m/s at h = 1 ms).
 * A candidate whose Jacobian block is zero (``w_i = 0``: it moves no degree of freedom,
-  e.g. two geoms of one welded chain met through the detection margin) gets no row: skipped.
+  e.g. two geoms of one welded chain) gets no row: skipped by
+  :func:`contactopt.formulations.common.active_contacts`, as in every formulation.
 * Torsional and rolling rows (MJCF condim 4 and 6) join their contact's cone (MuJoCo's
   elliptic cone, :mod:`contactopt.formulations.angular_friction`) with ``R = sigma w_i``
   (``w_i`` their Delassus diagonal) and ``v_hat = 0``, as friction rows.
@@ -195,9 +196,6 @@ class SAP(Formulation):
         near_rigid = options["near_rigid_threshold"] ** 2 / (4.0 * math.pi**2)
         W = delassus_blocks(problem.dynamics, active.J, dim)
         w = np.sqrt(np.einsum("cij,cij->c", W, W)) / dim  # (S9)
-        if active.count and w.min() <= 0:  # a candidate that moves no degree of freedom: no row at all
-            moving = w > 0
-            active, w = select_contacts(contacts, active.index[moving]), w[moving]
         compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
         R_frame = np.empty((active.count, dim))
         R_frame[:, 0] = np.maximum(near_rigid * w, compliant)  # (S7)
