@@ -13,50 +13,23 @@ earlier one (issue 27, "results overwritten").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from contactopt.errors import OutputError
 from contactopt.outputs import output_errors, writable_folder
+from contactopt.run_folders import next_run_folder
 
 __all__ = ["BENCH_OUTPUTS", "bench_folder"]
 
 #: What ``contactopt bench`` writes in its folder.
-BENCH_OUTPUTS = ("results.csv", "summary.csv", "performance_profile.png")
-#: Most names tried when claiming ``bench-NAME-N`` against benches started at the same time.
-CLAIM_ATTEMPTS = 1000
-
-
-def _numbered(base: Path) -> int:
-    """The highest N of the ``base`` (1) and ``base-N`` folders that exist (0: none)."""
-    pattern = re.compile(re.escape(base.name) + r"(?:-(\d+))?")
-    taken = [int(match.group(1) or 1) for path in base.parent.iterdir()
-             if path.is_dir() and (match := pattern.fullmatch(path.name))] if base.parent.is_dir() else []
-    return max(taken, default=0)
-
-
-def _claim(base: Path) -> Path:
-    with output_errors(base, "output folder (next to the inputs; --out DIR writes elsewhere)"):
-        base.parent.mkdir(parents=True, exist_ok=True)
-        number = _numbered(base) + 1
-        for _ in range(CLAIM_ATTEMPTS):
-            path = base if number == 1 else base.with_name(f"{base.name}-{number}")
-            try:
-                path.mkdir()
-            except FileExistsError:  # another bench claimed it first
-                number += 1
-                continue
-            return path
-    raise OutputError(f"cannot write the output folder {base}: no free name {base.name}-N after {CLAIM_ATTEMPTS} tries")
-
-
+BENCH_OUTPUTS = ("results.csv", "summary.csv", "performance_profile.png", "histories.csv", "histories.png")
 def bench_folder(out: str | Path | None, inputs: Sequence[str | Path], force: bool = False) -> tuple[Path, str]:
     """The folder this bench writes (created) and one line saying which and what happened there
     (module docstring)."""
     if out is None:
         first = Path(inputs[0])
-        folder = _claim(first.parent / f"bench-{first.name if first.is_dir() else first.stem}")
+        folder = next_run_folder(first.parent / f"bench-{first.name if first.is_dir() else first.stem}")
         return folder, f"output folder {folder} (new)"
     folder = Path(out)
     with output_errors(folder, "output folder"):
