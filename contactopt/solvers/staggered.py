@@ -24,11 +24,12 @@ after ``max_iterations`` with ``MAX_ITERATIONS`` and the error reached. Like the
 it has no general convergence proof: each QP is convex, their alternation is not a descent
 method of one function (the friction disks move with ``r_N``).
 
-**Inner solver** (option ``inner``): ``"clarabel"`` (default) or any contactopt solver that takes
+**Inner solver** (option ``inner``): ``"gauss_seidel"`` (default, 5-50x faster than an interior
+point on the box, table, stack and pile steps) or ``"clarabel"`` or any contactopt solver that takes
 the QPs, built as :class:`~contactopt.programs.conic.ConicProgram` (normal: ``Nonneg`` rows;
 friction: one second-order cone ``(mu_c r_cN, r_cT)`` per contact with a fixed first entry,
-``Zero`` rows where the disk has radius 0), answers projected onto the sets; or
-``"gauss_seidel"``: exact projected Gauss-Seidel on ``W``'s blocks
+``Zero`` rows where the disk has radius 0), answers projected onto the sets; ``"gauss_seidel"``:
+exact projected Gauss-Seidel on ``W``'s blocks
 (:mod:`contactopt.solvers.staggered_kernel`, compiled with numba), each stage swept until no
 impulse moves by more than ``inner_tol`` of the largest (at most ``inner_sweeps`` sweeps; a
 stage left unsettled is taken up again by the next iteration, warm).
@@ -72,7 +73,7 @@ SPEC = SolverSpec(
 
 GAUSS_SEIDEL = "gauss_seidel"
 DEFAULTS: dict[str, Any] = {"tol": 1e-8, "max_iterations": 200, "history": False, "r0": None, "symmetrize": False,
-                            "inner": "clarabel", "inner_options": None, "inner_tol": 1e-12, "inner_sweeps": 200}
+                            "inner": "gauss_seidel", "inner_options": None, "inner_tol": 1e-12, "inner_sweeps": 200}
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
