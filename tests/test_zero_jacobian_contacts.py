@@ -3,9 +3,10 @@
 ``0 >= -phi/h`` (infeasible). End to end, ``tests/data/welded_overlap.xml`` (two spheres welded to
 one sliding crate, overlapping by 6 cm, asked for by an explicit ``<pair>``): the crate's motion
 equals the same model's without the pair (an impulse acts only through ``J^T lambda = 0``; 1e-9 is
-the solvers' own convergence on the floor contacts). That pair does not reach contactopt's
-candidates today (MuJoCo reports it, contactopt's detection does not: a gap noted in issue 23's
-note), so the program-level tests below put a zero block into one step's contacts directly."""
+the solvers' own convergence on the floor contacts). MuJoCo marks that contact ``exclude = 3``
+("no dofs") and builds no constraint row for it, and neither is it a candidate here (candidates
+are MuJoCo's contacts with ``exclude <= 1``); the program-level tests below put a zero block into
+one step's contacts directly, which is what a welded pair that MuJoCo does count (dm/ant's) gives."""
 
 from __future__ import annotations
 
