@@ -46,6 +46,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.programs.conic import ConicProgram
+from contactopt.programs.csc import csc, to_csc
 from contactopt.programs.lcp import LCP
 
 FloatArray = NDArray[np.float64]
@@ -68,11 +69,12 @@ FLOOR = 1e-10
 
 
 def _absolute(matrix: sp.spmatrix, program: object, key: str) -> sp.csc_matrix:
-    """``|matrix|`` (same pattern), cached on the (frozen) program."""
+    """``|matrix|`` (same pattern), cached on the (frozen) program; built from the canonical
+    arrays directly (scipy's checking constructor costs more than the step's own products)."""
     cached = program.__dict__.get(key)
     if cached is None:
-        csc_matrix = sp.csc_matrix(matrix)
-        cached = sp.csc_matrix((np.abs(csc_matrix.data), csc_matrix.indices, csc_matrix.indptr), shape=csc_matrix.shape)
+        canonical = to_csc(matrix)
+        cached = csc(np.abs(canonical.data), canonical.indices, canonical.indptr, canonical.shape)
         object.__setattr__(program, key, cached)  # a cache on a frozen program
     return cached
 
@@ -124,7 +126,17 @@ def filled_reach(reach: FloatArray, curvature: FloatArray | None = None) -> Floa
 def data_reach(program: ConicProgram) -> FloatArray:
     """The size the data give each variable: ``|c_j| / P_jj``, what one step of the applied
     forces moves it by (0 where the variable has no curvature or no force)."""
-    return _diagonal_reach(program.P.diagonal(), np.abs(program.c))
+    return _diagonal_reach(_P_diagonal(program), np.abs(program.c))
+
+
+def _P_diagonal(program: ConicProgram) -> FloatArray:
+    """``diag(P)``, read-only, cached on the (frozen) program (three readings per check)."""
+    cached = program.__dict__.get("_P_diagonal")
+    if cached is None:
+        cached = program.P.diagonal()
+        cached.setflags(write=False)
+        object.__setattr__(program, "_P_diagonal", cached)  # a cache on a frozen program
+    return cached
 
 
 def _diagonal_reach(diagonal: FloatArray, numerator: FloatArray) -> FloatArray:
@@ -162,7 +174,7 @@ def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s:
     abs_A = _absolute(program.A, program, "_abs_A")
     abs_P = _absolute(program.P, program, "_abs_P")
     abs_x, abs_y = np.abs(x), np.abs(y)
-    reach = filled_reach(abs_x + data_reach(program), program.P.diagonal())
+    reach = filled_reach(abs_x + data_reach(program), _P_diagonal(program))
     row_scale = _floored(np.abs(program.b) + abs_A @ reach)
     column_scale = _floored(np.abs(program.c) + abs_P @ reach + abs_A.T @ abs_y)
     mobility, share = _dual_weight(program, abs_A, column_scale)
@@ -205,12 +217,12 @@ def _dual_weight(program: ConicProgram, abs_A: sp.csc_matrix,
     of ``A P^-1 A^T`` for a diagonal ``P``); where no column of the row has curvature,
     ``|y_i| share_i`` is its share of its stationarity rows, ``share_i = sum_j |A_ij| / T_j``
     (:func:`_weight` picks)."""
-    diagonal = program.P.diagonal()
+    diagonal = _P_diagonal(program)
     inverse = np.zeros_like(diagonal)
     positive = diagonal > 0.0
     inverse[positive] = 1.0 / diagonal[positive]
     A = program.A
-    squared = sp.csc_matrix((A.data * A.data, A.indices, A.indptr), shape=A.shape)
+    squared = csc(A.data * A.data, A.indices, A.indptr, A.shape)
     mobility = squared @ inverse
     with np.errstate(over="ignore"):
         share = abs_A @ (1.0 / column_scale)
