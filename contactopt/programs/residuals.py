@@ -96,9 +96,9 @@ def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Re
     last = program.__dict__.get("_last_check")
     if last is not None and np.array_equal(last[0], x) and np.array_equal(last[1], y):
         return last[2], last[3].copy()  # the caller may keep or change its s
-    checked = _conic_check(program, x, y)
-    object.__setattr__(program, "_last_check", (np.array(x), np.array(y), *checked))  # a cache on a frozen program
-    return checked
+    res, s = _conic_check(program, x, y)
+    object.__setattr__(program, "_last_check", (np.array(x), np.array(y), res, s.copy()))  # a cache on a frozen program
+    return res, s
 
 
 def _conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Residuals, FloatArray]:
