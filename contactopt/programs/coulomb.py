@@ -52,8 +52,7 @@ if TYPE_CHECKING:
 FloatArray = NDArray[np.float64]
 
 __all__ = ["COULOMB_CONFIRM_LEVEL", "SYMMETRY_TOLERANCE", "CoulombProgram", "coulomb_believed", "coulomb_criteria",
-           "coulomb_from_fclib",
-           "coulomb_residuals", "coulomb_to_fclib", "local_scaling"]
+           "coulomb_from_fclib", "coulomb_residuals", "coulomb_to_fclib", "local_scaling", "natural_map_relative"]
 
 #: ``W`` counts as symmetric when ``max |W - W^T| <= SYMMETRY_TOLERANCE * max |W|``: files of
 #: other tools store Delassus matrices to 7-8 significant digits.
@@ -189,9 +188,13 @@ def _hat(program: CoulombProgram, u: FloatArray) -> FloatArray:
     return U
 
 
-def _relative(program: CoulombProgram, R: FloatArray, U_hat: FloatArray, r: FloatArray) -> float:
+def natural_map_relative(program: CoulombProgram, r: FloatArray, velocity: FloatArray) -> float:
+    """The worst contact's ``||r_c - P_C(r_c - rho_c w_c)||`` against its terms (module
+    docstring), ``w`` the (contacts, dim) velocity of the complementarity: De Saxcé's ``û`` for
+    Coulomb's problem, ``u`` itself for its convex relaxation (the CCP)."""
+    R = r.reshape(-1, program.dim)
     rho = local_scaling(program)
-    e = R - project_cones(R - rho[:, None] * U_hat, program.mu)
+    e = R - project_cones(R - rho[:, None] * velocity, program.mu)
     terms = abs(program.W) @ np.abs(r)
     scale = (np.linalg.norm(R, axis=1)
              + rho * (np.linalg.norm(program.q.reshape(-1, program.dim), axis=1)
@@ -223,7 +226,7 @@ def coulomb_residuals(program: CoulombProgram, r: ArrayLike) -> Residuals:
     complementarity = float(np.abs(np.einsum("ij,ij->i", R, U_hat)).max())
     fclib = float(np.linalg.norm(natural_map(r_arr, u, program.mu, program.dim))
                   / (1.0 + np.sqrt(np.linalg.norm(program.q))))
-    return Residuals(primal, dual, float("nan"), complementarity, _relative(program, R, U_hat, r_arr), fclib)
+    return Residuals(primal, dual, float("nan"), complementarity, natural_map_relative(program, r_arr, U_hat), fclib)
 
 
 def coulomb_criteria(program: CoulombProgram, r: ArrayLike) -> dict[str, float]:

@@ -30,9 +30,8 @@ import numpy as np
 
 from contactopt.errors import OptionError
 from contactopt.programs import Solution
-from contactopt.programs.coulomb import COULOMB_CONFIRM_LEVEL, CoulombProgram, local_scaling
+from contactopt.programs.coulomb import COULOMB_CONFIRM_LEVEL, CoulombProgram, natural_map_relative
 from contactopt.programs.fclib_coulomb import project_cones
-from contactopt.programs.relative import FLOOR
 from contactopt.solvers.admm_kernel import PENALTY_RULES, admm
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch
 from contactopt.solvers.coulomb_run import (
@@ -99,10 +98,4 @@ def _ccp_solved(program: CoulombProgram, r: np.ndarray, u: np.ndarray, tol: floa
     error = float(np.linalg.norm(R - project_cones(R - U, program.mu)))
     if error > tol * (1.0 + np.sqrt(np.linalg.norm(program.q))):
         return False
-    rho = local_scaling(program)
-    e = R - project_cones(R - rho[:, None] * U, program.mu)
-    terms = (abs(program.W) @ np.abs(r)).reshape(-1, dim)
-    scale = (np.linalg.norm(R, axis=1)
-             + rho * (np.linalg.norm(program.q.reshape(-1, dim), axis=1) + np.linalg.norm(terms, axis=1)))
-    floor = max(FLOOR * float(scale.max(initial=0.0)), np.finfo(float).tiny)
-    return bool((np.linalg.norm(e, axis=1) / np.maximum(scale, floor)).max(initial=0.0) <= COULOMB_CONFIRM_LEVEL)
+    return natural_map_relative(program, r, U) <= COULOMB_CONFIRM_LEVEL
