@@ -193,39 +193,25 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
     Both are unit-free: the verdict does not change when a scene is written in other units.
     """
     worst = res.relative
-    if isinstance(program, CoulombProgram):  # the natural map's ratio bounds every row already
-        return _judge_coulomb(program, x, worst, status, message)
-    if not isinstance(program, LCP) and np.isnan(res.gap):  # inf - inf: the gap overflowed, unverifiable
+    if isinstance(program, ConicProgram) and np.isnan(res.gap):  # inf - inf: the gap overflowed, unverifiable
         worst = np.inf
     if np.isnan(worst):  # a Residuals made without the relative reading: compute it
         worst = residuals(program, x, y).relative
+    where = "contacts" if isinstance(program, CoulombProgram) else "rows"
     if worst > WRONG_LEVEL:
-        return Status.NUMERICAL_ERROR, (f"{message}; residuals {worst:.1e} (relative to their rows) "
+        return Status.NUMERICAL_ERROR, (f"{message}; residuals {worst:.1e} (relative to their {where}) "
                                         "contradict the solver")
     if isinstance(program, LCP):
         data = lcp_data_violation(program, x, program.w(x) if s is None else s)
-    else:
+    elif isinstance(program, ConicProgram):
         data = conic_data_violation(program, x, program.b - program.A_dot(x) if s is None else s)
+    else:  # a Coulomb problem: its natural map's ratio bounds every contact already
+        data = 0.0
     if data > WRONG_LEVEL:
         return Status.NUMERICAL_ERROR, (f"{message}; a row violated by {data:.1e} of the magnitudes its data "
                                         "implies contradicts the solver")
     if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
-        return Status.INACCURATE, (f"{message}; residuals {worst:.1e} (relative to their rows) above "
-                                   f"{INACCURATE_LEVEL:g}")
-    return status, message
-
-
-def _judge_coulomb(program: CoulombProgram, r: np.ndarray, worst: float, status: Status,
-                   message: str) -> tuple[Status, str]:
-    """:func:`judge` for a Coulomb problem: its relative residual (the natural map of each
-    contact against the terms it is made of, :mod:`contactopt.programs.coulomb`) decides."""
-    if np.isnan(worst):
-        worst = coulomb_residuals(program, r).relative
-    if worst > WRONG_LEVEL:
-        return Status.NUMERICAL_ERROR, (f"{message}; residuals {worst:.1e} (relative to their contacts) "
-                                        "contradict the solver")
-    if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
-        return Status.INACCURATE, (f"{message}; residuals {worst:.1e} (relative to their contacts) above "
+        return Status.INACCURATE, (f"{message}; residuals {worst:.1e} (relative to their {where}) above "
                                    f"{INACCURATE_LEVEL:g}")
     return status, message
 
