@@ -72,12 +72,12 @@ def coulomb_program(solver: str, program: Program, options: Mapping[str, Any], k
                                       f"got a {program.kind} program")
     note = ""
     if _flag(solver, options, "symmetrize", False) and not program.symmetric:
-        note = f"; solved with the symmetric part of W (asymmetry {program.asymmetry:.1e})"
+        note = f"; solved with the symmetric part of W, (W + W^T)/2 (asymmetry {program.asymmetry:.1e})"
         program = program.symmetrized()
     elif needs_symmetry and not program.symmetric:
-        raise UnsupportedProgramError(f"solver {solver!r} needs a symmetric W (its x-update is a convex "
-                                      f"quadratic's); this W is nonsymmetric by {program.asymmetry:.1e} of its "
-                                      "largest entry: pass symmetrize=true to solve with (W + W^T) / 2")
+        raise UnsupportedProgramError(f"solver {solver!r} needs a symmetric W (it minimizes convex quadratics "
+                                      f"1/2 r'W r + ...); this W is nonsymmetric by {program.asymmetry:.1e} of "
+                                      "its largest entry: pass symmetrize=true to solve with (W + W^T) / 2")
     r0 = options.get("r0")
     if r0 is None:
         start = np.zeros(program.m)

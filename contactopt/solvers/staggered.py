@@ -54,13 +54,14 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError, OptionError, UnsupportedProgramError
+from contactopt.errors import ContactoptError, OptionError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.conic import SOC, Cone, Nonneg, Zero
-from contactopt.programs.coulomb import CoulombProgram, coulomb_criteria, coulomb_residuals
+from contactopt.programs.coulomb import COULOMB_CONFIRM_LEVEL, CoulombProgram, coulomb_criteria, coulomb_residuals
 from contactopt.programs.fclib_coulomb import project_cones
 from contactopt.solvers import staggered_kernel as kernel
-from contactopt.solvers.base import CONFIRM_LEVEL, Program, SolverSpec, Stopwatch, check_options, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.coulomb_run import coulomb_program
 from contactopt.solvers.history import Recorder
 
 FloatArray = NDArray[np.float64]
@@ -77,13 +78,11 @@ DEFAULTS: dict[str, Any] = {"tol": 1e-8, "max_iterations": 200, "history": False
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
-    assert isinstance(program, CoulombProgram)
-    check_options("staggered", options, set(DEFAULTS))
-    opts = _checked({**DEFAULTS, **options})
     watch = Stopwatch()
     with watch.time("setup"):
-        solved, note = _solved_program(program, opts["symmetrize"])
-        r = _start(solved, opts["r0"])
+        solved, start, note = coulomb_program("staggered", program, options, set(DEFAULTS), needs_symmetry=True)
+        opts = _checked({**DEFAULTS, **options})
+        r = np.asarray(project_cones(start.reshape(-1, solved.dim), solved.mu).reshape(-1))  # a start in C_mu
         if opts["inner"] == GAUSS_SEIDEL:
             kernel.ensure_compiled()
             stage: _GaussSeidel | _ConicStages = _GaussSeidel(solved, opts)
@@ -117,7 +116,7 @@ def _iterate(program: CoulombProgram, r: FloatArray, stage: _GaussSeidel | _Coni
         error = residuals.fclib
         if not np.all(np.isfinite(r)):
             return Status.NUMERICAL_ERROR, r, iteration, f"non-finite impulses after {iteration} iterations"
-        if error <= tol and residuals.relative <= CONFIRM_LEVEL:
+        if error <= tol and residuals.relative <= COULOMB_CONFIRM_LEVEL:
             return Status.OPTIMAL, r, iteration, f"FCLIB error {error:.1e} <= {tol:g} after {iteration} iterations"
         if iteration == budget:
             break
@@ -228,29 +227,6 @@ def _project_disks(R: FloatArray, radius: FloatArray) -> FloatArray:
     over = norm > radius
     out[over, 1:] *= (radius[over] / norm[over])[:, None]
     return out
-
-
-def _solved_program(program: CoulombProgram, symmetrize: bool) -> tuple[CoulombProgram, str]:
-    """The program the QPs are built on, and what the message says of it."""
-    if program.symmetric:
-        return program, ""
-    if not symmetrize:
-        raise UnsupportedProgramError(
-            f"solver 'staggered' needs a symmetric W (its QPs minimize 1/2 r'W r + q'r); this one is nonsymmetric "
-            f"by {program.asymmetry:.1e} of its largest entry: pass symmetrize=True to use (W + W^T)/2")
-    return program.symmetrized(), f"; solved with (W + W^T)/2 (W nonsymmetric by {program.asymmetry:.1e})"
-
-
-def _start(program: CoulombProgram, r0: Any) -> FloatArray:
-    if r0 is None:
-        return np.zeros(program.m)
-    try:
-        start = np.array(r0, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise OptionError("solver 'staggered': r0 must be an array of numbers") from None
-    if start.shape != (program.m,) or not np.all(np.isfinite(start)):
-        raise OptionError(f"solver 'staggered': r0 must be {program.m} finite numbers, got shape {start.shape}")
-    return np.asarray(project_cones(start.reshape(-1, program.dim), program.mu).reshape(-1))
 
 
 def _checked(opts: dict[str, Any]) -> dict[str, Any]:
