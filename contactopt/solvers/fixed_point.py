@@ -57,7 +57,6 @@ from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.coulomb import (
     COULOMB_CONFIRM_LEVEL,
-    CoulombProgram,
     coulomb_criteria,
     coulomb_residuals,
     coulomb_to_fclib,
@@ -65,7 +64,8 @@ from contactopt.programs.coulomb import (
 from contactopt.programs.csc import mark_symmetric
 from contactopt.programs.fclib import fclib_program
 from contactopt.programs.fclib_coulomb import de_saxce_fixed_point, de_saxce_shift, load_normalization
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
+from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.coulomb_run import coulomb_program, real_option
 
 FloatArray = NDArray[np.float64]
 
@@ -96,12 +96,11 @@ class _InnerFailure(Exception):
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
-    assert isinstance(program, CoulombProgram)
-    check_options("fixed_point", options, set(DEFAULTS))
+    used, warm, note = coulomb_program("fixed_point", program, options, set(DEFAULTS), needs_symmetry=True)
+    r0 = None if options.get("r0") is None else warm  # None: from the plain CCP (s = 0)
     opts = {**DEFAULTS, **options}
-    tol, max_iterations = _tolerance(opts["tol"]), count_option(opts, "max_iterations", "fixed_point", 100, 1)
-    used = _symmetric_program(program, bool(opts["symmetrize"]))
-    r0 = _warm_start(opts["r0"], program.m)
+    tol, max_iterations = real_option("fixed_point", opts, "tol", 1e-8), count_option(opts, "max_iterations",
+                                                                                        "fixed_point", 100, 1)
     watch = Stopwatch()
     with watch.time("setup"):
         k = load_normalization(coulomb_to_fclib(used))
@@ -156,7 +155,6 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                              watch=watch, history=history,
                              message=f"inner solver {inner!r} returned {failure.solution.status} at "
                                      f"iteration {solves[0]}: {failure.solution.message}")
-    note = "" if used is program else f" (solved with (W + W^T)/2: W is nonsymmetric by {program.asymmetry:.1e})"
     if run.converged:
         status = Status.OPTIMAL
         message = f"FCLIB error {run.error:.1e} <= {tol:g} after {run.iterations} {inner} solves"
@@ -175,36 +173,6 @@ def _inner_solve(ccp: ConicProgram, inner: str, options: Mapping[str, Any]) -> S
     from contactopt.solvers import solve as solve_program
 
     return solve_program(ccp, inner, options)
-
-
-def _tolerance(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise OptionError(f"solver 'fixed_point': tol must be a number > 0 (FCLIB's error), got {value!r}")
-    return float(value)
-
-
-def _symmetric_program(program: CoulombProgram, symmetrize: bool) -> CoulombProgram:
-    """The program the CCPs are made of: ``program``, or its symmetric part when asked."""
-    if program.symmetric:
-        return program
-    if not symmetrize:
-        raise UnsupportedProgramError(
-            f"solver 'fixed_point' needs a symmetric W (its convex programs have W as their quadratic term): this W "
-            f"is nonsymmetric by {program.asymmetry:.1e} of its largest entry; symmetrize=True solves with "
-            "(W + W^T)/2 and judges the answer on W as given")
-    return program.symmetrized()
-
-
-def _warm_start(r0: Any, m: int) -> FloatArray | None:
-    if r0 is None:
-        return None
-    try:
-        array = np.array(r0, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        raise OptionError("solver 'fixed_point': r0 must be an array of numbers") from None
-    if array.shape != (m,) or not np.all(np.isfinite(array)):
-        raise OptionError(f"solver 'fixed_point': r0 must be {m} finite impulses, got shape {np.shape(r0)}")
-    return array
 
 
 def _inner(ccp: ConicProgram, opts: Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
