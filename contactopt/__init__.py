@@ -6,12 +6,14 @@ Public API (DESIGN.md)::
     traj = co.simulate(scene, formulation="gauss", solver="clarabel")
     prog = co.formulate(scene.system, q, v, dt, formulation="gauss")
     sol = co.solve(prog, solver="osqp")
+    grad = co.gradient(scene, loss, wrt=["mu", "v0"], formulation="ccp")   # reverse mode
 """
 
 from typing import Any
 
 from contactopt import derivatives, formulations, programs, solvers, systems
 from contactopt._version import __version__
+from contactopt.derivatives import gradient
 from contactopt.errors import (
     ContactoptError,
     OptionError,
@@ -70,6 +72,6 @@ __all__ = [
     "Nonneg", "OptionError", "Residuals", "Scene", "SceneError", "SimulationError", "Solution",
     "SolverUnavailableError", "State", "Status", "StepProblem", "StepRecord", "Trajectory",
     "UnknownNameError", "UnsupportedProgramError", "Zero", "__version__", "compare", "derivatives", "formulate",
-    "formulations", "lcp_to_qp", "load_program", "load_scene", "programs", "qp_to_lcp",
+    "formulations", "gradient", "lcp_to_qp", "load_program", "load_scene", "programs", "qp_to_lcp",
     "save_program", "simulate", "solve", "solvers", "systems",
 ]

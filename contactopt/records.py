@@ -130,6 +130,9 @@ class Trajectory:
             holding the failure.
         info: what was run (scene, system, formulation, solver, dt, options).
         message: why the run stopped early, or "" if it completed.
+        sensitivities: per name given to ``simulate(..., sensitivities=[...])``, ``d(q, v)/d name``
+            at every recorded state ((N+1, nq + nv) for a scalar, with a trailing axis for a
+            vector: ``"q0"`` (nq), ``"v0"`` (nv), ``"u"`` (N, nu); :mod:`contactopt.derivatives.trajectory`).
     """
 
     t: FloatArray
@@ -138,6 +141,7 @@ class Trajectory:
     steps: list[StepRecord] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+    sensitivities: dict[str, FloatArray] = field(default_factory=dict)
 
     @property
     def completed(self) -> bool:

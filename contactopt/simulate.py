@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -67,6 +67,8 @@ def simulate(
     controller: Controller | ControlSpec | Mapping[str, Any] | None = None,
     penetration_tolerance: float = INITIAL_PENETRATION_TOLERANCE,
     max_steps: int | None = None,
+    sensitivities: Sequence[str] | None = None,
+    _observer: Any = None,
 ) -> Trajectory:
     """Simulate ``scene``; arguments left None take the scene's defaults.
 
@@ -101,6 +103,12 @@ def simulate(
     :data:`~contactopt.budgets.DEFAULT_MAX_STEPS` = 10**6) bounds ``round(duration / dt)``:
     a run over the budget, or with ``dt > duration``, raises
     :class:`~contactopt.errors.BudgetError` before any work.
+
+    ``sensitivities`` (names: ``"q0"``, ``"v0"``, ``"u"``, ``"dt"``, ``"mu"`` and the system's
+    own parameters, :meth:`System.differentiable_parameters`) records ``d(q, v)/d name`` at
+    every state in ``traj.sensitivities`` (:mod:`contactopt.derivatives.trajectory`); a step
+    where the run is not differentiable (a contact appears within the difference step) leaves
+    NaN from there on with a :class:`~contactopt.derivatives.NondifferentiableWarning`.
     """
     formulation = formulation or scene.formulation
     dt = float(scene.dt if dt is None else dt)
@@ -144,6 +152,8 @@ def simulate(
             "q_units": list(scene.system.coordinate_units()[0]), "v_units": list(scene.system.coordinate_units()[1]),
             "control": _describe_control(spec)}
 
+    tracker = _tracker(scene, stepper, sensitivities, control, n_steps, fallback) if sensitivities else _observer
+
     state = initial
     times, qs, vs = [state.t], [state.q], [state.v]
     steps: list[StepRecord] = []
@@ -151,8 +161,9 @@ def simulate(
     bar = _progress_bar(n_steps, f"{scene.name} {info['formulation']}/{solver}", progress)
 
     def partial(reason: str) -> Trajectory:
+        tracked = tracker.arrays(len(times)) if sensitivities else {}
         return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
-                          info=info, message=reason)
+                          info=info, message=reason, sensitivities=tracked)
 
     try:
         for _ in range(n_steps):
@@ -164,6 +175,8 @@ def simulate(
                 next_state, record = stepper.step(state)
                 if next_state is None and backup is not None:
                     next_state, record = backup.step(state)
+                if next_state is not None and tracker is not None:
+                    _track(tracker, stepper, state, u, len(steps), _observer is not None)
             except Exception as exc:  # a bug or a system error: keep what was computed
                 reason = f"step {len(steps)} at t={state.t:.6g} raised {type(exc).__name__}: {exc}"
                 raise SimulationError(reason, partial(reason)) from exc
@@ -190,6 +203,36 @@ def simulate(
     if message:
         warnings.warn(f"{scene.name}: the trajectory is partial: {message}", PartialTrajectoryWarning, stacklevel=2)
     return partial(message)
+
+
+def _tracker(scene: Scene, stepper: Any, names: Sequence[str], control: Controller | None, n_steps: int,
+             fallback: str | None) -> Any:
+    from contactopt.derivatives.trajectory import Sensitivities, check_names
+
+    if not isinstance(stepper, TimeStepping):
+        raise OptionError("sensitivities: only a time-stepping formulation is differentiated, "
+                          f"not {stepper.__class__.__name__}")
+    if fallback:
+        raise OptionError("sensitivities: a run with a fallback solver is not differentiated "
+                          "(its steps would mix two solvers' answers)")
+    return Sensitivities(scene.system, check_names(scene.system, names), n_steps, control)
+
+
+def _track(tracker: Any, stepper: Any, state: State, u: FloatArray | None, index: int, strict: bool) -> None:
+    """Advance the sensitivities (or the gradient's recorder) through step ``index``; a step
+    that is not differentiable stops the sensitivities loudly (or raises, for a gradient)."""
+    from contactopt.derivatives import NondifferentiableWarning, NotDifferentiableError
+
+    if getattr(tracker, "stopped", ""):
+        return
+    try:
+        tracker.advance(stepper, state, u, index)
+    except NotDifferentiableError as exc:
+        if strict:
+            raise
+        tracker.stopped = f"step {index} at t={state.t:.6g}: {exc}"
+        warnings.warn(f"sensitivities stop at {tracker.stopped} (NaN from there on)",
+                      NondifferentiableWarning, stacklevel=3)
 
 
 def _control_at(control: Controller, name: str, system: System, step: int, state: State,

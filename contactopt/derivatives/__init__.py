@@ -12,6 +12,17 @@ Points where strict complementarity is lost are listed in ``degenerate`` (and wa
 :class:`NondifferentiableWarning`), with the one-sided derivative chosen by ``branch``
 (:mod:`.projection`). Arrays in and out are plain NumPy; the conic matrix gradients are dense
 for small matrices, else on the data's sparsity pattern (:meth:`ConicDerivative.vjp`).
+Redundant active rows (multipliers not unique) give the minimum-norm derivative (:mod:`.linear`).
+
+Steps and trajectories (issue 26, items 2 and 3):
+
+* :class:`StepDerivative` (:mod:`.step`): ``d(q', v') / d(q, v, u, theta)`` of one time step,
+  forward (``jvp``) and reverse (``vjp``), for every formulation that builds a ConicProgram or
+  an LCP, on every system;
+* ``co.simulate(scene, ..., sensitivities=["mu", "v0"])`` records forward sensitivities in
+  ``traj.sensitivities`` (:mod:`.trajectory`);
+* :func:`gradient` (``co.gradient``): the reverse-mode gradient of a scalar loss of the
+  trajectory (:mod:`.gradient`), with the losses :func:`final_state_loss` and :func:`tracking_loss`.
 """
 
 from __future__ import annotations
@@ -23,19 +34,22 @@ from contactopt.derivatives.conic import (
     ConicGradient,
     ConicTangent,
     NondifferentiableWarning,
-    NotDifferentiableError,
     residual_map,
 )
+from contactopt.derivatives.gradient import Gradient, final_state_loss, gradient, tracking_loss
 from contactopt.derivatives.lcp import LCPDerivative, LCPGradient, LCPTangent
+from contactopt.derivatives.linear import NotDifferentiableError, RankDeficientWarning
 from contactopt.derivatives.projection import BRANCHES, DegeneratePoint
+from contactopt.derivatives.step import StepCotangent, StepDerivative, StepTangent
 from contactopt.errors import UnsupportedProgramError
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.lcp import LCP
 from contactopt.programs.solution import Solution
 
-__all__ = ["BRANCHES", "ConicDerivative", "ConicGradient", "ConicTangent", "DegeneratePoint", "LCPDerivative",
-           "LCPGradient", "LCPTangent", "NondifferentiableWarning", "NotDifferentiableError", "program_derivative",
-           "residual_map"]
+__all__ = ["BRANCHES", "ConicDerivative", "ConicGradient", "ConicTangent", "DegeneratePoint", "Gradient",
+           "LCPDerivative", "LCPGradient", "LCPTangent", "NondifferentiableWarning", "NotDifferentiableError",
+           "RankDeficientWarning", "StepCotangent", "StepDerivative", "StepTangent", "final_state_loss", "gradient",
+           "program_derivative", "residual_map", "tracking_loss"]
 
 
 @overload

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.derivatives.linear import LinearSolve, NotDifferentiableError
 from contactopt.derivatives.projection import DegeneratePoint, project, projection_derivative
-from contactopt.errors import ContactoptError, ContactoptWarning, ShapeError
+from contactopt.errors import ContactoptWarning, ShapeError
 from contactopt.programs.conic import DENSE_PRODUCT_ENTRIES, ConicProgram
 from contactopt.programs.solution import Solution, Status
 
@@ -48,11 +48,6 @@ __all__ = ["ConicDerivative", "ConicGradient", "ConicTangent", "Nondifferentiabl
 
 class NondifferentiableWarning(ContactoptWarning):
     """A solution at which strict complementarity is lost: a one-sided derivative is used."""
-
-
-class NotDifferentiableError(ContactoptError, ValueError):
-    """The optimality conditions' Jacobian is singular (the solution is not locally unique), or
-    the solution is not one contactopt judged optimal."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +131,9 @@ class ConicDerivative:
                           f"{branch!r} one-sided derivative is used (ConicDerivative.degenerate lists them)",
                           NondifferentiableWarning, stacklevel=2)
         blocks: Any = [[program.P, program.A_T @ self.D], [program.A, self.D - sp.eye_array(m)]]
-        jacobian = sp.block_array(blocks, format="csc")
-        try:
-            self._lu: Any = spla.splu(jacobian)  # typed loosely: scipy's stubs lack solve's ``trans``
-        except RuntimeError as error:  # SuperLU: "Factor is exactly singular"
-            raise NotDifferentiableError(f"derivatives: the optimality conditions' Jacobian ({n + m} x {n + m}) "
-                                         f"is singular ({error}): the solution is not locally unique") from None
+        self._lu = LinearSolve(sp.block_array(blocks, format="csc"), "the optimality conditions' Jacobian")
+        #: True when the multipliers are not unique and the minimum-norm derivative is used.
+        self.rank_deficient = self._lu.rank_deficient
 
     def jvp(self, dP: Any = None, dc: ArrayLike | None = None, dA: Any = None,
             db: ArrayLike | None = None) -> ConicTangent:
@@ -166,7 +158,7 @@ class ConicDerivative:
         n, m = self.program.n, self.program.m
         gy_v, gs_v = _vector(gy, m, "gy"), _vector(gs, m, "gs")
         seed = np.concatenate([_vector(gx, n, "gx"), np.asarray(self.D @ (gy_v + gs_v)) - gs_v])
-        adjoint = -self._lu.solve(seed, trans="T")
+        adjoint = -self._lu.solve(seed, transpose=True)
         w1, w2 = adjoint[:n], adjoint[n:]
         P, A = self.program.P, self.program.A
         if dense if dense is not None else P.shape[0] * P.shape[1] <= DENSE_PRODUCT_ENTRIES:

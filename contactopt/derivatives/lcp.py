@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import scipy.linalg as la
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.derivatives.conic import NondifferentiableWarning, NotDifferentiableError, _vector
+from contactopt.derivatives.linear import LinearSolve
 from contactopt.derivatives.projection import BRANCHES
 from contactopt.errors import OptionError, ShapeError
 from contactopt.programs.lcp import LCP
@@ -94,18 +94,12 @@ class LCPDerivative:
                           NondifferentiableWarning, stacklevel=2)
         block = program.M[np.ix_(self.basic, self.basic)]
         self._coupling = program.M[np.ix_(self.nonbasic, self.basic)]
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", la.LinAlgWarning)
-            try:
-                self._lu = la.lu_factor(block, check_finite=False) if self.basic.size else None
-                if self._lu is not None and np.min(np.abs(np.diag(self._lu[0]))) == 0.0:
-                    raise la.LinAlgError("exactly singular")
-            except (la.LinAlgError, la.LinAlgWarning) as error:
-                raise NotDifferentiableError(f"derivatives: M restricted to the basic set ({self.basic.size} "
-                                             f"indices) is singular ({error})") from None
+        self._lu = LinearSolve(block, "M restricted to the basic set") if self.basic.size else None
+        #: True when the basic block is singular and the minimum-norm derivative is used.
+        self.rank_deficient = self._lu is not None and self._lu.rank_deficient
 
     def _solve(self, rhs: FloatArray, trans: Literal[0, 1]) -> FloatArray:
-        return rhs if self._lu is None else la.lu_solve(self._lu, rhs, trans=trans, check_finite=False)
+        return rhs if self._lu is None else self._lu.solve(rhs, transpose=trans == 1)
 
     def jvp(self, dM: ArrayLike | None = None, dq: ArrayLike | None = None) -> LCPTangent:
         """``(dz, dw)`` for the perturbation ``(dM, dq)`` (None: zero)."""

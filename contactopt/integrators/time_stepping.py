@@ -91,6 +91,7 @@ class TimeStepping:
         self.dt = float(dt)
         self.last_program: Program | None = None
         self.last_solution: Solution | None = None
+        self.last_problem: StepProblem | None = None
         self.warm_start_option = spec.warm_start if spec.warm_start not in self.solver_options else None
         self._prebuilt: tuple[State, StepProblem, Program, float] | None = None
 
@@ -159,7 +160,7 @@ class TimeStepping:
                            residuals=solution.residuals, solver=solution.solver,
                            conversion=solution.conversion, message=solution.message,
                            refined=solution.refined, **counts)
-        self.last_program, self.last_solution = program, solution
+        self.last_program, self.last_solution, self.last_problem = program, solution, problem
         if not solution.status.usable:
             return None, StepRecord(impulses=nan_impulses, **record_args)
         result = self.formulation.recover(problem, program, solution)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -213,6 +213,22 @@ class System(ABC):
         from its description alone so that a formulation that cannot hold those rows refuses
         the system before step 0 (:mod:`contactopt.integrators.capabilities`). None here."""
         return {}
+
+    def differentiable_parameters(self) -> tuple[str, ...]:
+        """Names of the parameters a derivative can be taken by (:mod:`contactopt.derivatives`):
+        ``"mu"`` and the system's own ``parameters``."""
+        return ("mu", *self.params)
+
+    def parameter_values(self, names: Sequence[str] | None = None) -> dict[str, float]:
+        """The current values of ``names`` (None: all of :meth:`differentiable_parameters`)."""
+        chosen = self.differentiable_parameters() if names is None else tuple(names)
+        return {name: self.mu if name == "mu" else float(self.params[name]) for name in chosen}
+
+    def with_parameters(self, values: Mapping[str, float]) -> System:
+        """A new system with these parameter values (``self`` unchanged)."""
+        params = {**self.params, **{k: float(v) for k, v in values.items() if k != "mu"}}
+        contact = {"mu": float(values.get("mu", self.mu)), "restitution": self.restitution}
+        return type(self)(params, contact)
 
     def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
         """The system's own constraint problem of a step (``regularized -o params=model``);

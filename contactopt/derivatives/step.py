@@ -1,0 +1,302 @@
+"""Derivative of one time step, ``d(q', v') / d(q, v, u, theta)`` (issue 26, item 2).
+
+A time step is the composition ::
+
+    x = (q, v, u, theta)  --P-->  StepProblem  --B-->  program data  --S-->  solution z
+                          --R-->  v' = recover(problem, program, z)  --I-->  q' = integrate(q, v', h)
+
+where ``P`` asks the system for ``M``, ``tau``, the contact rows and gaps (with the parameters
+``theta``: ``mu``, the system's own parameters, ``dt``), ``B`` is the formulation's ``build``,
+``S`` the solver and ``R``, ``I`` the formulation's ``recover`` and the system's integrator.
+``S`` is the only non-smooth map: its derivative is the implicit function theorem on the
+program's optimality conditions at the judged solution (:func:`~contactopt.derivatives.program_derivative`,
+exact up to the solution's own accuracy). ``P``, ``B``, ``R`` and ``I`` are smooth while the
+step's structure (the contact candidates, the rows and cones of the program) stays the same,
+and they are differentiated by central differences along each tangent, one input block at a
+time (Nocedal & Wright, *Numerical Optimization*, 2nd ed., §8.1: error ``O(t^2)`` plus
+round-off ``O(eps / t)``, balanced at ``t ~ eps^(1/3)`` relative to the block's size;
+exact for the maps that are affine in the block, as ``B`` is in ``v`` for every formulation).
+This is what MuJoCo's ``mjd_transitionFD`` does for a whole step, restricted here to the
+smooth maps: the contact solve, where finite differences are unreliable (they straddle
+kinks, and they see the solver's tolerance), is differentiated exactly.
+
+A perturbation that changes the structure (a candidate appears or leaves within the
+difference step) raises :class:`~contactopt.derivatives.NotDifferentiableError` naming the
+input block; points where the solution loses strict complementarity give the ``branch``
+one-sided derivative and are listed in :attr:`StepDerivative.degenerate`.
+
+The reverse product (:meth:`StepDerivative.vjp`) is the transpose of the step's Jacobian,
+built column by column from forward products on first use and kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError
+from contactopt.derivatives.lcp import LCPDerivative
+from contactopt.errors import OptionError, ShapeError
+from contactopt.integrators.drift import project
+from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
+from contactopt.model import State, StepProblem
+from contactopt.programs import LCP, ConicProgram, Solution
+from contactopt.systems.base import System
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["STEP_INPUTS", "StepCotangent", "StepDerivative", "StepTangent"]
+
+#: Relative central-difference step, about ``eps^(1/3)`` (module docstring).
+RELATIVE_STEP = 6e-6
+#: The input blocks of a step besides the named parameters.
+STEP_INPUTS = ("q", "v", "u")
+
+
+@dataclass(frozen=True)
+class StepTangent:
+    """A forward product's answer: ``q`` (nq,) and ``v`` (nv,), the changes of the next state."""
+
+    q: FloatArray
+    v: FloatArray
+
+
+@dataclass(frozen=True)
+class StepCotangent:
+    """A reverse product's answer: the gradient of ``<gq, q'> + <gv, v'>`` with respect to
+    ``q`` (nq,), ``v`` (nv,), ``u`` (nu,) and each named parameter (a float per name)."""
+
+    q: FloatArray
+    v: FloatArray
+    u: FloatArray
+    params: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _Point:
+    """The inputs of one step: ``q``, ``v``, ``u`` (empty when the step has no input) and the
+    values of the named parameters (``dt`` among them when differentiated)."""
+
+    q: FloatArray
+    v: FloatArray
+    u: FloatArray
+    params: tuple[float, ...]
+
+    def moved(self, block: str, direction: FloatArray, t: float) -> _Point:
+        if block in STEP_INPUTS:
+            return dataclasses.replace(self, **{block: getattr(self, block) + t * direction})
+        return dataclasses.replace(self, params=tuple(np.asarray(self.params) + t * direction))
+
+
+class StepDerivative:
+    """The derivative of the step from ``state`` taken by ``stepper`` (module docstring).
+
+    Args:
+        stepper: the :class:`~contactopt.integrators.time_stepping.TimeStepping` that took the step.
+        state: the state at the start of the step.
+        control: the input held over the step ((nu,), None: none).
+        problem, program, solution: the step's problem, program and the judged solution.
+        parameters: names to differentiate by besides ``q``, ``v``, ``u``: ``"dt"`` and the
+            names of :meth:`System.differentiable_parameters` (``"mu"``, ...).
+        branch: the one-sided derivative at points where strict complementarity is lost.
+
+    Attributes:
+        degenerate: how many points of the program lost strict complementarity (0: the step
+            is differentiable there).
+    """
+
+    def __init__(self, stepper: TimeStepping, state: State, control: ArrayLike | None,
+                 problem: StepProblem, program: ConicProgram | LCP, solution: Solution,
+                 parameters: Sequence[str] = (), branch: str = "active") -> None:
+        from contactopt.derivatives import program_derivative
+
+        if not isinstance(program, ConicProgram | LCP):
+            raise NotDifferentiableError(
+                f"derivatives: formulation {stepper.formulation.name!r} builds a {type(program).__name__}, "
+                "whose solution has no derivative here (a ConicProgram or an LCP is differentiated)")
+        self.stepper, self.state, self.problem, self.program, self.solution = stepper, state, problem, program, solution
+        self.system: System = stepper.system
+        self.parameters = tuple(parameters)
+        _check_parameters(self.system, self.parameters)
+        u = np.zeros(0) if control is None else np.asarray(control, dtype=np.float64).reshape(-1)
+        values = [self.system.parameter_values([n])[n] if n != "dt" else stepper.dt for n in self.parameters]
+        self.point = _Point(np.asarray(state.q, dtype=np.float64), np.asarray(state.v, dtype=np.float64), u,
+                            tuple(float(x) for x in values))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", NondifferentiableWarning)
+            self.program_derivative: ConicDerivative | LCPDerivative = program_derivative(
+                program, solution, branch=branch)
+        self.degenerate = len(self.program_derivative.degenerate)
+        for warning in caught:
+            if not issubclass(warning.category, NondifferentiableWarning):
+                warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        self._jacobian: dict[str, FloatArray] | None = None
+
+    # -- the smooth maps ------------------------------------------------------------------
+    def _system_at(self, point: _Point) -> tuple[System, float]:
+        values = dict(zip(self.parameters, point.params, strict=True))
+        dt = values.pop("dt", self.stepper.dt)
+        system = self.system.with_parameters(values) if values else self.system
+        return system, dt
+
+    def _program_at(self, point: _Point) -> tuple[System, float, StepProblem, ConicProgram | LCP]:
+        system, dt = self._system_at(point)
+        held = system.control
+        try:
+            system.set_control(point.u if point.u.size else held)
+            problem = build_step_problem(system, point.q, point.v, dt, self.state.t, drift=self.stepper.drift,
+                                         native=self.stepper.formulation.native_request(
+                                             self.stepper.formulation_options))
+        finally:
+            system.set_control(held)
+        program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
+        assert isinstance(program, ConicProgram | LCP)
+        return system, dt, problem, program
+
+    def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
+                 program: ConicProgram | LCP, solution: Solution) -> tuple[FloatArray, FloatArray]:
+        v_next = self.stepper.formulation.recover(problem, program, solution).v_next
+        q_next = system.integrate(point.q, v_next, dt)
+        if self.stepper.drift.mode == "projection":
+            q_next, v_next = project(system, q_next, v_next, self.state.t + dt)
+        return np.asarray(q_next, dtype=np.float64), np.asarray(v_next, dtype=np.float64)
+
+    # -- forward ----------------------------------------------------------------------------
+    def jvp(self, dq: ArrayLike | None = None, dv: ArrayLike | None = None, du: ArrayLike | None = None,
+            dparams: Mapping[str, float] | None = None) -> StepTangent:
+        """``(dq', dv')`` for the input change ``(dq, dv, du, dparams)`` (None: zero)."""
+        directions = self._directions(dq, dv, du, dparams)
+        total_q, total_v = np.zeros(self.system.nq), np.zeros(self.system.nv)
+        for block, direction in directions.items():
+            dq_next, dv_next = self._block_jvp(block, direction)
+            total_q += dq_next
+            total_v += dv_next
+        return StepTangent(total_q, total_v)
+
+    def _directions(self, dq: ArrayLike | None, dv: ArrayLike | None, du: ArrayLike | None,
+                    dparams: Mapping[str, float] | None) -> dict[str, FloatArray]:
+        point = self.point
+        out: dict[str, FloatArray] = {}
+        for block, value in (("q", dq), ("v", dv), ("u", du)):
+            if value is None:
+                continue
+            size = getattr(point, block).size
+            vector = np.asarray(value, dtype=np.float64).reshape(-1)
+            if vector.shape != (size,):
+                raise ShapeError(f"derivatives: d{block} must have length {size}, got {vector.shape[0]}")
+            if np.any(vector):
+                out[block] = vector
+        if dparams:
+            unknown = sorted(set(dparams) - set(self.parameters))
+            if unknown:
+                raise OptionError(f"derivatives: parameter(s) {', '.join(map(repr, unknown))} were not asked "
+                                  f"for; this step differentiates by {', '.join(self.parameters) or 'none'}")
+            vector = np.array([float(dparams.get(name, 0.0)) for name in self.parameters])
+            if np.any(vector):
+                out["params"] = vector
+        return out
+
+    def _block_jvp(self, block: str, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
+        base = self.point
+        values = getattr(base, block) if block in STEP_INPUTS else np.asarray(base.params)
+        scale = float(np.abs(values).max(initial=0.0)) or 1.0
+        t = RELATIVE_STEP * scale / float(np.abs(direction).max())
+        sides = []
+        for sign in (1.0, -1.0):
+            point = base.moved(block, direction, sign * t)
+            system, dt, problem, program = self._program_at(point)
+            _require_same_structure(self.program, program, block)
+            sides.append((system, dt, point, problem, program))
+        tangent = self._solution_tangent(sides[0][4], sides[1][4], 2.0 * t)
+        results = []
+        for sign, (system, dt, point, problem, program) in zip((1.0, -1.0), sides, strict=True):
+            moved = dataclasses.replace(self.solution, **{key: getattr(self.solution, key) + sign * t * value
+                                                         for key, value in tangent.items()})
+            results.append(self._advance(system, dt, point, problem, program, moved))
+        (q_plus, v_plus), (q_minus, v_minus) = results
+        return (q_plus - q_minus) / (2.0 * t), (v_plus - v_minus) / (2.0 * t)
+
+    def _solution_tangent(self, plus: ConicProgram | LCP, minus: ConicProgram | LCP,
+                          width: float) -> dict[str, FloatArray]:
+        derivative = self.program_derivative
+        if isinstance(derivative, LCPDerivative):
+            assert isinstance(plus, LCP) and isinstance(minus, LCP)
+            lcp = derivative.jvp(dM=(_dense(plus.M) - _dense(minus.M)) / width, dq=(plus.q - minus.q) / width)
+            return {"x": lcp.z, "s": lcp.w}
+        assert isinstance(plus, ConicProgram) and isinstance(minus, ConicProgram)
+        conic = derivative.jvp(dP=(plus.P - minus.P) / width, dc=(plus.c - minus.c) / width,
+                               dA=(plus.A - minus.A) / width, db=(plus.b - minus.b) / width)
+        return {"x": conic.x, "y": conic.y, "s": conic.s}
+
+    # -- reverse ----------------------------------------------------------------------------
+    def jacobian(self) -> dict[str, FloatArray]:
+        """The step's Jacobian by input block: ``"q"`` ((nq + nv, nq)), ``"v"`` ((nq + nv, nv)),
+        ``"u"`` ((nq + nv, nu)) and ``"params"`` ((nq + nv, len(parameters))), rows ``(q', v')``;
+        built from forward products on first use and kept."""
+        if self._jacobian is None:
+            point = self.point
+            columns: dict[str, FloatArray] = {}
+            sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
+            for block, size in sizes.items():
+                block_columns = np.zeros((self.system.nq + self.system.nv, size))
+                for j in range(size):
+                    unit = np.zeros(size)
+                    unit[j] = 1.0
+                    dq_next, dv_next = self._block_jvp(block, unit)
+                    block_columns[:, j] = np.concatenate([dq_next, dv_next])
+                columns[block] = block_columns
+            self._jacobian = columns
+        return self._jacobian
+
+    def vjp(self, gq: ArrayLike | None = None, gv: ArrayLike | None = None) -> StepCotangent:
+        """The gradient of ``<gq, q'> + <gv, v'>`` with respect to the step's inputs."""
+        nq, nv = self.system.nq, self.system.nv
+        seed = np.concatenate([_vector(gq, nq, "gq"), _vector(gv, nv, "gv")])
+        blocks = self.jacobian()
+        params = blocks["params"].T @ seed
+        return StepCotangent(blocks["q"].T @ seed, blocks["v"].T @ seed, blocks["u"].T @ seed,
+                             dict(zip(self.parameters, params.tolist(), strict=True)))
+
+
+def _check_parameters(system: System, names: Sequence[str]) -> None:
+    if len(set(names)) != len(names):
+        raise OptionError(f"derivatives: parameters named twice in {list(names)}")
+    if not [name for name in names if name != "dt"]:
+        return
+    known = ("dt", *system.differentiable_parameters())
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise OptionError(f"derivatives: system {system.type_name!r} has no differentiable parameter "
+                          f"{', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+
+
+def _require_same_structure(base: ConicProgram | LCP, moved: ConicProgram | LCP, block: str) -> None:
+    same = type(base) is type(moved) and base.n == moved.n and base.metadata.get("contacts") == moved.metadata.get(
+        "contacts")
+    if same and isinstance(base, ConicProgram) and isinstance(moved, ConicProgram):
+        same = base.m == moved.m and base.cones == moved.cones
+    if not same:
+        raise NotDifferentiableError(
+            f"derivatives: the step's program changes its structure (contacts, rows or cones) within a "
+            f"relative change of {RELATIVE_STEP:g} of {block!r}: a contact candidate appears or leaves there, "
+            "where the step is not differentiable")
+
+
+def _dense(matrix: Any) -> FloatArray:
+    return np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix, dtype=np.float64)  # type: ignore[attr-defined]
+
+
+def _vector(value: ArrayLike | None, size: int, name: str) -> FloatArray:
+    if value is None:
+        return np.zeros(size)
+    vector = np.asarray(value, dtype=np.float64).reshape(-1)
+    if vector.shape != (size,):
+        raise ShapeError(f"derivatives: {name} must have length {size}, got {vector.shape[0]}")
+    return vector

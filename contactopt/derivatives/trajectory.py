@@ -1,0 +1,187 @@
+"""Derivatives of a whole trajectory (issue 26, item 3): forward sensitivities recorded by
+``co.simulate(..., sensitivities=[...])`` and the reverse-mode (adjoint) gradient of a scalar
+loss, :func:`contactopt.gradient`.
+
+With ``x_n = (q_n, v_n)``, the input ``u_n = f(t_n, x_n) + w_n`` of step ``n`` (``f`` the
+controller, ``w_n`` the open-loop perturbation a user differentiates by as ``"u"``) and the
+parameters ``theta``, a run is ``x_{n+1} = F_n(x_n, u_n, theta)``. Its tangent (forward)
+recursion is ::
+
+    S_{n+1} = (F_x + F_u f_x) S_n + F_u dw_n + F_theta dtheta,     S_0 = dx_0,
+
+and the adjoint (reverse) recursion for ``L(x_0, ..., x_N)`` is (Bryson & Ho, *Applied Optimal
+Control*, 1975, §2.2; the discrete adjoint of a one-step map) ::
+
+    lambda_N = dL/dx_N,   lambda_n = dL/dx_n + (F_x + F_u f_x)^T lambda_{n+1},
+    dL/dw_n = F_u^T lambda_{n+1},   dL/dtheta = sum_n F_theta^T lambda_{n+1},   dL/dx_0 = lambda_0,
+
+with the step derivatives of :mod:`.step`. The controller's derivative ``f_x`` is taken by
+central differences along each tangent (controllers are smooth: constant, sinusoid, PD); an
+open-loop input has ``f_x = 0``.
+
+Names a user differentiates by: ``"q0"``, ``"v0"``, ``"u"`` (the input of every step),
+``"dt"``, and the system's own (:meth:`System.differentiable_parameters`: ``"mu"``, masses, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.derivatives.step import RELATIVE_STEP, StepDerivative
+from contactopt.errors import OptionError
+from contactopt.integrators.time_stepping import TimeStepping
+from contactopt.model import State
+from contactopt.systems.base import System
+
+FloatArray = NDArray[np.float64]
+Controller = Callable[[float, FloatArray, FloatArray], Any]
+
+__all__ = ["INITIAL_STATE", "Sensitivities", "check_names", "controller_jacobian"]
+
+#: Names of the initial state's blocks.
+INITIAL_STATE = ("q0", "v0")
+
+
+def check_names(system: System, names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` checked against what ``system`` can be differentiated by (one clear error)."""
+    given = tuple(str(name) for name in names)
+    parameters = tuple(system.differentiable_parameters()) if hasattr(system, "differentiable_parameters") else ()
+    known = (*INITIAL_STATE, "u", "dt", *parameters)
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        raise OptionError(f"sensitivities: unknown name(s) {', '.join(map(repr, unknown))} for system "
+                          f"{system.type_name!r}; known: {', '.join(known)}")
+    if len(set(given)) != len(given):
+        raise OptionError(f"sensitivities: a name is given twice in {list(given)}")
+    if "u" in given and system.control_size == 0:
+        raise OptionError(f"sensitivities: system {system.type_name!r} takes no input, so 'u' has no sensitivity")
+    return given
+
+
+def parameter_names(names: Sequence[str]) -> tuple[str, ...]:
+    """The names among ``names`` that are step parameters (not the initial state nor ``u``)."""
+    return tuple(name for name in names if name not in (*INITIAL_STATE, "u"))
+
+
+def controller_jacobian(controller: Controller | None, system: System, state: State,
+                        u: FloatArray | None) -> FloatArray:
+    """``f_x`` ((nu, nq + nv)): the controller's derivative with respect to the state, by
+    central differences (zeros without a controller)."""
+    nx = system.nq + system.nv
+    if controller is None or u is None or u.size == 0:
+        return np.zeros((0 if u is None else u.size, nx))
+    x = np.concatenate([state.q, state.v])
+    jacobian = np.zeros((u.size, nx))
+    for j in range(nx):
+        t = RELATIVE_STEP * max(abs(float(x[j])), 1.0)
+        sides = []
+        for sign in (1.0, -1.0):
+            moved = x.copy()
+            moved[j] += sign * t
+            sides.append(np.asarray(controller(state.t, moved[:system.nq], moved[system.nq:]), dtype=np.float64))
+        jacobian[:, j] = (sides[0] - sides[1]) / (2.0 * t)
+    return jacobian
+
+
+@dataclass
+class Sensitivities:
+    """Forward sensitivities along a run, advanced after every step (module docstring).
+
+    ``values[name]`` per step: ``(nq + nv,)`` for a scalar parameter, ``(nq + nv, nq)`` for
+    ``"q0"``, ``(nq + nv, nv)`` for ``"v0"``, ``(nq + nv, N, nu)`` for ``"u"``.
+    """
+
+    system: System
+    names: tuple[str, ...]
+    n_steps: int
+    controller: Controller | None = None
+    history: dict[str, list[FloatArray]] = field(default_factory=dict)
+    degenerate: list[int] = field(default_factory=list)
+    #: Why the sensitivities stopped (a step where the run is not differentiable), or "".
+    stopped: str = ""
+
+    def __post_init__(self) -> None:
+        if "u" in self.names and self.controller is None:
+            raise OptionError("sensitivities: 'u' is the input of each step, and this run has no controller "
+                              "(give one, e.g. a constant [control] table, to differentiate by its values)")
+        nq, nv, nu = self.system.nq, self.system.nv, self.system.control_size
+        nx = nq + nv
+        start: dict[str, FloatArray] = {}
+        for name in self.names:
+            if name == "q0":
+                start[name] = np.eye(nx, nq)
+            elif name == "v0":
+                start[name] = np.eye(nx, nv, -nq)
+            elif name == "u":
+                start[name] = np.zeros((nx, self.n_steps, nu))
+            else:
+                start[name] = np.zeros(nx)
+        self.history = {name: [value] for name, value in start.items()}
+
+    def advance(self, stepper: TimeStepping, state: State, u: FloatArray | None, index: int) -> None:
+        """Propagate through step ``index`` just taken by ``stepper`` from ``state`` under ``u``."""
+        derivative = step_derivative(stepper, state, u, parameter_names(self.names))
+        self.degenerate.append(derivative.degenerate)
+        feedback = controller_jacobian(self.controller, self.system, state, u)
+        nq, nu = self.system.nq, self.system.control_size
+        matrices = {name: values[-1].reshape(values[-1].shape[0], -1) for name, values in self.history.items()}
+        columns = sum(matrix.shape[1] for matrix in matrices.values())
+        inputs = nq + self.system.nv + (0 if u is None else u.size) + len(parameter_names(self.names))
+        if columns >= inputs:  # cheaper through the whole step Jacobian
+            blocks = derivative.jacobian()
+            closed = np.hstack([blocks["q"], blocks["v"]])
+            if feedback.size:
+                closed = closed + blocks["u"] @ feedback
+
+            def propagate(matrix: FloatArray) -> FloatArray:
+                return np.asarray(closed @ matrix)
+            by_input = {"u": blocks["u"], **{name: blocks["params"][:, k]
+                                           for k, name in enumerate(parameter_names(self.names))}}
+        else:
+            def propagate(matrix: FloatArray) -> FloatArray:
+                moved = [derivative.jvp(dq=column[:nq], dv=column[nq:],
+                                        du=feedback @ column if feedback.size else None) for column in matrix.T]
+                return (np.stack([np.concatenate([t.q, t.v]) for t in moved], axis=1) if moved
+                        else np.zeros_like(matrix))
+
+            def own(name: str) -> FloatArray:
+                if name == "u":
+                    tangents = [derivative.jvp(du=unit) for unit in np.eye(nu)]
+                    return np.stack([np.concatenate([t.q, t.v]) for t in tangents], axis=1)
+                tangent = derivative.jvp(dparams={name: 1.0})
+                return np.concatenate([tangent.q, tangent.v])
+            by_input = {name: own(name) for name in self.names if name not in INITIAL_STATE}
+        for name, matrix in matrices.items():
+            shape = self.history[name][-1].shape
+            moved = propagate(matrix).reshape(shape)
+            if name == "u":
+                moved[:, index, :] += by_input["u"]
+            elif name not in INITIAL_STATE:
+                moved = moved + by_input[name]
+            self.history[name].append(moved)
+
+    def arrays(self, states: int) -> dict[str, FloatArray]:
+        """Per name, the stacked sensitivities of the first ``states`` recorded states
+        (``(states, ...)``), NaN after a step where they :attr:`stopped`."""
+        out = {}
+        for name, values in self.history.items():
+            stacked = np.stack(values[:states])
+            missing = states - stacked.shape[0]
+            if missing > 0:
+                stacked = np.concatenate([stacked, np.full((missing, *stacked.shape[1:]), np.nan)])
+            out[name] = stacked
+        return out
+
+
+def step_derivative(stepper: TimeStepping, state: State, u: FloatArray | None,
+                    parameters: Sequence[str]) -> StepDerivative:
+    """The derivative of the step ``stepper`` just took from ``state``."""
+    problem, program, solution = stepper.last_problem, stepper.last_program, stepper.last_solution
+    assert problem is not None and program is not None and solution is not None
+    return StepDerivative(stepper, state, u, problem, program, solution,  # type: ignore[arg-type]
+                          parameters=parameters)
