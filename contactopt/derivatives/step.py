@@ -43,6 +43,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError
 from contactopt.derivatives.lcp import LCPDerivative
+from contactopt.derivatives.primal import PrimalDerivative
 from contactopt.errors import OptionError, ShapeError
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
@@ -131,7 +132,7 @@ class StepDerivative:
                             tuple(float(x) for x in values))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NondifferentiableWarning)
-            self.program_derivative: ConicDerivative | LCPDerivative = program_derivative(
+            self.program_derivative: ConicDerivative | PrimalDerivative | LCPDerivative = program_derivative(
                 program, solution, branch=branch)
         self.degenerate = len(self.program_derivative.degenerate)
         for warning in caught:
