@@ -187,7 +187,7 @@ def print_sensitivities(scene: Any, traj: Any) -> None:
             final = values[-1].reshape(values.shape[1], -1)
             print(wrapped([f"d(q, v)/d {name} at the final state: a {final.shape[0]} x {final.shape[1]} matrix "
                            f"(largest |entry| {np.nanmax(np.abs(final)) if final.size else 0.0:.4g}), every "
-                           "state's in trajectory.npz"], width))
+                           "state's in trajectory.npz"], width, title="sensitivities"))
     stopped = traj.info.get("sensitivities", {}).get("stopped")
     if stopped:
         print(wrapped([f"sensitivities stopped at {stopped}"], width, title="note"))
