@@ -20,6 +20,7 @@ from contactopt.derivatives.step import StepDerivative
 from contactopt.derivatives.trajectory import (
     check_names,
     controller_jacobian,
+    is_control,
     parameter_names,
     step_derivative,
 )
@@ -84,8 +85,8 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
 
     names = check_names(scene.system, wrt)
     spec = controller if controller is not None else scene.control
-    recorder = _Recorder(parameter_names(names), make_controller(spec, scene.system))
-    if "u" in names and recorder.controller is None:
+    recorder = _Recorder(parameter_names(scene.system, names), make_controller(spec, scene.system))
+    if "u" in names and is_control(scene.system, "u") and recorder.controller is None:
         raise OptionError("gradient: 'u' is the input of each step, and this run has no controller "
                           "(give one, e.g. a constant [control] table, to differentiate by its values)")
     with warnings.catch_warnings():
@@ -118,7 +119,7 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
             result[name] = adjoint[:nq].copy()
         elif name == "v0":
             result[name] = adjoint[nq:].copy()
-        elif name == "u":
+        elif is_control(scene.system, name):
             result[name] = grad_u
         else:
             result[name] = float(grad_params[name])
