@@ -49,6 +49,7 @@ from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, Solution
+from contactopt.programs.convexity import vouched
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
@@ -147,18 +148,29 @@ class StepDerivative:
         system = self.system.with_parameters(values) if values else self.system
         return system, dt
 
-    def _program_at(self, point: _Point) -> tuple[System, float, StepProblem, ConicProgram | LCP]:
+    def _program_at(self, point: _Point, block: str) -> tuple[System, float, StepProblem, ConicProgram | LCP]:
+        """The step's problem and program at ``point``, moved along ``block`` from the base.
+
+        Along ``v`` and ``u`` the base problem's contacts, limits and friction-loss rows are
+        reused (they depend on ``q`` alone: :func:`build_step_problem`'s ``geometry``), and the
+        program is built under :func:`~contactopt.programs.convexity.vouched`: it is the base
+        program with its data moved by ``RELATIVE_STEP``, whose structure is checked here
+        (:func:`_require_same_structure`) in place of the construction's convexity test.
+        """
         system, dt = self._system_at(point)
         held = system.control
         try:
             system.set_control(point.u if point.u.size else held)
             problem = build_step_problem(system, point.q, point.v, dt, self.state.t, drift=self.stepper.drift,
                                          native=self.stepper.formulation.native_request(
-                                             self.stepper.formulation_options))
+                                             self.stepper.formulation_options),
+                                         geometry=self.problem if block in ("v", "u") else None)
         finally:
             system.set_control(held)
-        program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
+        with vouched():
+            program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
         assert isinstance(program, ConicProgram | LCP)
+        _require_same_structure(self.program, program, block)
         return system, dt, problem, program
 
     def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
@@ -212,8 +224,7 @@ class StepDerivative:
         sides = []
         for sign in (1.0, -1.0):
             point = base.moved(block, direction, sign * t)
-            system, dt, problem, program = self._program_at(point)
-            _require_same_structure(self.program, program, block)
+            system, dt, problem, program = self._program_at(point, block)
             sides.append((system, dt, point, problem, program))
         tangent = self._solution_tangent(sides[0][4], sides[1][4], 2.0 * t)
         results = []
@@ -232,8 +243,8 @@ class StepDerivative:
             lcp = derivative.jvp(dM=(_dense(plus.M) - _dense(minus.M)) / width, dq=(plus.q - minus.q) / width)
             return {"x": lcp.z, "s": lcp.w}
         assert isinstance(plus, ConicProgram) and isinstance(minus, ConicProgram)
-        conic = derivative.jvp(dP=(plus.P - minus.P) / width, dc=(plus.c - minus.c) / width,
-                               dA=(plus.A - minus.A) / width, db=(plus.b - minus.b) / width)
+        conic = derivative.jvp(dP=_difference(plus.P, minus.P, width), dc=(plus.c - minus.c) / width,
+                               dA=_difference(plus.A, minus.A, width), db=(plus.b - minus.b) / width)
         return {"x": conic.x, "y": conic.y, "s": conic.s}
 
     # -- reverse ----------------------------------------------------------------------------
@@ -288,6 +299,21 @@ def _require_same_structure(base: ConicProgram | LCP, moved: ConicProgram | LCP,
             f"derivatives: the step's program changes its structure (contacts, rows or cones) within a "
             f"relative change of {RELATIVE_STEP:g} of {block!r}: a contact candidate appears or leaves there, "
             "where the step is not differentiable")
+
+
+def _difference(plus: sp.csc_matrix, minus: sp.csc_matrix, width: float) -> sp.csc_array | None:
+    """``(plus - minus) / width`` of two canonical CSC matrices (the programs' ``P``, ``A``):
+    on their data arrays when the patterns agree (as they do for a program whose structure is
+    unchanged, unless an entry vanishes on one side), else by scipy's sparse difference; None
+    when nothing moved (the matrix does not depend on the block: the program derivative
+    then skips its term)."""
+    if (plus.indptr.shape == minus.indptr.shape and plus.indices.shape == minus.indices.shape
+            and np.array_equal(plus.indptr, minus.indptr) and np.array_equal(plus.indices, minus.indices)):
+        change = plus.data - minus.data
+        if not change.any():
+            return None
+        return sp.csc_array((change / width, plus.indices, plus.indptr), shape=plus.shape)
+    return sp.csc_array((plus - minus) / width)
 
 
 def _dense(matrix: Any) -> FloatArray:
