@@ -46,7 +46,8 @@ class Gradient:
             (N, nu) (the input of each step), a float for ``"dt"`` and each system parameter.
         trajectory: the simulated trajectory.
         degenerate: per step, the points of its program where strict complementarity is lost
-            (a one-sided derivative is used there; 0 everywhere: the loss is differentiable).
+            and the input blocks whose difference had to be one-sided (a one-sided derivative is
+            used there; 0 everywhere: the loss is differentiable).
     """
 
     value: float
@@ -123,7 +124,7 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
             result[name] = grad_u
         else:
             result[name] = float(grad_params[name])
-    return Gradient(float(value), result, trajectory, [step.degenerate for step, _ in recorder.steps])
+    return Gradient(float(value), result, trajectory, [step.degenerate + len(step.one_sided) for step, _ in recorder.steps])
 
 
 def _partial_warning() -> type[Warning]:

@@ -170,6 +170,7 @@ class Sensitivities:
             elif name not in INITIAL_STATE:
                 moved = moved + by_input[name]
             self.history[name].append(moved)
+        self.degenerate[-1] += len(derivative.one_sided)  # one-sided differences count as one-sided points
 
     def arrays(self, states: int) -> dict[str, FloatArray]:
         """Per name, the stacked sensitivities of the first ``states`` recorded states
