@@ -124,7 +124,8 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
             result[name] = grad_u
         else:
             result[name] = float(grad_params[name])
-    return Gradient(float(value), result, trajectory, [step.degenerate + len(step.one_sided) for step, _ in recorder.steps])
+    one_sided = [step.degenerate + len(step.one_sided) for step, _ in recorder.steps]
+    return Gradient(float(value), result, trajectory, one_sided)
 
 
 def _partial_warning() -> type[Warning]:
