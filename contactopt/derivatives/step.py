@@ -42,16 +42,19 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError
+from contactopt.derivatives.coulomb import CoulombDerivative
 from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.primal import PrimalDerivative
 from contactopt.errors import OptionError, ShapeError
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model import State, StepProblem
-from contactopt.programs import LCP, ConicProgram, Solution
+from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
+#: The programs whose solution is differentiated (:func:`~contactopt.derivatives.program_derivative`).
+StepProgram = ConicProgram | LCP | CoulombProgram
 
 __all__ = ["STEP_INPUTS", "StepCotangent", "StepDerivative", "StepTangent"]
 
@@ -114,14 +117,14 @@ class StepDerivative:
     """
 
     def __init__(self, stepper: TimeStepping, state: State, control: ArrayLike | None,
-                 problem: StepProblem, program: ConicProgram | LCP, solution: Solution,
+                 problem: StepProblem, program: StepProgram, solution: Solution,
                  parameters: Sequence[str] = (), branch: str = "active") -> None:
         from contactopt.derivatives import program_derivative
 
-        if not isinstance(program, ConicProgram | LCP):
+        if not isinstance(program, StepProgram):
             raise NotDifferentiableError(
                 f"derivatives: formulation {stepper.formulation.name!r} builds a {type(program).__name__}, "
-                "whose solution has no derivative here (a ConicProgram or an LCP is differentiated)")
+                "whose solution has no derivative here (a ConicProgram, an LCP or a CoulombProgram is differentiated)")
         self.stepper, self.state, self.problem, self.program, self.solution = stepper, state, problem, program, solution
         self.system: System = stepper.system
         self.parameters = tuple(parameters)
@@ -132,8 +135,8 @@ class StepDerivative:
                             tuple(float(x) for x in values))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NondifferentiableWarning)
-            self.program_derivative: ConicDerivative | PrimalDerivative | LCPDerivative = program_derivative(
-                program, solution, branch=branch)
+            self.program_derivative: ConicDerivative | PrimalDerivative | LCPDerivative | CoulombDerivative = (
+                program_derivative(program, solution, branch=branch))
         self.degenerate = len(self.program_derivative.degenerate)
         for warning in caught:
             if not issubclass(warning.category, NondifferentiableWarning):
@@ -147,7 +150,7 @@ class StepDerivative:
         system = self.system.with_parameters(values) if values else self.system
         return system, dt
 
-    def _program_at(self, point: _Point) -> tuple[System, float, StepProblem, ConicProgram | LCP]:
+    def _program_at(self, point: _Point) -> tuple[System, float, StepProblem, StepProgram]:
         system, dt = self._system_at(point)
         held = system.control
         try:
@@ -158,11 +161,11 @@ class StepDerivative:
         finally:
             system.set_control(held)
         program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
-        assert isinstance(program, ConicProgram | LCP)
+        assert isinstance(program, StepProgram)
         return system, dt, problem, program
 
     def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
-                 program: ConicProgram | LCP, solution: Solution) -> tuple[FloatArray, FloatArray]:
+                 program: StepProgram, solution: Solution) -> tuple[FloatArray, FloatArray]:
         v_next = self.stepper.formulation.recover(problem, program, solution).v_next
         q_next = system.integrate(point.q, v_next, dt)
         if self.stepper.drift.mode == "projection":
@@ -224,13 +227,17 @@ class StepDerivative:
         (q_plus, v_plus), (q_minus, v_minus) = results
         return (q_plus - q_minus) / (2.0 * t), (v_plus - v_minus) / (2.0 * t)
 
-    def _solution_tangent(self, plus: ConicProgram | LCP, minus: ConicProgram | LCP,
+    def _solution_tangent(self, plus: StepProgram, minus: StepProgram,
                           width: float) -> dict[str, FloatArray]:
         derivative = self.program_derivative
         if isinstance(derivative, LCPDerivative):
             assert isinstance(plus, LCP) and isinstance(minus, LCP)
             lcp = derivative.jvp(dM=(_dense(plus.M) - _dense(minus.M)) / width, dq=(plus.q - minus.q) / width)
             return {"x": lcp.z, "s": lcp.w}
+        if isinstance(derivative, CoulombDerivative):  # recover reads the impulses r from x
+            assert isinstance(plus, CoulombProgram) and isinstance(minus, CoulombProgram)
+            return {"x": derivative.jvp(dW=(plus.W - minus.W) / width, dq=(plus.q - minus.q) / width,
+                                        dmu=(plus.mu - minus.mu) / width).r}
         assert isinstance(plus, ConicProgram) and isinstance(minus, ConicProgram)
         conic = derivative.jvp(dP=(plus.P - minus.P) / width, dc=(plus.c - minus.c) / width,
                                dA=(plus.A - minus.A) / width, db=(plus.b - minus.b) / width)
@@ -278,7 +285,7 @@ def _check_parameters(system: System, names: Sequence[str]) -> None:
                           f"{', '.join(map(repr, unknown))}; known: {', '.join(known)}")
 
 
-def _require_same_structure(base: ConicProgram | LCP, moved: ConicProgram | LCP, block: str) -> None:
+def _require_same_structure(base: StepProgram, moved: StepProgram, block: str) -> None:
     same = type(base) is type(moved) and base.n == moved.n and base.metadata.get("contacts") == moved.metadata.get(
         "contacts")
     if same and isinstance(base, ConicProgram) and isinstance(moved, ConicProgram):
