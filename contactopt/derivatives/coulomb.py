@@ -43,9 +43,12 @@ The boundary is detected with the unit-free per-contact scale ``rho0_c = 1 / max
 (:func:`~contactopt.programs.coulomb.local_scaling`): a pair (``r_cN``, ``rho0_c u_cN``) or
 (``mu_c r_cN - ||r_cT||``, ``rho0_c ||u_cT||``) with both members within ``tol`` of the largest
 ``|r|``, ``rho0 |u|`` of the program. A singular ``J`` (impulses not unique: a box resting on
-four corners) gives the minimum-norm derivative (:mod:`.linear`), whose velocities ``du`` are
-the unique ones. ``J`` is assembled by :class:`~contactopt.solvers.alart_curnier.BlockPattern`
-and factored once per :class:`CoulombDerivative`.
+four corners) gives the minimum-norm derivative (:mod:`.linear`). Its velocities ``du`` are the
+unique ones along the changes a step's data make (``dW``, ``dq`` in ``W``'s range, one ``mu`` for
+the redundant contacts); a change that lifts the redundancy (different ``dmu`` on the four
+corners) selects one of the many solutions, and ``du`` then depends on which. ``J`` is
+assembled by :class:`~contactopt.solvers.alart_curnier.BlockPattern` and factored once per
+:class:`CoulombDerivative`.
 """
 
 from __future__ import annotations
