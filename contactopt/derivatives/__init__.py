@@ -9,7 +9,9 @@ that share one factorization:
 * :class:`~contactopt.programs.primal.PrimalConicProgram` (``sap``, ``regularized`` with
   ``form = "primal"``): :mod:`.primal` (through SAP's Newton Hessian ``A + J^T G J``, the same
   derivative from an ``nv``-sized factorization; programs with box rows go to :mod:`.conic`);
-* :class:`~contactopt.programs.LCP`: :mod:`.lcp` (through the complementarity pattern).
+* :class:`~contactopt.programs.LCP`: :mod:`.lcp` (through the complementarity pattern);
+* :class:`~contactopt.programs.coulomb.CoulombProgram` (the ``coulomb`` formulation, FCLIB's
+  problems): :mod:`.coulomb` (the implicit function theorem on the Alart-Curnier function).
 
 Points where strict complementarity is lost are listed in ``degenerate`` (and warned of with
 :class:`NondifferentiableWarning`), with the one-sided derivative chosen by ``branch``
@@ -20,8 +22,8 @@ Redundant active rows (multipliers not unique) give the minimum-norm derivative 
 Steps and trajectories (issue 26, items 2 and 3):
 
 * :class:`StepDerivative` (:mod:`.step`): ``d(q', v') / d(q, v, u, theta)`` of one time step,
-  forward (``jvp``) and reverse (``vjp``), for every formulation that builds a ConicProgram or
-  an LCP, on every system;
+  forward (``jvp``) and reverse (``vjp``), for every formulation that builds a ConicProgram, an
+  LCP or a Coulomb problem, on every system;
 * ``co.simulate(scene, ..., sensitivities=["mu", "v0"])`` records forward sensitivities in
   ``traj.sensitivities`` (:mod:`.trajectory`);
 * :func:`gradient` (``co.gradient``): the reverse-mode gradient of a scalar loss of the
@@ -39,6 +41,7 @@ from contactopt.derivatives.conic import (
     NondifferentiableWarning,
     residual_map,
 )
+from contactopt.derivatives.coulomb import CoulombDerivative, CoulombGradient, CoulombTangent
 from contactopt.derivatives.gradient import Gradient, final_state_loss, gradient, tracking_loss
 from contactopt.derivatives.lcp import LCPDerivative, LCPGradient, LCPTangent
 from contactopt.derivatives.linear import NotDifferentiableError, RankDeficientWarning
@@ -47,10 +50,12 @@ from contactopt.derivatives.projection import BRANCHES, DegeneratePoint
 from contactopt.derivatives.step import StepCotangent, StepDerivative, StepTangent
 from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs.conic import ConicProgram
+from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.lcp import LCP
 from contactopt.programs.solution import Solution
 
-__all__ = ["BRANCHES", "ConicDerivative", "ConicGradient", "ConicTangent", "DegeneratePoint", "Gradient",
+__all__ = ["BRANCHES", "ConicDerivative", "ConicGradient", "ConicTangent", "CoulombDerivative", "CoulombGradient",
+           "CoulombTangent", "DegeneratePoint", "Gradient",
            "LCPDerivative", "LCPGradient", "LCPTangent", "NondifferentiableWarning", "NotDifferentiableError",
            "PrimalDerivative", "RankDeficientWarning", "StepCotangent", "StepDerivative", "StepTangent",
            "final_state_loss", "gradient", "program_derivative", "residual_map", "tracking_loss"]
@@ -64,12 +69,17 @@ def program_derivative(program: ConicProgram, solution: Solution, branch: str = 
 @overload
 def program_derivative(program: LCP, solution: Solution, branch: str = ..., tol: float = ...,
                        method: str = ...) -> LCPDerivative: ...
-def program_derivative(program: ConicProgram | LCP, solution: Solution, branch: str = "active",
-                       tol: float = 1e-8, method: str = "auto") -> ConicDerivative | PrimalDerivative | LCPDerivative:
+@overload
+def program_derivative(program: CoulombProgram, solution: Solution, branch: str = ..., tol: float = ...,
+                       method: str = ...) -> CoulombDerivative: ...
+def program_derivative(program: ConicProgram | LCP | CoulombProgram, solution: Solution, branch: str = "active",
+                       tol: float = 1e-8,
+                       method: str = "auto") -> ConicDerivative | PrimalDerivative | LCPDerivative | CoulombDerivative:
     """The derivative of ``solution`` with respect to ``program``'s data.
 
     Args:
-        program: a ConicProgram (data ``P, c, A, b``) or an LCP (data ``M, q``).
+        program: a ConicProgram (data ``P, c, A, b``), an LCP (data ``M, q``) or a
+            CoulombProgram (data ``W, q, mu``).
         solution: its solution, of status ``optimal``.
         branch: the one-sided derivative at points where strict complementarity is lost,
             ``"active"`` (constraint kept tight) or ``"inactive"`` (:mod:`.projection`).
@@ -87,5 +97,7 @@ def program_derivative(program: ConicProgram | LCP, solution: Solution, branch: 
         return ConicDerivative(program, solution, branch, tol)
     if isinstance(program, LCP):
         return LCPDerivative(program, solution, branch, tol)
+    if isinstance(program, CoulombProgram):
+        return CoulombDerivative(program, solution, branch, tol)
     raise UnsupportedProgramError(f"derivatives: no derivative for a {type(program).__name__} "
-                                  "(a ConicProgram or an LCP is differentiated)")
+                                  "(a ConicProgram, an LCP or a CoulombProgram is differentiated)")

@@ -42,17 +42,20 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError
+from contactopt.derivatives.coulomb import CoulombDerivative
 from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.primal import PrimalDerivative
 from contactopt.errors import OptionError, ShapeError
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model import State, StepProblem
-from contactopt.programs import LCP, ConicProgram, Solution
+from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution
 from contactopt.programs.convexity import vouched
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
+#: The programs whose solution is differentiated (:func:`~contactopt.derivatives.program_derivative`).
+StepProgram = ConicProgram | LCP | CoulombProgram
 
 __all__ = ["STEP_INPUTS", "StepCotangent", "StepDerivative", "StepTangent"]
 
@@ -104,7 +107,9 @@ class StepDerivative:
         stepper: the :class:`~contactopt.integrators.time_stepping.TimeStepping` that took the step.
         state: the state at the start of the step.
         control: the input held over the step ((nu,), None: none).
-        problem, program, solution: the step's problem, program and the judged solution.
+        problem: the step's problem.
+        program: the program the formulation built from it.
+        solution: its solution, judged optimal.
         parameters: names to differentiate by besides ``q``, ``v``, ``u``: ``"dt"`` and the
             names of :meth:`System.differentiable_parameters` (``"mu"``, ...).
         branch: the one-sided derivative at points where strict complementarity is lost.
@@ -115,14 +120,14 @@ class StepDerivative:
     """
 
     def __init__(self, stepper: TimeStepping, state: State, control: ArrayLike | None,
-                 problem: StepProblem, program: ConicProgram | LCP, solution: Solution,
+                 problem: StepProblem, program: StepProgram, solution: Solution,
                  parameters: Sequence[str] = (), branch: str = "active") -> None:
         from contactopt.derivatives import program_derivative
 
-        if not isinstance(program, ConicProgram | LCP):
+        if not isinstance(program, StepProgram):
             raise NotDifferentiableError(
                 f"derivatives: formulation {stepper.formulation.name!r} builds a {type(program).__name__}, "
-                "whose solution has no derivative here (a ConicProgram or an LCP is differentiated)")
+                "whose solution has no derivative here (a ConicProgram, an LCP or a CoulombProgram is differentiated)")
         self.stepper, self.state, self.problem, self.program, self.solution = stepper, state, problem, program, solution
         self.system: System = stepper.system
         self.parameters = tuple(parameters)
@@ -133,8 +138,8 @@ class StepDerivative:
                             tuple(float(x) for x in values))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NondifferentiableWarning)
-            self.program_derivative: ConicDerivative | PrimalDerivative | LCPDerivative = program_derivative(
-                program, solution, branch=branch)
+            self.program_derivative: ConicDerivative | PrimalDerivative | LCPDerivative | CoulombDerivative = (
+                program_derivative(program, solution, branch=branch))
         self.degenerate = len(self.program_derivative.degenerate)
         for warning in caught:
             if not issubclass(warning.category, NondifferentiableWarning):
@@ -150,7 +155,7 @@ class StepDerivative:
         system = self.system.with_parameters(values) if values else self.system
         return system, dt
 
-    def _program_at(self, point: _Point, block: str) -> tuple[System, float, StepProblem, ConicProgram | LCP]:
+    def _program_at(self, point: _Point, block: str) -> tuple[System, float, StepProblem, StepProgram]:
         """The step's problem and program at ``point``, moved along ``block`` from the base.
 
         Along ``v`` and ``u`` the base problem's contacts, limits and friction-loss rows are
@@ -171,12 +176,12 @@ class StepDerivative:
             system.set_control(held)
         with vouched():
             program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
-        assert isinstance(program, ConicProgram | LCP)
+        assert isinstance(program, StepProgram)
         _require_same_structure(self.program, program, block)
         return system, dt, problem, program
 
     def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
-                 program: ConicProgram | LCP, solution: Solution) -> tuple[FloatArray, FloatArray]:
+                 program: StepProgram, solution: Solution) -> tuple[FloatArray, FloatArray]:
         v_next = self.stepper.formulation.recover(problem, program, solution).v_next
         q_next = system.integrate(point.q, v_next, dt)
         if self.stepper.drift.mode == "projection":
@@ -276,7 +281,7 @@ class StepDerivative:
         system, dt, problem, program = built
         return system, dt, self.point.moved(block, direction, offset), problem, program
 
-    def _solution_tangent(self, programs: Sequence[ConicProgram | LCP],
+    def _solution_tangent(self, programs: Sequence[StepProgram],
                           weights: Sequence[float]) -> dict[str, FloatArray]:
         derivative = self.program_derivative
         if isinstance(derivative, LCPDerivative):
@@ -284,6 +289,12 @@ class StepDerivative:
             lcp = derivative.jvp(dM=sum(w * _dense(p.M) for w, p in zip(weights, lcps, strict=True)),
                                  dq=sum(w * p.q for w, p in zip(weights, lcps, strict=True)))
             return {"x": lcp.z, "s": lcp.w}
+        if isinstance(derivative, CoulombDerivative):  # recover reads the impulses r from x
+            coulombs = [program for program in programs if isinstance(program, CoulombProgram)]
+            coulomb = derivative.jvp(dW=_combination([sp.csc_matrix(p.W) for p in coulombs], weights),
+                                     dq=sum(w * p.q for w, p in zip(weights, coulombs, strict=True)),
+                                     dmu=sum(w * p.mu for w, p in zip(weights, coulombs, strict=True)))
+            return {"x": coulomb.r}
         conics = [program for program in programs if isinstance(program, ConicProgram)]
         conic = derivative.jvp(dP=_combination([p.P for p in conics], weights),
                                dc=sum(w * p.c for w, p in zip(weights, conics, strict=True)),
@@ -333,7 +344,7 @@ def _check_parameters(system: System, names: Sequence[str]) -> None:
                           f"{', '.join(map(repr, unknown))}; known: {', '.join(known)}")
 
 
-def _require_same_structure(base: ConicProgram | LCP, moved: ConicProgram | LCP, block: str) -> None:
+def _require_same_structure(base: StepProgram, moved: StepProgram, block: str) -> None:
     same = type(base) is type(moved) and base.n == moved.n and base.metadata.get("contacts") == moved.metadata.get(
         "contacts")
     if same and isinstance(base, ConicProgram) and isinstance(moved, ConicProgram):

@@ -190,5 +190,5 @@ def step_derivative(stepper: TimeStepping, state: State, u: FloatArray | None,
     """The derivative of the step ``stepper`` just took from ``state``."""
     problem, program, solution = stepper.last_problem, stepper.last_program, stepper.last_solution
     assert problem is not None and program is not None and solution is not None
-    return StepDerivative(stepper, state, u, problem, program, solution,  # type: ignore[arg-type]
+    return StepDerivative(stepper, state, u, problem, program, solution,
                           parameters=parameters)
