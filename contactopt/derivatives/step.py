@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError
+from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError, _vector
 from contactopt.derivatives.coulomb import CoulombDerivative
 from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.primal import PrimalDerivative
@@ -380,12 +380,3 @@ def _combination(matrices: Sequence[sp.csc_matrix], weights: Sequence[float]) ->
 
 def _dense(matrix: Any) -> FloatArray:
     return np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix, dtype=np.float64)  # type: ignore[attr-defined]
-
-
-def _vector(value: ArrayLike | None, size: int, name: str) -> FloatArray:
-    if value is None:
-        return np.zeros(size)
-    vector = np.asarray(value, dtype=np.float64).reshape(-1)
-    if vector.shape != (size,):
-        raise ShapeError(f"derivatives: {name} must have length {size}, got {vector.shape[0]}")
-    return vector
