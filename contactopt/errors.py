@@ -63,6 +63,11 @@ class RegistrationError(ContactoptError, ValueError):
     """A formulation, solver or system cannot be registered (wrong type, bad or taken name)."""
 
 
+class ParameterValueError(ContactoptError, ValueError):
+    """A value given for a system parameter (:meth:`contactopt.systems.base.System.with_parameters`)
+    is not a finite number or lies outside the parameter's bounds: the message names the parameter."""
+
+
 class ContactoptWarning(UserWarning):
     """Base class of contactopt's warnings."""
 

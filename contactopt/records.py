@@ -282,7 +282,7 @@ class Trajectory:
         dims = {record.impulses.shape[1] for record in self.steps if record.impulses.ndim == 2}
         dim = dims.pop() if len(dims) == 1 else 1
         header = {"format": "contactopt-trajectory", "version": 1, "info": self.info,
-                  "message": self.message, "impulse_dim": dim}
+                  "message": self.message, "impulse_dim": dim, "sensitivities": list(self.sensitivities)}
         steps = self.steps
         arrays: dict[str, Any] = {
             "t": self.t, "q": self.q, "v": self.v,
@@ -314,6 +314,7 @@ class Trajectory:
                for name in records_io.ROW_ARRAYS},
             **records_io.impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=records_io.json_default)),
+            **{f"sensitivity_{k}": values for k, values in enumerate(self.sensitivities.values())},
         }
         with output_errors(path, "trajectory file"):
             np.savez_compressed(path, **arrays)
@@ -354,8 +355,10 @@ class Trajectory:
                         limits=rows["limits"][i], friction_loss=rows["friction_loss"][i],
                         angular_friction=rows["angular_friction"][i],
                         **{name: int(values[i]) for name, values in counts.items()}))
+                sensitivities = {str(name): a[f"sensitivity_{k}"]
+                                 for k, name in enumerate(header.get("sensitivities", []))}
                 trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
-                                 message=header["message"])
+                                 message=header["message"], sensitivities=sensitivities)
         except ContactoptError:
             raise
         except Exception as exc:  # a damaged file in any way: one line naming it

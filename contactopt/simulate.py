@@ -162,6 +162,11 @@ def simulate(
 
     def partial(reason: str) -> Trajectory:
         tracked = tracker.arrays(len(times)) if sensitivities else {}
+        if sensitivities:  # where the derivative is one-sided, and where it stopped
+            degenerate = [i for i, n in enumerate(tracker.degenerate) if n]
+            info["sensitivities"] = {"names": list(tracked), "stopped": tracker.stopped,
+                                     "one_sided_steps": len(degenerate),
+                                     "first_one_sided_step": degenerate[0] if degenerate else None}
         return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
                           info=info, message=reason, sensitivities=tracked)
 

@@ -19,7 +19,7 @@ against ``mj_step`` timed in the same process (``ratio_to_mj_step``); the solver
 largest speed and penetration; ``dist_q``, ``max |q - q_mujoco|`` after the last common step;
 ``spins``: largest speed above 2x MuJoCo's + 0.1 (a robot launched or spun that MuJoCo holds);
 ``candidates`` and ``mujoco_contacts``: contact candidates and MuJoCo's ``ncon``, medians over steps.
-``reason``: why, where that is the formulation's defined behaviour (``robot_models.KNOWN_LAUNCHES``).
+``reason``: why, where that is the formulation's defined behaviour (``robot_models.KNOWN_LAUNCHES``, ``KNOWN_STOPS``).
 Every run has a wall-time limit (``--cell-time-limit``); a run that reaches it keeps its steps.
 
     PYTHONPATH=. python experiments/robots.py [--steps 250] [--models suite/hopper,gym/ant] [--quick]
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from common import OUT, print_table, write_results
 from robot_cells import METHODS, run_model, warm_up
-from robot_models import KNOWN_LAUNCHES, LEFT_OUT, own_models, select
+from robot_models import KNOWN_LAUNCHES, KNOWN_STOPS, LEFT_OUT, own_models, select
 
 QUICK_STEPS = 20
 NEWTON_METHODS = ("regularized -o form=primal/newton", "sap/newton")
@@ -79,10 +79,14 @@ def medians(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def with_reasons(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row with its ``reason``: why a run that spins does, where that is known to be the
-    formulation's defined behaviour; empty otherwise."""
-    return [{**row, "reason": KNOWN_LAUNCHES.get((row["model"], row["method"]), "") if row.get("spins") else ""}
-            for row in rows]
+    """Each row with its ``reason``: why a run that spins or stops early does, where that is
+    known to be the formulation's defined behaviour; empty otherwise."""
+    def reason(row: dict[str, Any]) -> str:
+        key = (row["model"], row["method"])
+        if row.get("spins"):
+            return KNOWN_LAUNCHES.get(key, "")
+        return KNOWN_STOPS.get(key, "") if str(row.get("status", "")).startswith("stopped") else ""
+    return [{**row, "reason": reason(row)} for row in rows]
 
 
 def compact(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

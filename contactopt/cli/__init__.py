@@ -64,6 +64,13 @@ def _summary_row(scene: Scene, traj: Trajectory) -> dict[str, Any]:
     }
 
 
+def _names(text: str | None) -> list[str] | None:
+    """``--sensitivities a,b`` as a list (None when not given)."""
+    if text is None:
+        return None
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     options = _options(args.option)
@@ -81,7 +88,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         try:
             traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,
                             duration=args.duration, options=options, solver_options=solver_options,
-                            fallback=args.fallback, progress=not args.no_progress)
+                            fallback=args.fallback, progress=not args.no_progress,
+                            sensitivities=_names(args.sensitivities))
         except SimulationError as exc:
             partial = exc.trajectory
             assert isinstance(partial, Trajectory)
@@ -129,6 +137,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(wrapped(notes, terminal_width(), title="notes"))
         summary = json.loads((out / "summary.json").read_text())
         (out / "summary.json").write_text(json.dumps({**summary, "observables": values}, indent=2, default=str))
+    if traj.sensitivities:
+        from contactopt.cli.views import print_sensitivities
+
+        print_sensitivities(scene, traj)
     if traj.info.get("solver_choice"):
         print(f"note: {traj.info['solver_choice']}")
     from contactopt.analysis.legend import wrapped
@@ -223,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also write every step's program as .npz under OUT/programs")
     p_run.add_argument("--no-plot", action="store_true", help="skip the plot")
     p_run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p_run.add_argument("--sensitivities", metavar="NAMES",
+                       help="comma-separated names to record d(q, v)/d name by (q0, v0, u, dt, mu, the system's "
+                       "parameters); saved in trajectory.npz, the final state's printed (docs/gradients.md)")
     p_run.set_defaults(func=_cmd_run)
 
     from contactopt.cli.compare import add_compare_arguments, run_compare

@@ -158,3 +158,36 @@ def print_view(view: pd.DataFrame, *, width: int | None = None, digits: int = 3,
 def compare_notes(table: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(notes under the metrics table, notes under the observables table)."""
     return run_notes(table), cell_notes(table)
+
+
+#: Coordinates shown by :func:`print_sensitivities` (the largest; every one is in the file).
+SHOWN_COORDINATES = 12
+
+
+def print_sensitivities(scene: Any, traj: Any) -> None:
+    """The final state's sensitivities of ``contactopt run --sensitivities``: a table of
+    ``d(q_N, v_N)/d name`` for the scalar names (the largest coordinates when there are many),
+    a line per vector name (``q0``, ``v0``, ``u``: their matrices are in trajectory.npz)."""
+    import numpy as np
+
+    system = scene.system
+    coordinates = [*system.q_names, *system.v_names]
+    scalars = {name: values[-1] for name, values in traj.sensitivities.items() if values.ndim == 2}
+    width = terminal_width()
+    if scalars:
+        stacked = np.abs(np.stack(list(scalars.values()), axis=1))
+        order = np.argsort(-np.nan_to_num(stacked.max(axis=1), nan=np.inf), kind="stable")[:SHOWN_COORDINATES]
+        rows = [{"coordinate": coordinates[i], **{f"d/d {name}": float(v[i]) for name, v in scalars.items()}}
+                for i in sorted(order)]
+        shown = "" if len(order) == len(coordinates) else f" (the {len(order)} largest of {len(coordinates)})"
+        print(f"sensitivities of the final state at t={traj.t[-1]:.6g}{shown}:")
+        print(format_table(rows, width=width, digits=4, index=1))
+    for name, values in traj.sensitivities.items():
+        if values.ndim > 2:
+            final = values[-1].reshape(values.shape[1], -1)
+            print(wrapped([f"d(q, v)/d {name} at the final state: a {final.shape[0]} x {final.shape[1]} matrix "
+                           f"(largest |entry| {np.nanmax(np.abs(final)) if final.size else 0.0:.4g}), every "
+                           "state's in trajectory.npz"], width, title="sensitivities"))
+    stopped = traj.info.get("sensitivities", {}).get("stopped")
+    if stopped:
+        print(wrapped([f"sensitivities stopped at {stopped}"], width, title="note"))

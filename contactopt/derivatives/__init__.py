@@ -6,6 +6,9 @@ that share one factorization:
 
 * :class:`~contactopt.programs.ConicProgram` (QP, SOCP): :mod:`.conic` (the implicit function
   theorem on the optimality conditions written with the cone projection, Agrawal et al. 2019);
+* :class:`~contactopt.programs.primal.PrimalConicProgram` (``sap``, ``regularized`` with
+  ``form = "primal"``): :mod:`.primal` (through SAP's Newton Hessian ``A + J^T G J``, the same
+  derivative from an ``nv``-sized factorization; programs with box rows go to :mod:`.conic`);
 * :class:`~contactopt.programs.LCP`: :mod:`.lcp` (through the complementarity pattern).
 
 Points where strict complementarity is lost are listed in ``degenerate`` (and warned of with
@@ -39,26 +42,30 @@ from contactopt.derivatives.conic import (
 from contactopt.derivatives.gradient import Gradient, final_state_loss, gradient, tracking_loss
 from contactopt.derivatives.lcp import LCPDerivative, LCPGradient, LCPTangent
 from contactopt.derivatives.linear import NotDifferentiableError, RankDeficientWarning
+from contactopt.derivatives.primal import PrimalDerivative, why_not_primal_derivative
 from contactopt.derivatives.projection import BRANCHES, DegeneratePoint
 from contactopt.derivatives.step import StepCotangent, StepDerivative, StepTangent
-from contactopt.errors import UnsupportedProgramError
+from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.lcp import LCP
 from contactopt.programs.solution import Solution
 
 __all__ = ["BRANCHES", "ConicDerivative", "ConicGradient", "ConicTangent", "DegeneratePoint", "Gradient",
            "LCPDerivative", "LCPGradient", "LCPTangent", "NondifferentiableWarning", "NotDifferentiableError",
-           "RankDeficientWarning", "StepCotangent", "StepDerivative", "StepTangent", "final_state_loss", "gradient",
-           "program_derivative", "residual_map", "tracking_loss"]
+           "PrimalDerivative", "RankDeficientWarning", "StepCotangent", "StepDerivative", "StepTangent",
+           "final_state_loss", "gradient", "program_derivative", "residual_map", "tracking_loss"]
+
+METHODS = ("auto", "primal", "conic")
 
 
 @overload
-def program_derivative(program: ConicProgram, solution: Solution, branch: str = ...,
-                       tol: float = ...) -> ConicDerivative: ...
+def program_derivative(program: ConicProgram, solution: Solution, branch: str = ..., tol: float = ...,
+                       method: str = ...) -> ConicDerivative | PrimalDerivative: ...
 @overload
-def program_derivative(program: LCP, solution: Solution, branch: str = ..., tol: float = ...) -> LCPDerivative: ...
+def program_derivative(program: LCP, solution: Solution, branch: str = ..., tol: float = ...,
+                       method: str = ...) -> LCPDerivative: ...
 def program_derivative(program: ConicProgram | LCP, solution: Solution, branch: str = "active",
-                       tol: float = 1e-8) -> ConicDerivative | LCPDerivative:
+                       tol: float = 1e-8, method: str = "auto") -> ConicDerivative | PrimalDerivative | LCPDerivative:
     """The derivative of ``solution`` with respect to ``program``'s data.
 
     Args:
@@ -67,8 +74,16 @@ def program_derivative(program: ConicProgram | LCP, solution: Solution, branch: 
         branch: the one-sided derivative at points where strict complementarity is lost,
             ``"active"`` (constraint kept tight) or ``"inactive"`` (:mod:`.projection`).
         tol: relative size below which both sides of a complementary pair count as zero.
+        method: for a ConicProgram, ``"auto"`` (:class:`PrimalDerivative` for the programs it
+            takes, :func:`why_not_primal_derivative`, else :class:`ConicDerivative`),
+            ``"primal"`` (PrimalDerivative or an error saying why not) or ``"conic"``
+            (ConicDerivative, the general residual map, for any ConicProgram).
     """
+    if method not in METHODS:
+        raise OptionError(f"derivatives: method must be one of {METHODS}, got {method!r}")
     if isinstance(program, ConicProgram):
+        if method == "primal" or (method == "auto" and why_not_primal_derivative(program) is None):
+            return PrimalDerivative(program, solution, branch, tol)
         return ConicDerivative(program, solution, branch, tol)
     if isinstance(program, LCP):
         return LCPDerivative(program, solution, branch, tol)

@@ -43,7 +43,7 @@ from contactopt.programs.solution import Solution, Status
 FloatArray = NDArray[np.float64]
 
 __all__ = ["ConicDerivative", "ConicGradient", "ConicTangent", "NondifferentiableWarning",
-           "NotDifferentiableError", "residual_map"]
+           "NotDifferentiableError", "data_gradient", "data_residual", "residual_map"]
 
 
 class NondifferentiableWarning(ContactoptWarning):
@@ -139,11 +139,8 @@ class ConicDerivative:
             db: ArrayLike | None = None) -> ConicTangent:
         """``(dx, dy, ds)`` for the data perturbation ``(dP, dc, dA, db)`` (None: zero; ``dP``
         and ``dA`` dense arrays or scipy sparse matrices, ``dP`` symmetric)."""
-        n, m = self.program.n, self.program.m
-        first = (_matrix_product(dP, self.x, (n, n), "dP") + _vector(dc, n, "dc")
-                 + _matrix_product(dA, self.y, (m, n), "dA", transpose=True))
-        second = _matrix_product(dA, self.x, (m, n), "dA") - _vector(db, m, "db")
-        step = -self._lu.solve(np.concatenate([first, second]))
+        n = self.program.n
+        step = -self._lu.solve(data_residual(self.program, self.x, self.y, dP, dc, dA, db))
         dx, dv = step[:n], step[n:]
         dy = np.asarray(self.D @ dv)
         return ConicTangent(dx, dy, dy - dv)
@@ -159,19 +156,37 @@ class ConicDerivative:
         gy_v, gs_v = _vector(gy, m, "gy"), _vector(gs, m, "gs")
         seed = np.concatenate([_vector(gx, n, "gx"), np.asarray(self.D @ (gy_v + gs_v)) - gs_v])
         adjoint = -self._lu.solve(seed, transpose=True)
-        w1, w2 = adjoint[:n], adjoint[n:]
-        P, A = self.program.P, self.program.A
-        if dense if dense is not None else P.shape[0] * P.shape[1] <= DENSE_PRODUCT_ENTRIES:
-            grad_P: Any = 0.5 * (np.outer(w1, self.x) + np.outer(self.x, w1))
-        else:
-            rows, cols = _pattern(P)
-            grad_P = _on_pattern(P, 0.5 * (w1[rows] * self.x[cols] + self.x[rows] * w1[cols]))
-        if dense if dense is not None else A.shape[0] * A.shape[1] <= DENSE_PRODUCT_ENTRIES:
-            grad_A: Any = np.outer(self.y, w1) + np.outer(w2, self.x)
-        else:
-            rows, cols = _pattern(A)
-            grad_A = _on_pattern(A, self.y[rows] * w1[cols] + w2[rows] * self.x[cols])
-        return ConicGradient(grad_P, w1, grad_A, -w2)
+        return data_gradient(self.program, self.x, self.y, adjoint[:n], adjoint[n:], dense)
+
+
+def data_residual(program: ConicProgram, x: FloatArray, y: FloatArray, dP: Any, dc: ArrayLike | None, dA: Any,
+                  db: ArrayLike | None) -> FloatArray:
+    """``(dP x + dc + dA' y, dA x - db)``: how the data perturbation moves ``F`` (module
+    docstring) at the solution, the right-hand side of the JVP's linear system."""
+    n, m = program.n, program.m
+    first = (_matrix_product(dP, x, (n, n), "dP") + _vector(dc, n, "dc")
+             + _matrix_product(dA, y, (m, n), "dA", transpose=True))
+    second = _matrix_product(dA, x, (m, n), "dA") - _vector(db, m, "db")
+    return np.concatenate([first, second])
+
+
+def data_gradient(program: ConicProgram, x: FloatArray, y: FloatArray, w1: FloatArray, w2: FloatArray,
+                  dense: bool | None) -> ConicGradient:
+    """The data gradient of a VJP whose pairing with :func:`data_residual` is ``<w1, first> +
+    <w2, second>`` (module docstring: ``c: w1``, ``b: -w2``, ``A: y w1' + w2 x'``, ``P`` the
+    symmetric part of ``w1 x'``), dense or on the data's pattern as :meth:`ConicDerivative.vjp`."""
+    P, A = program.P, program.A
+    if dense if dense is not None else P.shape[0] * P.shape[1] <= DENSE_PRODUCT_ENTRIES:
+        grad_P: Any = 0.5 * (np.outer(w1, x) + np.outer(x, w1))
+    else:
+        rows, cols = _pattern(P)
+        grad_P = _on_pattern(P, 0.5 * (w1[rows] * x[cols] + x[rows] * w1[cols]))
+    if dense if dense is not None else A.shape[0] * A.shape[1] <= DENSE_PRODUCT_ENTRIES:
+        grad_A: Any = np.outer(y, w1) + np.outer(w2, x)
+    else:
+        rows, cols = _pattern(A)
+        grad_A = _on_pattern(A, y[rows] * w1[cols] + w2[rows] * x[cols])
+    return ConicGradient(grad_P, w1, grad_A, -w2)
 
 
 def _pattern(matrix: sp.csc_matrix) -> tuple[NDArray[np.int_], NDArray[np.int_]]:

@@ -20,6 +20,7 @@ from contactopt.derivatives.step import StepDerivative
 from contactopt.derivatives.trajectory import (
     check_names,
     controller_jacobian,
+    is_control,
     parameter_names,
     step_derivative,
 )
@@ -45,7 +46,8 @@ class Gradient:
             (N, nu) (the input of each step), a float for ``"dt"`` and each system parameter.
         trajectory: the simulated trajectory.
         degenerate: per step, the points of its program where strict complementarity is lost
-            (a one-sided derivative is used there; 0 everywhere: the loss is differentiable).
+            and the input blocks whose difference had to be one-sided (a one-sided derivative is
+            used there; 0 everywhere: the loss is differentiable).
     """
 
     value: float
@@ -84,8 +86,8 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
 
     names = check_names(scene.system, wrt)
     spec = controller if controller is not None else scene.control
-    recorder = _Recorder(parameter_names(names), make_controller(spec, scene.system))
-    if "u" in names and recorder.controller is None:
+    recorder = _Recorder(parameter_names(scene.system, names), make_controller(spec, scene.system))
+    if "u" in names and is_control(scene.system, "u") and recorder.controller is None:
         raise OptionError("gradient: 'u' is the input of each step, and this run has no controller "
                           "(give one, e.g. a constant [control] table, to differentiate by its values)")
     with warnings.catch_warnings():
@@ -118,11 +120,12 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
             result[name] = adjoint[:nq].copy()
         elif name == "v0":
             result[name] = adjoint[nq:].copy()
-        elif name == "u":
+        elif is_control(scene.system, name):
             result[name] = grad_u
         else:
             result[name] = float(grad_params[name])
-    return Gradient(float(value), result, trajectory, [step.degenerate for step, _ in recorder.steps])
+    one_sided = [step.degenerate + len(step.one_sided) for step, _ in recorder.steps]
+    return Gradient(float(value), result, trajectory, one_sided)
 
 
 def _partial_warning() -> type[Warning]:

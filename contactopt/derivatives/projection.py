@@ -40,7 +40,7 @@ from contactopt.programs.conic import Cone
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["BRANCHES", "DegeneratePoint", "ProjectionDerivative", "projection_derivative"]
+__all__ = ["BRANCHES", "DegeneratePoint", "ProjectionDerivative", "projection_derivative", "soc_block_derivative"]
 
 #: The one-sided derivatives a non-differentiable point can take (see the module docstring).
 BRANCHES = ("active", "inactive")
@@ -132,7 +132,7 @@ def projection_derivative(cones: tuple[Cone, ...], v: FloatArray, branch: str = 
             degenerate.extend(DegeneratePoint(index, (row + int(i), row + int(i) + 1), "nonneg", branch)
                               for i in ties)
         else:
-            block, kind = _soc_block(part, threshold, active)
+            block, kind = soc_block_derivative(part, threshold, active)
             if kind:
                 degenerate.append(DegeneratePoint(index, (row, row + cone.dim), kind, branch))
             if block is not None:
@@ -149,7 +149,7 @@ def projection_derivative(cones: tuple[Cone, ...], v: FloatArray, branch: str = 
     return ProjectionDerivative(matrix, tuple(degenerate))
 
 
-def _soc_block(part: FloatArray, threshold: float, active: bool) -> tuple[FloatArray | None, str]:
+def soc_block_derivative(part: FloatArray, threshold: float, active: bool) -> tuple[FloatArray | None, str]:
     """One SOC block's ``DPi`` (None for zero) and the kind of degeneracy ("" if none)."""
     t, z = float(part[0]), part[1:]
     radius = float(np.linalg.norm(z))

@@ -43,11 +43,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError
 from contactopt.derivatives.lcp import LCPDerivative
+from contactopt.derivatives.primal import PrimalDerivative
 from contactopt.errors import OptionError, ShapeError
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, Solution
+from contactopt.programs.convexity import vouched
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
@@ -131,13 +133,15 @@ class StepDerivative:
                             tuple(float(x) for x in values))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NondifferentiableWarning)
-            self.program_derivative: ConicDerivative | LCPDerivative = program_derivative(
+            self.program_derivative: ConicDerivative | PrimalDerivative | LCPDerivative = program_derivative(
                 program, solution, branch=branch)
         self.degenerate = len(self.program_derivative.degenerate)
         for warning in caught:
             if not issubclass(warning.category, NondifferentiableWarning):
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
         self._jacobian: dict[str, FloatArray] | None = None
+        #: The input blocks whose difference was one-sided (one side changes the structure).
+        self.one_sided: list[str] = []
 
     # -- the smooth maps ------------------------------------------------------------------
     def _system_at(self, point: _Point) -> tuple[System, float]:
@@ -146,18 +150,29 @@ class StepDerivative:
         system = self.system.with_parameters(values) if values else self.system
         return system, dt
 
-    def _program_at(self, point: _Point) -> tuple[System, float, StepProblem, ConicProgram | LCP]:
+    def _program_at(self, point: _Point, block: str) -> tuple[System, float, StepProblem, ConicProgram | LCP]:
+        """The step's problem and program at ``point``, moved along ``block`` from the base.
+
+        Along ``v`` and ``u`` the base problem's contacts, limits and friction-loss rows are
+        reused (they depend on ``q`` alone: :func:`build_step_problem`'s ``geometry``), and the
+        program is built under :func:`~contactopt.programs.convexity.vouched`: it is the base
+        program with its data moved by ``RELATIVE_STEP``, whose structure is checked here
+        (:func:`_require_same_structure`) in place of the construction's convexity test.
+        """
         system, dt = self._system_at(point)
         held = system.control
         try:
             system.set_control(point.u if point.u.size else held)
             problem = build_step_problem(system, point.q, point.v, dt, self.state.t, drift=self.stepper.drift,
                                          native=self.stepper.formulation.native_request(
-                                             self.stepper.formulation_options))
+                                             self.stepper.formulation_options),
+                                         geometry=self.problem if block in ("v", "u") else None)
         finally:
             system.set_control(held)
-        program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
+        with vouched():
+            program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
         assert isinstance(program, ConicProgram | LCP)
+        _require_same_structure(self.program, program, block)
         return system, dt, problem, program
 
     def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
@@ -208,31 +223,72 @@ class StepDerivative:
         values = getattr(base, block) if block in STEP_INPUTS else np.asarray(base.params)
         scale = float(np.abs(values).max(initial=0.0)) or 1.0
         t = RELATIVE_STEP * scale / float(np.abs(direction).max())
-        sides = []
-        for sign in (1.0, -1.0):
-            point = base.moved(block, direction, sign * t)
-            system, dt, problem, program = self._program_at(point)
-            _require_same_structure(self.program, program, block)
-            sides.append((system, dt, point, problem, program))
-        tangent = self._solution_tangent(sides[0][4], sides[1][4], 2.0 * t)
-        results = []
-        for sign, (system, dt, point, problem, program) in zip((1.0, -1.0), sides, strict=True):
-            moved = dataclasses.replace(self.solution, **{key: getattr(self.solution, key) + sign * t * value
+        evaluations = self._stencil(block, direction, t)
+        weights = [weight for _, weight, _ in evaluations]
+        tangent = self._solution_tangent([side[4] for _, _, side in evaluations], weights)
+        q_change, v_change = np.zeros(self.system.nq), np.zeros(self.system.nv)
+        for offset, weight, (system, dt, point, problem, program) in evaluations:
+            moved = dataclasses.replace(self.solution, **{key: getattr(self.solution, key) + offset * value
                                                          for key, value in tangent.items()})
-            results.append(self._advance(system, dt, point, problem, program, moved))
-        (q_plus, v_plus), (q_minus, v_minus) = results
-        return (q_plus - q_minus) / (2.0 * t), (v_plus - v_minus) / (2.0 * t)
+            q_next, v_next = self._advance(system, dt, point, problem, program, moved)
+            q_change += weight * q_next
+            v_change += weight * v_next
+        return q_change, v_change
 
-    def _solution_tangent(self, plus: ConicProgram | LCP, minus: ConicProgram | LCP,
-                          width: float) -> dict[str, FloatArray]:
+    def _stencil(self, block: str, direction: FloatArray, t: float) -> list[tuple[float, float, Any]]:
+        """``(offset, weight, evaluation)`` of the difference formula along ``direction``: the
+        central one (offsets ``+-t``), or, where one side changes the program's structure (a
+        candidate at its detection margin, a contact exactly at ``phi = 0`` under a formulation
+        that selects contacts by their gap), the second-order one-sided one on the other side
+        (offsets ``0, s t, 2 s t``, weights ``(-3/2, 2, -1/2) s / t``: Fornberg 1988), counted in
+        :attr:`one_sided`. Both sides changing raises :class:`NotDifferentiableError`."""
+        sides: dict[float, Any] = {}
+        failure: NotDifferentiableError | None = None
+        for sign in (1.0, -1.0):
+            try:
+                sides[sign] = self._program_at(self.point.moved(block, direction, sign * t), block)
+            except NotDifferentiableError as error:
+                failure = error
+        if len(sides) == 2:
+            return [(t, 0.5 / t, self._evaluation(t, sides[1.0], block, direction)),
+                    (-t, -0.5 / t, self._evaluation(-t, sides[-1.0], block, direction))]
+        if not sides:
+            assert failure is not None
+            raise failure
+        sign = next(iter(sides))
+        try:
+            far = self._program_at(self.point.moved(block, direction, 2.0 * sign * t), block)
+        except NotDifferentiableError:
+            assert failure is not None
+            raise failure from None
+        self.one_sided.append(block)
+        near = self._evaluation(sign * t, sides[sign], block, direction)
+        return [(0.0, -1.5 * sign / t, self._evaluation(0.0, None, block, direction)),
+                (sign * t, 2.0 * sign / t, near),
+                (2.0 * sign * t, -0.5 * sign / t, self._evaluation(2.0 * sign * t, far, block, direction))]
+
+    def _evaluation(self, offset: float, built: Any, block: str, direction: FloatArray) -> tuple[Any, ...]:
+        """``(system, dt, point, problem, program)`` at ``offset`` along ``direction`` (the base
+        step's own at 0)."""
+        if built is None:
+            system, dt = self._system_at(self.point)
+            return system, dt, self.point, self.problem, self.program
+        system, dt, problem, program = built
+        return system, dt, self.point.moved(block, direction, offset), problem, program
+
+    def _solution_tangent(self, programs: Sequence[ConicProgram | LCP],
+                          weights: Sequence[float]) -> dict[str, FloatArray]:
         derivative = self.program_derivative
         if isinstance(derivative, LCPDerivative):
-            assert isinstance(plus, LCP) and isinstance(minus, LCP)
-            lcp = derivative.jvp(dM=(_dense(plus.M) - _dense(minus.M)) / width, dq=(plus.q - minus.q) / width)
+            lcps = [program for program in programs if isinstance(program, LCP)]
+            lcp = derivative.jvp(dM=sum(w * _dense(p.M) for w, p in zip(weights, lcps, strict=True)),
+                                 dq=sum(w * p.q for w, p in zip(weights, lcps, strict=True)))
             return {"x": lcp.z, "s": lcp.w}
-        assert isinstance(plus, ConicProgram) and isinstance(minus, ConicProgram)
-        conic = derivative.jvp(dP=(plus.P - minus.P) / width, dc=(plus.c - minus.c) / width,
-                               dA=(plus.A - minus.A) / width, db=(plus.b - minus.b) / width)
+        conics = [program for program in programs if isinstance(program, ConicProgram)]
+        conic = derivative.jvp(dP=_combination([p.P for p in conics], weights),
+                               dc=sum(w * p.c for w, p in zip(weights, conics, strict=True)),
+                               dA=_combination([p.A for p in conics], weights),
+                               db=sum(w * p.b for w, p in zip(weights, conics, strict=True)))
         return {"x": conic.x, "y": conic.y, "s": conic.s}
 
     # -- reverse ----------------------------------------------------------------------------
@@ -287,6 +343,28 @@ def _require_same_structure(base: ConicProgram | LCP, moved: ConicProgram | LCP,
             f"derivatives: the step's program changes its structure (contacts, rows or cones) within a "
             f"relative change of {RELATIVE_STEP:g} of {block!r}: a contact candidate appears or leaves there, "
             "where the step is not differentiable")
+
+
+def _combination(matrices: Sequence[sp.csc_matrix], weights: Sequence[float]) -> sp.csc_array | None:
+    """``sum_k weights_k matrices_k`` of canonical CSC matrices (the programs' ``P``, ``A``): on
+    their data arrays when the patterns agree (as they do for a program whose structure is
+    unchanged, unless an entry vanishes on one side), else by scipy's sparse sum; None when
+    nothing moved (the matrix does not depend on the block: the program derivative then skips
+    its term)."""
+    first = matrices[0]
+    if all(m.indptr.shape == first.indptr.shape and m.indices.shape == first.indices.shape
+           and np.array_equal(m.indptr, first.indptr) and np.array_equal(m.indices, first.indices)
+           for m in matrices[1:]):
+        change = np.zeros(first.data.shape)
+        for w, m in zip(weights, matrices, strict=True):
+            change += w * m.data
+        if not np.any(change):
+            return None
+        return sp.csc_array((change, first.indices, first.indptr), shape=first.shape)
+    total: Any = weights[0] * sp.csc_array(first)
+    for w, m in zip(weights[1:], matrices[1:], strict=True):
+        total = total + w * sp.csc_array(m)
+    return sp.csc_array(total)
 
 
 def _dense(matrix: Any) -> FloatArray:

@@ -41,7 +41,7 @@ from contactopt.systems.base import System
 FloatArray = NDArray[np.float64]
 Controller = Callable[[float, FloatArray, FloatArray], Any]
 
-__all__ = ["INITIAL_STATE", "Sensitivities", "check_names", "controller_jacobian"]
+__all__ = ["INITIAL_STATE", "Sensitivities", "check_names", "controller_jacobian", "is_control", "parameter_names"]
 
 #: Names of the initial state's blocks.
 INITIAL_STATE = ("q0", "v0")
@@ -58,14 +58,20 @@ def check_names(system: System, names: Sequence[str]) -> tuple[str, ...]:
                           f"{system.type_name!r}; known: {', '.join(known)}")
     if len(set(given)) != len(given):
         raise OptionError(f"sensitivities: a name is given twice in {list(given)}")
-    if "u" in given and system.control_size == 0:
+    if "u" in given and system.control_size == 0 and "u" not in parameters:
         raise OptionError(f"sensitivities: system {system.type_name!r} takes no input, so 'u' has no sensitivity")
     return given
 
 
-def parameter_names(names: Sequence[str]) -> tuple[str, ...]:
-    """The names among ``names`` that are step parameters (not the initial state nor ``u``)."""
-    return tuple(name for name in names if name not in (*INITIAL_STATE, "u"))
+def is_control(system: System, name: str) -> bool:
+    """Whether ``name`` is the input of each step: ``"u"`` on a system that takes one (the
+    textbook cart's and brick's constant push ``u`` is a parameter of the system)."""
+    return name == "u" and system.control_size > 0
+
+
+def parameter_names(system: System, names: Sequence[str]) -> tuple[str, ...]:
+    """The names among ``names`` that are step parameters (not the initial state nor the input)."""
+    return tuple(name for name in names if name not in INITIAL_STATE and not is_control(system, name))
 
 
 def controller_jacobian(controller: Controller | None, system: System, state: State,
@@ -106,7 +112,7 @@ class Sensitivities:
     stopped: str = ""
 
     def __post_init__(self) -> None:
-        if "u" in self.names and self.controller is None:
+        if is_control(self.system, "u") and "u" in self.names and self.controller is None:
             raise OptionError("sensitivities: 'u' is the input of each step, and this run has no controller "
                               "(give one, e.g. a constant [control] table, to differentiate by its values)")
         nq, nv, nu = self.system.nq, self.system.nv, self.system.control_size
@@ -117,7 +123,7 @@ class Sensitivities:
                 start[name] = np.eye(nx, nq)
             elif name == "v0":
                 start[name] = np.eye(nx, nv, -nq)
-            elif name == "u":
+            elif is_control(self.system, name):
                 start[name] = np.zeros((nx, self.n_steps, nu))
             else:
                 start[name] = np.zeros(nx)
@@ -125,13 +131,13 @@ class Sensitivities:
 
     def advance(self, stepper: TimeStepping, state: State, u: FloatArray | None, index: int) -> None:
         """Propagate through step ``index`` just taken by ``stepper`` from ``state`` under ``u``."""
-        derivative = step_derivative(stepper, state, u, parameter_names(self.names))
+        derivative = step_derivative(stepper, state, u, parameter_names(self.system, self.names))
         self.degenerate.append(derivative.degenerate)
         feedback = controller_jacobian(self.controller, self.system, state, u)
         nq, nu = self.system.nq, self.system.control_size
         matrices = {name: values[-1].reshape(values[-1].shape[0], -1) for name, values in self.history.items()}
         columns = sum(matrix.shape[1] for matrix in matrices.values())
-        inputs = nq + self.system.nv + (0 if u is None else u.size) + len(parameter_names(self.names))
+        inputs = nq + self.system.nv + (0 if u is None else u.size) + len(parameter_names(self.system, self.names))
         if columns >= inputs:  # cheaper through the whole step Jacobian
             blocks = derivative.jacobian()
             closed = np.hstack([blocks["q"], blocks["v"]])
@@ -141,7 +147,7 @@ class Sensitivities:
             def propagate(matrix: FloatArray) -> FloatArray:
                 return np.asarray(closed @ matrix)
             by_input = {"u": blocks["u"], **{name: blocks["params"][:, k]
-                                           for k, name in enumerate(parameter_names(self.names))}}
+                                           for k, name in enumerate(parameter_names(self.system, self.names))}}
         else:
             def propagate(matrix: FloatArray) -> FloatArray:
                 moved = [derivative.jvp(dq=column[:nq], dv=column[nq:],
@@ -150,7 +156,7 @@ class Sensitivities:
                         else np.zeros_like(matrix))
 
             def own(name: str) -> FloatArray:
-                if name == "u":
+                if is_control(self.system, name):
                     tangents = [derivative.jvp(du=unit) for unit in np.eye(nu)]
                     return np.stack([np.concatenate([t.q, t.v]) for t in tangents], axis=1)
                 tangent = derivative.jvp(dparams={name: 1.0})
@@ -159,11 +165,12 @@ class Sensitivities:
         for name, matrix in matrices.items():
             shape = self.history[name][-1].shape
             moved = propagate(matrix).reshape(shape)
-            if name == "u":
+            if is_control(self.system, name):
                 moved[:, index, :] += by_input["u"]
             elif name not in INITIAL_STATE:
                 moved = moved + by_input[name]
             self.history[name].append(moved)
+        self.degenerate[-1] += len(derivative.one_sided)  # one-sided differences count as one-sided points
 
     def arrays(self, states: int) -> dict[str, FloatArray]:
         """Per name, the stacked sensitivities of the first ``states`` recorded states

@@ -30,9 +30,12 @@ from contactopt.systems.base import System
 
 def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t: float = 0.0,
                        u: ArrayLike | None = None, drift: Drift | None = None,
-                       native: Mapping[str, Any] | None = None) -> StepProblem:
+                       native: Mapping[str, Any] | None = None, geometry: StepProblem | None = None) -> StepProblem:
     """Ask the system for everything one step needs, at ``(q, v)`` (with ``native``, also its
-    own constraint problem: :meth:`System.native_rows` with these settings)."""
+    own constraint problem: :meth:`System.native_rows` with these settings). With ``geometry``
+    (a problem of the same system at the same ``q``), its contacts, limits and friction-loss
+    rows are taken instead of asked for: they depend on ``q`` alone (the step derivative's
+    columns along ``v`` and ``u``)."""
     state = State(np.asarray(q, dtype=np.float64), np.asarray(v, dtype=np.float64), t)
     if state.q.shape[0] != system.nq or state.v.shape[0] != system.nv:
         raise ContactoptError(f"state has nq={state.q.shape[0]}, nv={state.v.shape[0]}; system "
@@ -44,12 +47,13 @@ def build_step_problem(system: System, q: ArrayLike, v: ArrayLike, dt: float, t:
         # the midpoint rule (error O(h^2)) instead of lagging by about h bdot.
         midpoint = system.constraints(state.q, state.v, t + 0.5 * dt).target
         target = np.where(bilateral.velocity_rows, midpoint, target)
-    contacts = system.contacts(state.q)
+    contacts = system.contacts(state.q) if geometry is None else geometry.contacts
     if native is None:  # the system's own rows (params=model) carry what the frames cannot
         system.check_contact_model()
     return StepProblem(state=state, dt=dt, dynamics=system.step_dynamics(system.dynamics(state.q, state.v, u), dt),
                        contacts=contacts, bilateral=bilateral, bilateral_target=target,
-                       unilateral=system.limits(state.q), friction_loss=system.friction_loss(state.q),
+                       unilateral=system.limits(state.q) if geometry is None else geometry.unilateral,
+                       friction_loss=system.friction_loss(state.q) if geometry is None else geometry.friction_loss,
                        native=None if native is None else system.native_rows(state.q, state.v, dt, **native),
                        max_recovery_speed=system.default_max_recovery_speed)
 

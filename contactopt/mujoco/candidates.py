@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int_]
 
 #: Feature names of :func:`declared_features` (the keys formulations refuse by).
 ANGULAR_FRICTION, FRICTION_LOSS = "angular_friction", "friction_loss"
@@ -55,10 +56,11 @@ def _label(model: Any, kind: str, index: int) -> str:
     return f"{kind}{index}"
 
 
-def colliding_condims(mujoco: Any, model: Any) -> list[tuple[int, int, int]]:
-    """``(geom1, geom2, condim)`` of every geom pair that can make a contact (module docstring)."""
+def dynamic_pairs(mujoco: Any, model: Any) -> tuple[IntArray, IntArray, IntArray]:
+    """``(geom1, geom2, condim)`` arrays of the dynamic geom pairs (not the explicit ``<pair>``
+    elements) that can make a contact (module docstring); empty with contacts disabled."""
     if int(model.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_CONTACT):
-        return []
+        return np.zeros(0, np.int_), np.zeros(0, np.int_), np.zeros(0, np.int_)
     ngeom = int(model.ngeom)
     contype, conaffinity = np.asarray(model.geom_contype), np.asarray(model.geom_conaffinity)
     weld = np.asarray(model.body_weldid)[np.asarray(model.geom_bodyid)]
@@ -78,7 +80,14 @@ def colliding_condims(mujoco: Any, model: Any) -> list[tuple[int, int, int]]:
     dims = np.where(priority[first] > priority[second], condim[first],
                     np.where(priority[first] < priority[second], condim[second],
                              np.maximum(condim[first], condim[second])))
-    pairs = [(int(a), int(b), int(d)) for a, b, d in zip(first, second, dims, strict=True)]
+    return first.astype(np.int_), second.astype(np.int_), np.asarray(dims, dtype=np.int_)
+
+
+def colliding_condims(mujoco: Any, model: Any) -> list[tuple[int, int, int]]:
+    """``(geom1, geom2, condim)`` of every geom pair that can make a contact (module docstring)."""
+    if int(model.opt.disableflags) & int(mujoco.mjtDisableBit.mjDSBL_CONTACT):
+        return []
+    pairs = [(int(a), int(b), int(d)) for a, b, d in zip(*dynamic_pairs(mujoco, model), strict=True)]
     pairs += [(int(a), int(b), int(d)) for a, b, d in zip(model.pair_geom1, model.pair_geom2, model.pair_dim,
                                                           strict=True)]
     return pairs
@@ -122,3 +131,17 @@ def coordinate_names(mujoco: Any, model: Any) -> tuple[tuple[str, ...], tuple[st
             q_names.append(name)
             v_names.append(name)
     return tuple(q_names), tuple(v_names)
+
+
+def coordinate_units(mujoco: Any, model: Any, units: tuple[tuple[str, ...], tuple[str, ...]]
+                     ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``units`` (of ``qpos``, ``qvel``: free and ball joints by their component names) with a
+    hinge's ``rad`` (``rad/s``) and a slide's ``m`` (``m/s``)."""
+    q_list, v_list = list(units[0]), list(units[1])
+    for j in range(model.njnt):
+        kind = int(model.jnt_type[j])
+        if kind in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            hinge = kind == int(mujoco.mjtJoint.mjJNT_HINGE)
+            q_list[model.jnt_qposadr[j]] = "rad" if hinge else "m"
+            v_list[model.jnt_dofadr[j]] = "rad/s" if hinge else "m/s"
+    return tuple(q_list), tuple(v_list)

@@ -65,11 +65,11 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
-from contactopt.mujoco import candidates, compat, derivatives, keyframes
+from contactopt.mujoco import candidates, compat, derivatives, keyframes, parameters
 from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, angular_friction, contact_jacobian, friction_problem
 from contactopt.mujoco.mass import MassLayout
-from contactopt.systems.base import ParameterError, System
+from contactopt.systems.base import Parameter, ParameterError, System
 
 FloatArray = NDArray[np.float64]
 
@@ -131,6 +131,7 @@ class MjcfSystem(System):
         self._scratch: Any = None  # MjData for finite differences of the equality rows
         self.warned_implicit = False  # said once: implicit's step matrix is nonsymmetric
         self._native: tuple[Any, Any] | None = None  # the unmodified model, for params=model
+        self.parameter_arrays: dict[str, FloatArray] | None = None  # set by with_parameters (.parameters)
         self._counting: Any = None  # MjData of the unmodified model: MuJoCo's ncon under a widened margin
         self.native_cone = 0
         if extra_friction not in EXTRA_FRICTION:
@@ -335,6 +336,7 @@ class MjcfSystem(System):
         """The model as written (no detection margin) and its data, loaded once."""
         if self._native is None:
             model = compat.model_from_file(self.mujoco, str(self.path))
+            parameters.restore(self, model, self.parameter_arrays)  # with_parameters' values
             self.native_cone = int(model.opt.cone)
             self._native = (model, self.mujoco.MjData(model))
         return self._native
@@ -380,21 +382,19 @@ class MjcfSystem(System):
 
     def __getstate__(self) -> dict[str, Any]:  # picklable for process pools and Dask
         return {"path": str(self.path), "detection_margin": self.detection_margin,
-                "extra_friction": self.extra_friction, "keyframe": self.keyframe}
+                "extra_friction": self.extra_friction, "keyframe": self.keyframe, "parameters": self.parameter_arrays}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "model"),  # type: ignore[misc]
                       keyframe=state.get("keyframe"))
+        parameters.reload(self, state.get("parameters"))
 
     def coordinate_units(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """Units by joint type: free and ball joints by their component names, hinges rad
-        (rad/s), slides m (m/s); MuJoCo's joint names do not say."""
-        q_units, v_units = super().coordinate_units()
-        q_list, v_list = list(q_units), list(v_units)
-        for j in range(self.model.njnt):
-            kind = int(self.model.jnt_type[j])
-            if kind in (int(self.mujoco.mjtJoint.mjJNT_HINGE), int(self.mujoco.mjtJoint.mjJNT_SLIDE)):
-                hinge = kind == int(self.mujoco.mjtJoint.mjJNT_HINGE)
-                q_list[self.model.jnt_qposadr[j]] = "rad" if hinge else "m"
-                v_list[self.model.jnt_dofadr[j]] = "rad/s" if hinge else "m/s"
-        return tuple(q_list), tuple(v_list)
+        """Units by joint type (:func:`.candidates.coordinate_units`); MuJoCo's joint names do not say."""
+        return candidates.coordinate_units(self.mujoco, self.model, super().coordinate_units())
+
+    def _parameter_table(self) -> dict[str, tuple[Parameter, float]]:  # "mu", "<body>.mass", ... (.parameters)
+        return parameters.parameter_table(self)
+
+    def _replace_parameters(self, values: Mapping[str, float]) -> MjcfSystem:
+        return parameters.replaced(self, values)  # a copy of the model with the values

@@ -12,15 +12,25 @@ order of cost:
    (dense up to :data:`DENSE_LIMIT` variables): success proves ``lambda_min(P) >= -delta``;
 3. where it fails, the smallest eigenvalue (dense ``eigvalsh``, or ``eigsh`` beyond the dense
    limit) decides, against the same ``-delta``, and names the eigenvalue in the refusal.
+
+:func:`vouched` skips the symmetry and convexity checks of the programs built inside it: the
+step derivative (:mod:`contactopt.derivatives.step`) builds, per difference column, copies of
+a program already checked and solved, its data moved by a relative ``6e-6`` with the same
+structure, whose test outcome cannot differ from the original's beyond the test's own
+tolerance ``TOLERANCE``. Under ``CONTACTOPT_DEBUG=1`` they run regardless.
 """
 
 from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-__all__ = ["DENSE_LIMIT", "TOLERANCE", "smallest_eigenvalue_if_nonconvex"]
+__all__ = ["DENSE_LIMIT", "TOLERANCE", "is_vouched", "smallest_eigenvalue_if_nonconvex", "vouched"]
 
 #: Relative tolerance of the test (times max|P_ij|): a positive semidefinite matrix stored to
 #: about 7 digits (Siconos's FCLIB files written from text: Delassus matrices whose smallest
@@ -28,6 +38,25 @@ __all__ = ["DENSE_LIMIT", "TOLERANCE", "smallest_eigenvalue_if_nonconvex"]
 TOLERANCE = 1e-6
 #: Largest n checked with dense factorizations.
 DENSE_LIMIT = 2000
+
+_VOUCHED: contextvars.ContextVar[bool] = contextvars.ContextVar("contactopt_vouched_programs", default=False)
+
+
+@contextlib.contextmanager
+def vouched() -> Iterator[None]:
+    """Within the block, :class:`~contactopt.programs.ConicProgram` takes ``P`` as symmetric
+    positive semidefinite without checking (module docstring: for perturbed copies of a
+    checked program only)."""
+    token = _VOUCHED.set(True)
+    try:
+        yield
+    finally:
+        _VOUCHED.reset(token)
+
+
+def is_vouched() -> bool:
+    """Whether the caller is inside :func:`vouched`."""
+    return _VOUCHED.get()
 
 
 def smallest_eigenvalue_if_nonconvex(P: sp.csc_matrix) -> float | None:

@@ -6,21 +6,27 @@ constraints (:meth:`System.constraints`) and how positions advance given the nex
 (:meth:`System.integrate`, semi-implicit Euler ``q' = q + h N(q) v'``).
 
 Each system type declares its parameters (:class:`Parameter`) so that scene files can be
-validated with messages that name the key.
+validated with messages that name the key. The ones a derivative can be taken by
+(DESIGN.md, "derivatives": ``"mu"`` and the system's own parameters by their scene names) are
+listed by :meth:`System.differentiable_parameters`, read by :meth:`System.parameter_values` and
+changed in a new system by :meth:`System.with_parameters`, which the step derivatives
+(:mod:`contactopt.derivatives`) perturb by central differences.
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.errors import ContactoptError, ParameterValueError, UnknownNameError
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral
 
 if TYPE_CHECKING:
@@ -75,6 +81,25 @@ CONTACT_PARAMETERS: tuple[Parameter, ...] = (
     Parameter("mu", "Coulomb friction coefficient (inf: sticking)", default=0.0, minimum=0.0),
     Parameter("restitution", "coefficient of restitution", default=0.0, minimum=0.0, maximum=1.0),
 )
+
+
+#: ``"mu"`` as a differentiable parameter: the scene's ``contact.mu`` and its bound.
+MU_PARAMETER: Parameter = CONTACT_PARAMETERS[0]
+
+
+def checked_parameter_value(declared: Parameter, value: Any, system: str) -> float:
+    """``value`` for ``declared`` of a ``system`` (its type name) as a float: a finite real number
+    within the declared bounds, else a :class:`~contactopt.errors.ParameterValueError` naming it."""
+    key = f"{system}.{declared.name}"
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise ParameterValueError(f"{key}: expected a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):  # "mu" = inf is a scene's sticking, not a point to differentiate at
+        raise ParameterValueError(f"{key}: must be finite, got {number}")
+    try:
+        return declared.check(number, system)
+    except ParameterError as exc:
+        raise ParameterValueError(str(exc)) from exc
 
 
 def resolve_parameters(
@@ -214,22 +239,6 @@ class System(ABC):
         the system before step 0 (:mod:`contactopt.integrators.capabilities`). None here."""
         return {}
 
-    def differentiable_parameters(self) -> tuple[str, ...]:
-        """Names of the parameters a derivative can be taken by (:mod:`contactopt.derivatives`):
-        ``"mu"`` and the system's own ``parameters``."""
-        return ("mu", *self.params)
-
-    def parameter_values(self, names: Sequence[str] | None = None) -> dict[str, float]:
-        """The current values of ``names`` (None: all of :meth:`differentiable_parameters`)."""
-        chosen = self.differentiable_parameters() if names is None else tuple(names)
-        return {name: self.mu if name == "mu" else float(self.params[name]) for name in chosen}
-
-    def with_parameters(self, values: Mapping[str, float]) -> System:
-        """A new system with these parameter values (``self`` unchanged)."""
-        params = {**self.params, **{k: float(v) for k, v in values.items() if k != "mu"}}
-        contact = {"mu": float(values.get("mu", self.mu)), "restitution": self.restitution}
-        return type(self)(params, contact)
-
     def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
         """The system's own constraint problem of a step (``regularized -o params=model``);
         only systems backed by a simulator that has one (``mjcf``) provide it."""
@@ -276,3 +285,70 @@ class System(ABC):
     def describe(self) -> str:
         params = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
         return f"{self.type_name}({params}; mu={self.mu:g}, e={self.restitution:g})"
+
+    # ------------------------------------------------------------------ parameters
+
+    def has_friction(self) -> bool:
+        """Whether the system's contacts carry friction (frames with tangent rows), so that
+        ``"mu"`` changes its steps: ``contact_dim > 1`` here; systems without contacts say no."""
+        return self.contact_dim > 1
+
+    def differentiable_parameters(self) -> tuple[str, ...]:
+        """The names :meth:`with_parameters` takes (DESIGN.md, "derivatives"): ``"mu"`` where
+        the contacts have friction and ``mu`` is finite, then the type's own ``parameters`` by
+        their scene names; ``rigid3d`` and ``mjcf`` add per-body names (``"box.mass"``).
+        ``"restitution"`` is none of them: the time-stepping formulations, whose steps are
+        differentiated, do not read it."""
+        return tuple(self._parameter_table())
+
+    def parameter_values(self, names: Iterable[str] | None = None) -> dict[str, float]:
+        """The current value of each of ``names`` (None: every differentiable parameter); an
+        unknown name raises :class:`~contactopt.errors.UnknownNameError` listing the known ones."""
+        table = self._parameter_table()
+        chosen = list(table) if names is None else [names] if isinstance(names, str) else list(names)
+        return {name: self._declared(name, table)[1] for name in chosen}
+
+    def with_parameters(self, values: Mapping[str, Any]) -> System:
+        """A **new** system with the parameters named in ``values`` set (``self`` unchanged):
+        a shallow copy where the system reads its parameters at call time, a fresh construction
+        (or fresh derived quantities) where it derives some at construction. An unknown name
+        raises :class:`~contactopt.errors.UnknownNameError`, a non-finite or out-of-bounds
+        value :class:`~contactopt.errors.ParameterValueError`, both naming it."""
+        table = self._parameter_table()
+        checked = {name: checked_parameter_value(self._declared(name, table)[0], value, self.type_name)
+                   for name, value in values.items()}
+        try:
+            return self._replace_parameters(checked)
+        except ParameterError as exc:  # e.g. a four-bar that the new lengths cannot assemble
+            raise ParameterValueError(str(exc)) from exc
+
+    def _declared(self, name: str, table: Mapping[str, tuple[Parameter, float]]) -> tuple[Parameter, float]:
+        if not isinstance(name, str) or name not in table:
+            raise UnknownNameError(f"{self.type_name}: unknown parameter {name!r}; known: "
+                                   f"{', '.join(table) or 'none'}")
+        return table[name]
+
+    def _parameter_table(self) -> dict[str, tuple[Parameter, float]]:
+        """Per differentiable name its declaration (bounds) and current value, in order;
+        subclasses with more parameters than ``parameters`` extend it."""
+        table: dict[str, tuple[Parameter, float]] = {}
+        if self.has_friction() and math.isfinite(self.mu):
+            table["mu"] = (MU_PARAMETER, self.mu)
+        for parameter in self.parameters:
+            if parameter.name in self.params:
+                table[parameter.name] = (parameter, float(self.params[parameter.name]))
+        return table
+
+    def _replaced_values(self, values: Mapping[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+        """``(params, contact)`` with ``values`` (checked) in place, for a fresh construction."""
+        params = {**self.params, **{name: value for name, value in values.items() if name != "mu"}}
+        return params, {"mu": values.get("mu", self.mu), "restitution": self.restitution}
+
+    def _replace_parameters(self, values: Mapping[str, float]) -> System:
+        """A shallow copy with ``values`` (checked names and values) in ``params`` and ``mu``:
+        right for a system that reads its parameters at call time. A subclass that derives
+        quantities from them at construction overrides this (a fresh construction)."""
+        new = copy.copy(self)
+        new.params, contact = self._replaced_values(values)
+        new.mu = contact["mu"]
+        return new

@@ -103,6 +103,13 @@ class FourBar(ManipulatorSystem):
         self.inertias: FloatArray = self.masses * self.lengths**2 / 12.0
         self._initial = self.assemble(p["crank_angle"], p["crank_speed"])
 
+    def _replace_parameters(self, values: Mapping[str, float]) -> FourBar:
+        """A fresh construction: lengths, masses, inertias and the assembled initial state are
+        derived from the parameters at construction."""
+        new = FourBar(*self._replaced_values(values))
+        new.control = self.control
+        return new
+
     # -- kinematics ------------------------------------------------------------------------
 
     def centres(self, q: ArrayLike) -> FloatArray:

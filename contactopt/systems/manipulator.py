@@ -63,3 +63,7 @@ class ManipulatorSystem(System):
 
     def contacts(self, q: ArrayLike) -> Contacts:
         return Contacts.empty(self.nv, self.contact_dim)
+
+    def has_friction(self) -> bool:
+        """No contacts here, so no ``"mu"`` to differentiate by; subclasses with some say so."""
+        return False

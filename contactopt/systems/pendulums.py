@@ -364,6 +364,10 @@ class CartesianPendulum(ManipulatorSystem):
         return Contacts(phi=np.array([y - self.floor]), J=np.array([[0.0, 1.0], [1.0, 0.0]]),
                         mu=np.array([self.mu]), restitution=np.array([self.restitution]), dim=2)
 
+    def has_friction(self) -> bool:
+        """The floor's contact has a tangent row: ``"mu"`` is a parameter with a floor only."""
+        return self.floor is not None
+
     def describe(self) -> str:
         """One line: parameters, floor and contact parameters."""
         floor = "" if self.floor is None else f", floor={self.floor:g}"

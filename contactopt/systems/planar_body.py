@@ -143,6 +143,19 @@ class PlanarBody(System):
                    resolve_parameters(CONTACT_PARAMETERS, contact, "contact"),
                    shape=shape, inertia=inertia)
 
+    def _parameter_table(self) -> dict[str, tuple[Parameter, float]]:
+        """``"mu"``, ``"m"``, ``"g"`` and the parameters of the body's own shape (a disk has
+        no ``half_width``)."""
+        own = {"m", "g"} | _SHAPE_PARAMETERS[self.shape]
+        return {name: entry for name, entry in super()._parameter_table().items() if name == "mu" or name in own}
+
+    def _replace_parameters(self, values: Mapping[str, float]) -> PlanarBody:
+        """A fresh construction: the moment of inertia is derived from ``m`` and the size at
+        construction."""
+        new = type(self)(*self._replaced_values(values), shape=self.shape, inertia=self.inertia_kind)
+        new.control = self.control
+        return new
+
     def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
         """``M = diag(m, m, I)``, ``tau = [0, -m g, 0]`` (+ ``u``, 3 generalized forces)."""
         m, g = self.params["m"], self.params["g"]

@@ -66,6 +66,7 @@ from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ShapeError
 from contactopt.model import Contacts, Dynamics, as_vector
 from contactopt.systems import rigid3d_contacts as kernels
+from contactopt.systems import rigid3d_parameters
 from contactopt.systems import validation as validate
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System, resolve_parameters
 from contactopt.systems.geometry import quat_exp_rows, quat_multiply_rows
@@ -189,6 +190,13 @@ class Rigid3D(System):
         return cls(bodies, contact_values, gravity=gravity, ground=ground, plane=plane, box_pairs=box_pairs,
                    collision_margin=margin)
 
+    def _parameter_table(self) -> dict[str, tuple[Parameter, float]]:
+        """``"mu"``, ``"gravity"`` and ``"<body>.mass"`` (:mod:`.rigid3d_parameters`)."""
+        return rigid3d_parameters.parameter_table(self, super()._parameter_table())
+
+    def _replace_parameters(self, values: Mapping[str, float]) -> Rigid3D:
+        """A copy with new ``mu``, gravity and masses (:mod:`.rigid3d_parameters`)."""
+        return rigid3d_parameters.replaced(self, values)
 
     def default_state(self) -> tuple[FloatArray, FloatArray]:
         """(q0, v0) from the bodies' positions, orientations and velocities."""

@@ -1,0 +1,190 @@
+"""What a trajectory gradient costs against the forward simulation (issue 26, "Must reach":
+reverse mode at most 3x the forward run on the box slide and the 100-sphere pile, 100 steps).
+
+Per scene (``box_slide``: rigid3d cube, nq=7, nv=6; ``sphere_pile_mjcf``: 100 free spheres,
+nq=700, nv=600, ~250-490 candidates) and formulation/solver, in the same process:
+
+* ``forward_s``: ``co.simulate`` of the run;
+* ``forward_mode_s``: ``co.simulate(..., sensitivities=["mu"])`` (one parameter's tangent);
+* ``reverse_s``: ``co.gradient`` of a final-state loss with respect to ``q0``, ``v0``, ``mu``
+  (the forward run, each step's derivative, and the adjoint sweep);
+
+and their ratios to ``forward_s``. The floor of the method (:mod:`contactopt.derivatives.step`:
+the program's solution differentiated exactly, the smooth maps around it by central
+differences, one column per input coordinate for the reverse product) is measured at the last
+step: ``eval_ms``, one evaluation of the smooth maps (half a forward product along ``v``),
+``derivative_ms``, the program derivative's construction, ``step_ms``, one forward step, and
+``floor_ratio = 1 + (derivative_ms + 2 * columns * eval_ms) / step_ms``, what the reverse pass
+costs per step relative to the forward one with ``columns = nq + nv + parameters`` evaluations
+pairs.
+
+On the pile the runs are ``--pile-steps`` steps (the forward step alone takes seconds there) and
+the ratios, per step, stand for 100 steps: the ``steps`` column says how many were timed and
+``extrapolated`` marks it. ``--profile`` prints a cProfile of the first box case's reverse pass
+(cumulative time, the top ``--profile-lines``) and writes it to ``profile.txt``.
+
+Writes ``experiments/out/gradient_cost/{summary.json, summary.csv[, profile.txt]}``.
+
+    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile]
+                                        [--only ccp] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's contactopt, not an installed one
+from common import OUT, print_table, write_results  # noqa: E402
+
+import contactopt as co  # noqa: E402
+from contactopt.derivatives.trajectory import step_derivative  # noqa: E402
+
+Case = tuple[str, str, dict[str, Any]]
+BOX_CASES: list[Case] = [("ccp", "clarabel", {}), ("anitescu", "clarabel", {}), ("anitescu", "osqp", {}),
+                         ("lcp", "lemke", {}), ("sap", "newton", {}), ("regularized", "clarabel", {})]
+PILE_CASES: list[Case] = [("ccp", "clarabel", {"form": "dual"}), ("anitescu", "osqp", {}), ("sap", "newton", {}),
+                          ("regularized", "clarabel", {})]
+WRT = ("q0", "v0", "mu")
+
+
+def label(case: Case) -> str:
+    formulation, solver, options = case
+    extra = ",".join(f"{k}={v}" for k, v in options.items())
+    return f"{formulation}/{solver}" + (f" ({extra})" if extra else "")
+
+
+class _Floor:
+    """Observer of ``simulate``: at step ``last``, times the pieces of the method's floor."""
+
+    def __init__(self, last: int) -> None:
+        self.last = last
+        self.found: dict[str, float] = {}
+
+    def advance(self, stepper: Any, state: Any, u: Any, index: int) -> None:
+        if index != self.last:
+            return
+        start = time.perf_counter()
+        derivative = step_derivative(stepper, state, u, ("mu",))
+        self.found["derivative_ms"] = 1e3 * (time.perf_counter() - start)
+        unit = np.zeros(stepper.system.nv)
+        unit[0] = 1.0
+        start = time.perf_counter()
+        for _ in range(3):
+            derivative.jvp(dv=unit)
+        self.found["eval_ms"] = 1e3 * (time.perf_counter() - start) / 6.0  # two evaluations per product
+
+
+def timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = function(*args, **kwargs)
+    return time.perf_counter() - start, result
+
+
+def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
+               profile: cProfile.Profile | None) -> dict[str, Any]:
+    formulation, solver, options = case
+    system = scene.system
+    run = {"formulation": formulation, "solver": solver, "duration": steps * scene.dt, "options": dict(options)}
+    row: dict[str, Any] = {"scene": scene.name, "method": label(case), "steps": steps, "extrapolated": extrapolated}
+    forward_s, trajectory = timed(co.simulate, scene, **run)
+    if not trajectory.completed:
+        return {**row, "note": f"forward run incomplete: {trajectory.message}"}
+    row["forward_s"] = forward_s
+    try:
+        seconds, tangent = timed(co.simulate, scene, **run, sensitivities=["mu"])
+        if np.isfinite(tangent.sensitivities["mu"]).all():
+            row["forward_mode_s"] = seconds
+        else:  # the sensitivities stopped at a step that is not differentiable (NaN from there)
+            row["note"] = "forward mode: NaN sensitivities (a step is not differentiable)"
+    except co.errors.ContactoptError as exc:
+        row["note"] = f"forward mode: {type(exc).__name__}: {str(exc)[:120]}"
+    loss = co.derivatives.final_state_loss(q_target=trajectory.q[-1] + 0.01, v_target=np.zeros(system.nv))
+    try:
+        if profile is not None:
+            profile.enable()
+        row["reverse_s"], _ = timed(co.gradient, scene, loss, list(WRT), **run)
+    except co.errors.ContactoptError as exc:
+        row["note"] = f"reverse: {type(exc).__name__}: {str(exc)[:120]}"
+    finally:
+        if profile is not None:
+            profile.disable()
+    for key in ("forward_mode", "reverse"):
+        if f"{key}_s" in row:
+            row[f"{key}_ratio"] = row[f"{key}_s"] / forward_s
+    floor = _Floor(steps - 1)
+    try:
+        co.simulate(scene, **run, _observer=floor)
+    except co.errors.ContactoptError as exc:
+        row.setdefault("note", f"floor: {type(exc).__name__}: {str(exc)[:120]}")
+    if floor.found:
+        step_ms = 1e3 * forward_s / steps
+        columns = system.nq + system.nv + 1
+        row.update(step_ms=step_ms, columns=columns, **floor.found)
+        row["floor_ratio"] = 1.0 + (floor.found["derivative_ms"] + 2 * columns * floor.found["eval_ms"]) / step_ms
+    return row
+
+
+def profile_text(profile: cProfile.Profile, lines: int) -> str:
+    buffer = io.StringIO()
+    pstats.Stats(profile, stream=buffer).sort_stats("cumulative").print_stats(lines)
+    return buffer.getvalue()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=100, help="steps per run on the box slide")
+    parser.add_argument("--pile-steps", type=int, default=2,
+                        help="steps timed on the pile (its ratios stand for 100 steps: extrapolated)")
+    parser.add_argument("--scenes", default="box,pile", help="comma-separated subset of box, pile")
+    parser.add_argument("--only", default="", help="only the rows whose method contains this (e.g. ccp)")
+    parser.add_argument("--profile", action="store_true", help="cProfile the first box case's reverse pass")
+    parser.add_argument("--profile-lines", type=int, default=30)
+    args = parser.parse_args()
+    scenes = set(args.scenes.split(","))
+    if scenes - {"box", "pile"}:
+        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile'}))}")
+    plan: list[tuple[str, list[Case], int, bool]] = []
+    if "box" in scenes:
+        plan.append(("box_slide", BOX_CASES, args.steps, False))
+    if "pile" in scenes:
+        plan.append(("sphere_pile_mjcf", PILE_CASES, args.pile_steps, args.pile_steps < 100))
+    rows: list[dict[str, Any]] = []
+    profile = cProfile.Profile() if args.profile else None
+    profiled = ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # friction ignored, one-sided derivatives: counted, not the point here
+        for name, cases, steps, extrapolated in plan:
+            scene = co.load_scene(ROOT / "problems" / f"{name}.toml")
+            for case in (c for c in cases if args.only in label(c)):
+                use = profile if profile is not None and not profiled and name == "box_slide" else None
+                rows.append(bench_case(scene, case, steps, extrapolated, use))
+                if use is not None:
+                    profiled = profile_text(use, args.profile_lines)
+                print_table([rows[-1]])
+    columns = ["scene", "method", "steps", "extrapolated", "forward_s", "forward_mode_ratio", "reverse_ratio",
+               "step_ms", "eval_ms", "derivative_ms", "columns", "floor_ratio", "note"]
+    table = [{key: row.get(key, "") for key in columns} for row in rows]
+    print_table(table)
+    folder = OUT / "gradient_cost"
+    if rows:
+        write_results(folder, [{key: row.get(key, "") for key in sorted({k for r in rows for k in r})}
+                               for row in rows], {"wrt": list(WRT), "target": "reverse_ratio <= 3"})
+    if profiled:
+        (folder / "profile.txt").write_text(profiled)
+        print(profiled)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
