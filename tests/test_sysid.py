@@ -30,7 +30,7 @@ def test_sysid_recovers_a_hidden_mu_from_a_noise_free_trajectory() -> None:
 
 def test_sysid_recovers_mu_and_mass_of_the_pushed_box() -> None:
     # a known push makes the mass observable (push_scenes.py): both recovered from mu 0.3, mass 1.5
-    problem = sysid.problems(duration=0.4)["box"]()
+    problem = sysid.problems(duration=0.3)["box"]()
     fit = sysid.identify(problem, "ccp")
     for name, true in problem.truth.items():
         assert abs(fit.found[name] - true) <= 1e-3 * true, (name, fit.found)
