@@ -166,7 +166,8 @@ def simulate(
             degenerate = [i for i, n in enumerate(tracker.degenerate) if n]
             info["sensitivities"] = {"names": list(tracked), "stopped": tracker.stopped,
                                      "one_sided_steps": len(degenerate),
-                                     "first_one_sided_step": degenerate[0] if degenerate else None}
+                                     "first_one_sided_step": degenerate[0] if degenerate else None,
+                                     "inaccurate_steps": int(sum(tracker.inaccurate))}
         return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
                           info=info, message=reason, sensitivities=tracked)
 

@@ -49,7 +49,7 @@ from contactopt.errors import OptionError, ShapeError
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model import State, StepProblem
-from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution
+from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution, Status
 from contactopt.programs.convexity import vouched
 from contactopt.systems.base import System
 
@@ -109,7 +109,8 @@ class StepDerivative:
         control: the input held over the step ((nu,), None: none).
         problem: the step's problem.
         program: the program the formulation built from it.
-        solution: its solution, judged optimal.
+        solution: its solution, judged optimal or inaccurate (usable: the step the run took
+            used it, and its derivative is that answer's; :attr:`inaccurate` says so).
         parameters: names to differentiate by besides ``q``, ``v``, ``u``: ``"dt"`` and the
             names of :meth:`System.differentiable_parameters` (``"mu"``, ...).
         branch: the one-sided derivative at points where strict complementarity is lost.
@@ -117,6 +118,7 @@ class StepDerivative:
     Attributes:
         degenerate: how many points of the program lost strict complementarity (0: the step
             is differentiable there).
+        inaccurate: whether the solution was judged ``inaccurate`` (solved to reduced accuracy).
     """
 
     def __init__(self, stepper: TimeStepping, state: State, control: ArrayLike | None,
@@ -136,10 +138,14 @@ class StepDerivative:
         values = [self.system.parameter_values([n])[n] if n != "dt" else stepper.dt for n in self.parameters]
         self.point = _Point(np.asarray(state.q, dtype=np.float64), np.asarray(state.v, dtype=np.float64), u,
                             tuple(float(x) for x in values))
+        self.inaccurate = solution.status is Status.INACCURATE
+        # An inaccurate answer is still the one the run stepped with: the program derivative,
+        # which takes only answers judged optimal, is given it as such (counted in ``inaccurate``).
+        judged = dataclasses.replace(solution, status=Status.OPTIMAL) if self.inaccurate else solution
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", NondifferentiableWarning)
             self.program_derivative: ConicDerivative | PrimalDerivative | LCPDerivative | CoulombDerivative = (
-                program_derivative(program, solution, branch=branch))
+                program_derivative(program, judged, branch=branch))
         self.degenerate = len(self.program_derivative.degenerate)
         for warning in caught:
             if not issubclass(warning.category, NondifferentiableWarning):

@@ -108,6 +108,8 @@ class Sensitivities:
     controller: Controller | None = None
     history: dict[str, list[FloatArray]] = field(default_factory=dict)
     degenerate: list[int] = field(default_factory=list)
+    #: Per step, whether its solution was judged inaccurate (differentiated as it was used).
+    inaccurate: list[bool] = field(default_factory=list)
     #: Why the sensitivities stopped (a step where the run is not differentiable), or "".
     stopped: str = ""
 
@@ -133,6 +135,7 @@ class Sensitivities:
         """Propagate through step ``index`` just taken by ``stepper`` from ``state`` under ``u``."""
         derivative = step_derivative(stepper, state, u, parameter_names(self.system, self.names))
         self.degenerate.append(derivative.degenerate)
+        self.inaccurate.append(derivative.inaccurate)
         feedback = controller_jacobian(self.controller, self.system, state, u)
         nq, nu = self.system.nq, self.system.control_size
         matrices = {name: values[-1].reshape(values[-1].shape[0], -1) for name, values in self.history.items()}
