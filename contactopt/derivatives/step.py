@@ -150,7 +150,10 @@ class StepDerivative:
 
     # -- the smooth maps ------------------------------------------------------------------
     def _system_at(self, point: _Point) -> tuple[System, float]:
-        values = dict(zip(self.parameters, point.params, strict=True))
+        # only the moved ones: names can overlap (mjcf's "mu" sets every geom's friction, which
+        # "floor.friction" at its base value would set back), and an unmoved system is kept
+        values = {name: value for name, value, base in zip(self.parameters, point.params, self.point.params,
+                                                           strict=True) if value != base}
         dt = values.pop("dt", self.stepper.dt)
         system = self.system.with_parameters(values) if values else self.system
         return system, dt
