@@ -269,3 +269,40 @@ def test_diffcp_agrees_on_a_small_socp(monkeypatch: pytest.MonkeyPatch) -> None:
     ours = np.concatenate([(gradient.A * (program.A.toarray() != 0)).ravel(), gradient.b, gradient.c])
     theirs = np.concatenate([np.asarray(sp.csc_matrix(gA).toarray()).ravel(), gb, gc])
     assert _relative(ours, theirs) <= 1e-6
+
+
+def test_diffcp_agrees_on_a_random_qp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A QP against diffcp, which takes a linear cost only: ``min 1/2 x'Px + c'x`` is the SOCP
+    ``min c'x + t`` with ``||(L'x, t - 1/2)|| <= t + 1/2`` (``P = L L'``, so ``t = 1/2 x'Px`` at the
+    optimum: a rotated cone). Its ``x`` is the QP's, so ``dx`` agrees for every change of
+    ``c``, ``b``, ``A`` and of ``P = L L'`` through ``L`` (``dP = dL L' + L dL'``, the cone rows
+    ``-L'`` moving by ``-dL'``)."""
+    cone_program = pytest.importorskip("diffcp.cone_program")
+
+    rng = np.random.default_rng(11)
+    qp = _random_program(rng, socp=False)
+    n, m = qp.n, qp.m
+    L = np.linalg.cholesky(qp.P.toarray())
+    A_socp = np.block([[qp.A.toarray(), np.zeros((m, 1))],
+                       [np.zeros((1, n)), -np.ones((1, 1))],
+                       [-L.T, np.zeros((n, 1))],
+                       [np.zeros((1, n)), -np.ones((1, 1))]])
+    b_socp = np.r_[qp.b, 0.5, np.zeros(n), -0.5]
+    socp = co.ConicProgram(sp.csc_matrix((n + 1, n + 1)), np.r_[qp.c, 1.0], sp.csc_matrix(A_socp), b_socp,
+                           (co.Zero(2), co.Nonneg(6), co.SOC(n + 2)))
+    qp_solution, socp_solution = _solve_conic(qp), _solve_conic(socp)
+    np.testing.assert_allclose(socp_solution.x[:n], qp_solution.x, atol=1e-10)  # the same x
+    derivative = program_derivative(qp, qp_solution)
+    assert isinstance(derivative, ConicDerivative) and derivative.degenerate == ()
+    monkeypatch.setattr(cone_program, "solve_internal", lambda *args, **kwargs: {
+        "x": socp_solution.x, "y": socp_solution.y, "s": socp_solution.s})
+    _, _, _, forward, _ = cone_program.solve_and_derivative(sp.csc_matrix(A_socp), b_socp, np.r_[qp.c, 1.0],
+                                                            {"z": 2, "l": 6, "q": [n + 2]}, mode="dense")
+    dA, db, dc = rng.standard_normal((m, n)), rng.standard_normal(m), rng.standard_normal(n)
+    dL = np.tril(rng.standard_normal((n, n)))
+    dA_socp = np.zeros_like(A_socp)
+    dA_socp[:m, :n] = dA
+    dA_socp[m + 1:m + 1 + n, :n] = -dL.T
+    dx, _, _ = forward(sp.csc_matrix(dA_socp * (A_socp != 0)), np.r_[db, 0.0, np.zeros(n), 0.0], np.r_[dc, 0.0])
+    ours = derivative.jvp(dP=dL @ L.T + L @ dL.T, dc=dc, dA=dA, db=db).x
+    assert _relative(ours, dx[:n]) <= 1e-6  # the issue's program-level 1e-6 (measured 3e-14)
