@@ -399,7 +399,7 @@ def _trajectory_case(case_name: str, formulation: str, solver: str | None, seed:
 #: to step, each with a pair at ``(0, 0)``).
 TRAJECTORY_GRID = [(case, formulation) for case in ("pendulum", "cartpole", "cartesian_pendulum", "arm")
                    for formulation in FORMULATIONS] + [("brick", "gauss"), ("brick", "lcp"), ("box", "gauss")]
-FAST_TRAJECTORY = [("brick", "lcp"), ("arm", "sap")]
+FAST_TRAJECTORY = [("brick", "lcp")]
 
 
 @pytest.mark.parametrize(("case_name", "formulation"), FAST_TRAJECTORY)

@@ -53,31 +53,31 @@ def test_box_final_state_gradient_equals_contracted_sensitivities() -> None:
     sliding under ``ccp`` (contacts active at every step)."""
     scene = co.load_scene(PROBLEMS / "box_slide.toml")
     loss = final_state_loss(q_target=scene.q0 + 0.05, v_target=np.zeros(6))
-    _compare(scene, "ccp", "clarabel", ["q0", "v0", "mu", "box.mass", "gravity", "dt"], loss, duration=0.02)
+    _compare(scene, "ccp", "clarabel", ["q0", "v0", "mu", "box.mass", "gravity", "dt"], loss, duration=0.01)
 
 
 def test_arm_open_loop_input_gradient() -> None:
     """The MJCF arm under a constant ``[control]`` table: ``"u"`` (each step's input) and the
     arm's own parameters, with a tracking loss (every state enters)."""
     scene = co.load_scene(PROBLEMS / "two_link_arm_mjcf.toml")
-    recorded = co.simulate(scene, "regularized", "clarabel", duration=0.03)
+    recorded = co.simulate(scene, "regularized", "clarabel", duration=0.015)
     loss = tracking_loss(recorded.q + 0.01, recorded.v)
     control = {"type": "constant", "u": [0.2, -0.1]}
-    _compare(scene, "regularized", "clarabel", ["q0", "v0", "u", "forearm.mass", "dt"], loss, control, 0.03)
+    _compare(scene, "regularized", "clarabel", ["q0", "v0", "u", "forearm.mass", "dt"], loss, control, 0.015)
 
 
 def test_pendulum_feedback_gradient() -> None:
     """A PD controller (``u = kp (target - theta) - kd thetadot``): the state's gradient goes
     through the controller too, and ``"u"`` is the open-loop perturbation of each step."""
     scene = co.load_scene(PROBLEMS / "pendulum.toml")
-    recorded = co.simulate(scene, "gauss", "clarabel", duration=0.05)
+    recorded = co.simulate(scene, "gauss", "clarabel", duration=0.02)
     loss = tracking_loss(recorded.q * 0.9, recorded.v)
     control = {"type": "pd", "kp": 20.0, "kd": 2.0, "target": [0.3]}
-    _compare(scene, "gauss", "clarabel", ["q0", "v0", "u", "m", "dt"], loss, control, 0.05)
+    _compare(scene, "gauss", "clarabel", ["q0", "v0", "u", "m", "dt"], loss, control, 0.02)
     # the feedback matters: without it the initial-state gradient differs
-    open_loop = co.gradient(scene, loss, ["q0"], "gauss", "clarabel", duration=0.05,
+    open_loop = co.gradient(scene, loss, ["q0"], "gauss", "clarabel", duration=0.02,
                             controller={"type": "constant", "u": [0.0]})
-    closed_loop = co.gradient(scene, loss, ["q0"], "gauss", "clarabel", duration=0.05, controller=control)
+    closed_loop = co.gradient(scene, loss, ["q0"], "gauss", "clarabel", duration=0.02, controller=control)
     assert not np.allclose(open_loop.gradients["q0"], closed_loop.gradients["q0"], rtol=1e-3)
 
 
