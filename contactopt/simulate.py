@@ -153,6 +153,8 @@ def simulate(
             "control": _describe_control(spec)}
 
     tracker = _tracker(scene, stepper, sensitivities, control, n_steps, fallback) if sensitivities else _observer
+    if tracker is not None:
+        _require_differentiable(stepper, initial)
 
     state = initial
     times, qs, vs = [state.t], [state.q], [state.v]
@@ -215,13 +217,26 @@ def _tracker(scene: Scene, stepper: Any, names: Sequence[str], control: Controll
              fallback: str | None) -> Any:
     from contactopt.derivatives.trajectory import Sensitivities, check_names
 
-    if not isinstance(stepper, TimeStepping):
-        raise OptionError("sensitivities: only a time-stepping formulation is differentiated, "
-                          f"not {stepper.__class__.__name__}")
     if fallback:
         raise OptionError("sensitivities: a run with a fallback solver is not differentiated "
                           "(its steps would mix two solvers' answers)")
     return Sensitivities(scene.system, check_names(scene.system, names), n_steps, control)
+
+
+def _require_differentiable(stepper: Any, initial: State) -> None:
+    """Refuse, before step 0, a run whose steps have no derivative: a method that is not time
+    stepping, or a formulation whose program is neither a ConicProgram nor an LCP (``coulomb``)."""
+    from contactopt.derivatives import NotDifferentiableError
+    from contactopt.programs import LCP, ConicProgram
+
+    if not isinstance(stepper, TimeStepping):
+        raise OptionError("sensitivities: only a time-stepping formulation is differentiated, "
+                          f"not {stepper.__class__.__name__}")
+    program = stepper.program(initial)[1]
+    if not isinstance(program, ConicProgram | LCP):
+        raise NotDifferentiableError(
+            f"sensitivities: formulation {stepper.formulation.name!r} builds a {type(program).__name__}, whose "
+            "solution has no derivative here (the formulations that build a ConicProgram or an LCP have one)")
 
 
 def _track(tracker: Any, stepper: Any, state: State, u: FloatArray | None, index: int, strict: bool) -> None:

@@ -14,8 +14,13 @@ exact up to the solution's own accuracy). ``P``, ``B``, ``R`` and ``I`` are smoo
 step's structure (the contact candidates, the rows and cones of the program) stays the same,
 and they are differentiated by central differences along each tangent, one input block at a
 time (Nocedal & Wright, *Numerical Optimization*, 2nd ed., §8.1: error ``O(t^2)`` plus
-round-off ``O(eps / t)``, balanced at ``t ~ eps^(1/3)`` relative to the block's size;
-exact for the maps that are affine in the block, as ``B`` is in ``v`` for every formulation).
+round-off ``O(eps / t)``, balanced at ``t ~ (eps l^2)^(1/3)`` for a map that bends on the
+length ``l``: the contact models bend on ``l ~ 1e-3`` of the block's size (MuJoCo's impedance
+width, 1 mm, in ``regularized``), where ``eps^(1/3) = 6e-6`` left ``2.5e-6`` relative error on a
+box 0.1 mm deep and ``1e-6`` leaves ``7e-8``, with ``eps`` the maps' own round-off, ``~1e-13``
+for MuJoCo's (tests/test_step_derivatives.py); each parameter is moved relative to its own
+size, not the block's (``dt = 1e-3`` beside ``g = 9.81``); exact for the maps that are affine
+in the block, as ``B`` is in ``v`` for every formulation).
 This is what MuJoCo's ``mjd_transitionFD`` does for a whole step, restricted here to the
 smooth maps: the contact solve, where finite differences are unreliable (they straddle
 kinks, and they see the solver's tolerance), is differentiated exactly.
@@ -59,8 +64,8 @@ StepProgram = ConicProgram | LCP | CoulombProgram
 
 __all__ = ["STEP_INPUTS", "StepCotangent", "StepDerivative", "StepTangent"]
 
-#: Relative central-difference step, about ``eps^(1/3)`` (module docstring).
-RELATIVE_STEP = 6e-6
+#: Relative central-difference step (module docstring: the contact models' 1 mm lengths).
+RELATIVE_STEP = 1e-6
 #: The input blocks of a step besides the named parameters.
 STEP_INPUTS = ("q", "v", "u")
 
@@ -156,7 +161,10 @@ class StepDerivative:
 
     # -- the smooth maps ------------------------------------------------------------------
     def _system_at(self, point: _Point) -> tuple[System, float]:
-        values = dict(zip(self.parameters, point.params, strict=True))
+        # only the moved ones: names can overlap (mjcf's "mu" sets every geom's friction, which
+        # "floor.friction" at its base value would set back), and an unmoved system is kept
+        values = {name: value for name, value, base in zip(self.parameters, point.params, self.point.params,
+                                                           strict=True) if value != base}
         dt = values.pop("dt", self.stepper.dt)
         system = self.system.with_parameters(values) if values else self.system
         return system, dt
@@ -232,6 +240,8 @@ class StepDerivative:
     def _block_jvp(self, block: str, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         base = self.point
         values = getattr(base, block) if block in STEP_INPUTS else np.asarray(base.params)
+        if block not in STEP_INPUTS:  # parameters have units of their own (dt = 1e-3 s beside g = 9.81)
+            values = values[direction != 0]
         scale = float(np.abs(values).max(initial=0.0)) or 1.0
         t = RELATIVE_STEP * scale / float(np.abs(direction).max())
         evaluations = self._stencil(block, direction, t)
