@@ -154,7 +154,7 @@ def simulate(
 
     tracker = _tracker(scene, stepper, sensitivities, control, n_steps, fallback) if sensitivities else _observer
     if tracker is not None:
-        _require_differentiable(stepper, initial)
+        _require_differentiable(stepper)
 
     state = initial
     times, qs, vs = [state.t], [state.q], [state.v]
@@ -223,20 +223,12 @@ def _tracker(scene: Scene, stepper: Any, names: Sequence[str], control: Controll
     return Sensitivities(scene.system, check_names(scene.system, names), n_steps, control)
 
 
-def _require_differentiable(stepper: Any, initial: State) -> None:
+def _require_differentiable(stepper: Any) -> None:
     """Refuse, before step 0, a run whose steps have no derivative: a method that is not time
-    stepping, or a formulation whose program is neither a ConicProgram nor an LCP (``coulomb``)."""
-    from contactopt.derivatives import NotDifferentiableError
-    from contactopt.programs import LCP, ConicProgram
-
+    stepping (every time-stepping formulation's program is differentiated: :mod:`contactopt.derivatives`)."""
     if not isinstance(stepper, TimeStepping):
         raise OptionError("sensitivities: only a time-stepping formulation is differentiated, "
                           f"not {stepper.__class__.__name__}")
-    program = stepper.program(initial)[1]
-    if not isinstance(program, ConicProgram | LCP):
-        raise NotDifferentiableError(
-            f"sensitivities: formulation {stepper.formulation.name!r} builds a {type(program).__name__}, whose "
-            "solution has no derivative here (the formulations that build a ConicProgram or an LCP have one)")
 
 
 def _track(tracker: Any, stepper: Any, state: State, u: FloatArray | None, index: int, strict: bool) -> None:

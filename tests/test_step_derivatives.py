@@ -12,9 +12,9 @@ sensitivities grow over the steps; measured 1e-11 .. 1e-7 against the issue's 1e
 
 States are drawn on smooth segments: each step's program keeps strict complementarity
 (``degenerate == 0``, asserted) and no contact appears or leaves within the difference step
-(:class:`~contactopt.derivatives.NotDifferentiableError` otherwise). ``coulomb`` is not
-differentiated: it builds a CoulombProgram (the exact cone's NCP, nonconvex), whose solution
-has no implicit-function derivative here; :func:`test_coulomb_is_refused` checks the one error.
+(:class:`~contactopt.derivatives.NotDifferentiableError` otherwise). ``coulomb`` (the exact
+cone's CoulombProgram, differentiated through the Alart-Curnier function) is checked on a run
+by :func:`test_coulomb_run_matches_central_differences` (its programs: tests/test_derivatives_coulomb.py).
 
 The default suite runs each formulation with its default solver on one textbook system, the box
 and the arm; the whole grid (every solver that takes the program, every system) is ``slow``.
@@ -32,7 +32,7 @@ import pytest
 from conftest import PROBLEMS
 
 import contactopt as co
-from contactopt.derivatives import NotDifferentiableError, StepDerivative
+from contactopt.derivatives import StepDerivative
 from contactopt.derivatives.trajectory import step_derivative
 from contactopt.formulations.gauss import FrictionIgnoredWarning
 from contactopt.integrators.time_stepping import TimeStepping
@@ -58,6 +58,7 @@ TIGHT: dict[str, dict[str, object]] = {
     "pgs": {"tol": 1e-14, "max_iter": 100_000},
     "newton": {"tol": 1e-14},
     "lemke": {},
+    "nsgs": {"tol": 1e-14, "max_iterations": 100_000},
 }
 #: The formulation's default solver: the one the default suite runs.
 DEFAULT_SOLVER = {"gauss": "clarabel", "anitescu": "clarabel", "ccp": "clarabel", "lcp": "lemke",
@@ -413,8 +414,7 @@ def test_trajectory_sensitivities_every_formulation(case_name: str, formulation:
     assert _trajectory_case(case_name, formulation, None, seed=1) <= TRAJECTORY_TOL
 
 
-def test_coulomb_is_refused() -> None:
-    """``coulomb`` builds the exact cone's CoulombProgram (nonconvex): one clear error."""
-    scene = co.load_scene(PROBLEMS / "box_slide.toml")
-    with pytest.raises(NotDifferentiableError, match="CoulombProgram"):
-        co.simulate(scene, "coulomb", "nsgs", duration=2 * scene.dt, sensitivities=["v0"])
+def test_coulomb_run_matches_central_differences() -> None:
+    """The brick's run under ``coulomb``/``nsgs``: recorded sensitivities against central
+    differences of whole runs, as the other formulations."""
+    assert _trajectory_case("brick", "coulomb", "nsgs", seed=0) <= TRAJECTORY_TOL
