@@ -46,6 +46,10 @@ __all__ = ["ConicDerivative", "ConicGradient", "ConicTangent", "Nondifferentiabl
            "NotDifferentiableError", "data_gradient", "data_residual", "residual_map"]
 
 
+#: Largest ``n + m`` whose optimality-conditions Jacobian is assembled and factored dense.
+DENSE_SIZE = 200
+
+
 class NondifferentiableWarning(ContactoptWarning):
     """A solution at which strict complementarity is lost: a one-sided derivative is used."""
 
@@ -130,8 +134,14 @@ class ConicDerivative:
                           f"(first: cone {self.degenerate[0].cone}, {self.degenerate[0].kind}); the "
                           f"{branch!r} one-sided derivative is used (ConicDerivative.degenerate lists them)",
                           NondifferentiableWarning, stacklevel=2)
-        blocks: Any = [[program.P, program.A_T @ self.D], [program.A, self.D - sp.eye_array(m)]]
-        self._lu = LinearSolve(sp.block_array(blocks, format="csc"), "the optimality conditions' Jacobian")
+        if n + m <= DENSE_SIZE:  # small programs: dense blocks and LAPACK's LU, no sparse assembly
+            D = np.asarray(self.D.toarray() if sp.issparse(self.D) else self.D)
+            P, A = program.P.toarray(), program.A.toarray()
+            jacobian: Any = np.block([[P, A.T @ D], [A, D - np.eye(m)]])
+        else:
+            blocks: Any = [[program.P, program.A_T @ self.D], [program.A, self.D - sp.eye_array(m)]]
+            jacobian = sp.block_array(blocks, format="csc")
+        self._lu = LinearSolve(jacobian, "the optimality conditions' Jacobian")
         #: True when the multipliers are not unique and the minimum-norm derivative is used.
         self.rank_deficient = self._lu.rank_deficient
 

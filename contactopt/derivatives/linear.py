@@ -12,6 +12,7 @@ its pivots span more than :data:`PIVOT_RATIO` (a rank-revealing threshold on the
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,18 @@ class LinearSolve:
         self.rank_deficient = False
         self._pinv: FloatArray | None = None
         self._lu: Any = None
+        self._dense_lu: Any = None
+        if isinstance(matrix, np.ndarray):  # small: LAPACK's LU, the same pivot test
+            with warnings.catch_warnings():  # an exactly zero pivot: the test below decides
+                warnings.simplefilter("ignore", la.LinAlgWarning)
+                lu, pivots = la.lu_factor(matrix, check_finite=False)
+            diagonal = np.abs(np.diag(lu))
+            if diagonal.size and diagonal.min() > PIVOT_RATIO * diagonal.max():
+                self._dense_lu = (lu, pivots)
+                return
+            self._pinv = np.asarray(la.pinv(matrix, rtol=1e-10), dtype=np.float64)
+            self.rank_deficient = True
+            return
         csc = sp.csc_matrix(matrix)
         size = csc.shape[0]
         try:
@@ -68,6 +81,8 @@ class LinearSolve:
             self.rank_deficient = True
 
     def solve(self, rhs: FloatArray, transpose: bool = False) -> FloatArray:
+        if self._dense_lu is not None:
+            return np.asarray(la.lu_solve(self._dense_lu, rhs, trans=1 if transpose else 0, check_finite=False))
         if self._pinv is not None:
             return np.asarray((self._pinv.T if transpose else self._pinv) @ rhs)
         return np.asarray(self._lu.solve(rhs, trans="T" if transpose else "N"))
