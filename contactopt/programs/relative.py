@@ -55,8 +55,8 @@ __all__ = [
     "FLOOR",
     "conic_data_violation",
     "conic_relative",
-    "conic_row_measures",
     "conic_relative_terms",
+    "conic_row_measures",
     "data_reach",
     "filled_reach",
     "lcp_data_violation",
@@ -185,7 +185,6 @@ def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s:
     relative to its own row (which one failed, when a step is judged)."""
     from contactopt.programs.residuals import cone_row_indices
 
-    abs_A = _absolute(program.A, program, "_abs_A")
     abs_y = np.abs(y)
     reach, row_scale, column_scale, mobility, share = _scales(program, x, abs_y)
     y_weight = _weight(mobility, share, row_scale)
