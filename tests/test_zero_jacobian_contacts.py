@@ -103,3 +103,44 @@ def test_skipping_is_said_once() -> None:
     form = co.formulations.get("ccp")
     with pytest.warns(co.errors.SkippedContactWarning, match="1 contact candidate"):
         form.build(_step_problem(True), form.resolve_options({}))
+
+
+@pytest.mark.parametrize(("formulation", "solver", "options", "mu", "kept"),
+                         [("lcp", "lemke", {}, 0.5, False), ("anitescu", "clarabel", {}, 0.5, False),
+                          ("ccp", "clarabel", {}, 0.5, False), ("coulomb", "nsgs", {}, 0.5, False),
+                          ("regularized", "clarabel", {}, 0.5, True), ("sap", "newton", {}, 0.5, True),
+                          ("regularized", "clarabel", {}, 0.0, False), ("sap", "newton", {}, 0.0, False)])
+def test_a_contact_whose_normal_row_is_zero(formulation: str, solver: str, options: dict[str, object],
+                                            mu: float, kept: bool) -> None:
+    """A fifth contact at ``phi = -1e-17`` whose normal row is zero and tangent rows are not (a
+    finger sliding under the palm it touches; gym/pusher's puck on the table): rigid formulations
+    skip it (its row ``0 >= -phi/h`` is infeasible, its normal impulse, and so its friction,
+    arbitrary), and so do soft ones when it is frictionless (its tangent rows carry nothing);
+    the step is the one without it."""
+    problem = _step_problem(True)
+    J = np.array(problem.contacts.J, dtype=float)
+    J[12:] = 0.0
+    J[13, 0] = J[14, 1] = 1.0  # tangent rows move dofs 0 and 1; the normal row (12) moves nothing
+    phi = problem.contacts.phi.copy()
+    phi[4] = -1e-17
+    mus = np.full(5, 0.5)
+    mus[4] = mu
+    from contactopt.model import Contacts
+
+    contacts = Contacts(phi=phi, J=J, mu=mus, restitution=np.zeros(5), dim=3)
+    problem = co.StepProblem(problem.state, problem.dt, problem.dynamics, contacts, problem.bilateral)
+    form = co.formulations.get(formulation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", co.errors.ContactoptWarning)
+        program = form.build(problem, form.resolve_options(options))
+    assert (4 in program.metadata["contacts"]) is kept
+    if kept:
+        return
+    solution = co.solve(program, solver)
+    assert solution.status is co.Status.OPTIMAL, solution.message
+    without = _step_problem(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", co.errors.ContactoptWarning)
+        reference = form.build(without, form.resolve_options(options))
+    expected = form.recover(without, reference, co.solve(reference, solver)).v_next
+    np.testing.assert_allclose(form.recover(problem, program, solution).v_next, expected, rtol=0, atol=1e-9)

@@ -86,7 +86,7 @@ class Anitescu(Formulation):
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
-        active = active_contacts(contacts, options["epsilon"])
+        active = active_contacts(contacts, options["epsilon"], rigid=True)
         require_finite_mu(active, self.name)
         k = check_directions(options["k"], contacts.dim, self.name)
         edges = active.count * max(k, 1)  # the dual form's Delassus matrix is edges x edges

@@ -91,7 +91,7 @@ class ConeComplementarity(Formulation):
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
-        active = active_contacts(contacts, options["epsilon"])
+        active = active_contacts(contacts, options["epsilon"], rigid=True)
         require_finite_mu(active, self.name)
         dim, na, h = contacts.dim, active.count, problem.dt
         rows = na * dim

@@ -177,16 +177,17 @@ class ActiveContacts:
 ZERO_BLOCK_RTOL = 1e-12
 
 
-def active_contacts(contacts: Contacts, epsilon: float) -> ActiveContacts:
+def active_contacts(contacts: Contacts, epsilon: float, rigid: bool = False) -> ActiveContacts:
     """Contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; inf keeps all) whose
-    Jacobian block is not zero. A zero block moves no degree of freedom (two overlapping geoms
-    of one welded body): no impulse can act through it and no velocity can separate it, so a
-    rigid row ``0 >= -phi/h`` would make the step infeasible; it is skipped (zero impulse in
-    the record: a zero block transmits nothing in any reference's model, since the impulse
-    enters only as ``J^T lambda``) with a :class:`SkippedContactWarning` (shown once per count
-    and call site by Python's default filter)."""
+    Jacobian block is not zero (:func:`moving_blocks`). A zero block moves no degree of freedom
+    (two overlapping geoms of one welded body): no impulse can act through it and no velocity
+    can separate it, so a rigid row ``0 >= -phi/h`` would make the step infeasible; it is
+    skipped (zero impulse in the record: a zero block transmits nothing in any reference's
+    model, since the impulse enters only as ``J^T lambda``) with a :class:`SkippedContactWarning`
+    (shown once per count and call site by Python's default filter). ``rigid``: the caller's
+    contacts are rigid (lcp, anitescu, ccp, coulomb), where the block is the normal row alone."""
     candidates = np.flatnonzero(contacts.phi <= epsilon)
-    moving = candidates[moving_blocks(contacts, candidates)]
+    moving = candidates[moving_blocks(contacts, candidates, rigid)]
     if moving.shape[0] < candidates.shape[0]:
         skipped = candidates.shape[0] - moving.shape[0]
         warnings.warn(f"{skipped} contact candidate(s) skipped: their Jacobian block is zero (they move no "
@@ -195,15 +196,38 @@ def active_contacts(contacts: Contacts, epsilon: float) -> ActiveContacts:
     return select_contacts(contacts, moving)
 
 
-def moving_blocks(contacts: Contacts, index: IntArray) -> NDArray[np.bool_]:
+def moving_blocks(contacts: Contacts, index: IntArray, rigid: bool = False) -> NDArray[np.bool_]:
     """Which contacts at ``index`` have a Jacobian block above :data:`ZERO_BLOCK_RTOL` of the
-    Jacobian's largest entry."""
+    Jacobian's largest entry. The block is the rows that can carry an impulse:
+
+    * the normal row, the tangent rows where ``mu > 0`` and the torsional/rolling rows (soft
+      contacts: regularized, sap). A frictionless contact whose normal row alone is zero moves
+      nothing through ``J^T lambda`` (gymnasium's pusher: a puck on two horizontal slide joints
+      resting on the table, MJCF condim 1), and its tangent rows carry no impulse.
+    * ``rigid``: the normal row alone. Its impulse acts only as ``n^T lambda_n = 0``, so the
+      row ``0 <= phi/h + n v'  _|_  lambda_n >= 0`` is infeasible for ``phi < 0`` (the round-off
+      ``phi = -3.5e-15 h`` of own/tendon_gripper's finger tops against the palm they slide
+      under) and leaves ``lambda_n``, and the friction ``mu lambda_n`` it bounds, arbitrary for
+      ``phi = 0`` (a rigid cone with ``phi = 0`` locks the slide): the load that would press
+      it is carried by the joints. A soft contact's normal impulse is set by its own
+      regularization instead (MuJoCo's, which ``params=model`` reproduces), so it stays."""
     J = contacts.J
     if index.shape[0] == 0 or J.shape[1] == 0:
         return np.ones(index.shape[0], dtype=bool)
     row_max = (abs(J).max(axis=1).toarray().reshape(-1) if is_sparse(J) else np.abs(J).max(axis=1))
-    block_max = row_max.reshape(contacts.count, contacts.dim).max(axis=1)
-    return cast(NDArray[np.bool_], block_max[index] > ZERO_BLOCK_RTOL * block_max.max())
+    rows = row_max.reshape(contacts.count, contacts.dim)
+    scale = float(rows.max(initial=0.0))
+    carrying = rows.copy()
+    carrying[(contacts.mu == 0.0) | rigid, 1:] = 0.0
+    block_max = carrying.max(axis=1)
+    angular = contacts.angular
+    if angular is not None:  # rows with coefficients > 0 only (AngularFriction)
+        angular_max = (abs(angular.J).max(axis=1).toarray().reshape(-1) if is_sparse(angular.J)
+                       else np.abs(angular.J).max(axis=1))
+        scale = max(scale, float(angular_max.max(initial=0.0)))
+        if not rigid:
+            np.maximum.at(block_max, angular.contact, angular_max)
+    return cast(NDArray[np.bool_], block_max[index] > ZERO_BLOCK_RTOL * scale)
 
 
 def select_contacts(contacts: Contacts, index: Any) -> ActiveContacts:

@@ -85,7 +85,7 @@ class CoulombFormulation(Formulation):
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
-        active = active_contacts(contacts, options["epsilon"])
+        active = active_contacts(contacts, options["epsilon"], rigid=True)
         require_finite_mu(active, self.name)
         _refuse_rows(problem, active)
         given, h = contacts.dim, problem.dt

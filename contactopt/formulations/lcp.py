@@ -85,7 +85,7 @@ class StewartTrinkleLCP(Formulation):
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
-        active = active_contacts(contacts, options["epsilon"])
+        active = active_contacts(contacts, options["epsilon"], rigid=True)
         require_finite_mu(active, self.name)
         k = check_directions(options["k"], contacts.dim, self.name)
         na, h = active.count, problem.dt

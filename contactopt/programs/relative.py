@@ -56,6 +56,7 @@ __all__ = [
     "conic_data_violation",
     "conic_relative",
     "conic_relative_terms",
+    "conic_row_measures",
     "data_reach",
     "filled_reach",
     "lcp_data_violation",
@@ -129,6 +130,19 @@ def data_reach(program: ConicProgram) -> FloatArray:
     return _diagonal_reach(_P_diagonal(program), np.abs(program.c))
 
 
+def _driven_reach(program: ConicProgram, abs_A: sp.csc_matrix) -> FloatArray:
+    """:func:`data_reach`; where it is empty for every variable (``c = 0``: no force moves
+    anything, a robot at rest without gravity), the size the rows ask of each variable,
+    ``max_i |b_i| / |A_ij|`` (as :func:`lcp_reach` does for an LCP): such a program's optimum is
+    ``x = 0`` up to what the rows push, and without this its only unit would be the iterate's
+    own round-off (gymnasium's pusher at rest: ``|x| ~ 1e-18``, a gap of ``4e-37`` read as
+    13 % of itself)."""
+    reach = data_reach(program)
+    if reach.any():
+        return reach
+    return column_max(abs_A, np.abs(program.b))
+
+
 def _P_diagonal(program: ConicProgram) -> FloatArray:
     """``diag(P)``, read-only, cached on the (frozen) program (three readings per check)."""
     cached = program.__dict__.get("_P_diagonal")
@@ -171,13 +185,8 @@ def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s:
     relative to its own row (which one failed, when a step is judged)."""
     from contactopt.programs.residuals import cone_row_indices
 
-    abs_A = _absolute(program.A, program, "_abs_A")
-    abs_P = _absolute(program.P, program, "_abs_P")
-    abs_x, abs_y = np.abs(x), np.abs(y)
-    reach = filled_reach(abs_x + data_reach(program), _P_diagonal(program))
-    row_scale = _floored(np.abs(program.b) + abs_A @ reach)
-    column_scale = _floored(np.abs(program.c) + abs_P @ reach + abs_A.T @ abs_y)
-    mobility, share = _dual_weight(program, abs_A, column_scale)
+    abs_y = np.abs(y)
+    reach, row_scale, column_scale, mobility, share = _scales(program, x, abs_y)
     y_weight = _weight(mobility, share, row_scale)
 
     terms = {"stationarity": float((np.abs(stationarity) / column_scale).max(initial=0.0)),
@@ -208,6 +217,28 @@ def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s:
     if size > 0.0:  # the objective's terms, or what they amount to at the variables' reach
         terms["gap"] = abs(gap) / size
     return terms
+
+
+def _scales(program: ConicProgram, x: FloatArray, abs_y: FloatArray) -> tuple[FloatArray, ...]:
+    """``(reach X, row scales S, column scales T, mobility, share)`` of the module docstring."""
+    abs_A = _absolute(program.A, program, "_abs_A")
+    abs_P = _absolute(program.P, program, "_abs_P")
+    reach = filled_reach(np.abs(x) + _driven_reach(program, abs_A), _P_diagonal(program))
+    row_scale = _floored(np.abs(program.b) + abs_A @ reach)
+    column_scale = _floored(np.abs(program.c) + abs_P @ reach + abs_A.T @ abs_y)
+    mobility, share = _dual_weight(program, abs_A, column_scale)
+    return reach, row_scale, column_scale, mobility, share
+
+
+def conic_row_measures(program: ConicProgram, x: FloatArray, y: FloatArray,
+                       s: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``(s_i / S_i, y_i W_ii / S_i)`` per row: each slack and each multiplier in its own row's
+    unit, as :func:`conic_relative_terms` reads them (rows of a second-order cone each against
+    their own scale). Which side of a complementary pair is zero is decided on these, not on
+    the raw ``s_i`` and ``y_i``, which have different units (an impulse's slack against a
+    velocity)."""
+    _, row_scale, _, mobility, share = _scales(program, x, np.abs(y))
+    return s / row_scale, _share(y, _weight(mobility, share, row_scale))
 
 
 def _dual_weight(program: ConicProgram, abs_A: sp.csc_matrix,

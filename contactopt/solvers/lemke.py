@@ -14,7 +14,12 @@ solution; ray termination for copositive-plus ``M`` proves the LCP infeasible.
 
 Anti-cycling: the lexicographic minimum-ratio rule on the rows ``[rhs_i, (B^{-1})_i] / col_i``
 (B^{-1} is read off the tableau's ``w`` columns), which makes every basis lexico-feasible and
-so prevents cycling under degeneracy. Every ``refresh_every`` pivots and at the end the
+so prevents cycling under degeneracy: in exact arithmetic no almost-complementary basis is
+visited twice (Cottle, Pang & Stone, section 4.4). In floating point, ties decided by
+round-off can still close a loop (own/tendon_gripper's step 34: pivot 56 returns to pivot 52's
+basis, and the all-ones covering vector would spend the whole budget there while every other
+attempt solves it in 43-59 pivots), so a revisited basis ends the attempt as
+``numerical_error`` and the next attempt is tried. Every ``refresh_every`` pivots and at the end the
 tableau is recomputed from the basis (``B^{-1} T_0`` by one LU solve), so round-off does not
 accumulate across pivots; pivots are accepted above a tolerance relative to the entering
 column's scale; the basic ``z`` are finally recomputed by a direct solve of
@@ -27,7 +32,9 @@ it), but no more than ``5e8 / n^2`` since a pivot updates the ``n x 2n`` tableau
 an unsolvable or slow problem to seconds (``n = 2916``, one step of ``sphere_pile_mjcf``: 58
 pivots of about 0.05 s each, where Lemke needs more than 1000). Reaching the budget returns
 ``max_iterations`` at once (the other attempts are not tried) with a message naming the
-option. ``refresh_every`` defaults to 8 pivots up to ``n = 256`` and ``n / 32`` above (a
+option, unless an earlier attempt gave a usable (``inaccurate``) answer: that one is returned
+(own/tendon_gripper's step 34: the second attempt's 2.3e-6, then the third cycles through the
+budget). ``refresh_every`` defaults to 8 pivots up to ``n = 256`` and ``n / 32`` above (a
 refresh is an ``O(n^3)`` solve).
 """
 
@@ -112,6 +119,9 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                    else f"the default min(max(1000, 50 n), 5e8 / n^2), n = {n}")
             solution = dataclasses.replace(solution, message=f"{solution.message}: the pivot budget ({how}) "
                                            "is reached; raise it with the solver option max_iter")
+        if capped and best is not None:  # an earlier attempt's usable answer beats a spent budget
+            failures.append(f"pivot tolerance {tolerance:g}, covering {covering}: {solution.message}")
+            break
         if solution.status is Status.OPTIMAL or capped or len(attempts) == 1:
             if failures:
                 solution = dataclasses.replace(solution, message=f"{solution.message} (pivot tolerance "
@@ -168,6 +178,7 @@ def lemke(
     row = int(tied[-1])
     entering = _complement(_pivot(T, basis, row, z0), n)
     pivots = 1
+    visited = {np.sort(basis).tobytes(): pivots}  # each basis, by its set of basic variables
     while pivots < max_iter:
         if pivots % refresh_every == 0:
             _refresh(T, T_initial, basis)
@@ -187,6 +198,12 @@ def lemke(
         if leaving == z0:
             _refresh(T, T_initial, basis)
             return _extract(M, q, T, basis, n), Status.OPTIMAL, pivots, f"solved in {pivots} pivots"
+        key = np.sort(basis).tobytes()
+        if key in visited:  # the lexicographic path is simple: only round-off can bring it back
+            return None, Status.NUMERICAL_ERROR, pivots, (
+                f"cycling: pivot {pivots} returns to the basis of pivot {visited[key]} (round-off broke "
+                "the lexicographic rule)")
+        visited[key] = pivots
         entering = _complement(leaving, n)
     return None, Status.MAX_ITERATIONS, pivots, f"no solution after {pivots} pivots"
 

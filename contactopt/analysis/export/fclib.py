@@ -115,7 +115,7 @@ def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
         raise ContactoptError(f"FCLIB export: the step at t={t:g} has {limits} joint/tendon limit row(s) "
                               f"within epsilon and {problem.friction_loss.count} dry-friction row(s), which an "
                               "FCLIB local problem cannot hold (export --format npz keeps them)")
-    active = active_contacts(problem.contacts, epsilon)
+    active = active_contacts(problem.contacts, epsilon, rigid=True)
     if active.angular is not None:  # condim 4/6: its cone has 3 + m_c rows, FCLIB's has 3
         raise ContactoptError(f"FCLIB export: the step at t={t:g} has {active.angular.count} torsional/rolling "
                               "friction row(s) (condim 4/6), which an FCLIB local problem cannot hold "
