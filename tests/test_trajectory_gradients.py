@@ -129,3 +129,67 @@ def test_coulomb_gradient_equals_contracted_sensitivities(box: co.Scene) -> None
     function): reverse and forward agree as for the convex formulations."""
     loss = final_state_loss(q_target=box.q0 + 0.05, v_target=np.zeros(6))
     _compare(box, "coulomb", "nsgs", ["q0", "v0", "mu"], loss, duration=5 * box.dt)
+
+
+def _final_state(scene: co.Scene, steps: int, dt: float, controller: Any) -> np.ndarray:
+    run = co.simulate(scene, "regularized", "clarabel", dt=dt, duration=steps * dt, controller=controller)
+    assert run.completed
+    return np.concatenate([run.q[-1], run.v[-1]])
+
+
+def test_dt_moves_a_time_dependent_controllers_input() -> None:
+    """Step ``n`` starts at ``n dt``: with ``u = 3 + 40 t - 2 x - v_x`` a change of ``dt`` moves
+    each step's input by ``40 n``. Forward and reverse against central differences of whole runs
+    (1e-5: the runs' own difference error at a relative step of 1e-6)."""
+    scene = co.load_scene(PROBLEMS / "pushed_box_mjcf.toml", system_options={"detection_margin": 0.01})
+
+    def controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        return np.array([3.0 + 40.0 * t - 2.0 * q[0] - v[0]])
+
+    steps, dt = 10, scene.dt
+    forward = co.simulate(scene, "regularized", "clarabel", duration=steps * dt, controller=controller,
+                          sensitivities=["dt"])
+    width = 1e-6 * dt
+    reference = (_final_state(scene, steps, dt + width, controller)
+                 - _final_state(scene, steps, dt - width, controller)) / (2 * width)
+    ours = forward.sensitivities["dt"][-1]
+    assert np.linalg.norm(ours - reference) <= 1e-5 * np.linalg.norm(reference)
+    loss = final_state_loss(q_target=np.zeros(scene.system.nq))
+    backward = co.gradient(scene, loss, ["dt"], "regularized", "clarabel", duration=steps * dt, controller=controller)
+    expected = float(forward.q[-1] @ ours[:scene.system.nq])
+    assert abs(backward.gradients["dt"] - expected) <= AGREE * abs(expected)
+
+
+def test_a_parameter_at_its_bound_takes_the_one_sided_difference() -> None:
+    """The brick without friction (``mu = 0``, the lower end of its range): the difference by
+    ``mu`` is taken on the side that exists, counted as one-sided, and equals the right
+    difference quotient of whole runs."""
+    scene = co.load_scene(PROBLEMS / "brick_push.toml")
+    scene = dataclasses.replace(scene, system=scene.system.with_parameters({"mu": 0.0}))
+    steps = 5
+    run = co.simulate(scene, "lcp", "lemke", duration=steps * scene.dt, sensitivities=["mu"])
+    assert run.info["sensitivities"]["one_sided_steps"] > 0
+    width = 1e-7
+
+    def final(mu: float) -> np.ndarray:
+        moved = dataclasses.replace(scene, system=scene.system.with_parameters({"mu": mu}))
+        done = co.simulate(moved, "lcp", "lemke", duration=steps * scene.dt)
+        return np.concatenate([done.q[-1], done.v[-1]])
+
+    reference = (-3 * final(0.0) + 4 * final(width) - final(2 * width)) / (2 * width)
+    np.testing.assert_allclose(run.sensitivities["mu"][-1], reference, rtol=1e-5, atol=1e-7)
+
+
+def test_a_string_of_names_is_refused(box: co.Scene) -> None:
+    with pytest.raises(OptionError, match="list of names"):
+        co.simulate(box, "ccp", "clarabel", duration=2 * box.dt, sensitivities="mu")  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match="list of names"):
+        co.gradient(box, final_state_loss(box.q0), "mu", "ccp", "clarabel", duration=2 * box.dt)
+
+
+def test_a_loss_whose_value_is_not_one_number_is_refused(box: co.Scene) -> None:
+    def loss(q: np.ndarray, v: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
+        return np.ones(3), np.zeros_like(q), np.zeros_like(v)
+
+    with pytest.raises(OptionError, match="one real number"):
+        co.gradient(box, loss, ["v0"], "ccp", "clarabel", duration=2 * box.dt)

@@ -20,6 +20,7 @@ from contactopt.derivatives.step import StepDerivative
 from contactopt.derivatives.trajectory import (
     check_names,
     controller_jacobian,
+    controller_rate,
     is_control,
     parameter_names,
     step_derivative,
@@ -63,11 +64,13 @@ class _Recorder:
 
     parameters: tuple[str, ...]
     controller: Callable[..., Any] | None = None
-    steps: list[tuple[StepDerivative, FloatArray]] = field(default_factory=list)
+    steps: list[tuple[StepDerivative, FloatArray, FloatArray]] = field(default_factory=list)
 
     def advance(self, stepper: TimeStepping, state: State, u: FloatArray | None, index: int) -> None:
         derivative = step_derivative(stepper, state, u, self.parameters)
-        self.steps.append((derivative, controller_jacobian(self.controller, stepper.system, state, u)))
+        # dt moves step n's start time n dt, hence a time-dependent controller's input (n f_t)
+        rate = index * controller_rate(self.controller, state, u) if "dt" in self.parameters else np.zeros(0)
+        self.steps.append((derivative, controller_jacobian(self.controller, stepper.system, state, u), rate))
 
 
 def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | None = None,
@@ -104,7 +107,7 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
     grad_u = np.zeros((len(recorder.steps), nu))
     grad_params = dict.fromkeys(recorder.parameters, 0.0)
     for index in range(len(recorder.steps) - 1, -1, -1):
-        derivative, feedback = recorder.steps[index]
+        derivative, feedback, rate = recorder.steps[index]
         cotangent = derivative.vjp(adjoint[:nq], adjoint[nq:])
         previous = np.concatenate([cotangent.q, cotangent.v])
         if feedback.size:
@@ -113,6 +116,8 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
             grad_u[index] = cotangent.u
         for name, value_k in cotangent.params.items():
             grad_params[name] += value_k
+        if rate.size:
+            grad_params["dt"] += float(rate @ cotangent.u)
         adjoint = np.concatenate([gq[index], gv[index]]) + previous
     result: dict[str, Any] = {}
     for name in names:
@@ -124,7 +129,7 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
             result[name] = grad_u
         else:
             result[name] = float(grad_params[name])
-    one_sided = [step.degenerate + len(step.one_sided) for step, _ in recorder.steps]
+    one_sided = [step.degenerate + len(step.one_sided) for step, _, _ in recorder.steps]
     return Gradient(float(value), result, trajectory, one_sided)
 
 
@@ -139,6 +144,9 @@ def _evaluate(loss: Loss, trajectory: Trajectory) -> tuple[float, FloatArray, Fl
         value, gq, gv = loss(trajectory.q.copy(), trajectory.v.copy())
     except (TypeError, ValueError) as exc:
         raise OptionError(f"gradient: the loss must return (value, dL/dq, dL/dv); it raised {exc}") from exc
+    if np.ndim(value) != 0 or not np.isrealobj(value) or isinstance(value, bool | np.bool_ | str):
+        raise OptionError(f"gradient: the loss's value must be one real number, got {type(value).__name__} "
+                          f"of shape {np.shape(value)}")
     arrays = []
     for name, array, shape in (("dL/dq", gq, trajectory.q.shape), ("dL/dv", gv, trajectory.v.shape)):
         values = np.asarray(array, dtype=np.float64)

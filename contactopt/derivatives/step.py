@@ -48,9 +48,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError, _vector
 from contactopt.derivatives.coulomb import CoulombDerivative
+from contactopt.derivatives.differences import StepProgram, combination, dense, kinked
 from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.primal import PrimalDerivative
-from contactopt.errors import OptionError, ShapeError
+from contactopt.errors import OptionError, ParameterValueError, ShapeError
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model import State, StepProblem
@@ -60,7 +61,6 @@ from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 #: The programs whose solution is differentiated (:func:`~contactopt.derivatives.program_derivative`).
-StepProgram = ConicProgram | LCP | CoulombProgram
 
 __all__ = ["STEP_INPUTS", "StepCotangent", "StepDerivative", "StepTangent"]
 
@@ -182,7 +182,9 @@ class StepDerivative:
         held = system.control
         try:
             system.set_control(point.u if point.u.size else held)
-            problem = build_step_problem(system, point.q, point.v, dt, self.state.t, drift=self.stepper.drift,
+            # a step starts at n dt: moving dt moves its start time too (time-dependent constraints)
+            start = self.state.t * (dt / self.stepper.dt)
+            problem = build_step_problem(system, point.q, point.v, dt, start, drift=self.stepper.drift,
                                          native=self.stepper.formulation.native_request(
                                              self.stepper.formulation_options),
                                          geometry=self.problem if block in ("v", "u") else None)
@@ -258,30 +260,37 @@ class StepDerivative:
 
     def _stencil(self, block: str, direction: FloatArray, t: float) -> list[tuple[float, float, Any]]:
         """``(offset, weight, evaluation)`` of the difference formula along ``direction``: the
-        central one (offsets ``+-t``), or, where one side changes the program's structure (a
-        candidate at its detection margin, a contact exactly at ``phi = 0`` under a formulation
-        that selects contacts by their gap), the second-order one-sided one on the other side
-        (offsets ``0, s t, 2 s t``, weights ``(-3/2, 2, -1/2) s / t``: Fornberg 1988), counted in
-        :attr:`one_sided`. Both sides changing raises :class:`NotDifferentiableError`."""
+        central one (offsets ``+-t``), or the second-order one-sided one (offsets ``0, s t,
+        2 s t``, weights ``(-3/2, 2, -1/2) s / t``: Fornberg 1988), counted in :attr:`one_sided`:
+
+        * on the other side where one side changes the program's structure (a candidate at its
+          detection margin, a contact exactly at ``phi = 0`` under a formulation that selects
+          contacts by their gap) or leaves a parameter's range (``mu`` at 0);
+        * on the side of increasing input where the program's data have a kink there (their
+          second difference is not small against their first: MuJoCo's friction of two touching
+          geoms tied at the larger's, a gap exactly at the recovery cap): the right derivative.
+
+        Both sides failing raises :class:`NotDifferentiableError`."""
         sides: dict[float, Any] = {}
-        failure: NotDifferentiableError | None = None
+        failure: Exception | None = None
         for sign in (1.0, -1.0):
             try:
                 sides[sign] = self._program_at(self.point.moved(block, direction, sign * t), block)
-            except NotDifferentiableError as error:
+            except (NotDifferentiableError, ParameterValueError) as error:
                 failure = error
-        if len(sides) == 2:
+        if len(sides) == 2 and not kinked(sides[-1.0][3], self.program, sides[1.0][3]):
             return [(t, 0.5 / t, self._evaluation(t, sides[1.0], block, direction)),
                     (-t, -0.5 / t, self._evaluation(-t, sides[-1.0], block, direction))]
         if not sides:
             assert failure is not None
-            raise failure
-        sign = next(iter(sides))
+            raise NotDifferentiableError(f"derivatives: along {block!r} both sides of the difference fail: "
+                                         f"{failure}") from None
+        sign = 1.0 if 1.0 in sides else -1.0
         try:
             far = self._program_at(self.point.moved(block, direction, 2.0 * sign * t), block)
-        except NotDifferentiableError:
-            assert failure is not None
-            raise failure from None
+        except (NotDifferentiableError, ParameterValueError) as error:
+            raise NotDifferentiableError(f"derivatives: along {block!r} the one-sided difference fails: "
+                                         f"{failure or error}") from None
         self.one_sided.append(block)
         near = self._evaluation(sign * t, sides[sign], block, direction)
         return [(0.0, -1.5 * sign / t, self._evaluation(0.0, None, block, direction)),
@@ -302,19 +311,19 @@ class StepDerivative:
         derivative = self.program_derivative
         if isinstance(derivative, LCPDerivative):
             lcps = [program for program in programs if isinstance(program, LCP)]
-            lcp = derivative.jvp(dM=sum(w * _dense(p.M) for w, p in zip(weights, lcps, strict=True)),
+            lcp = derivative.jvp(dM=sum(w * dense(p.M) for w, p in zip(weights, lcps, strict=True)),
                                  dq=sum(w * p.q for w, p in zip(weights, lcps, strict=True)))
             return {"x": lcp.z, "s": lcp.w}
         if isinstance(derivative, CoulombDerivative):  # recover reads the impulses r from x
             coulombs = [program for program in programs if isinstance(program, CoulombProgram)]
-            coulomb = derivative.jvp(dW=_combination([sp.csc_matrix(p.W) for p in coulombs], weights),
+            coulomb = derivative.jvp(dW=combination([sp.csc_matrix(p.W) for p in coulombs], weights),
                                      dq=sum(w * p.q for w, p in zip(weights, coulombs, strict=True)),
                                      dmu=sum(w * p.mu for w, p in zip(weights, coulombs, strict=True)))
             return {"x": coulomb.r}
         conics = [program for program in programs if isinstance(program, ConicProgram)]
-        conic = derivative.jvp(dP=_combination([p.P for p in conics], weights),
+        conic = derivative.jvp(dP=combination([p.P for p in conics], weights),
                                dc=sum(w * p.c for w, p in zip(weights, conics, strict=True)),
-                               dA=_combination([p.A for p in conics], weights),
+                               dA=combination([p.A for p in conics], weights),
                                db=sum(w * p.b for w, p in zip(weights, conics, strict=True)))
         return {"x": conic.x, "y": conic.y, "s": conic.s}
 
@@ -370,29 +379,3 @@ def _require_same_structure(base: StepProgram, moved: StepProgram, block: str) -
             f"derivatives: the step's program changes its structure (contacts, rows or cones) within a "
             f"relative change of {RELATIVE_STEP:g} of {block!r}: a contact candidate appears or leaves there, "
             "where the step is not differentiable")
-
-
-def _combination(matrices: Sequence[sp.csc_matrix], weights: Sequence[float]) -> sp.csc_array | None:
-    """``sum_k weights_k matrices_k`` of canonical CSC matrices (the programs' ``P``, ``A``): on
-    their data arrays when the patterns agree (as they do for a program whose structure is
-    unchanged, unless an entry vanishes on one side), else by scipy's sparse sum; None when
-    nothing moved (the matrix does not depend on the block: the program derivative then skips
-    its term)."""
-    first = matrices[0]
-    if all(m.indptr.shape == first.indptr.shape and m.indices.shape == first.indices.shape
-           and np.array_equal(m.indptr, first.indptr) and np.array_equal(m.indices, first.indices)
-           for m in matrices[1:]):
-        change = np.zeros(first.data.shape)
-        for w, m in zip(weights, matrices, strict=True):
-            change += w * m.data
-        if not np.any(change):
-            return None
-        return sp.csc_array((change, first.indices, first.indptr), shape=first.shape)
-    total: Any = weights[0] * sp.csc_array(first)
-    for w, m in zip(weights[1:], matrices[1:], strict=True):
-        total = total + w * sp.csc_array(m)
-    return sp.csc_array(total)
-
-
-def _dense(matrix: Any) -> FloatArray:
-    return np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix, dtype=np.float64)  # type: ignore[attr-defined]

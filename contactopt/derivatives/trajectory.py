@@ -41,7 +41,8 @@ from contactopt.systems.base import System
 FloatArray = NDArray[np.float64]
 Controller = Callable[[float, FloatArray, FloatArray], Any]
 
-__all__ = ["INITIAL_STATE", "Sensitivities", "check_names", "controller_jacobian", "is_control", "parameter_names"]
+__all__ = ["INITIAL_STATE", "Sensitivities", "check_names", "controller_jacobian", "controller_rate", "is_control",
+           "parameter_names"]
 
 #: Names of the initial state's blocks.
 INITIAL_STATE = ("q0", "v0")
@@ -49,9 +50,11 @@ INITIAL_STATE = ("q0", "v0")
 
 def check_names(system: System, names: Sequence[str]) -> tuple[str, ...]:
     """``names`` checked against what ``system`` can be differentiated by (one clear error)."""
+    if isinstance(names, str):
+        raise OptionError(f"sensitivities: give a list of names (e.g. [{names!r}]), not the string {names!r}")
     given = tuple(str(name) for name in names)
     parameters = tuple(system.differentiable_parameters()) if hasattr(system, "differentiable_parameters") else ()
-    known = (*INITIAL_STATE, "u", "dt", *parameters)
+    known = tuple(dict.fromkeys((*INITIAL_STATE, "u", "dt", *parameters)))
     unknown = [name for name in given if name not in known]
     if unknown:
         raise OptionError(f"sensitivities: unknown name(s) {', '.join(map(repr, unknown))} for system "
@@ -92,6 +95,18 @@ def controller_jacobian(controller: Controller | None, system: System, state: St
             sides.append(np.asarray(controller(state.t, moved[:system.nq], moved[system.nq:]), dtype=np.float64))
         jacobian[:, j] = (sides[0] - sides[1]) / (2.0 * t)
     return jacobian
+
+
+def controller_rate(controller: Controller | None, state: State, u: FloatArray | None) -> FloatArray:
+    """``f_t`` ((nu,)): the controller's derivative with respect to time, by central
+    differences (zeros without a controller). Step ``n`` starts at ``t_n = n dt``, so a change
+    of ``dt`` moves its input by ``n f_t`` (and the step's own time, :mod:`.step`)."""
+    if controller is None or u is None or u.size == 0:
+        return np.zeros(0 if u is None else u.size)
+    t = RELATIVE_STEP * max(abs(state.t), 1.0)
+    later = np.asarray(controller(state.t + t, state.q.copy(), state.v.copy()), dtype=np.float64)
+    earlier = np.asarray(controller(state.t - t, state.q.copy(), state.v.copy()), dtype=np.float64)
+    return (later - earlier) / (2.0 * t)
 
 
 @dataclass
@@ -137,6 +152,8 @@ class Sensitivities:
         self.degenerate.append(derivative.degenerate)
         self.inaccurate.append(derivative.inaccurate)
         feedback = controller_jacobian(self.controller, self.system, state, u)
+        # dt moves step n's start time n dt, hence a time-dependent controller's input
+        rate = index * controller_rate(self.controller, state, u) if "dt" in self.names else np.zeros(0)
         nq, nu = self.system.nq, self.system.control_size
         matrices = {name: values[-1].reshape(values[-1].shape[0], -1) for name, values in self.history.items()}
         columns = sum(matrix.shape[1] for matrix in matrices.values())
@@ -151,6 +168,8 @@ class Sensitivities:
                 return np.asarray(closed @ matrix)
             by_input = {"u": blocks["u"], **{name: blocks["params"][:, k]
                                            for k, name in enumerate(parameter_names(self.system, self.names))}}
+            if rate.size and np.any(rate):
+                by_input["dt"] = by_input["dt"] + blocks["u"] @ rate
         else:
             def propagate(matrix: FloatArray) -> FloatArray:
                 moved = [derivative.jvp(dq=column[:nq], dv=column[nq:],
@@ -162,7 +181,8 @@ class Sensitivities:
                 if is_control(self.system, name):
                     tangents = [derivative.jvp(du=unit) for unit in np.eye(nu)]
                     return np.stack([np.concatenate([t.q, t.v]) for t in tangents], axis=1)
-                tangent = derivative.jvp(dparams={name: 1.0})
+                moved_input = rate if name == "dt" and rate.size and np.any(rate) else None
+                tangent = derivative.jvp(dparams={name: 1.0}, du=moved_input)
                 return np.concatenate([tangent.q, tangent.v])
             by_input = {name: own(name) for name in self.names if name not in INITIAL_STATE}
         for name, matrix in matrices.items():

@@ -1,0 +1,85 @@
+"""The difference formulas' arithmetic on program data (:mod:`.step`): weighted sums of
+programs' data arrays, and the test for a kink of the data at the base point.
+
+A kink is declared where the central second difference of the data is not small against the
+first: for a smooth map ``|D(t) - 2 D(0) + D(-t)| ~ t^2 |D''|`` against ``2 t |D'|``, a ratio
+of about ``t`` times the map's curvature scale, while two slopes meeting at the base point (a
+``max`` of two equal friction coefficients, a clipped gap) give a ratio of order one
+(:data:`KINK_RATIO`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from contactopt.programs import LCP, ConicProgram, CoulombProgram
+
+FloatArray = NDArray[np.float64]
+StepProgram = ConicProgram | LCP | CoulombProgram
+
+__all__ = ["KINK_RATIO", "StepProgram", "combination", "dense", "kinked"]
+
+#: Second over first difference of the program data above which a kink is declared (a
+#: smooth map gives about ``t`` times its curvature scale, a tie of two slopes gives 1).
+KINK_RATIO = 0.1
+
+
+def data_arrays(program: StepProgram) -> list[Any]:
+    """The data arrays of a program (dense vectors, sparse matrices as CSC)."""
+    if isinstance(program, LCP):
+        return [np.asarray(program.M), program.q]
+    if isinstance(program, CoulombProgram):
+        return [sp.csc_matrix(program.W), program.q, program.mu]
+    return [program.P, program.c, program.A, program.b]
+
+
+def kinked(minus: StepProgram, base: StepProgram, plus: StepProgram) -> bool:
+    """Whether the program data bend at ``base``: ``|D+ - 2 D0 + D-|`` above :data:`KINK_RATIO`
+    times ``|D+ - D-|`` and above round-off (``1e-12`` of the data's size)."""
+    second = first = size = 0.0
+    low_high_middle: Any = zip(data_arrays(minus), data_arrays(base), data_arrays(plus), strict=True)
+    for low, middle, high in low_high_middle:
+        triple: list[Any] = [high, middle, low]
+        if sp.issparse(triple[1]):
+            matrices: list[Any] = [sp.csc_matrix(m) for m in triple]
+            bend = combination(matrices, (1.0, -2.0, 1.0))
+            change = combination([matrices[0], matrices[2]], (1.0, -1.0))
+            second = max(second, 0.0 if bend is None else float(np.abs(bend.data).max(initial=0.0)))
+            first = max(first, 0.0 if change is None else float(np.abs(change.data).max(initial=0.0)))
+            size = max(size, float(np.abs(matrices[1].data).max(initial=0.0)))
+        else:
+            second = max(second, float(np.abs(high - 2.0 * middle + low).max(initial=0.0)))
+            first = max(first, float(np.abs(high - low).max(initial=0.0)))
+            size = max(size, float(np.abs(middle).max(initial=0.0)))
+    return second > KINK_RATIO * first and second > 1e-12 * size
+
+
+def combination(matrices: Sequence[sp.csc_matrix], weights: Sequence[float]) -> sp.csc_array | None:
+    """``sum_k weights_k matrices_k`` of canonical CSC matrices (the programs' ``P``, ``A``): on
+    their data arrays when the patterns agree (as they do for a program whose structure is
+    unchanged, unless an entry vanishes on one side), else by scipy's sparse sum; None when
+    nothing moved (the matrix does not depend on the block: the program derivative then skips
+    its term)."""
+    first = matrices[0]
+    if all(m.indptr.shape == first.indptr.shape and m.indices.shape == first.indices.shape
+           and np.array_equal(m.indptr, first.indptr) and np.array_equal(m.indices, first.indices)
+           for m in matrices[1:]):
+        change = np.zeros(first.data.shape)
+        for w, m in zip(weights, matrices, strict=True):
+            change += w * m.data
+        if not np.any(change):
+            return None
+        return sp.csc_array((change, first.indices, first.indptr), shape=first.shape)
+    total: Any = weights[0] * sp.csc_array(first)
+    for w, m in zip(weights[1:], matrices[1:], strict=True):
+        total = total + w * sp.csc_array(m)
+    return sp.csc_array(total)
+
+
+def dense(matrix: Any) -> FloatArray:
+    return np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix, dtype=np.float64)  # type: ignore[attr-defined]
