@@ -182,7 +182,7 @@ def test_a_parameter_at_its_bound_takes_the_one_sided_difference() -> None:
 
 def test_a_string_of_names_is_refused(box: co.Scene) -> None:
     with pytest.raises(OptionError, match="list of names"):
-        co.simulate(box, "ccp", "clarabel", duration=2 * box.dt, sensitivities="mu")  # type: ignore[arg-type]
+        co.simulate(box, "ccp", "clarabel", duration=2 * box.dt, sensitivities="mu")
     with pytest.raises(OptionError, match="list of names"):
         co.gradient(box, final_state_loss(box.q0), "mu", "ccp", "clarabel", duration=2 * box.dt)
 
