@@ -278,9 +278,11 @@ class StepDerivative:
                 sides[sign] = self._program_at(self.point.moved(block, direction, sign * t), block)
             except (NotDifferentiableError, ParameterValueError) as error:
                 failure = error
-        if len(sides) == 2 and not kinked(sides[-1.0][3], self.program, sides[1.0][3]):
-            return [(t, 0.5 / t, self._evaluation(t, sides[1.0], block, direction)),
-                    (-t, -0.5 / t, self._evaluation(-t, sides[-1.0], block, direction))]
+        if len(sides) == 2:
+            central = [(t, 0.5 / t, self._evaluation(t, sides[1.0], block, direction)),
+                       (-t, -0.5 / t, self._evaluation(-t, sides[-1.0], block, direction))]
+            if not kinked(sides[-1.0][3], self.program, sides[1.0][3]):
+                return central
         if not sides:
             assert failure is not None
             raise NotDifferentiableError(f"derivatives: along {block!r} both sides of the difference fail: "
@@ -289,6 +291,8 @@ class StepDerivative:
         try:
             far = self._program_at(self.point.moved(block, direction, 2.0 * sign * t), block)
         except (NotDifferentiableError, ParameterValueError) as error:
+            if len(sides) == 2:  # a kink, and no room on its right: the central difference after all
+                return central
             raise NotDifferentiableError(f"derivatives: along {block!r} the one-sided difference fails: "
                                          f"{failure or error}") from None
         self.one_sided.append(block)
