@@ -34,7 +34,7 @@ def data_arrays(program: StepProgram) -> list[Any]:
     if isinstance(program, LCP):
         return [np.asarray(program.M), program.q]
     if isinstance(program, CoulombProgram):
-        return [sp.csc_matrix(program.W), program.q, program.mu]
+        return [sp.csc_matrix(program.W) if sp.issparse(program.W) else np.asarray(program.W), program.q, program.mu]
     return [program.P, program.c, program.A, program.b]
 
 
@@ -46,17 +46,23 @@ def kinked(minus: StepProgram, base: StepProgram, plus: StepProgram) -> bool:
     for low, middle, high in low_high_middle:
         triple: list[Any] = [high, middle, low]
         if sp.issparse(triple[1]):
-            matrices: list[Any] = [sp.csc_matrix(m) for m in triple]
-            bend = combination(matrices, (1.0, -2.0, 1.0))
-            change = combination([matrices[0], matrices[2]], (1.0, -1.0))
-            second = max(second, 0.0 if bend is None else float(np.abs(bend.data).max(initial=0.0)))
-            first = max(first, 0.0 if change is None else float(np.abs(change.data).max(initial=0.0)))
-            size = max(size, float(np.abs(matrices[1].data).max(initial=0.0)))
-        else:
-            second = max(second, float(np.abs(high - 2.0 * middle + low).max(initial=0.0)))
-            first = max(first, float(np.abs(high - low).max(initial=0.0)))
-            size = max(size, float(np.abs(middle).max(initial=0.0)))
+            if _same_pattern(triple):  # the usual case: entries in the same places on all three
+                triple = [matrix.data for matrix in triple]
+            else:
+                triple = [np.asarray(matrix.toarray()) for matrix in triple]
+        high_values, middle_values, low_values = triple
+        second = max(second, float(np.abs(high_values - 2.0 * middle_values + low_values).max(initial=0.0)))
+        first = max(first, float(np.abs(high_values - low_values).max(initial=0.0)))
+        size = max(size, float(np.abs(middle_values).max(initial=0.0)))
     return second > KINK_RATIO * first and second > 1e-12 * size
+
+
+def _same_pattern(matrices: Sequence[Any]) -> bool:
+    """Whether canonical CSC matrices store their entries in the same places."""
+    first = matrices[0]
+    return all(m.indptr.shape == first.indptr.shape and m.indices.shape == first.indices.shape
+               and np.array_equal(m.indptr, first.indptr) and np.array_equal(m.indices, first.indices)
+               for m in matrices[1:])
 
 
 def combination(matrices: Sequence[sp.csc_matrix], weights: Sequence[float]) -> sp.csc_array | None:
@@ -66,9 +72,7 @@ def combination(matrices: Sequence[sp.csc_matrix], weights: Sequence[float]) -> 
     nothing moved (the matrix does not depend on the block: the program derivative then skips
     its term)."""
     first = matrices[0]
-    if all(m.indptr.shape == first.indptr.shape and m.indices.shape == first.indices.shape
-           and np.array_equal(m.indptr, first.indptr) and np.array_equal(m.indices, first.indices)
-           for m in matrices[1:]):
+    if _same_pattern(matrices):
         change = np.zeros(first.data.shape)
         for w, m in zip(weights, matrices, strict=True):
             change += w * m.data
