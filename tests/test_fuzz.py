@@ -11,7 +11,7 @@ Scenes: ``load_scene`` returns a Scene or raises one :class:`SceneError` whose m
 the corrupted key; nothing else escapes.
 
 Budgets: the ``default`` profile (tests/conftest.py) keeps this file at a few seconds; run
-``HYPOTHESIS_PROFILE=slow python -m pytest tests/test_fuzz.py -m "slow or not slow"`` for
+``HYPOTHESIS_PROFILE=slow python -m pytest tests/test_fuzz.py -m "slow or not slow" --timeout 1800`` for
 10^4 cases per property.
 """
 
