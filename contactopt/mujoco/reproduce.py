@@ -1,7 +1,7 @@
 """Re-solve MuJoCo's own constraint problem of a step with contactopt (issue: "MuJoCo
 reproduction"): MuJoCo's constraint Jacobian ``efc_J``, regularization ``efc_R``, reference
 acceleration ``efc_aref`` and unconstrained acceleration ``qacc_smooth`` go into
-:func:`contactopt.formulations.regularized.constraint_program`; the cone of each row block
+:func:`constraint_program`; the cone of each row block
 follows ``efc_type``:
 
 * pyramidal contact edges, limits, friction-less rows: ``f >= 0`` (Nonneg);
@@ -18,6 +18,7 @@ solves its primal with Newton's method, contactopt the dual with any conic solve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +27,11 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.errors import ContactoptError
-from contactopt.formulations.regularized import constraint_program
+from contactopt.formulations.common import delassus
+from contactopt.model import Dynamics, is_sparse
 from contactopt.mujoco import compat
-from contactopt.programs import SOC, Cone, ConicProgram, Nonneg, Solution
+from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution
+from contactopt.programs.csc import mark_symmetric
 from contactopt.solvers import solve
 
 FloatArray = NDArray[np.float64]
@@ -136,3 +139,31 @@ def reproduce(model: Any, data: Any, solver: str = "clarabel", **options: Any) -
     h = float(model.opt.timestep)
     return Reproduction(program=program, solution=solution, mujoco_force=np.array(data.efc_force),
                         force=solution.x / h)
+
+
+def constraint_program(M: FloatArray, v: FloatArray, acceleration_free: FloatArray, dt: float, J: FloatArray,
+                       R: FloatArray, a_ref: FloatArray, cones: tuple[Cone, ...],
+                       cone_rows: sp.csc_matrix | None = None,
+                       inverse: Callable[[FloatArray], FloatArray] | None = None,
+                       cone_offset: FloatArray | None = None) -> ConicProgram:
+    """The regularized dual fed given constraint data (e.g. MuJoCo's own for a step).
+
+    MuJoCo's constraint solve (Todorov 2014) is, in forces ``f``,
+    ``min 1/2 f^T (J M^{-1} J^T + R) f + f^T (J a0 - a_ref)  s.t.  f in K``; with impulses
+    ``lambda = h f`` (objective scaled by ``h^2``) it is the program
+    :class:`contactopt.formulations.regularized.Regularized` builds:
+    ``P = J M^{-1} J^T + diag(R)``, ``c = h (J a0 - a_ref) = J v^- - v*``. ``cones`` and
+    ``cone_rows`` (``A``, default ``-I``) and ``cone_offset`` (``b``, default 0) say how ``K`` is
+    written (``A x + s = b, s in cones``; a box ``|x_i| <= h f_max`` is two rows with ``b = h f_max``);
+    ``inverse`` is an optional fast ``M^{-1}`` (e.g. MuJoCo's sparse factorization).
+    """
+    rows = J.shape[0]
+    W = delassus(Dynamics(M, np.zeros(M.shape[0]), inverse=inverse), J) if rows else np.zeros((0, 0))
+    P = W + sp.diags(R) if is_sparse(W) else W + np.diag(R)
+    A = -sp.identity(rows, format="csc") if cone_rows is None else sp.csc_matrix(cone_rows)
+    b = np.zeros(A.shape[0]) if cone_offset is None else np.asarray(cone_offset, dtype=np.float64)
+    return ConicProgram(P=mark_symmetric(sp.csc_matrix(0.5 * (P + P.T))), c=dt * (J @ acceleration_free - a_ref),
+                        A=A, b=b, cones=cones,
+                        variables=(Block("impulse", 0, rows),), constraints=(Block("impulse_in_cone", 0, A.shape[0]),),
+                        metadata={"formulation": "regularized", "source": "given constraint data", "dt": dt,
+                                  "v": np.asarray(v).tolist()})
