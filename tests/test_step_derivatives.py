@@ -439,6 +439,7 @@ def test_trajectory_sensitivities_every_formulation(case_name: str, formulation:
     assert _trajectory_case(case_name, formulation, None, seed=1) <= TRAJECTORY_TOL
 
 
+@pytest.mark.slow
 def test_coulomb_run_matches_central_differences() -> None:
     """The brick's run under ``coulomb``/``nsgs``: recorded sensitivities against central
     differences of whole runs, as the other formulations."""

@@ -28,6 +28,7 @@ def test_sysid_recovers_a_hidden_mu_from_a_noise_free_trajectory() -> None:
     assert fit.njev >= 1  # the sensitivities' Jacobian was used
 
 
+@pytest.mark.slow
 def test_sysid_recovers_mu_and_mass_of_the_pushed_box() -> None:
     # a known push makes the mass observable (push_scenes.py): both recovered from mu 0.3, mass 1.5
     problem = sysid.problems(duration=0.3)["box"]()

@@ -63,7 +63,14 @@ def test_light_box_stops_where_coulomb_says_or_fails_loudly(tmp_path: Path, form
             assert any(status is not Status.OPTIMAL for status in statuses), mass
 
 
-@pytest.mark.parametrize(("formulation", "solver", "options"), COMBOS, ids=[f"{f}-{s}" for f, s, _ in COMBOS])
+#: The combinations whose unit-independence the default suite checks (each solver family once);
+#: the others run with -m slow (the stop-distance test above runs every one by default).
+_FAST_UNITS = {("lcp", "lemke"), ("ccp", "clarabel"), ("anitescu", "osqp"), ("sap", "newton")}
+
+
+@pytest.mark.parametrize(("formulation", "solver", "options"), [
+    pytest.param(f, s, o, id=f"{f}-{s}", marks=[] if (f, s) in _FAST_UNITS else [pytest.mark.slow])
+    for f, s, o in COMBOS])
 def test_statuses_and_observables_do_not_depend_on_units(tmp_path: Path, formulation: str, solver: str,
                                                         options: dict[str, Any]) -> None:
     """Mass x 1e-9 and x 1e6, lengths x 1e-3 and x 1e3: the same status at every step, and the
