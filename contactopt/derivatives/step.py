@@ -244,7 +244,9 @@ class StepDerivative:
         values = getattr(base, block) if block in STEP_INPUTS else np.asarray(base.params)
         if block not in STEP_INPUTS:  # parameters have units of their own (dt = 1e-3 s beside g = 9.81)
             values = values[direction != 0]
-        scale = float(np.abs(values).max(initial=0.0)) or 1.0
+            scale = float(np.abs(values).max(initial=0.0)) or 1.0
+        else:  # a state at rest (v = 1e-32 after a step) has no size of its own: a unit floor, as the controller's
+            scale = max(float(np.abs(values).max(initial=0.0)), 1.0)
         t = RELATIVE_STEP * scale / float(np.abs(direction).max())
         evaluations = self._stencil(block, direction, t)
         weights = [weight for _, weight, _ in evaluations]
