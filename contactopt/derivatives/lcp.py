@@ -61,6 +61,10 @@ class LCPGradient:
     q: FloatArray
 
 
+#: Pivot ratio below which a basic block counts as nearly singular (:meth:`LCPDerivative._choose_basis`).
+NEAR_SINGULAR = 1e-8
+
+
 class LCPDerivative:
     """The derivative of an LCP's solution with respect to ``(M, q)`` (module docstring).
 
@@ -83,20 +87,37 @@ class LCPDerivative:
         threshold = tol * max(float(np.abs(self.z).max(initial=0.0)), float(np.abs(self.w).max(initial=0.0)))
         ties = (np.abs(self.z) <= threshold) & (np.abs(self.w) <= threshold)
         self.degenerate: tuple[int, ...] = tuple(int(i) for i in np.flatnonzero(ties))
-        self.branch = branch
-        in_basis = np.where(ties, branch == "active", self.z > self.w)
-        self.basic = np.flatnonzero(in_basis)
-        self.nonbasic = np.flatnonzero(~in_basis)
+        self._choose_basis(program, ties, branch)
         if self.degenerate:
             warnings.warn(f"derivatives: z_i = w_i = 0 at {len(self.degenerate)} index(es) "
                           f"(first {self.degenerate[0]}); the {branch!r} one-sided derivative is used "
                           "(LCPDerivative.degenerate lists them)",
                           NondifferentiableWarning, stacklevel=2)
-        block = program.M[np.ix_(self.basic, self.basic)]
-        self._coupling = program.M[np.ix_(self.nonbasic, self.basic)]
-        self._lu = LinearSolve(block, "M restricted to the basic set") if self.basic.size else None
         #: True when the basic block is singular and the minimum-norm derivative is used.
         self.rank_deficient = self._lu is not None and self._lu.rank_deficient
+
+    def _choose_basis(self, program: LCP, ties: NDArray[np.bool_], branch: str) -> None:
+        """The basic set: strictly basic indices, and the degenerate ones on ``branch``'s side.
+
+        Where that side's block is nearly singular (pivots spanning more than
+        :data:`NEAR_SINGULAR`, short of the exactly singular case the minimum-norm solve
+        handles) and the other side's is better conditioned, the other side is taken
+        (:attr:`branch` says which): the friction indices of an untouched Stewart-Trinkle
+        contact all sit at ``z = w = 0``, and keeping them basic couples rows that differ by
+        round-off (a pendulum's tangent rows 7.8e-11 apart), whose solve returns impulses of
+        1e10 that no contact can carry."""
+        sides = [branch, *(side for side in BRANCHES if side != branch)] if ties.any() else [branch]
+        for index, side in enumerate(sides):
+            in_basis = np.where(ties, side == "active", self.z > self.w)
+            basic, nonbasic = np.flatnonzero(in_basis), np.flatnonzero(~in_basis)
+            solve = LinearSolve(program.M[np.ix_(basic, basic)], "M restricted to the basic set") \
+                if basic.size else None
+            good = solve is None or solve.rank_deficient or solve.pivot_ratio > NEAR_SINGULAR
+            if index == 0 or good:
+                self.branch, self.basic, self.nonbasic, self._lu = side, basic, nonbasic, solve
+                self._coupling = program.M[np.ix_(nonbasic, basic)]
+            if good:
+                return
 
     def _solve(self, rhs: FloatArray, trans: Literal[0, 1]) -> FloatArray:
         return rhs if self._lu is None else self._lu.solve(rhs, transpose=trans == 1)

@@ -49,6 +49,8 @@ class LinearSolve:
 
     def __init__(self, matrix: Any, what: str) -> None:
         self.rank_deficient = False
+        #: Smallest over largest pivot of the LU factorization (0: singular): how near singular.
+        self.pivot_ratio = 0.0
         self._pinv: FloatArray | None = None
         self._lu: Any = None
         self._dense_lu: Any = None
@@ -57,6 +59,7 @@ class LinearSolve:
                 warnings.simplefilter("ignore", la.LinAlgWarning)
                 lu, pivots = la.lu_factor(matrix, check_finite=False)
             diagonal = np.abs(np.diag(lu))
+            self.pivot_ratio = float(diagonal.min() / diagonal.max()) if diagonal.size and diagonal.max() else 0.0
             if diagonal.size and diagonal.min() > PIVOT_RATIO * diagonal.max():
                 self._dense_lu = (lu, pivots)
                 return
@@ -68,6 +71,7 @@ class LinearSolve:
         try:
             self._lu = spla.splu(csc)
             pivots = np.abs(self._lu.U.diagonal())
+            self.pivot_ratio = float(pivots.min() / pivots.max()) if size and pivots.max() else 0.0
             if size and pivots.min() <= PIVOT_RATIO * pivots.max():
                 self._lu = None
         except RuntimeError:  # SuperLU: "Factor is exactly singular"
