@@ -44,10 +44,6 @@ _STIFF_CMU = ("regularized's default solref (2 h, 1) is 5x stiffer than MuJoCo's
               "dm-control adds the free joint); mj_step itself diverges with solref 0.01 (8e5 rad/s), and "
               "-o solref=0.02,1 stays at 217 rad/s (MuJoCo 188)")
 KNOWN_LAUNCHES = {
-    ("own/tendon_gripper", "lcp/lemke"): (
-        "a rigid grip is statically indeterminate: Lemke returns a vertex of the LCP's solution set "
-        "(complementarity 1e-15) that holds the box at one corner of each finger, and the box swings about "
-        "the line through the two (0.37 rad/s after one step); ccp, anitescu and MuJoCo spread the grip"),
     ("dm/humanoid_CMU_V2020", "regularized"): _STIFF_CMU,
     ("dm/humanoid_CMU_V2020", "regularized -o form=primal/newton"): _STIFF_CMU,
 }

@@ -97,6 +97,12 @@ class Formulation(ABC):
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         """The explicit program of one step (options already resolved)."""
 
+    def choose_solution(self, program: Program, solution: Solution, options: Mapping[str, Any]) -> Solution:
+        """Among the solutions of ``program``, the one the formulation steps with (options
+        resolved): the solver's answer, unless the formulation defines a selection where the
+        program's solution is not unique (``lcp -o impulses=min_norm``)."""
+        return solution
+
     @abstractmethod
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         """Next velocity and impulses from a solution of ``program``."""

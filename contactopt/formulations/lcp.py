@@ -51,6 +51,13 @@ boundary, as in ``anitescu``)::
 
 ``phi / h`` of a penetrating contact or a violated limit is capped at ``-max_recovery_speed``
 (:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
+
+**Impulses** (option ``impulses``): a statically indeterminate contact set (a grasp, a table on
+four legs) gives the LCP many solutions, and Lemke's method ends at a vertex of them that
+loads as few rows as it can. ``min_norm`` (the default) steps with the least-norm solution on
+the complementarity face of the solver's answer, still an exact solution of this LCP
+(:mod:`contactopt.formulations.lcp_selection`), and changes nothing where that face is a
+single point; ``vertex`` steps with the solver's answer as it is.
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.lcp_selection import least_norm_on_face
 from contactopt.formulations.recovery import limit_target, normal_target, recovery_speed
 from contactopt.model import StepProblem, to_dense
 from contactopt.programs import LCP, Solution
@@ -81,7 +89,9 @@ from contactopt.programs.conic import blocks_from_sizes
 class StewartTrinkleLCP(Formulation):
     name: ClassVar[str] = "lcp"
     description: ClassVar[str] = "Stewart-Trinkle LCP, polyhedral cone with k directions + max dissipation"
-    defaults: ClassVar[Mapping[str, Any]] = {"k": None, "epsilon": float("inf"), "max_recovery_speed": None}
+    defaults: ClassVar[Mapping[str, Any]] = {"k": None, "epsilon": float("inf"), "max_recovery_speed": None,
+                                             "impulses": "min_norm"}
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"impulses": ("min_norm", "vertex")}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
@@ -151,6 +161,13 @@ class StewartTrinkleLCP(Formulation):
             "formulation": self.name, "dt": h, "t": problem.state.t, "k": k,
             "contacts": active.index.tolist(), "nv": problem.nv, "dim": contacts.dim,
             "limits": limits.tolist(), "friction_loss": nf})
+
+    def choose_solution(self, program: Program, solution: Solution, options: Mapping[str, Any]) -> Solution:
+        """``impulses=min_norm``: the least-norm solution on the complementarity face of the
+        solver's answer (:mod:`contactopt.formulations.lcp_selection`); ``vertex``: the answer."""
+        if options["impulses"] == "vertex" or not isinstance(program, LCP):
+            return solution
+        return least_norm_on_face(program, solution)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, LCP)

@@ -157,6 +157,7 @@ class TimeStepping:
                                     setup_time=0.0, solve_time=0.0, iterations=0,
                                     residuals=Residuals(np.inf, np.inf, np.inf, np.inf),
                                     solver=self.solver, message=str(exc), **counts)
+        solution = self.formulation.choose_solution(program, solution, self.formulation_options)
         record_args: dict[str, Any] = dict(t=state.t, phi=contacts.phi.copy(), status=solution.status,
                            constraint_error=problem.bilateral.violation(state.v),
                            build_time=build_time, setup_time=solution.setup_time,
