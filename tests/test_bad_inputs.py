@@ -32,7 +32,15 @@ def test_the_table_has_at_least_sixty_distinct_inputs() -> None:
     assert {category for category, _ in labels} >= {"scene file", "CLI", "API", "corrupted file"}
 
 
-@pytest.mark.parametrize("case", BAD.cases(), ids=lambda case: f"{case.category}: {case.label}")  # type: ignore[attr-defined]
+def _params() -> list[object]:
+    """Every case; the unit-scaled boxes (each a few seconds, the same runs tests/test_units.py
+    makes in the default suite) under ``slow``."""
+    return [pytest.param(case, id=f"{case.category}: {case.label}",
+                         marks=[pytest.mark.slow] if case.category == "units" else [])
+            for case in BAD.cases()]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("case", _params())
 def test_bad_input_gives_one_clear_line(case: object) -> None:
     outcome = BAD.classify(case)  # type: ignore[attr-defined]
     assert outcome.verdict == "clear", outcome.detail

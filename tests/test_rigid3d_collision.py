@@ -140,7 +140,8 @@ def test_box_box_contacts_are_material_point_velocities() -> None:
 # ------------------------------------------------------------------ dynamics
 
 @needs_mujoco
-@pytest.mark.parametrize(("formulation", "solver"), [("anitescu", "clarabel"), ("lcp", "lemke"), ("ccp", "clarabel")])
+@pytest.mark.parametrize(("formulation", "solver"), [
+    ("anitescu", "clarabel"), pytest.param("lcp", "lemke", marks=pytest.mark.slow), ("ccp", "clarabel")])
 def test_stacked_boxes_rest(formulation: str, solver: str) -> None:
     """problems/box_stack.toml (the top cube offset and turned 15 degrees): over 1 s at
     dt = 1e-2 the top cube stays at z = 0.3 and both stay at rest."""
