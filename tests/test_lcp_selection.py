@@ -24,7 +24,7 @@ def test_two_contacts_sharing_a_load_take_the_least_norm_split() -> None:
     program = LCP(np.outer(r, r), -r)
     vertex = co.solve(program, "lemke")
     assert np.count_nonzero(vertex.x) == 1
-    chosen = least_norm_on_face(program, vertex)
+    chosen = least_norm_on_face(program, vertex, motion_only=False)  # r d = 0: same motion, selected anyway
     np.testing.assert_allclose(chosen.x, [0.5, 0.25], rtol=0, atol=1e-15)
     assert lcp_residuals(program, chosen.x).relative <= 1e-15  # still an exact solution
     assert chosen.status is vertex.status
@@ -69,3 +69,20 @@ def test_the_gripper_holds_its_box_under_lcp() -> None:
 def test_an_unknown_choice_is_refused(value: str) -> None:
     with pytest.raises(co.errors.OptionError, match="impulses"):
         co.formulations.get("lcp").resolve_options({"impulses": value})
+
+
+def test_a_face_that_moves_nothing_keeps_the_solvers_answer() -> None:
+    """A box resting on four corners: the load can move between the corners, the box cannot
+    (every face direction has zero Delassus energy), so the solver's answer is kept as it is,
+    while the selection forced anyway spreads the load with the same velocity."""
+    scene = co.load_scene(Path(__file__).resolve().parents[1] / "problems" / "box_slide.toml")
+    rest = np.zeros(scene.system.nv)
+    program = co.formulate(scene.system, scene.q0, rest, scene.dt, "lcp")
+    vertex = co.solve(program, "lemke")
+    assert least_norm_on_face(program, vertex) is vertex
+    spread = least_norm_on_face(program, vertex, motion_only=False)
+    assert spread is not vertex and lcp_residuals(program, spread.x).relative <= 1e-12
+    delassus = np.asarray(program.M)[np.ix_(np.diag(program.M) > 0, np.diag(program.M) > 0)]
+    impulse = np.diag(program.M) > 0
+    change = spread.x[impulse] - vertex.x[impulse]
+    assert abs(change @ delassus @ change) <= 1e-10 * float(np.diag(delassus) @ change**2)

@@ -32,7 +32,10 @@ an impulse weighs its Delassus diagonal ``M_ii`` (the kinetic energy it alone wo
 
 When ``M_FF`` has full rank the face holds ``z0`` alone and it is returned as it is (bit for
 bit: nothing changes where the LCP's solution is locally unique), and so it is when ``z0`` is
-the least-norm point already. Otherwise the face is ``z0 + N y`` (``N`` the null space of
+the least-norm point already, and when no direction along the face changes the velocity
+(:func:`moves_nothing`: a box on four corners, whose load moves between them while the box
+does not; the selection would cost a QP a step for the same motion; ``motion_only=False``
+selects there too). Otherwise the face is ``z0 + N y`` (``N`` the null space of
 ``M_FF``, :func:`null_space`) within the bounds, and the QP in ``y`` is solved in closed form
 when no bound is reached, else by Clarabel (with contactopt's refinement); its answer's active
 set is then solved exactly (:func:`exact_on_active_set`), and the result is kept only when
@@ -57,6 +60,9 @@ from contactopt.solvers import solve
 
 FloatArray = NDArray[np.float64]
 
+#: A face direction whose velocity energy is below this fraction of its impulses' own
+#: (Delassus diagonal) moves nothing (:func:`moves_nothing`).
+MOTIONLESS_LEVEL = 1e-10
 #: ``w_i`` above this fraction of its row's terms (``|q_i| + sum_j |M_ij z_j|``) is strictly
 #: positive: its ``z_i`` stays 0. Lemke's rows that vanish come out at round-off (1e-17 against
 #: terms of 1e-2 on the gripper), the separating ones at the size of their terms.
@@ -81,7 +87,7 @@ NULL_LEVEL = 1e-12
 STATIONARY_LEVEL = 1e-12
 
 
-def least_norm_on_face(program: LCP, solution: Solution) -> Solution:
+def least_norm_on_face(program: LCP, solution: Solution, motion_only: bool = True) -> Solution:
     """The least-norm solution of ``program`` on the complementarity face of ``solution``
     (module docstring); ``solution`` itself when that face is a single point, when the
     solution is not usable, or when the selection does not pass contactopt's residuals."""
@@ -97,6 +103,8 @@ def least_norm_on_face(program: LCP, solution: Solution) -> Solution:
     null = null_space(M[np.ix_(free, free)])
     if null.shape[1] == 0:  # the face is z0 alone
         return solution
+    if motion_only and moves_nothing(M, free, null):  # the face's points share z0's velocity
+        return solution
     y, how = _least_norm_step(M, z0, w0, free, separated, null)
     if y is None or how == "stationary":
         return _kept(solution, how, time.perf_counter() - start, quiet=y is not None)
@@ -110,6 +118,24 @@ def least_norm_on_face(program: LCP, solution: Solution) -> Solution:
                                solve_time=solution.solve_time + elapsed,
                                message=_joined(solution.message, f"least-norm impulses on the solver's face "
                                                                  f"({null.shape[1]} free directions, {how})"))
+
+
+def moves_nothing(M: FloatArray, free: NDArray[np.int_], null: FloatArray) -> bool:
+    """Whether no direction along the face changes the velocity: the impulse rows (those with a
+    positive diagonal; the slip speeds have none) enter the velocity through ``M^-1 J'``, and
+    ``M``'s impulse block is the Delassus matrix ``J M^-1 J'``, so a direction ``d`` moves the
+    velocity by an energy ``d_I' W_II d_I``. Where that is round-off against the diagonal's
+    (a box resting on four corners: the load moves between them, the box does not), every
+    point of the face is the same motion and the solver's answer is kept as it is."""
+    diagonal = np.diag(M)[free]
+    impulse = diagonal > 0.0
+    if not impulse.any():
+        return True
+    directions = null[impulse]
+    block = M[np.ix_(free[impulse], free[impulse])]
+    energy = np.abs(np.einsum("ik,ij,jk->k", directions, block, directions))
+    scale = np.einsum("ik,i,ik->k", directions, diagonal[impulse], directions)
+    return bool(np.all(energy <= MOTIONLESS_LEVEL * np.maximum(scale, np.finfo(float).tiny)))
 
 
 def null_space(matrix: FloatArray) -> FloatArray:
