@@ -16,14 +16,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.derivatives.step import StepDerivative
 from contactopt.derivatives.trajectory import (
+    StepLinearization,
     check_names,
-    controller_jacobian,
-    controller_rate,
     is_control,
+    linearize_step,
     parameter_names,
-    step_derivative,
 )
 from contactopt.errors import ContactoptError, OptionError, ShapeError
 from contactopt.integrators.time_stepping import TimeStepping
@@ -64,13 +62,10 @@ class _Recorder:
 
     parameters: tuple[str, ...]
     controller: Callable[..., Any] | None = None
-    steps: list[tuple[StepDerivative, FloatArray, FloatArray]] = field(default_factory=list)
+    steps: list[StepLinearization] = field(default_factory=list)
 
     def advance(self, stepper: TimeStepping, state: State, u: FloatArray | None, index: int) -> None:
-        derivative = step_derivative(stepper, state, u, self.parameters)
-        # dt moves step n's start time n dt, hence a time-dependent controller's input (n f_t)
-        rate = index * controller_rate(self.controller, state, u) if "dt" in self.parameters else np.zeros(0)
-        self.steps.append((derivative, controller_jacobian(self.controller, stepper.system, state, u), rate))
+        self.steps.append(linearize_step(stepper, state, u, self.parameters, self.controller, index))
 
 
 def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | None = None,
@@ -107,7 +102,8 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
     grad_u = np.zeros((len(recorder.steps), nu))
     grad_params = dict.fromkeys(recorder.parameters, 0.0)
     for index in range(len(recorder.steps) - 1, -1, -1):
-        derivative, feedback, rate = recorder.steps[index]
+        step = recorder.steps[index]
+        derivative, feedback, rate = step.derivative, step.feedback, step.rate
         cotangent = derivative.vjp(adjoint[:nq], adjoint[nq:])
         previous = np.concatenate([cotangent.q, cotangent.v])
         if feedback.size:
@@ -129,7 +125,7 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
             result[name] = grad_u
         else:
             result[name] = float(grad_params[name])
-    one_sided = [step.degenerate + len(step.one_sided) for step, _, _ in recorder.steps]
+    one_sided = [step.derivative.one_sided_points for step in recorder.steps]
     return Gradient(float(value), result, trajectory, one_sided)
 
 

@@ -159,6 +159,12 @@ class StepDerivative:
         #: The input blocks whose difference was one-sided (one side changes the structure).
         self.one_sided: list[str] = []
 
+    @property
+    def one_sided_points(self) -> int:
+        """Where this step's derivative is one-sided so far: the program's points that lost
+        strict complementarity, and the input blocks differenced on one side."""
+        return self.degenerate + len(self.one_sided)
+
     # -- the smooth maps ------------------------------------------------------------------
     def _system_at(self, point: _Point) -> tuple[System, float]:
         # only the moved ones: names can overlap (mjcf's "mu" sets every geom's friction, which

@@ -41,8 +41,8 @@ from contactopt.systems.base import System
 FloatArray = NDArray[np.float64]
 Controller = Callable[[float, FloatArray, FloatArray], Any]
 
-__all__ = ["INITIAL_STATE", "Sensitivities", "check_names", "controller_jacobian", "controller_rate", "is_control",
-           "parameter_names"]
+__all__ = ["INITIAL_STATE", "Sensitivities", "StepLinearization", "check_names", "controller_jacobian",
+           "controller_rate", "is_control", "linearize_step", "parameter_names"]
 
 #: Names of the initial state's blocks.
 INITIAL_STATE = ("q0", "v0")
@@ -148,16 +148,13 @@ class Sensitivities:
 
     def advance(self, stepper: TimeStepping, state: State, u: FloatArray | None, index: int) -> None:
         """Propagate through step ``index`` just taken by ``stepper`` from ``state`` under ``u``."""
-        derivative = step_derivative(stepper, state, u, parameter_names(self.system, self.names))
-        self.degenerate.append(derivative.degenerate)
-        self.inaccurate.append(derivative.inaccurate)
-        feedback = controller_jacobian(self.controller, self.system, state, u)
-        # dt moves step n's start time n dt, hence a time-dependent controller's input
-        rate = index * controller_rate(self.controller, state, u) if "dt" in self.names else np.zeros(0)
+        parameters = parameter_names(self.system, self.names)
+        step = linearize_step(stepper, state, u, parameters, self.controller, index)
+        derivative, feedback, rate = step.derivative, step.feedback, step.rate
         nq, nu = self.system.nq, self.system.control_size
         matrices = {name: values[-1].reshape(values[-1].shape[0], -1) for name, values in self.history.items()}
         columns = sum(matrix.shape[1] for matrix in matrices.values())
-        inputs = nq + self.system.nv + (0 if u is None else u.size) + len(parameter_names(self.system, self.names))
+        inputs = nq + self.system.nv + (0 if u is None else u.size) + len(parameters)
         if columns >= inputs:  # cheaper through the whole step Jacobian
             blocks = derivative.jacobian()
             closed = np.hstack([blocks["q"], blocks["v"]])
@@ -167,7 +164,7 @@ class Sensitivities:
             def propagate(matrix: FloatArray) -> FloatArray:
                 return np.asarray(closed @ matrix)
             by_input = {"u": blocks["u"], **{name: blocks["params"][:, k]
-                                           for k, name in enumerate(parameter_names(self.system, self.names))}}
+                                           for k, name in enumerate(parameters)}}
             if rate.size and np.any(rate):
                 by_input["dt"] = by_input["dt"] + blocks["u"] @ rate
         else:
@@ -193,7 +190,8 @@ class Sensitivities:
             elif name not in INITIAL_STATE:
                 moved = moved + by_input[name]
             self.history[name].append(moved)
-        self.degenerate[-1] += len(derivative.one_sided)  # one-sided differences count as one-sided points
+        self.degenerate.append(derivative.one_sided_points)
+        self.inaccurate.append(derivative.inaccurate)
 
     def arrays(self, states: int) -> dict[str, FloatArray]:
         """Per name, the stacked sensitivities of the first ``states`` recorded states
@@ -215,3 +213,22 @@ def step_derivative(stepper: TimeStepping, state: State, u: FloatArray | None,
     assert problem is not None and program is not None and solution is not None
     return StepDerivative(stepper, state, u, problem, program, solution,
                           parameters=parameters)
+
+
+@dataclass(frozen=True)
+class StepLinearization:
+    """What both recursions (module docstring) need of step ``n``: its derivative ``F``, the
+    controller's ``f_x`` ((nu, nq + nv)) and ``n f_t`` ((nu,), empty unless ``dt`` is asked for:
+    a change of ``dt`` moves step ``n``'s start time ``n dt``, hence a time-dependent input)."""
+
+    derivative: StepDerivative
+    feedback: FloatArray
+    rate: FloatArray
+
+
+def linearize_step(stepper: TimeStepping, state: State, u: FloatArray | None, parameters: Sequence[str],
+                   controller: Controller | None, index: int) -> StepLinearization:
+    """The linearization of step ``index`` just taken by ``stepper`` from ``state`` under ``u``."""
+    rate = index * controller_rate(controller, state, u) if "dt" in parameters else np.zeros(0)
+    return StepLinearization(step_derivative(stepper, state, u, parameters),
+                             controller_jacobian(controller, stepper.system, state, u), rate)
