@@ -15,7 +15,9 @@ default state with zero ctrl, and runs ``--steps`` steps at its own timestep und
 
 Per model and method: completed, stopped or refused (the reason in one line); time per step
 against ``mj_step`` timed in the same process (``ratio_to_mj_step``); the solver's own time
-(setup + solve from the step records) and the step's time over it (``ratio_to_solver``);
+(setup + solve from the step records) and the step's time over it (``ratio_to_solver``); for
+the Newton rows the medians also give the solver's time alone over ``mj_step``, the floor of
+``ratio_to_mj_step`` that no assembly work can lower;
 largest speed and penetration; ``dist_q``, ``max |q - q_mujoco|`` after the last common step;
 ``spins``: largest speed above 2x MuJoCo's + 0.1 (a robot launched or spun that MuJoCo holds);
 ``candidates`` and ``mujoco_contacts``: contact candidates and MuJoCo's ``ncon``, medians over steps.
@@ -64,6 +66,8 @@ def medians(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out[f"{method}: median ratio_to_mj_step"] = _median([row["ratio_to_mj_step"] for row in mine])
         out[f"{method}: median ratio_to_mj_step (mj_step > {LARGE_MJ_STEP_MS} ms)"] = _median(
             [row["ratio_to_mj_step"] for row in mine if row["mj_step_ms"] > LARGE_MJ_STEP_MS])
+        out[f"{method}: median solver alone / mj_step (the floor)"] = _median(
+            [row["solver_ms"] / row["mj_step_ms"] for row in mine])
         out[f"{method}: completed"] = f"{len(mine)}/{sum(row['method'] == method for row in rows)}"
     for method in SOLVER_BOUND_METHODS:
         mine = [row for row in done if row["method"] == method]
