@@ -186,3 +186,22 @@ def test_what_cannot_carry_activations_is_refused(tmp_path: Path) -> None:
         co.simulate(early, "ccp", "clarabel", dt=0.005, duration=0.01)
     with pytest.raises(ContactoptError, match="na = 4 actuator activations, got 2"):
         co.formulate(scene.system, scene.q0, scene.v0, scene.dt, "ccp", activation=[0.0, 0.0])
+
+
+def test_a_step_re_formed_from_its_recorded_act_gives_the_next_state(tmp_path: Path) -> None:
+    """``formulate(..., activation=traj.act[k])`` (what ``export`` and ``contactopt program`` do)
+    is the program the run solved at step ``k``: the same next velocity; the initial act is not."""
+    path = write_model(tmp_path)
+    scene = co.load_scene(path)
+    traj = run(path, "ccp", "clarabel", steps=12)
+    k, ctrl = 10, np.array([0.7, 1.0, -0.8, 0.5])
+
+    def next_velocity(activation: np.ndarray) -> np.ndarray:
+        program = co.formulate(scene.system, traj.q[k], traj.v[k], scene.dt, "ccp", t=float(traj.t[k]),
+                               control=ctrl, activation=activation)
+        assert program.variables[0].name == "v_next"
+        return np.asarray(co.solve(program, "clarabel").x[: scene.system.nv])
+
+    # the same program solved again by the same solver (no contact: an unconstrained QP)
+    np.testing.assert_allclose(next_velocity(traj.act[k]), traj.v[k + 1], rtol=0, atol=1e-10)
+    assert np.abs(next_velocity(traj.act[0]) - traj.v[k + 1]).max() > 1e-3
