@@ -44,21 +44,26 @@ __all__ = ["AngularFriction", "Bilateral", "Contacts", "Dynamics", "FrictionLoss
 
 @dataclass(frozen=True)
 class State:
-    """Configuration and velocity at time ``t``.
+    """Configuration and velocity at time ``t``, and the actuators' own states.
 
     Attributes:
         q: (nq,) configuration.
         v: (nv,) generalized velocity.
         t: time in seconds.
+        act: (na,) actuator activations: MuJoCo's ``act`` (MuJoCo documentation, "Computation:
+            Actuation model": filters, integrators, muscles), advanced by every step
+            (:mod:`contactopt.mujoco.activations`); empty for a system without them.
     """
 
     q: FloatArray
     v: FloatArray
     t: float = 0.0
+    act: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "q", as_vector(self.q, "State.q"))
         object.__setattr__(self, "v", as_vector(self.v, "State.v"))
+        object.__setattr__(self, "act", as_vector(self.act, "State.act"))
         if not np.isfinite(self.t):
             raise ShapeError(f"State.t: must be finite, got {self.t}")
         object.__setattr__(self, "t", float(self.t))

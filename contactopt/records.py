@@ -133,6 +133,8 @@ class Trajectory:
         sensitivities: per name given to ``simulate(..., sensitivities=[...])``, ``d(q, v)/d name``
             at every recorded state ((N+1, nq + nv) for a scalar, with a trailing axis for a
             vector: ``"q0"`` (nq), ``"v0"`` (nv), ``"u"`` (N, nu); :mod:`contactopt.derivatives.trajectory`).
+        act: (N+1, na) the actuator activations at every state (``State.act``: MuJoCo's ``act``
+            of an MJCF model with activation states; ``(N+1, 0)`` without them or when not given).
     """
 
     t: FloatArray
@@ -142,6 +144,11 @@ class Trajectory:
     info: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     sensitivities: dict[str, FloatArray] = field(default_factory=dict)
+    act: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
+
+    def __post_init__(self) -> None:
+        if np.size(self.act) == 0:  # a system without activations, or a file written before them
+            self.act = np.zeros((np.shape(self.t)[0] if np.ndim(self.t) else 0, 0))
 
     @property
     def completed(self) -> bool:
@@ -285,7 +292,7 @@ class Trajectory:
                   "message": self.message, "impulse_dim": dim, "sensitivities": list(self.sensitivities)}
         steps = self.steps
         arrays: dict[str, Any] = {
-            "t": self.t, "q": self.q, "v": self.v,
+            "t": self.t, "q": self.q, "v": self.v, "act": self.act,
             "step_t": np.array([r.t for r in steps]),
             "contact_counts": counts,
             "impulses": (np.concatenate([r.impulses.reshape(-1, dim) for r in steps])
@@ -358,7 +365,8 @@ class Trajectory:
                 sensitivities = {str(name): a[f"sensitivity_{k}"]
                                  for k, name in enumerate(header.get("sensitivities", []))}
                 trajectory = cls(t=a["t"], q=a["q"], v=a["v"], steps=steps, info=header["info"],
-                                 message=header["message"], sensitivities=sensitivities)
+                                 message=header["message"], sensitivities=sensitivities,
+                                 act=a["act"] if "act" in a.files else np.zeros((0, 0)))
         except ContactoptError:
             raise
         except Exception as exc:  # a damaged file in any way: one line naming it

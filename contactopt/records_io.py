@@ -24,7 +24,7 @@ def check_shapes(path: Path, traj: Trajectory) -> None:
     problems = []
     if traj.t.ndim != 1:
         problems.append(f"t has shape {traj.t.shape}")
-    for name, arr in (("q", traj.q), ("v", traj.v)):
+    for name, arr in (("q", traj.q), ("v", traj.v), ("act", traj.act)):
         if arr.ndim != 2 or arr.shape[0] != n:
             problems.append(f"{name} has shape {arr.shape} for {n} times")
     if len(traj.steps) not in (n - 1, n):

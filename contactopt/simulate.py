@@ -34,21 +34,24 @@ FloatArray = NDArray[np.float64]
 
 def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation: str = "gauss",
               options: Mapping[str, Any] | None = None, t: float = 0.0,
-              control: ArrayLike | None = None) -> Program:
+              control: ArrayLike | None = None, activation: ArrayLike | None = None) -> Program:
     """The explicit program that ``formulation`` builds for one step from ``(q, v)``, with the
     input ``control`` ((nu,): ``B u`` or MuJoCo's ``ctrl``; see :mod:`contactopt.control`)
-    held over the step (None: no input)."""
+    held over the step (None: no input) and the actuator activations ``activation`` ((na,),
+    ``State.act``; None: the system's initial ones)."""
     form = formulations.get(formulation)
     drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
     resolved = form.resolve_options(rest)
-    held = system.control
+    held, held_activation = system.control, system.activation
     try:
         if control is not None:
             system.set_control(check_output(control, system, 0, t, "formulate: control"))
+        system.set_activation(activation)
         problem = build_step_problem(system, q, v, dt, t, drift=drift, native=form.native_request(resolved))
     finally:
         system.set_control(held)
+        system.set_activation(held_activation)
     return form.build(problem, resolved)
 
 
@@ -125,10 +128,11 @@ def simulate(
     solver = solver or scene.solver
     stepper = make_stepper(scene.system, formulation, solver, dt, merged_options, solver_options)
     choice = ""
+    initial = State(scene.q0, scene.v0, 0.0, scene.system.initial_activation())  # MJCF: the keyframe's act
+    held_activation = scene.system.activation
     check_state = getattr(stepper, "check_state", None)
     if check_state is not None:  # what the method cannot handle is refused before the first step
-        check_state(State(scene.q0, scene.v0, 0.0))
-    initial = State(scene.q0, scene.v0, 0.0)
+        check_state(initial)
     if isinstance(stepper, TimeStepping):  # refuse (or replace a default) before the first step
         program = stepper.first_program(initial)
         chosen, choice = choose(program, solver, explicit=explicit)
@@ -152,12 +156,13 @@ def simulate(
             "q_units": list(scene.system.coordinate_units()[0]), "v_units": list(scene.system.coordinate_units()[1]),
             "control": _describe_control(spec)}
 
-    tracker = _tracker(scene, stepper, sensitivities, control, n_steps, fallback) if sensitivities else _observer
+    tracker = (_tracker(scene, stepper, sensitivities, control, spec, n_steps, fallback) if sensitivities
+               else _observer)
     if tracker is not None:
         _require_differentiable(stepper)
 
     state = initial
-    times, qs, vs = [state.t], [state.q], [state.v]
+    times, qs, vs, acts = [state.t], [state.q], [state.v], [state.act]
     steps: list[StepRecord] = []
     message = ""
     bar = _progress_bar(n_steps, f"{scene.name} {info['formulation']}/{solver}", progress)
@@ -171,7 +176,7 @@ def simulate(
                                      "first_one_sided_step": degenerate[0] if degenerate else None,
                                      "inaccurate_steps": int(sum(tracker.inaccurate))}
         return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
-                          info=info, message=reason, sensitivities=tracked)
+                          info=info, message=reason, sensitivities=tracked, act=np.array(acts))
 
     try:
         for _ in range(n_steps):
@@ -201,6 +206,7 @@ def simulate(
             times.append(state.t)
             qs.append(state.q)
             vs.append(state.v)
+            acts.append(state.act)
             bar.update(1)
     except KeyboardInterrupt:
         message = f"interrupted by the user after {len(times) - 1} steps"
@@ -208,19 +214,22 @@ def simulate(
         bar.close()
         if control is not None:
             scene.system.set_control(None)
+        scene.system.set_activation(held_activation)
     if message:
         warnings.warn(f"{scene.name}: the trajectory is partial: {message}", PartialTrajectoryWarning, stacklevel=2)
     return partial(message)
 
 
-def _tracker(scene: Scene, stepper: Any, names: Sequence[str], control: Controller | None, n_steps: int,
-             fallback: str | None) -> Any:
-    from contactopt.derivatives.trajectory import Sensitivities, check_names
+def _tracker(scene: Scene, stepper: Any, names: Sequence[str], control: Controller | None, spec: Any,
+             n_steps: int, fallback: str | None) -> Any:
+    from contactopt.derivatives.trajectory import Sensitivities, check_names, refuse_activations
 
     if fallback:
         raise OptionError("sensitivities: a run with a fallback solver is not differentiated "
                           "(its steps would mix two solvers' answers)")
-    return Sensitivities(scene.system, check_names(scene.system, names), n_steps, control)
+    checked = check_names(scene.system, names)
+    refuse_activations(scene.system, checked, spec)  # what act's dependence would make wrong
+    return Sensitivities(scene.system, checked, n_steps, control)
 
 
 def _require_differentiable(stepper: Any) -> None:

@@ -68,6 +68,7 @@ def mj_step_time(scene: co.Scene, controls: np.ndarray) -> float:
     model.opt.timestep = scene.dt  # a copy: the scene's own model is left as it is
     data = mujoco.MjData(model)
     data.qpos[:], data.qvel[:] = scene.q0, scene.v0
+    data.act[:] = scene.system.initial_activation()  # the keyframe's act (mj_resetDataKeyframe)
     start = time.perf_counter()
     for u in controls:
         data.ctrl[:] = u

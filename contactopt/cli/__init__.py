@@ -196,7 +196,8 @@ def _save_programs(scene: Scene, traj: Trajectory, folder: Path) -> Path:
     for i in range(min(len(traj.steps), traj.q.shape[0])):
         control = traj.steps[i].control
         program = formulate(scene.system, traj.q[i], traj.v[i], dt, traj.info["formulation"],
-                            options, t=float(traj.t[i]), control=control if control.size else None)
+                            options, t=float(traj.t[i]), control=control if control.size else None,
+                            activation=traj.act[i])
         save_program(program, folder / f"step_{i:06d}.npz")
     return folder
 

@@ -93,7 +93,7 @@ def run_program(args: argparse.Namespace) -> int:
     options = {**scene.options, **_options(args.option)}
     formulation = args.formulation or scene.formulation
     dt = args.dt or scene.dt
-    q, v, t = scene.q0, scene.v0, 0.0
+    q, v, t, act = scene.q0, scene.v0, 0.0, None
     if args.step < 0:
         raise OptionError(f"--step must be a step index >= 0, got {args.step}")
     if args.out:  # checked before the steps up to --step are simulated
@@ -106,9 +106,10 @@ def run_program(args: argparse.Namespace) -> int:
         if traj.q.shape[0] <= args.step:
             raise ContactoptError(f"the run stopped before step {args.step}: {traj.message}")
         q, v, t = traj.q[args.step], traj.v[args.step], float(traj.t[args.step])
+        act = traj.act[args.step]  # the actuator activations there (MuJoCo's act), if any
     control = make_controller(scene.control, scene.system)  # the scene's input at that step
     u = None if control is None else control(t, np.array(q), np.array(v))
-    program = formulate(scene.system, q, v, dt, formulation, options, t=t, control=u)
+    program = formulate(scene.system, q, v, dt, formulation, options, t=t, control=u, activation=act)
     print(f"step {args.step} (t = {t:.6g}) of {scene.name}, formulation {formulation}: {program.summary()}")
     for block in program.variables:
         print(f"  variables {block.name}: [{block.start}, {block.stop})")

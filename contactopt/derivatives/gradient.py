@@ -22,6 +22,7 @@ from contactopt.derivatives.trajectory import (
     is_control,
     linearize_step,
     parameter_names,
+    refuse_activations,
 )
 from contactopt.errors import ContactoptError, OptionError, ShapeError
 from contactopt.integrators.time_stepping import TimeStepping
@@ -84,6 +85,7 @@ def gradient(scene: Scene, loss: Loss, wrt: Sequence[str], formulation: str | No
 
     names = check_names(scene.system, wrt)
     spec = controller if controller is not None else scene.control
+    refuse_activations(scene.system, names, spec)
     recorder = _Recorder(parameter_names(scene.system, names), make_controller(spec, scene.system))
     if "u" in names and is_control(scene.system, "u") and recorder.controller is None:
         raise OptionError("gradient: 'u' is the input of each step, and this run has no controller "

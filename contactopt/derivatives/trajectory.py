@@ -21,11 +21,18 @@ open-loop input has ``f_x = 0``.
 
 Names a user differentiates by: ``"q0"``, ``"v0"``, ``"u"`` (the input of every step),
 ``"dt"``, and the system's own (:meth:`System.differentiable_parameters`: ``"mu"``, masses, ...).
+
+**Actuator activations** (``State.act``, an MJCF model with ``na > 0``) are not in ``x``: the
+step's forces use ``act_n``, which the past inputs and ``dt`` set (:mod:`contactopt.mujoco.activations`)
+but not the state nor the contact parameters. So with an open-loop input (none, constant,
+sinusoid) ``act_n`` is the same along every perturbation of ``q0``, ``v0`` and the parameters,
+and their sensitivities are exact; ``"u"``, ``"dt"`` and a state-feedback controller would need
+``d act / d(...)`` and are refused before step 0 (:func:`refuse_activations`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,11 +48,14 @@ from contactopt.systems.base import System
 FloatArray = NDArray[np.float64]
 Controller = Callable[[float, FloatArray, FloatArray], Any]
 
-__all__ = ["INITIAL_STATE", "Sensitivities", "StepLinearization", "check_names", "controller_jacobian",
-           "controller_rate", "is_control", "linearize_step", "parameter_names"]
+__all__ = ["INITIAL_STATE", "OPEN_LOOP_CONTROLS", "Sensitivities", "StepLinearization", "check_names",
+           "controller_jacobian", "controller_rate", "is_control", "linearize_step", "parameter_names",
+           "refuse_activations"]
 
 #: Names of the initial state's blocks.
 INITIAL_STATE = ("q0", "v0")
+#: ``[control]`` types whose input does not read the state (:mod:`contactopt.control`).
+OPEN_LOOP_CONTROLS = ("constant", "sinusoid")
 
 
 def check_names(system: System, names: Sequence[str]) -> tuple[str, ...]:
@@ -64,6 +74,25 @@ def check_names(system: System, names: Sequence[str]) -> tuple[str, ...]:
     if "u" in given and system.control_size == 0 and "u" not in parameters:
         raise OptionError(f"sensitivities: system {system.type_name!r} takes no input, so 'u' has no sensitivity")
     return given
+
+
+def refuse_activations(system: System, names: Sequence[str], controller: Any) -> None:
+    """On a system with actuator activations, refuse (one :class:`OptionError`) the names and
+    the controller whose derivative would leave out ``d act / d(...)`` (module docstring):
+    ``"u"``, ``"dt"``, and any controller but an open-loop one (:data:`OPEN_LOOP_CONTROLS`;
+    ``controller`` is a ``ControlSpec``, a ``[control]`` mapping, a callable or None)."""
+    if not system.na:
+        return
+    where = f"sensitivities: system {system.describe()} has {system.na} actuator activation(s) (MuJoCo's act)"
+    wrong = [name for name in names if name in ("u", "dt")]
+    if wrong:
+        raise OptionError(f"{where}, which the inputs and dt set: derivatives by {', '.join(map(repr, wrong))} "
+                          "are not computed (q0, v0 and the parameters are)")
+    kind = controller.get("type") if isinstance(controller, Mapping) else getattr(controller, "type", None)
+    if controller is not None and kind not in OPEN_LOOP_CONTROLS:
+        raise OptionError(f"{where}, which a controller reading the state (type {kind or 'python callable'!r}) "
+                          f"makes depend on q and v: only an open-loop control "
+                          f"({', '.join(OPEN_LOOP_CONTROLS)}) is differentiated")
 
 
 def is_control(system: System, name: str) -> bool:

@@ -20,7 +20,7 @@ from contactopt.errors import OptionError
 from contactopt.model import State
 from contactopt.systems.base import System
 
-__all__ = ["FEATURES", "refuse_contacts", "refuse_model_features"]
+__all__ = ["FEATURES", "refuse_activation_states", "refuse_contacts", "refuse_model_features"]
 
 #: What each feature of :meth:`System.declared_features` puts in a step's program.
 FEATURES = {"angular_friction": "torsional/rolling friction rows (MJCF condim 4/6)",
@@ -39,6 +39,15 @@ def refuse_contacts(system: System, state: State, method: str) -> None:
         raise OptionError(f"formulation {method!r} does not model contact, and system {system.type_name!r} "
                           f"has {contacts.count} contact candidate(s) at t={state.t:.6g} (closest phi = "
                           f"{float(contacts.phi.min()):.6g}); use {CONTACT_METHODS}")
+
+
+def refuse_activation_states(system: System, method: str) -> None:
+    """Raise :class:`OptionError` if ``system`` has actuator activations (MuJoCo's ``act``):
+    ``method`` integrates ``(q, v)`` alone, and would hold them constant over its substeps."""
+    if system.na:
+        raise OptionError(f"formulation {method!r} does not carry actuator activations, and "
+                          f"{system.describe()} has na = {system.na} (MuJoCo's act: filter, integrator or muscle "
+                          "actuators); use 'mujoco' or a time-stepping formulation")
 
 
 def refuse_model_features(system: System, formulation: str, refuses: Mapping[str, str]) -> None:

@@ -65,6 +65,7 @@ from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, OdeSolver, Radau
 from scipy.optimize import brentq
 
 from contactopt.errors import ContactoptError, OptionError
+from contactopt.integrators.capabilities import refuse_activation_states
 from contactopt.integrators.drift import Drift
 from contactopt.integrators.ode import accelerations
 from contactopt.integrators.options import choice, merge_options, number, optional_number
@@ -168,6 +169,7 @@ class CompliantContact:
     def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
         """Validate ``options`` (module docstring; unknown keys rejected); ``solver`` is unused."""
+        refuse_activation_states(system, 'compliant')  # before step 0
         owner = self.name
         self.system = dense_view(system)  # small dense linear algebra (systems/dense.py)
         self.dt = float(dt)

@@ -69,6 +69,7 @@ from scipy.integrate import solve_ivp
 
 from contactopt import solvers
 from contactopt.errors import ContactoptError, OptionError
+from contactopt.integrators.capabilities import refuse_activation_states
 from contactopt.integrators.hybrid_modes import (
     APPROACH_TOLERANCE,
     INACTIVE,
@@ -114,6 +115,7 @@ class HybridSimulation:
                  solver_options: Mapping[str, Any] | None = None) -> None:
         """Validate ``options`` and the system (planar or normal-only contacts, ``qdot = v``);
         ``solver_options`` go to the impact program's solver."""
+        refuse_activation_states(system, 'hybrid')  # before step 0
         owner = self.name
         self.options = merge_options(owner, self.defaults, options)
         opts = self.options

@@ -33,7 +33,7 @@ from scipy.integrate import solve_ivp
 
 from contactopt import solvers
 from contactopt.errors import ContactoptError, OptionError
-from contactopt.integrators.capabilities import refuse_contacts
+from contactopt.integrators.capabilities import refuse_activation_states, refuse_contacts
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
 from contactopt.model import State
 from contactopt.programs import ConicProgram, Residuals, Status, Zero
@@ -56,6 +56,7 @@ class ConstrainedODE:
 
     def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
+        refuse_activation_states(system, 'ode')  # before step 0
         self.system = dense_view(system)  # small dense linear algebra (systems/dense.py)
         self.dt = float(dt)
         given = dict(options or {})

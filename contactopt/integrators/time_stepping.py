@@ -5,6 +5,9 @@ Semi-implicit Euler: the formulation's program gives ``v'`` (and the impulses), 
 termination, numerical error, ...) yields no next state; its record carries the status.
 Bilateral constraints follow the ``drift`` option (:mod:`contactopt.integrators.drift`):
 the velocity target of their rows (Baumgarte) and a projection after the step.
+Actuator activations (``State.act``, MuJoCo's ``act``) are the system's during the step
+(:meth:`System.set_activation`: the forces of step ``n`` use ``act_n``) and advance by
+:meth:`System.next_activation` (:mod:`contactopt.mujoco.activations`), whatever the contact solve.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ class TimeStepping:
         self._prebuilt: tuple[State, StepProblem, Program, float] | None = None
 
     def program(self, state: State) -> tuple[StepProblem, Program]:
+        self.system.set_activation(state.act)  # the forces of this step use its activations
         problem = build_step_problem(self.system, state.q, state.v, self.dt, state.t, drift=self.drift,
                                      native=self.formulation.native_request(self.formulation_options))
         return problem, self.formulation.build(problem, self.formulation_options)
@@ -108,6 +112,7 @@ class TimeStepping:
         """Before step 0: the rows the formulation cannot hold that the system declares are
         refused by name (:func:`~contactopt.integrators.capabilities.refuse_model_features`)."""
         refuse_model_features(self.system, self.formulation.name, self.formulation.refuses)
+        self.system.check_activations(self.dt)
 
     def first_program(self, state: State) -> Program:
         """The program of ``state`` (:meth:`program`), kept for a :meth:`step` from this same
@@ -138,6 +143,7 @@ class TimeStepping:
         prebuilt, self._prebuilt = self._prebuilt, None
         if prebuilt is not None and prebuilt[0] is state:
             _, problem, program, build_time = prebuilt
+            self.system.set_activation(state.act)
         else:
             start = time.perf_counter()
             problem, program = self.program(state)
@@ -173,7 +179,8 @@ class TimeStepping:
         v_next = result.v_next
         if self.drift.mode == "projection":
             q_next, v_next = project(self.system, q_next, v_next, state.t + self.dt)
-        next_state = State(q_next, v_next, state.t + self.dt)
+        act_next = self.system.next_activation(state.q, state.v, self.dt)
+        next_state = State(q_next, v_next, state.t + self.dt, act_next)
         return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
                                       limits=result.limits, friction_loss=result.friction_loss,
                                       angular_friction=_angular_impulses(problem, result.angular_friction),

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError
-from contactopt.integrators.capabilities import refuse_contacts
+from contactopt.integrators.capabilities import refuse_activation_states, refuse_contacts
 from contactopt.model import State
 from contactopt.programs import Residuals, Status
 from contactopt.records import StepRecord
@@ -59,6 +59,7 @@ class VariationalIntegrator:
 
     def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
+        refuse_activation_states(system, 'variational')  # before step 0
         if not isinstance(system, ManipulatorSystem) or system.nq != system.nv:
             raise OptionError(f"formulation 'variational' needs a textbook system with M(q), C(q, v), "
                               f"tau_g(q) and qdot = v; {system.type_name!r} is not one")

@@ -46,6 +46,30 @@ def collision_count(mujoco: Any, model: Any, data: Any, q: FloatArray) -> int:
     return int(data.ncon)
 
 
+def contact_labels(model: Any, data: Any) -> list[str]:
+    """A label per contact of ``data`` not between fused bodies (``exclude <= 1``), in order:
+    ``"geom1|geom2"`` with MuJoCo's geom names (a nameless geom is ``"body/geom<id>"``)."""
+    ncon = int(data.ncon)
+    found = data.contact
+    geoms = np.asarray(found.geom)[:ncon][np.asarray(found.exclude)[:ncon] <= 1]
+
+    def label(geom: int) -> str:
+        name = model.geom(geom).name
+        return name or f"{model.body(int(model.geom_bodyid[geom])).name or 'world'}/geom{geom}"
+
+    return [f"{label(int(g1))}|{label(int(g2))}" for g1, g2 in geoms]
+
+
+def contact_keys(data: Any) -> tuple[IntArray, FloatArray]:
+    """``(geom pairs, positions)`` of the contacts of ``data`` not between fused bodies, in order."""
+    ncon = int(data.ncon)
+    if not ncon:
+        return np.zeros((0, 2), dtype=np.int_), np.zeros((0, 3))
+    keep = np.flatnonzero(np.asarray(data.contact.exclude)[:ncon] <= 1)
+    return (np.asarray(data.contact.geom)[:ncon][keep].astype(np.int_),
+            np.asarray(data.contact.pos)[:ncon][keep].copy())
+
+
 def _label(model: Any, kind: str, index: int) -> str:
     name = getattr(model, kind)(index).name
     if name:

@@ -2,10 +2,10 @@
 "keyframe/key"; ``mj_resetDataKeyframe`` of its API reference).
 
 A scene starts at keyframe 0 when the model has one, or at the keyframe named by
-``[system] keyframe = "NAME"`` (the CLI's ``--keyframe NAME``): its ``qpos`` and ``qvel``, and,
-as ``mj_resetDataKeyframe`` sets ``data.ctrl``, its ``ctrl`` held as a constant control when
-the scene has no ``[control]`` table (a zero ``ctrl``, or a model with activation states, holds
-none: contactopt's state carries no activations).
+``[system] keyframe = "NAME"`` (the CLI's ``--keyframe NAME``): its ``qpos``, ``qvel`` and ``act``
+(the actuator activations, :mod:`.activations`), and, as ``mj_resetDataKeyframe`` sets
+``data.ctrl``, its ``ctrl`` held as a constant control when the scene has no ``[control]`` table
+(a zero ``ctrl`` holds none).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def keyframe_state(model: Any, index: int) -> tuple[FloatArray, FloatArray]:
 
 def keyframe_control(model: Any, index: int | None) -> FloatArray | None:
     """The ``ctrl`` of keyframe ``index`` to hold, or ``None`` (no keyframe, no actuators, a zero
-    ``ctrl``, or activation states: module docstring)."""
-    if index is None or not int(model.nu) or int(model.na):
+    ``ctrl``: module docstring)."""
+    if index is None or not int(model.nu):
         return None
     ctrl = np.array(model.key_ctrl[index], dtype=np.float64)
     return ctrl if np.any(ctrl != 0.0) else None

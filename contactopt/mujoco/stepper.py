@@ -1,16 +1,16 @@
 """MuJoCo's own solver as a method (``formulation="mujoco"``): the reference row of ``compare``.
 
-Each step sets ``qpos``/``qvel`` and calls ``mj_step`` on an unmodified model loaded from the
-system's file: the system's ``detection_margin`` (0 by default) raises geom margins and gaps for
-contactopt's own contact candidates only, and MuJoCo's ``gap`` is not inert in its solver (a contact in
-the gap keeps its constraint row, which lifts a resting box), so the reference row must not
-see it. The recorded contacts are MuJoCo's own (``candidates`` those not between fused bodies,
-``mujoco_contacts`` its ``ncon``). The record
-holds MuJoCo's contact impulses (``mj_contactForce`` times ``h``, normal first, zero for
-contacts MuJoCo did not activate), the solver's iteration count, and residuals that
-contactopt computes for MuJoCo's answer on the same constraint problem
-(:func:`contactopt.mujoco.reproduce.program_from_mujoco`), so MuJoCo is judged like any other
-solver. Options set MuJoCo's own: ``cone`` ("pyramidal" | "elliptic"), ``solver`` ("Newton" |
+Each step sets ``qpos``/``qvel``/``act`` (the state's actuator activations) and calls ``mj_step``
+on an unmodified model loaded from the system's file: the system's ``detection_margin`` (0 by
+default) raises geom margins and gaps for contactopt's own contact candidates only, and
+MuJoCo's ``gap`` is not inert in its solver (a contact in the gap keeps its constraint row,
+which lifts a resting box), so the reference row must not see it. The recorded contacts are
+MuJoCo's own (``candidates`` those not between fused bodies, ``mujoco_contacts`` its ``ncon``),
+the next state's ``act`` MuJoCo's own. The record holds MuJoCo's contact impulses
+(``mj_contactForce`` times ``h``, normal first, zero for contacts MuJoCo did not activate), the
+solver's iteration count, and residuals that contactopt computes for MuJoCo's answer on the
+same constraint problem (:func:`contactopt.mujoco.reproduce.program_from_mujoco`), so MuJoCo
+is judged like any other solver. Options set MuJoCo's own: ``cone`` ("pyramidal" | "elliptic"), ``solver`` ("Newton" |
 "CG" | "PGS"), ``iterations``, ``tolerance`` (None keeps the model's).
 
 **Time.** The record's ``solve_time`` is ``mj_step`` alone (MuJoCo's whole step: its
@@ -93,6 +93,7 @@ class MujocoStepper:
         mujoco, model, data = self.mujoco, self.model, self.data
         data.qpos[:] = state.q
         data.qvel[:] = state.v
+        data.act[:] = state.act
         data.time = state.t
         control = self.system.control  # the same held control as every other method
         data.ctrl[:] = 0.0 if control is None else control
@@ -123,7 +124,7 @@ class MujocoStepper:
                     "(not in the step's time)")
         if not finite:
             return None, record
-        return State(np.array(data.qpos), np.array(data.qvel), state.t + self.dt), record
+        return State(np.array(data.qpos), np.array(data.qvel), state.t + self.dt, np.array(data.act)), record
 
     def _residuals(self) -> Residuals:
         """contactopt's residuals of MuJoCo's forces on the problem MuJoCo solved this step,

@@ -49,7 +49,8 @@ Each step records its candidate count and MuJoCo's own ``ncon`` at that state
 with the model's margins (:meth:`MjcfSystem.reference_contact_count`, :mod:`.candidates`).
 **Declared features**: the condim 4/6 geom pairs and the frictionloss dofs and tendons the
 model declares (:meth:`MjcfSystem.declared_features`), by which a formulation that cannot hold
-their rows refuses the model before step 0.
+their rows refuses the model before step 0. **Actuator activations** (``na > 0``): ``data.act`` is
+the state's (:meth:`set_activation`), advanced by :meth:`next_activation` (:mod:`.activations`).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
-from contactopt.mujoco import candidates, compat, derivatives, keyframes, parameters
+from contactopt.mujoco import activations, candidates, compat, derivatives, keyframes, parameters
 from contactopt.mujoco import constraints as mj_rows
 from contactopt.mujoco.contacts import Chains, angular_friction, contact_jacobian, friction_problem
 from contactopt.mujoco.mass import MassLayout
@@ -125,7 +126,10 @@ class MjcfSystem(System):
         self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
         self.q_names, self.v_names = candidates.coordinate_names(self.mujoco, self.model)
-        self._at: tuple[bytes, bytes, bytes] | None = None
+        self.na = int(self.model.na)  # actuator activations (.activations)
+        self._activation_law = activations.ActivationLaw(self.mujoco, self.model)
+        self.activation = self.initial_activation()
+        self._at: tuple[bytes, bytes, bytes, bytes] | None = None
         self._chains = Chains(self.model)
         self.mass_layout = MassLayout(self.model) if compat.has_sparse_mass(self.model, self.data) else None
         self._scratch: Any = None  # MjData for finite differences of the equality rows
@@ -165,12 +169,13 @@ class MjcfSystem(System):
     def _evaluate(self, q: ArrayLike, v: ArrayLike) -> Any:
         qv, vv = as_vector(q, "q", self.nq), as_vector(v, "v", self.nv)
         ctrl = np.zeros(self.model.nu) if self.control is None else self.control
-        key = (qv.tobytes(), vv.tobytes(), ctrl.tobytes())
+        key = (qv.tobytes(), vv.tobytes(), ctrl.tobytes(), self.activation.tobytes())
         if key != self._at:
             data = self.data
             data.qpos[:] = qv
             data.qvel[:] = vv
             data.ctrl[:] = ctrl  # the held control: MuJoCo applies gains, biases and ctrlrange
+            data.act[:] = self.activation  # the step's activations (set_activation)
             self.mujoco.mj_fwdPosition(self.model, data)
             self.mujoco.mj_fwdVelocity(self.model, data)
             self.mujoco.mj_fwdActuation(self.model, data)
@@ -185,15 +190,20 @@ class MjcfSystem(System):
     def control_names(self) -> tuple[str, ...]:
         return tuple(self.model.actuator(i).name or f"actuator{i}" for i in range(self.model.nu))
 
-    def set_control(self, u: FloatArray | None) -> None:
-        """``data.ctrl`` for the next step. Actuators with their own state (``na > 0``: filters,
-        integrators) are refused: contactopt's state is ``(qpos, qvel)`` without ``act``."""
-        if u is not None and self.model.na:
-            from contactopt.errors import OptionError
+    def initial_activation(self) -> FloatArray:
+        """The keyframe's ``act``, else zeros (:mod:`.activations`)."""
+        return activations.initial_activation(self.model, self.keyframe_index)
 
-            raise OptionError(f"{self.path.name}: actuators with activation states (na = {self.model.na}) "
-                              "are not supported with a controller: the state holds no activations")
-        super().set_control(u)
+    def next_activation(self, q: ArrayLike, v: ArrayLike, dt: float) -> FloatArray:
+        """``act`` after a step of ``dt``: MuJoCo's ``act_dot`` at ``(q, v)`` with the held ctrl
+        and the set activations, advanced as ``mj_advance`` does (:mod:`.activations`)."""
+        if not self.na:
+            return np.zeros(0)
+        data = self._evaluate(q, v)
+        return self._activation_law.advance(self.activation, np.array(data.act_dot), dt)
+
+    def check_activations(self, dt: float) -> None:
+        activations.check(self.model, dt, self.path.name)
 
     def _evaluate_position(self, q: ArrayLike) -> Any:
         if self._at is not None and self._at[0] == as_vector(q, "q", self.nq).tobytes():
@@ -261,18 +271,8 @@ class MjcfSystem(System):
                         restitution=np.zeros(keep.shape[0]), dim=3, angular=angular)
 
     def contact_names(self, q: ArrayLike) -> list[str]:
-        """A label per contact of :meth:`contacts`, in its order: ``"geom1|geom2"`` with MuJoCo's
-        geom names (a nameless geom is ``"body/geom<id>"``)."""
-        data = self._evaluate_position(q)
-        ncon = int(data.ncon)
-        found = data.contact
-        geoms = np.asarray(found.geom)[:ncon][np.asarray(found.exclude)[:ncon] <= 1]
-
-        def label(geom: int) -> str:
-            name = self.model.geom(geom).name
-            return name or f"{self.model.body(int(self.model.geom_bodyid[geom])).name or 'world'}/geom{geom}"
-
-        return [f"{label(int(g1))}|{label(int(g2))}" for g1, g2 in geoms]
+        """A label per contact of :meth:`contacts`, in its order (:func:`.candidates.contact_labels`)."""
+        return candidates.contact_labels(self.model, self._evaluate_position(q))
 
     def reference_contact_count(self, q: ArrayLike) -> int:
         """MuJoCo's own ``ncon`` at ``q``, detected with the model's own geom margins: the
@@ -347,13 +347,7 @@ class MjcfSystem(System):
 
     def contact_keys(self, q: ArrayLike) -> tuple[NDArray[np.int_], FloatArray]:
         """``(geom pairs, positions)`` of the contact candidates of :meth:`contacts`, in order."""
-        data = self._evaluate_position(q)
-        ncon = int(data.ncon)
-        if not ncon:
-            return np.zeros((0, 2), dtype=np.int_), np.zeros((0, 3))
-        keep = np.flatnonzero(np.asarray(data.contact.exclude)[:ncon] <= 1)
-        return (np.asarray(data.contact.geom)[:ncon][keep].astype(np.int_),
-                np.asarray(data.contact.pos)[:ncon][keep].copy())
+        return candidates.contact_keys(self._evaluate_position(q))
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         q_next = np.array(as_vector(q, "q", self.nq))

@@ -152,6 +152,10 @@ class System(ABC):
     #: The control input held over the current step (zero-order hold), set by ``simulate``
     #: from a controller (:mod:`contactopt.control`); None: no input.
     control: FloatArray | None = None
+    #: ``na``: the actuators' own states (MuJoCo's ``act``; :class:`~contactopt.model.State`),
+    #: 0 for a system without them, and the activations its evaluations use (:meth:`set_activation`).
+    na: int = 0
+    activation: FloatArray = np.zeros(0)
 
     def __init__(self, params: Mapping[str, float], contact: Mapping[str, float]) -> None:
         self.params = dict(params)
@@ -193,6 +197,30 @@ class System(ABC):
         """Hold ``u`` ((nu,) finite, checked by the caller) over the next step; None clears it.
         :meth:`dynamics` with ``u=None`` then applies it."""
         self.control = None if u is None else np.array(u, dtype=np.float64)
+
+    def initial_activation(self) -> FloatArray:
+        """The activations a run starts from ((na,); zeros unless the system says otherwise)."""
+        return np.zeros(self.na)
+
+    def set_activation(self, act: ArrayLike | None) -> None:
+        """The activations ((na,)) that :meth:`dynamics` uses until the next call (the state's,
+        set by every step); None: :meth:`initial_activation`."""
+        values = self.initial_activation() if act is None else np.asarray(act, dtype=np.float64)
+        if values.shape != (self.na,) or not np.all(np.isfinite(values)):
+            raise ContactoptError(f"activations: system {self.type_name!r} has na = {self.na} actuator "
+                                  f"activations, got {values.shape[0] if values.ndim == 1 else values.shape}"
+                                  + ("" if np.all(np.isfinite(values)) else " with NaN or infinite entries"))
+        self.activation = values
+
+    def next_activation(self, q: ArrayLike, v: ArrayLike, dt: float) -> FloatArray:
+        """The activations after a step of ``dt`` from ``(q, v)`` under the held control and the
+        activations set (:meth:`set_activation`); a system without them keeps its empty ones."""
+        return self.activation.copy()
+
+    def check_activations(self, dt: float) -> None:
+        """Refuse, before step 0, activation dynamics that a step of ``dt`` cannot reproduce
+        (one clear error); nothing to refuse without activations."""
+        return None
 
     @abstractmethod
     def contacts(self, q: ArrayLike) -> Contacts:

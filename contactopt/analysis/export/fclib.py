@@ -105,9 +105,15 @@ class FclibStep:
 
 
 def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
-                        epsilon: float = math.inf, drift: Drift | None = None) -> FclibStep:
-    """The FCLIB local problem of the step from ``(q, v)`` (module docstring, ``fclib``)."""
-    problem = build_step_problem(scene.system, q, v, dt, t, drift=drift)
+                        epsilon: float = math.inf, drift: Drift | None = None, act: Any = None) -> FclibStep:
+    """The FCLIB local problem of the step from ``(q, v)`` (module docstring, ``fclib``) with the
+    actuator activations ``act`` (``State.act``; None: the system's initial ones)."""
+    held = scene.system.activation
+    try:
+        scene.system.set_activation(act)
+        problem = build_step_problem(scene.system, q, v, dt, t, drift=drift)
+    finally:
+        scene.system.set_activation(held)
     limits = int(np.sum(problem.unilateral.phi <= epsilon))
     if limits or problem.friction_loss.count:
         # FCLIB's local problem has contact and bilateral rows only: dropping a limit or a
@@ -195,7 +201,7 @@ def write_fclib(scene: Scene, traj: Trajectory, folder: Path, options: Mapping[s
     locals_: list[tuple[int, float, FclibStep]] = []
     for i in range(step_count(traj)):
         t = float(traj.t[i])
-        local = fclib_local_problem(scene, traj.q[i], traj.v[i], dt, t, epsilon, drift)
+        local = fclib_local_problem(scene, traj.q[i], traj.v[i], dt, t, epsilon, drift, traj.act[i])
         if local.spacedim not in (2, 3):
             warnings.warn(f"fclib export skipped: the contacts of {scene.name!r} have {local.spacedim} "
                           "row(s) per contact; FCLIB needs spacedim 2 or 3", stacklevel=3)

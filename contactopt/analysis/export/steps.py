@@ -50,7 +50,8 @@ def step_programs(scene: Scene, traj: Trajectory, formulation: str | None = None
         warnings.simplefilter("ignore")  # e.g. gauss ignoring friction: said once by the run
         for i in range(step_count(traj)):
             t = float(traj.t[i])
-            out.append((i, t, formulate(scene.system, traj.q[i], traj.v[i], dt, name, resolved, t)))
+            out.append((i, t, formulate(scene.system, traj.q[i], traj.v[i], dt, name, resolved, t,
+                                        activation=traj.act[i])))
     return out
 
 
