@@ -25,6 +25,7 @@ from contactopt.cli.common import (
     _Parser,
     add_keyframe_argument,
     add_max_steps_argument,
+    formulation_options,
     load_scene_of,
     positive_float,
     with_max_steps,
@@ -73,7 +74,7 @@ def _names(text: str | None) -> list[str] | None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
-    options = _options(args.option)
+    options = formulation_options(args.option, scene)
     solver_options = {**scene.solver_options, **_options(args.solver_option)}
     formulation = args.formulation or scene.formulation
     solver = args.solver or scene.solver  # the folder name; simulate may replace a scene default
@@ -294,6 +295,8 @@ def _add_step_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    shown = warnings.formatwarning
+    warnings.formatwarning = _one_line_warning  # the message, not this package's source line
     try:
         return int(args.func(args))
     except ContactoptError as exc:
@@ -302,6 +305,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("contactopt: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = shown
+
+
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      line: str | None = None) -> str:
+    """A warning as the command line prints it: its kind and message (what it names: the
+    scene's contact, limit or option), without the line of contactopt that raised it."""
+    return f"contactopt: warning: {category.__name__}: {message}\n"
 
 
 if __name__ == "__main__":

@@ -46,6 +46,18 @@ def _options(items: Sequence[str] | None) -> dict[str, Any]:
     return dict(_parse_option(item) for item in items or [])
 
 
+def formulation_options(items: Sequence[str] | None, scene: Scene) -> dict[str, Any]:
+    """The ``-o KEY=VALUE`` options of a run; a key of the scene's ``[system]`` table (e.g. an
+    MJCF model's ``extra_friction``) is refused with the flag that sets it, ``--system-option``."""
+    options = _options(items)
+    system_keys = sorted(set(options) & (set(type(scene.system).config_keys) - {"parameters"}))
+    if system_keys:
+        given = " ".join(f"--system-option {key}=..." for key in system_keys)
+        raise OptionError(f"-o {', '.join(system_keys)}: a key of the scene's [system] table, not a formulation "
+                          f"option; give it as {given}")
+    return options
+
+
 def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
     """``--max-steps N``: the step budget of the runs (contactopt.budgets; default 10**6)."""
     parser.add_argument("--max-steps", type=int, metavar="N",

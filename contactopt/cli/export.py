@@ -13,6 +13,7 @@ from contactopt.cli.common import (
     _options,
     add_keyframe_argument,
     add_max_steps_argument,
+    formulation_options,
     load_scene_of,
     positive_float,
     with_max_steps,
@@ -61,7 +62,7 @@ def run_export(args: argparse.Namespace) -> int:
 
     scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     formats = parse_formats(args.format) if args.format else None
-    options = _options(args.option)
+    options = formulation_options(args.option, scene)
     formulation = args.formulation or scene.formulation
     out_path = Path(args.out) if args.out else Path("exports") / safe_component(f"{scene.name}-{formulation}")
     with prepared_folder(out_path) as out, warnings.catch_warnings():  # --out checked before the run

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.cli.common import _options, load_scene_of, with_max_steps
+from contactopt.cli.common import formulation_options, load_scene_of, with_max_steps
 from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.outputs import writable_file
@@ -90,7 +90,7 @@ def program_matrices(program: Any, width: int) -> str:
 def run_program(args: argparse.Namespace) -> int:
     """Handler of ``contactopt program``."""
     scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
-    options = {**scene.options, **_options(args.option)}
+    options = {**scene.options, **formulation_options(args.option, scene)}
     formulation = args.formulation or scene.formulation
     dt = args.dt or scene.dt
     q, v, t, act = scene.q0, scene.v0, 0.0, None

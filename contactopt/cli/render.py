@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from contactopt.analysis.render import MIN_SIZE, RENDERERS, Panel, RenderResult, render
 from contactopt.cli.common import (
-    _options,
     add_keyframe_argument,
     add_max_steps_argument,
+    formulation_options,
     load_scene_of,
     positive_float,
     with_max_steps,
@@ -199,8 +199,8 @@ def _cmd_render(args: argparse.Namespace) -> int:
         scene = with_max_steps(load_scene_of(args.target, args), args.max_steps)
         if args.out:  # before simulating, so that an unwritable path costs nothing
             writable_file(args.out, "video file")
-        traj = _simulate(scene, args.formulation, args.solver, args.dt, args.duration, _options(args.option),
-                         not args.no_progress)
+        options = formulation_options(args.option, scene)
+        traj = _simulate(scene, args.formulation, args.solver, args.dt, args.duration, options, not args.no_progress)
         system, scene_name = scene.system, scene.name
         folder = safe_component(f"{scene.name}-{traj.info['formulation']}-{str(traj.info['solver']).replace(':', '_')}")
         out = Path(args.out) if args.out else Path("runs") / folder / "video.mp4"

@@ -18,9 +18,9 @@ from typing import Any
 
 from contactopt.analysis.render import Panel
 from contactopt.cli.common import (
-    _options,
     add_keyframe_argument,
     add_max_steps_argument,
+    formulation_options,
     load_scene_of,
     positive_float,
     with_max_steps,
@@ -105,7 +105,7 @@ def _runs(args: argparse.Namespace) -> tuple[list[Panel], System, str, Path]:
     for spec in split_list(args.formulations, "--formulations") or [scene.formulation]:
         method, options = parse_formulation(spec)
         traj = _simulate(scene, method, args.solver, args.dt, args.duration,
-                         {**options, **_options(args.option)}, not args.no_progress)
+                         {**options, **formulation_options(args.option, scene)}, not args.no_progress)
         panels.append(Panel(traj, f"{spec} / {traj.info.get('solver', '?')}"))
     return panels, scene.system, scene.name, Path("runs") / safe_component(f"{scene.name}-view") / "view.html"
 
