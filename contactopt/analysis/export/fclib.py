@@ -63,7 +63,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.analysis.export.steps import step_count
+from contactopt.analysis.export.steps import recorded_control, step_count
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.common import active_contacts
 from contactopt.integrators.drift import Drift
@@ -105,15 +105,20 @@ class FclibStep:
 
 
 def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
-                        epsilon: float = math.inf, drift: Drift | None = None, act: Any = None) -> FclibStep:
+                        epsilon: float = math.inf, drift: Drift | None = None, act: Any = None,
+                        control: Any = None) -> FclibStep:
     """The FCLIB local problem of the step from ``(q, v)`` (module docstring, ``fclib``) with the
-    actuator activations ``act`` (``State.act``; None: the system's initial ones)."""
-    held = scene.system.activation
+    actuator activations ``act`` (``State.act``; None: the system's initial ones) and the input
+    ``control`` held over the step (None: no input)."""
+    held, held_control = scene.system.activation, scene.system.control
     try:
         scene.system.set_activation(act)
+        if control is not None:
+            scene.system.set_control(control)
         problem = build_step_problem(scene.system, q, v, dt, t, drift=drift)
     finally:
         scene.system.set_activation(held)
+        scene.system.set_control(held_control)
     limits = int(np.sum(problem.unilateral.phi <= epsilon))
     if limits or problem.friction_loss.count:
         # FCLIB's local problem has contact and bilateral rows only: dropping a limit or a
@@ -201,7 +206,8 @@ def write_fclib(scene: Scene, traj: Trajectory, folder: Path, options: Mapping[s
     locals_: list[tuple[int, float, FclibStep]] = []
     for i in range(step_count(traj)):
         t = float(traj.t[i])
-        local = fclib_local_problem(scene, traj.q[i], traj.v[i], dt, t, epsilon, drift, traj.act[i])
+        local = fclib_local_problem(scene, traj.q[i], traj.v[i], dt, t, epsilon, drift, traj.act[i],
+                                    recorded_control(traj, i))
         if local.spacedim not in (2, 3):
             warnings.warn(f"fclib export skipped: the contacts of {scene.name!r} have {local.spacedim} "
                           "row(s) per contact; FCLIB needs spacedim 2 or 3", stacklevel=3)

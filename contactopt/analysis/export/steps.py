@@ -18,7 +18,7 @@ from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 from contactopt.simulate import formulate
 
-__all__ = ["resolve_formulation", "step_count", "step_programs", "write_npz"]
+__all__ = ["recorded_control", "resolve_formulation", "step_count", "step_programs", "write_npz"]
 
 def resolve_formulation(traj: Trajectory, formulation: str | None,
              options: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
@@ -51,8 +51,15 @@ def step_programs(scene: Scene, traj: Trajectory, formulation: str | None = None
         for i in range(step_count(traj)):
             t = float(traj.t[i])
             out.append((i, t, formulate(scene.system, traj.q[i], traj.v[i], dt, name, resolved, t,
-                                        activation=traj.act[i])))
+                                        control=recorded_control(traj, i), activation=traj.act[i])))
     return out
+
+
+def recorded_control(traj: Trajectory, step: int) -> Any:
+    """The input the run held over ``step`` (its record's ``control``), or None without one."""
+    if step >= len(traj.steps) or not traj.steps[step].control.size:
+        return None
+    return traj.steps[step].control
 
 
 # --- npz ----------------------------------------------------------------------------------
