@@ -248,13 +248,16 @@ def _dual_weight(program: ConicProgram, abs_A: sp.csc_matrix,
     of ``A P^-1 A^T`` for a diagonal ``P``); where no column of the row has curvature,
     ``|y_i| share_i`` is its share of its stationarity rows, ``share_i = sum_j |A_ij| / T_j``
     (:func:`_weight` picks)."""
-    diagonal = _P_diagonal(program)
-    inverse = np.zeros_like(diagonal)
-    positive = diagonal > 0.0
-    inverse[positive] = 1.0 / diagonal[positive]
-    A = program.A
-    squared = csc(A.data * A.data, A.indices, A.indptr, A.shape)
-    mobility = squared @ inverse
+    mobility = program.__dict__.get("_mobility")
+    if mobility is None:  # the program's alone: cached on the (frozen) program, as |A| is
+        diagonal = _P_diagonal(program)
+        inverse = np.zeros_like(diagonal)
+        positive = diagonal > 0.0
+        inverse[positive] = 1.0 / diagonal[positive]
+        A = program.A
+        mobility = csc(A.data * A.data, A.indices, A.indptr, A.shape) @ inverse
+        mobility.setflags(write=False)
+        object.__setattr__(program, "_mobility", mobility)
     with np.errstate(over="ignore"):
         share = abs_A @ (1.0 / column_scale)
     return mobility, share
