@@ -4,9 +4,13 @@
   of its other packages (``locomotion``, ``third_party``) that load without Python-side assembly;
 * gymnasium's MuJoCo environments (``gymnasium/envs/mujoco/assets/*.xml``; ``pip install
   gymnasium``, in the ``robots`` extra), when installed;
-* two small models of this repository with the features real robots have
+* four small models of this repository with the features real robots have
   (``problems/mjcf/tendon_gripper.xml``, ``position_arm.xml``: position actuators with kv, a
-  tendon-driven gripper, condim 3 contacts, joint frictionloss, a keyframe with ctrl).
+  tendon-driven gripper, condim 3 contacts, joint frictionloss, a keyframe with ctrl;
+  ``servo_hand.xml`` (integrator ``implicitfast``) and ``wheel_legs.xml`` (``implicit``): stiff
+  position servos with kv, velocity actuators, a damped tendon actuator spanning two joints,
+  condim 4 and 6 contacts with torsional and rolling friction, joint frictionloss, and a keyframe
+  with ctrl that starts a few mm in penetration with a limit slightly violated).
 
 Models are located without importing their packages (``importlib.util.find_spec``). A model
 that cannot be run at all is listed in :data:`LEFT_OUT` with the reason.
@@ -30,7 +34,7 @@ DM_CONTROL_OTHERS = {
 #: gymnasium's environments (the latest version of each where two are shipped).
 GYMNASIUM = ["ant", "half_cheetah", "hopper", "humanoid", "humanoidstandup", "inverted_double_pendulum",
              "inverted_pendulum", "pusher_v5", "reacher", "swimmer", "walker2d_v5"]
-OWN = ["tendon_gripper", "position_arm"]
+OWN = ["tendon_gripper", "position_arm", "servo_hand", "wheel_legs"]
 #: Models not run, and why.
 LEFT_OUT = {
     "suite/lqr": "no degrees of freedom until dm-control's task sizes it (nv = 0)",
@@ -43,9 +47,18 @@ _STIFF_CMU = ("regularized's default solref (2 h, 1) is 5x stiffer than MuJoCo's
               "for, on 11 g links whose pelvis and thighs overlap by 8.7 cm (standalone the root is welded: "
               "dm-control adds the free joint); mj_step itself diverges with solref 0.01 (8e5 rad/s), and "
               "-o solref=0.02,1 stays at 217 rad/s (MuJoCo 188)")
+#: servo_hand's box starts 3 mm in the floor between the fingertips: rigid rows lift it at
+#: max_recovery_speed, sliding up past the tips, and the relaxed cone of ccp and anitescu
+#: (Anitescu 2006; the separation mu |v_t| of a sliding contact, here mu = 1 and 0.1 m/s) opens
+#: the fingers; -o max_recovery_speed=0.01 keeps them at 0.31 rad/s (MuJoCo 0.34, lcp 0.31).
+_RELAXED_GRASP = ("the relaxed cone's separation mu |v_t| while the box, lifted out of the floor at "
+                  "max_recovery_speed (0.1 m/s), slides up between the fingertips (mu = 1) opens the fingers "
+                  "at 0.93 rad/s; -o max_recovery_speed=0.01 gives 0.31 (MuJoCo 0.34)")
 KNOWN_LAUNCHES = {
     ("dm/humanoid_CMU_V2020", "regularized"): _STIFF_CMU,
     ("dm/humanoid_CMU_V2020", "regularized -o form=primal/newton"): _STIFF_CMU,
+    ("own/servo_hand", "ccp/clarabel"): _RELAXED_GRASP,
+    ("own/servo_hand", "anitescu/osqp"): _RELAXED_GRASP,
 }
 #: Runs that stop early by the formulation's own definition, not by a defect (the ``reason``
 #: column). Standalone, the CMU humanoid's root is welded to the world, and its geom overlaps
