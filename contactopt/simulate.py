@@ -234,10 +234,15 @@ def _tracker(scene: Scene, stepper: Any, names: Sequence[str], control: Controll
 
 def _require_differentiable(stepper: Any) -> None:
     """Refuse, before step 0, a run whose steps have no derivative: a method that is not time
-    stepping (every time-stepping formulation's program is differentiated: :mod:`contactopt.derivatives`)."""
+    stepping, or a step of several stage programs (every time-stepping formulation's single
+    program is differentiated: :mod:`contactopt.derivatives`)."""
     if not isinstance(stepper, TimeStepping):
         raise OptionError("sensitivities: only a time-stepping formulation is differentiated, "
                           f"not {stepper.__class__.__name__}")
+    if stepper.tableau is not None:  # a step of several stage programs (MuJoCo's RK4)
+        from contactopt.integrators.runge_kutta import derivative_refusal
+
+        raise OptionError(derivative_refusal(stepper.tableau, stepper.formulation.name))
 
 
 def _track(tracker: Any, stepper: Any, state: State, u: FloatArray | None, index: int, strict: bool) -> None:

@@ -131,6 +131,10 @@ class StepDerivative:
                  parameters: Sequence[str] = (), branch: str = "active") -> None:
         from contactopt.derivatives import program_derivative
 
+        if stepper.tableau is not None:
+            from contactopt.integrators.runge_kutta import derivative_refusal
+
+            raise OptionError(derivative_refusal(stepper.tableau, stepper.formulation.name))
         if not isinstance(program, StepProgram):
             raise NotDifferentiableError(
                 f"derivatives: formulation {stepper.formulation.name!r} builds a {type(program).__name__}, "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -20,6 +20,10 @@ from contactopt.errors import OptionError
 from contactopt.model import StepProblem
 from contactopt.programs import LCP, ConicProgram, Solution
 from contactopt.programs.coulomb import CoulombProgram
+
+if TYPE_CHECKING:
+    from contactopt.integrators.runge_kutta import Tableau
+    from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 Program = ConicProgram | LCP | CoulombProgram
@@ -91,6 +95,13 @@ class Formulation(ABC):
         """The settings with which :meth:`build` needs the system's own constraint problem
         (``StepProblem.native``, :meth:`System.native_rows`) under these (resolved) options;
         None when it does not."""
+        return None
+
+    def stage_tableau(self, system: System, options: Mapping[str, Any]) -> Tableau | None:
+        """The Runge-Kutta tableau when a step of ``system`` under these (resolved) options is
+        several stage programs (:mod:`contactopt.integrators.runge_kutta`: MuJoCo's RK4 under
+        ``regularized -o params=model``); None (every other formulation): one program a step,
+        semi-implicit Euler."""
         return None
 
     @abstractmethod

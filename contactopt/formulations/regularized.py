@@ -51,8 +51,12 @@ constraint problem at the state, on the model as written (every row MuJoCo build
 ``efc_R`` and ``efc_aref`` from the per-row solref/solimp/margin, friction combined by its
 rules, condim 1-6, the model's cone unless ``cone`` is given), and the velocity step is its
 integrator's (Euler: ``(M + h D)^{-1}``; implicitfast: ``(M - h dtau/dv)^{-1}``):
-:mod:`contactopt.mujoco.native`. One step matches ``mj_step`` to 1e-14 where MuJoCo's solver
-converges (``tests/test_mjcf_rows.py``). Options that MuJoCo's model sets are refused with it.
+:mod:`contactopt.mujoco.native`. On an ``RK4`` model the step is MuJoCo's four stages, each
+stage's constraint problem one program (:mod:`contactopt.integrators.runge_kutta`,
+:meth:`stage_tableau`); only ``params=model`` follows RK4, every other formulation (and
+``params=contactopt``) takes its semi-implicit Euler step on such a model. One step matches
+``mj_step`` to 1e-14 where MuJoCo's solver converges (``tests/test_mjcf_rows.py``,
+``tests/test_mjcf_rk4.py``). Options that MuJoCo's model sets are refused with it.
 
 **Non-contact rows** (:mod:`contactopt.formulations.constraint_rows`): limit rows are treated
 like frictionless normal rows (impedance and reference from their ``phi``, entering when
@@ -98,9 +102,11 @@ from contactopt.formulations.common import (
     select_contacts,
 )
 from contactopt.formulations.recovery import capped_spring, recovery_speed
+from contactopt.integrators.runge_kutta import RK4, Tableau
 from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc, empty_csc
+from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
@@ -184,6 +190,12 @@ class Regularized(Formulation):
         if options.get("params") != "model":
             return None
         return {"cone": None if options["cone"] == "model" else options["cone"]}
+
+    def stage_tableau(self, system: System, options: Mapping[str, Any]) -> Tableau | None:
+        """MuJoCo's RK4 on an RK4 model under ``params=model``: MuJoCo's own step, stage by stage."""
+        if options.get("params") == "model" and system.native_integrator() == "RK4":
+            return RK4
+        return None
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         if options.get("params") == "model":

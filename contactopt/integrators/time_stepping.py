@@ -8,10 +8,19 @@ the velocity target of their rows (Baumgarte) and a projection after the step.
 Actuator activations (``State.act``, MuJoCo's ``act``) are the system's during the step
 (:meth:`System.set_activation`: the forces of step ``n`` use ``act_n``) and advance by
 :meth:`System.next_activation` (:mod:`contactopt.mujoco.activations`), whatever the contact solve.
+
+**Stage programs.** Where the formulation declares a Runge-Kutta tableau for the system
+(:meth:`Formulation.stage_tableau`: MuJoCo's RK4 under ``regularized -o params=model``) a step
+is that many programs, one at each stage state, solved in turn
+(:mod:`contactopt.integrators.runge_kutta`). Its record keeps the first stage's program,
+solution and impulses (the state's own problem, the one re-formed from the record) with the
+worst status and residuals of the stages and their summed times and iterations; a stage whose
+solve is not usable fails the step, its record naming the stage.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -22,8 +31,10 @@ from numpy.typing import ArrayLike
 from contactopt import formulations, solvers
 from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.base import Formulation, Program
+from contactopt.integrators import runge_kutta
 from contactopt.integrators.capabilities import refuse_model_features
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
+from contactopt.integrators.runge_kutta import Tableau
 from contactopt.model import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status
 from contactopt.programs.coulomb import CoulombProgram
@@ -101,6 +112,8 @@ class TimeStepping:
         self.last_problem: StepProblem | None = None
         self.warm_start_option = spec.warm_start if spec.warm_start not in self.solver_options else None
         self._prebuilt: tuple[State, StepProblem, Program, float] | None = None
+        #: The stages of a step (None: one program, semi-implicit Euler).
+        self.tableau: Tableau | None = self.formulation.stage_tableau(system, self.formulation_options)
 
     def program(self, state: State) -> tuple[StepProblem, Program]:
         self.system.set_activation(state.act)  # the forces of this step use its activations
@@ -139,6 +152,16 @@ class TimeStepping:
             return options
         return {**options, self.warm_start_option: last.x}
 
+    def _solve(self, program: Program) -> Solution | str:
+        """The formulation's chosen solution of ``program``, or why the solver could not take it
+        (a program this solver cannot take mid-run, e.g. P singular for qp->lcp, is a failed
+        step, recorded, not a lost trajectory)."""
+        try:
+            solution = solvers.solve(program, self.solver, self._options_for(program))
+        except ContactoptError as exc:
+            return str(exc)
+        return self.formulation.choose_solution(program, solution, self.formulation_options)
+
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         prebuilt, self._prebuilt = self._prebuilt, None
         if prebuilt is not None and prebuilt[0] is state:
@@ -153,17 +176,13 @@ class TimeStepping:
         reference = self.system.reference_contact_count(state.q)  # MuJoCo's ncon beside the candidates
         counts: dict[str, Any] = {"candidates": contacts.count,
                                   "mujoco_contacts": -1 if reference is None else reference}
-        try:
-            solution = solvers.solve(program, self.solver, self._options_for(program))
-        except ContactoptError as exc:
-            # A program this solver cannot take mid-run (e.g. P singular for qp->lcp) is a
-            # failed step, recorded, not a lost trajectory.
+        solution = self._solve(program)
+        if isinstance(solution, str):
             return None, StepRecord(t=state.t, impulses=nan_impulses, phi=contacts.phi.copy(),
                                     status=Status.NUMERICAL_ERROR, build_time=build_time,
                                     setup_time=0.0, solve_time=0.0, iterations=0,
                                     residuals=Residuals(np.inf, np.inf, np.inf, np.inf),
-                                    solver=self.solver, message=str(exc), **counts)
-        solution = self.formulation.choose_solution(program, solution, self.formulation_options)
+                                    solver=self.solver, message=solution, **counts)
         record_args: dict[str, Any] = dict(t=state.t, phi=contacts.phi.copy(), status=solution.status,
                            constraint_error=problem.bilateral.violation(state.v),
                            build_time=build_time, setup_time=solution.setup_time,
@@ -175,16 +194,59 @@ class TimeStepping:
         if not solution.status.usable:
             return None, StepRecord(impulses=nan_impulses, **record_args)
         result = self.formulation.recover(problem, program, solution)
-        q_next = self.system.integrate(state.q, result.v_next, self.dt)
-        v_next = result.v_next
+        if self.tableau is not None:
+            next_state, record_args = self._stages(state, result.v_next, record_args)
+            if next_state is None:
+                return None, StepRecord(impulses=nan_impulses, **record_args)
+        else:
+            next_state = State(self.system.integrate(state.q, result.v_next, self.dt), result.v_next,
+                               state.t + self.dt, self.system.next_activation(state.q, state.v, self.dt))
         if self.drift.mode == "projection":
-            q_next, v_next = project(self.system, q_next, v_next, state.t + self.dt)
-        act_next = self.system.next_activation(state.q, state.v, self.dt)
-        next_state = State(q_next, v_next, state.t + self.dt, act_next)
+            q_next, v_next = project(self.system, next_state.q, next_state.v, state.t + self.dt)
+            next_state = State(q_next, v_next, next_state.t, next_state.act)
         return next_state, StepRecord(impulses=result.impulses, bilateral=result.bilateral,
                                       limits=result.limits, friction_loss=result.friction_loss,
                                       angular_friction=_angular_impulses(problem, result.angular_friction),
                                       **record_args)
+
+    def _stages(self, state: State, v_next: np.ndarray,
+                record_args: dict[str, Any]) -> tuple[State | None, dict[str, Any]]:
+        """The stages after the first (solved: its velocity step ``v_next``) and the next state
+        (:mod:`.runge_kutta`), with the record's fields over every stage; None when a stage fails."""
+        tableau = self.tableau
+        assert tableau is not None
+        rates = [runge_kutta.StageRate.at(self.system, runge_kutta.first_stage(state), v_next, self.dt)]
+        args = dict(record_args)
+        for stage in range(1, tableau.stages):
+            at = runge_kutta.stage_at(self.system, tableau, stage, state, rates, self.dt)
+            start = time.perf_counter()
+            problem, program = self.program(at.state)
+            args["build_time"] += time.perf_counter() - start
+            solution = self._solve(program)
+            where = f"{tableau.name} stage {stage + 1} of {tableau.stages} (t = {at.state.t:.6g})"
+            if isinstance(solution, str):
+                return None, {**args, "status": Status.NUMERICAL_ERROR, "message": f"{where}: {solution}"}
+            self.last_program, self.last_solution, self.last_problem = program, solution, problem
+            args.update(setup_time=args["setup_time"] + solution.setup_time,
+                        solve_time=args["solve_time"] + solution.solve_time,
+                        iterations=args["iterations"] + solution.iterations,
+                        residuals=_worst_residuals(args["residuals"], solution.residuals),
+                        refined=args["refined"] or solution.refined)
+            if not solution.status.usable:
+                return None, {**args, "status": solution.status, "message": f"{where}: {solution.message}"}
+            if solution.status is Status.INACCURATE:
+                args["status"] = Status.INACCURATE
+            v_stage = self.formulation.recover(problem, program, solution).v_next
+            rates.append(runge_kutta.StageRate.at(self.system, at, v_stage, self.dt))
+        args["message"] = f"{tableau.name}: {tableau.stages} stage programs" + (
+            f"; {record_args['message']}" if record_args["message"] else "")
+        return runge_kutta.final_state(self.system, tableau, state, rates, self.dt), args
+
+
+def _worst_residuals(a: Residuals, b: Residuals) -> Residuals:
+    """Each residual's larger value of ``a`` and ``b`` (NaN only where both are)."""
+    return Residuals(*(float(np.fmax(x, y)) for x, y in zip(dataclasses.astuple(a), dataclasses.astuple(b),
+                                                             strict=True)))
 
 
 def _angular_impulses(problem: StepProblem, recovered: np.ndarray) -> np.ndarray:

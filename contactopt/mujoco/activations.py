@@ -16,9 +16,11 @@ sets ``data.act`` and ``data.ctrl``) and advances it as MuJoCo's ``mj_advance`` 
 * then clamped to ``actuator_actrange`` where ``actuator_actlimited``.
 
 The model's integrator does not change this rule except RK4, whose four stages MuJoCo also
-applies to ``act``; contactopt steps an RK4 model as Euler (:mod:`.derivatives`), its
-activations too. A run starts from the keyframe's ``act`` (``mj_resetDataKeyframe``), zeros
-without a keyframe (``mj_resetData``).
+applies to ``act`` (unclamped within the step, this rule at the weighted rate at its end):
+``regularized -o params=model`` follows them (:mod:`contactopt.integrators.runge_kutta`), every
+other formulation steps an RK4 model as Euler (:mod:`.derivatives`), its activations too. A run
+starts from the keyframe's ``act`` (``mj_resetDataKeyframe``), zeros without a keyframe
+(``mj_resetData``).
 """
 
 from __future__ import annotations

@@ -157,6 +157,18 @@ def coordinate_names(mujoco: Any, model: Any) -> tuple[tuple[str, ...], tuple[st
     return tuple(q_names), tuple(v_names)
 
 
+def rotation_dofs(mujoco: Any, model: Any) -> NDArray[np.int_]:
+    """(k, 3): the ``qvel`` indices of each ball joint's and free joint's body-frame angular velocity."""
+    triples = []
+    for j in range(model.njnt):
+        kind, start = int(model.jnt_type[j]), int(model.jnt_dofadr[j])
+        if kind == int(mujoco.mjtJoint.mjJNT_FREE):
+            triples.append(range(start + 3, start + 6))
+        elif kind == int(mujoco.mjtJoint.mjJNT_BALL):
+            triples.append(range(start, start + 3))
+    return np.array(triples, dtype=np.int_).reshape(-1, 3)
+
+
 def coordinate_units(mujoco: Any, model: Any, units: tuple[tuple[str, ...], tuple[str, ...]]
                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``units`` (of ``qpos``, ``qvel``: free and ball joints by their component names) with a

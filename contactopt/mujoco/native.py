@@ -16,10 +16,14 @@ its integrator:
   model's integrator (:mod:`.derivatives`: ``Euler`` joint damping; ``implicitfast`` MuJoCo's
   ``qDeriv`` without the RNE term, its lower triangle mirrored; ``implicit`` the full,
   nonsymmetric ``qDeriv``, exactly);
-* ``RK4`` is refused (a multi-stage step is not one convex program).
+* ``RK4``: ``S = M`` (explicit), and the step is MuJoCo's four stages, each one such program at
+  its stage state (:mod:`contactopt.integrators.runge_kutta`): ``v' = v + S^{-1}(...)`` above is
+  then a stage's velocity step, ``qacc_i = M^{-1} (qfrc_smooth + J^T x / h)``;
+* other integrators (MuJoCo's ``discrete``) are refused.
 
 Checked against ``mj_step`` from random states of MuJoCo's control-suite models and of
-``problems/mjcf/limited_arm.xml``, pyramidal and elliptic (``tests/test_mjcf_rows.py``).
+``problems/mjcf/limited_arm.xml``, pyramidal and elliptic (``tests/test_mjcf_rows.py``), and over
+RK4 steps (``tests/test_mjcf_rk4.py``).
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ def step_matrix(system: Any, model: Any, data: Any, M: FloatArray, dt: float) ->
     """The matrix of MuJoCo's velocity update (module docstring; :mod:`.derivatives`)."""
     mujoco = system.mujoco
     name = derivatives.integrator_name(mujoco, model)
-    if name not in ("Euler", "implicitfast", "implicit"):
-        raise ContactoptError(f"params=model reproduces MuJoCo's Euler, implicitfast and implicit integrators; "
+    if name not in ("Euler", "implicitfast", "implicit", "RK4"):
+        raise ContactoptError(f"params=model reproduces MuJoCo's Euler, implicitfast, implicit and RK4 integrators; "
                               f"this model uses {name} (set <option integrator=\"implicitfast\"/>)")
     return derivatives.step_matrix(mujoco, model, data, M, dt)
 

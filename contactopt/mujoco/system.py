@@ -126,6 +126,7 @@ class MjcfSystem(System):
         self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
         self.q_names, self.v_names = candidates.coordinate_names(self.mujoco, self.model)
+        self.rotation_dofs = candidates.rotation_dofs(self.mujoco, self.model)  # ball and free joints' angular
         self.na = int(self.model.na)  # actuator activations (.activations)
         self._activation_law = activations.ActivationLaw(self.mujoco, self.model)
         self.activation = self.initial_activation()
@@ -194,13 +195,16 @@ class MjcfSystem(System):
         """The keyframe's ``act``, else zeros (:mod:`.activations`)."""
         return activations.initial_activation(self.model, self.keyframe_index)
 
-    def next_activation(self, q: ArrayLike, v: ArrayLike, dt: float) -> FloatArray:
-        """``act`` after a step of ``dt``: MuJoCo's ``act_dot`` at ``(q, v)`` with the held ctrl
-        and the set activations, advanced as ``mj_advance`` does (:mod:`.activations`)."""
-        if not self.na:
-            return np.zeros(0)
-        data = self._evaluate(q, v)
-        return self._activation_law.advance(self.activation, np.array(data.act_dot), dt)
+    def activation_rate(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
+        """MuJoCo's ``act_dot`` at ``(q, v)`` with the held ctrl and the set activations."""
+        return np.array(self._evaluate(q, v).act_dot) if self.na else np.zeros(0)
+
+    def advance_activation(self, act: ArrayLike, rate: ArrayLike, dt: float) -> FloatArray:
+        """``act`` advanced at ``rate`` over ``dt`` as ``mj_advance`` does (:mod:`.activations`)."""
+        return self._activation_law.advance(np.asarray(act, dtype=np.float64), np.asarray(rate, dtype=np.float64), dt)
+
+    def native_integrator(self) -> str:
+        return derivatives.integrator_name(self.mujoco, self.model)
 
     def check_activations(self, dt: float) -> None:
         activations.check(self.model, dt, self.path.name)

@@ -214,8 +214,26 @@ class System(ABC):
 
     def next_activation(self, q: ArrayLike, v: ArrayLike, dt: float) -> FloatArray:
         """The activations after a step of ``dt`` from ``(q, v)`` under the held control and the
-        activations set (:meth:`set_activation`); a system without them keeps its empty ones."""
-        return self.activation.copy()
+        activations set (:meth:`set_activation`): :meth:`advance_activation` at the rate
+        :meth:`activation_rate`; a system without them keeps its empty ones."""
+        return self.advance_activation(self.activation, self.activation_rate(q, v), dt)
+
+    def activation_rate(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
+        """``d act / dt`` ((na,)) at ``(q, v)``, held control and set activations (``mjcf``: ``act_dot``)."""
+        return np.zeros(self.na)
+
+    def advance_activation(self, act: ArrayLike, rate: ArrayLike, dt: float) -> FloatArray:
+        """``act`` advanced over ``dt`` at the rate ``rate`` (explicit Euler here; ``mjcf``:
+        MuJoCo's ``mj_advance``, exact filters and ``actrange`` clamping included)."""
+        return np.asarray(act, dtype=np.float64) + dt * np.asarray(rate, dtype=np.float64)
+
+    #: (k, 3) dof triples of ``v`` that are body-frame angular velocities of unit quaternions in
+    #: ``q`` (``mjcf``: ball and free joints), for Lie-group stages (:mod:`.integrators.runge_kutta`).
+    rotation_dofs: NDArray[np.int_] = np.zeros((0, 3), dtype=np.int_)
+
+    def native_integrator(self) -> str | None:
+        """The integrator of the simulator behind the system (``mjcf``: MuJoCo's, ``"RK4"`` ...)."""
+        return None
 
     def check_activations(self, dt: float) -> None:
         """Refuse, before step 0, activation dynamics that a step of ``dt`` cannot reproduce

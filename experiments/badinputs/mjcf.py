@@ -1,7 +1,8 @@
 """Bad inputs of MJCF models (issue "Real robots, right and fast"): keyframe names that do
 not exist (API, TOML, every CLI subcommand that loads a scene), keyframes on a model without
 any, joints and tendons outside their limits at step 0 (one warning naming the limit), step
-matrices no convex program can take, and integrators ``params=model`` cannot reproduce."""
+matrices no convex program can take, and derivatives of RK4 steps (``params=model``'s four
+stage programs)."""
 
 from __future__ import annotations
 
@@ -153,8 +154,16 @@ def cases() -> list[Case]:
             'kv="20"', 'kv="-20"'))),
         Case(step, "implicit integrator with Coriolis terms (symmetric part for the QPs)", _spinning_implicit(),
              expect="warning"),
-        Case(step, "params=model on an RK4 model", simulated(arm("RK4"), formulation="regularized", params="model")),
+        Case(step, "sensitivities of params=model on an RK4 model (four stage programs a step)", _rk4_sensitivities()),
     ]
+
+
+def _rk4_sensitivities() -> Callable[[Path], Any]:
+    def run(tmp: Path) -> Any:
+        scene = co.load_scene(model_file(arm("RK4"))(tmp))
+        return co.simulate(scene, formulation="regularized", solver="clarabel", duration=4 * scene.dt,
+                           options={"params": "model"}, sensitivities=["v0"])
+    return run
 
 
 def _spinning_implicit() -> Callable[[Path], Any]:
