@@ -36,9 +36,10 @@ stationarity residual is ``g``. Iterations are Newton steps.
 (:mod:`.newton_kernels`); larger ones run :mod:`.newton_sparse`: two compiled calls per
 iteration around QDLDL's numeric refactorization, with ``H``'s sparsity pattern (keyed by the
 columns of the active blocks) analysed once and kept across iterations and time steps, and a
-line search over the blocks that are not separated on the whole segment. Without numba (or
-for ``soc_general`` cones) the same algorithm runs in NumPy, factorizing over the blocks active
-during the solve (:class:`.newton_linalg.ActiveHessian`).
+line search over the blocks that are not separated on the whole segment; every kind of block
+has its kernel (``soc_general`` and ``soc_scaled`` cones: :mod:`.newton_kernels_cones`). Without
+numba the same algorithm runs in NumPy, factorizing over the blocks active during the solve
+(:class:`.newton_linalg.ActiveHessian`).
 
 **Iteration counts** (checked against Drake's SapSolver, whose Newton step, Hessian ``G`` per
 regime, exact line search ``l'(alpha) = 0`` from ``alpha_max = 1.5`` and warm start from the

@@ -9,8 +9,11 @@ array calls of 1-5 us each, and the line search calls the projection 3-8 times p
 iteration: overhead, not arithmetic. Compiled, a whole solve is tens of microseconds.
 
 Blocks are described by flat arrays: ``start`` (first row), ``dim``, ``kind`` (FREE,
-NONNEG, SOC or BOX; a ``nonneg`` or ``box`` row is a 1-row block) and ``mu`` (a box row's
-bound; its cost is Huber's, :func:`box_cost`). When numba is not installed
+NONNEG, SOC, BOX or GENERAL; a ``nonneg`` or ``box`` row is a 1-row block), ``mu`` (a box row's
+bound; its cost is Huber's, :func:`box_cost`) and, per row, ``scale`` (the factor ``S`` of a
+``soc_scaled`` block, 1 elsewhere). GENERAL blocks, ``soc_general`` and ``soc_scaled`` cones, are
+:mod:`.newton_kernels_cones`' (their cost is ``1/2 gamma' R gamma`` too: ``gamma' R (y - gamma) =
+0`` at the projection onto any cone). When numba is not installed
 (or ``CONTACTOPT_NO_NUMBA`` is set) ``AVAILABLE`` is False and
 :mod:`contactopt.solvers.newton` uses its NumPy path (same results to rounding, tested).
 """
@@ -27,12 +30,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.programs.cone_projection import ConeLayout
+from contactopt.solvers import newton_kernels_cones as cones
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-Blocks = tuple[IntArray, IntArray, IntArray, FloatArray]  # (start, dim, kind, mu)
-FREE, NONNEG, SOC, BOX = 0, 1, 2, 3
+Blocks = tuple[IntArray, IntArray, IntArray, FloatArray, FloatArray]  # (start, dim, kind, mu, scale)
+FREE, NONNEG, SOC, BOX, GENERAL = 0, 1, 2, 3, 4
 #: Status codes of :func:`dense_newton`, read by the solver.
 CRITERION, COST_FLOOR, NO_DESCENT, MAX_ITER, NONFINITE, NOT_PD = range(6)
 
@@ -53,6 +57,7 @@ def ensure_compiled() -> None:
     global _compiled
     if _compiled or not AVAILABLE:
         return
+    jit_in_place(vars(cones), cones.KERNELS)  # first: these kernels call them
     jit_in_place(globals(), _KERNELS)
     _compiled = True
 
@@ -70,26 +75,29 @@ def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
                 namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
 
 
-_CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC, "box": BOX}
+_CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC, "box": BOX, "soc_general": GENERAL, "soc_scaled": GENERAL}
 
 
 def block_arrays(layout: ConeLayout) -> Blocks | None:
-    """``(start, dim, kind, mu)`` of every block, or None when a block has no kernel (a
-    ``soc_general`` friction cone or a ``box`` row: those stay on the NumPy path)."""
+    """``(start, dim, kind, mu, scale)`` of every block (``scale`` per row), or None when a
+    block has no kernel (a kind unknown here)."""
     if any(group.kind not in _CODES for group in layout.groups):
         return None
+    scale = cones.row_scales(layout) if any(group.kind == "soc_scaled" for group in layout.groups) \
+        else np.ones(layout.m)
     parts = [(group.rows[:, 0], group.rows.shape[1], _CODES[group.kind], group.mu) for group in layout.groups]
     if not parts:  # no constraint rows
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), scale
     if len(parts) == 1:  # the common case (one kind of block) without concatenation
         first, d, code, mu = parts[0]
         n = first.shape[0]
         return (first.astype(np.int64), np.full(n, d, np.int64), np.full(n, code, np.int64),
-                mu.astype(np.float64) if code in (SOC, BOX) else np.zeros(n))
+                mu.astype(np.float64) if code != FREE and code != NONNEG else np.zeros(n), scale)
     return (np.concatenate([p[0] for p in parts]).astype(np.int64),
             np.concatenate([np.full(p[0].shape[0], p[1], np.int64) for p in parts]),
             np.concatenate([np.full(p[0].shape[0], p[2], np.int64) for p in parts]),
-            np.concatenate([p[3] if p[2] in (SOC, BOX) else np.zeros(p[0].shape[0]) for p in parts]).astype(np.float64))
+            np.concatenate([p[3] if p[2] not in (FREE, NONNEG) else np.zeros(p[0].shape[0])
+                            for p in parts]).astype(np.float64), scale)
 
 
 def _soc_block(y: FloatArray, R: FloatArray, s: int, d: int, mu: float, gamma: FloatArray,
@@ -136,12 +144,15 @@ def _soc_block(y: FloatArray, R: FloatArray, s: int, d: int, mu: float, gamma: F
 
 
 def project_blocks(y: FloatArray, R: FloatArray, start: IntArray, dim: IntArray, kind: IntArray,
-                   mu: FloatArray, gamma: FloatArray, G: FloatArray, want_G: bool) -> None:
+                   mu: FloatArray, scale: FloatArray, gamma: FloatArray, G: FloatArray, want_G: bool) -> None:
     """``gamma`` (m,) and, if ``want_G``, ``G`` (nb, dmax, dmax) of every block."""
     for b in range(start.shape[0]):
         s = start[b]
         if kind[b] == SOC:
             _soc_block(y, R, s, dim[b], mu[b], gamma, G[b], want_G)
+            continue
+        if kind[b] == GENERAL:
+            cones.general_block(y, R, scale, s, dim[b], mu[b], gamma, G[b], want_G)
             continue
         if kind[b] == BOX:  # clip to [-f, f]
             inside = abs(y[s]) < mu[b]
@@ -167,8 +178,9 @@ def box_cost(y: FloatArray, R: FloatArray, start: IntArray, kind: IntArray, gamm
 
 
 def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray,
-                     start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray, a: float, b: float,
-                     want_second: bool, y: FloatArray, gamma: FloatArray, G: FloatArray) -> tuple[float, float]:
+                     start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray, scale: FloatArray, a: float,
+                     b: float, want_second: bool, y: FloatArray, gamma: FloatArray, G: FloatArray
+                     ) -> tuple[float, float]:
     """``(l'(alpha), l''(alpha))`` along ``dv`` with ``w = J dv``, ``a = dv'A dv``, ``b =
     dv'(A v + c)``; ``y``, ``gamma``, ``G`` are scratch (G: one (dmax, dmax) block). Only the
     blocks passed count: a block whose ``y`` stays in the polar cone of ``F`` (no contact) on
@@ -180,8 +192,11 @@ def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray,
         d = dim[k]
         for i in range(s, s + d):
             y[i] = (v_hat[i] - vc[i] - alpha * w[i]) / R[i]
-        if kind[k] == SOC:
-            _soc_block(y, R, s, d, mu[k], gamma, G, want_second)
+        if kind[k] == SOC or kind[k] == GENERAL:
+            if kind[k] == SOC:
+                _soc_block(y, R, s, d, mu[k], gamma, G, want_second)
+            else:
+                cones.general_block(y, R, scale, s, d, mu[k], gamma, G, want_second)
             for i in range(d):
                 first -= w[s + i] * gamma[s + i]
             if want_second:
@@ -204,7 +219,7 @@ def line_derivatives(alpha: float, vc: FloatArray, w: FloatArray, R: FloatArray,
 
 
 def line_search(vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray, start: IntArray,
-                dim: IntArray, kind: IntArray, mu: FloatArray, a: float, b: float, slope: float,
+                dim: IntArray, kind: IntArray, mu: FloatArray, scale: FloatArray, a: float, b: float, slope: float,
                 alpha_max: float, ls_tol: float, ls_max_iter: int, y: FloatArray, gamma: FloatArray,
                 G: FloatArray) -> float:
     """The exact line search of :mod:`contactopt.solvers.newton` (same steps)."""
@@ -212,13 +227,14 @@ def line_search(vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray,
         return 0.0
     tolerance = ls_tol * abs(slope)
     alpha = 1.0
-    d, d2 = line_derivatives(alpha, vc, w, R, v_hat, start, dim, kind, mu, a, b, True, y, gamma, G)
+    d, d2 = line_derivatives(alpha, vc, w, R, v_hat, start, dim, kind, mu, scale, a, b, True, y, gamma, G)
     if abs(d) <= tolerance:
         return alpha
     if d < 0.0:
         if alpha_max == 1.0:
             return alpha_max
-        if line_derivatives(alpha_max, vc, w, R, v_hat, start, dim, kind, mu, a, b, False, y, gamma, G)[0] <= 0.0:
+        if line_derivatives(alpha_max, vc, w, R, v_hat, start, dim, kind, mu, scale, a, b, False, y, gamma,
+                            G)[0] <= 0.0:
             return alpha_max
         low, high = 1.0, alpha_max
     else:
@@ -228,7 +244,7 @@ def line_search(vc: FloatArray, w: FloatArray, R: FloatArray, v_hat: FloatArray,
         if not (low < candidate < high):
             candidate = 0.5 * (low + high)
         alpha = candidate
-        d, d2 = line_derivatives(alpha, vc, w, R, v_hat, start, dim, kind, mu, a, b, True, y, gamma, G)
+        d, d2 = line_derivatives(alpha, vc, w, R, v_hat, start, dim, kind, mu, scale, a, b, True, y, gamma, G)
         if abs(d) <= tolerance:
             break
         if d < 0.0:
@@ -268,8 +284,8 @@ def _scaled_norm(d: FloatArray, x: FloatArray) -> float:
 
 def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray, c: FloatArray,
                  d_inv: FloatArray, start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray,
-                 v: FloatArray, gamma: FloatArray, max_iter: int, tol: float, tol_abs: float, cost_tol: float,
-                 alpha_max: float, ls_tol: float, ls_max_iter: int) -> tuple[int, int]:
+                 scale: FloatArray, v: FloatArray, gamma: FloatArray, max_iter: int, tol: float, tol_abs: float,
+                 cost_tol: float, alpha_max: float, ls_tol: float, ls_max_iter: int) -> tuple[int, int]:
     """Newton's method of :mod:`contactopt.solvers.newton` on dense ``A``, ``J`` with a
     Cholesky factorization written out (sizes of a few dozen: no LAPACK call overhead).
     Updates ``v`` in place and leaves ``gamma(v)`` in ``gamma``; returns ``(status code,
@@ -298,7 +314,7 @@ def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray,
         _matvec(J, v, vc, False)
         for i in range(m):
             y[i] = (v_hat[i] - vc[i]) / R[i]
-        project_blocks(y, R, start, dim, kind, mu, gamma, G, False)
+        project_blocks(y, R, start, dim, kind, mu, scale, gamma, G, False)
         _matvec(A, v, Av, False)
         _matvec(J, gamma, jc, True)
         cost = 0.0
@@ -317,7 +333,7 @@ def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray,
             return COST_FLOOR, iteration
         if iteration == max_iter:
             break
-        project_blocks(y, R, start, dim, kind, mu, gamma, G, True)
+        project_blocks(y, R, start, dim, kind, mu, scale, gamma, G, True)
         H[:, :] = A
         for k in range(start.shape[0]):  # H += J_b' G_b J_b
             s = start[k]
@@ -363,7 +379,7 @@ def dense_newton(A: FloatArray, J: FloatArray, R: FloatArray, v_hat: FloatArray,
             a += step[i] * Astep[i]
             b += step[i] * (Av[i] + c[i])
             slope += step[i] * gradient[i]
-        alpha = line_search(vc, w, R, v_hat, start, dim, kind, mu, a, b, slope, alpha_max, ls_tol, ls_max_iter,
+        alpha = line_search(vc, w, R, v_hat, start, dim, kind, mu, scale, a, b, slope, alpha_max, ls_tol, ls_max_iter,
                             scratch_y, scratch_g, scratch_G)
         if alpha == 0.0:
             return NO_DESCENT, iteration

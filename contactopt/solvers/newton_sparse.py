@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.solvers import newton_kernels as kernels
+from contactopt.solvers import newton_kernels_cones as cones
 from contactopt.solvers.newton_pattern import _PATTERNS, SparsePattern, block_keys, distinct_runs, pattern_for
 
 FloatArray = NDArray[np.float64]
@@ -136,7 +137,8 @@ def _matvec(Jp: IntArray, Ji: IntArray, Jx: FloatArray, x: FloatArray, out: Floa
 
 def evaluate_and_assemble(v: FloatArray, Jp: IntArray, Ji: IntArray, Jx: FloatArray, Ap: IntArray, Ai: IntArray,
                           Ax: FloatArray, R: FloatArray, v_hat: FloatArray, c: FloatArray, d_inv: FloatArray,
-                          start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray, vc: FloatArray,
+                          start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray, scale: FloatArray,
+                          vc: FloatArray,
                           y: FloatArray, gamma: FloatArray, G: FloatArray, Av: FloatArray, jc: FloatArray,
                           gradient: FloatArray, assemble: bool, Hx: FloatArray, a_pos: IntArray, h_indptr: PatternIndex,
                           h_rows: PatternIndex, cols: IntArray, pos: IntArray, located: NDArray[np.bool_],
@@ -151,7 +153,7 @@ def evaluate_and_assemble(v: FloatArray, Jp: IntArray, Ji: IntArray, Jx: FloatAr
     nv, m = v.shape[0], _matvec(Jp, Ji, Jx, v, vc)
     for i in range(m):
         y[i] = (v_hat[i] - vc[i]) / R[i]
-    kernels.project_blocks(y, R, start, dim, kind, mu, gamma, G, assemble)
+    kernels.project_blocks(y, R, start, dim, kind, mu, scale, gamma, G, assemble)
     cost = 0.0
     for j in range(nv):
         Av[j] = 0.0
@@ -214,7 +216,7 @@ def evaluate_and_assemble(v: FloatArray, Jp: IntArray, Ji: IntArray, Jx: FloatAr
 def search_step(v: FloatArray, step: FloatArray, Jp: IntArray, Ji: IntArray, Jx: FloatArray, Ap: IntArray,
                 Ai: IntArray, Ax: FloatArray, R: FloatArray, v_hat: FloatArray, c: FloatArray, vc: FloatArray,
                 Av: FloatArray, gradient: FloatArray, start: IntArray, dim: IntArray, kind: IntArray, mu: FloatArray,
-                alpha_max: float, ls_tol: float, ls_max_iter: int, w: FloatArray, y: FloatArray,
+                scale: FloatArray, alpha_max: float, ls_tol: float, ls_max_iter: int, w: FloatArray, y: FloatArray,
                 gamma: FloatArray, G: FloatArray) -> float:
     """The exact line search along ``step`` (:func:`.newton_kernels.line_search` over the
     blocks not in their no-contact regime on the whole segment) and ``v += alpha step``."""
@@ -238,6 +240,8 @@ def search_step(v: FloatArray, step: FloatArray, Jp: IntArray, Ji: IntArray, Jx:
             yn = (v_hat[s] - vc[s] - alpha * w[s]) / R[s]
             if kind[k] == kernels.NONNEG:
                 inside = yn <= 0.0
+            elif kind[k] == kernels.GENERAL:
+                inside = cones.general_no_contact(v_hat, vc, w, R, scale, s, dim[k], mu[k], alpha)
             else:
                 yr2 = 0.0
                 for i in range(1, dim[k]):
@@ -247,8 +251,8 @@ def search_step(v: FloatArray, step: FloatArray, Jp: IntArray, Ji: IntArray, Jx:
             if not inside:
                 keep[k] = True
     chosen = np.flatnonzero(keep)
-    alpha = kernels.line_search(vc, w, R, v_hat, start[chosen], dim[chosen], kind[chosen], mu[chosen], a, b, slope,
-                                alpha_max, ls_tol, ls_max_iter, y, gamma, G)
+    alpha = kernels.line_search(vc, w, R, v_hat, start[chosen], dim[chosen], kind[chosen], mu[chosen], scale, a, b,
+                                slope, alpha_max, ls_tol, ls_max_iter, y, gamma, G)
     for j in range(nv):
         v[j] += alpha * step[j]
     return alpha
