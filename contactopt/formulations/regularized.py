@@ -76,7 +76,6 @@ Lagrangian dual, SAP's unconstrained primal over ``v'``
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -102,6 +101,7 @@ from contactopt.formulations.common import (
     select_contacts,
 )
 from contactopt.formulations.recovery import capped_spring, recovery_speed
+from contactopt.formulations.regularized_model import model_program, model_recover
 from contactopt.integrators.runge_kutta import RK4, Tableau
 from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
@@ -269,32 +269,6 @@ class Regularized(Formulation):
                           bilateral=bilateral, limits=limits, friction_loss=friction)
 
 
-def model_program(problem: StepProblem, name: str) -> ConicProgram:
-    """``params = model``: the system's own constraint problem (MuJoCo's, on the model as
-    written: :mod:`contactopt.mujoco.native`), in impulses."""
-    native = problem.native
-    if native is None:
-        raise OptionError(f"formulation {name!r}: params=model needs the system's own constraint problem "
-                          "(an mjcf system, built through simulate/formulate)")
-    program = native.program
-    metadata = {**program.metadata, "formulation": name, "params": "model", "dt": problem.dt,
-                "t": problem.state.t, "nv": problem.nv, "native": dict(native.info)}
-    return dataclasses.replace(program, metadata=metadata)
-
-
-def model_recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
-    """``v' = v + S^{-1} (h f_smooth + J^T x)`` (``S`` the system's step matrix) and the row
-    impulses mapped onto the step's own contacts, bilateral, limit and friction rows."""
-    native = problem.native
-    assert native is not None
-    x = np.asarray(solution.x, dtype=np.float64)
-    v_next = problem.state.v + np.linalg.solve(native.step_matrix, problem.dt * native.smooth_force + native.J.T @ x)
-    maps = native.maps
-    impulses = np.asarray(maps["contacts"] @ x).reshape(problem.contacts.count, problem.contacts.dim)
-    return StepResult(v_next=v_next, impulses=impulses, bilateral=np.asarray(maps["bilateral"] @ x),
-                      limits=np.asarray(maps["limits"] @ x), friction_loss=np.asarray(maps["friction_loss"] @ x))
-
-
 def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics, v_minus: FloatArray,
               solref: tuple[float, float]) -> tuple[tuple[FloatArray, FloatArray], tuple[FloatArray, FloatArray]]:
     """``(linear term, R)`` of the limit rows and of the dry-friction rows, as MuJoCo treats
@@ -329,10 +303,28 @@ def soft_rows(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
     row_impedance = np.repeat(d, per)
     R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
     R = np.where(friction_row, R / options["impratio"], R)
+    if friction_row.any():  # elliptic frames: a row that moves nothing (its J M^-1 J' is 0) keeps
+        R = _unmoved_rows_regularized(R.reshape(-1, per), options["impratio"]).reshape(-1)
     v_ref = J @ v + h * (-b_ref * (J @ v) - capped_spring(np.repeat(k_ref, per), position.reshape(-1), b_ref, v_max))
     d_eq = impedance(problem.bilateral.position_error, options["solimp"])
     R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, problem.bilateral.H)
     return R, v_ref, R_eq
+
+
+def _unmoved_rows_regularized(R: FloatArray, impratio: float) -> FloatArray:
+    """``R`` of (count, dim) elliptic frames where a row that moves nothing (a tangent along a
+    locked direction: ``J M^-1 J' = 0`` there, so ``R = 0``) takes its normal row's ``R / impratio``,
+    the regularization of a friction row of that contact with unit Delassus ratio: its impulse
+    changes no velocity, and a zero ``R`` would leave it unbounded inside the cone (the dual's
+    answer not unique, the primal's ``1/R`` infinite). A frame whose normal row moves nothing
+    takes its largest row's ``R``."""
+    unmoved = R <= 0.0
+    if not unmoved.any():
+        return R
+    normal = R[:, :1]
+    fill = np.where(normal > 0.0, normal / impratio, R.max(axis=1, keepdims=True))
+    fill[:, 0] = np.where(normal[:, 0] > 0.0, normal[:, 0], fill[:, 0])
+    return np.where(unmoved, fill, R)
 
 
 def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:
