@@ -74,3 +74,28 @@ def test_sap_sticks_below_frictionloss_and_slips_above(tmp_path: Path, solver: s
         assert all(step.status == co.Status.OPTIMAL for step in trajectory.steps)
         assert trajectory.v[-1, 0] == pytest.approx(rate * duration, abs=2e-3 * h * torque / inertia + 1e-9)
         assert np.all(np.abs(trajectory.steps[-1].friction_loss) <= h * 0.5 * (1 + 1e-9))
+
+
+def test_the_conic_form_of_box_rows_is_t_minus_and_plus_the_row_residual() -> None:
+    """``to_conic``'s box rows, assembled as CSC arrays: at ``x = conic_x(v, gamma)`` (``t = |r|``,
+    ``r = J v + R gamma - v_hat`` on a box row) their slacks are ``t - r`` and ``t + r``, one of
+    each pair zero, and the slacks carry no curvature."""
+    from contactopt.programs.primal import PrimalProgram
+
+    system = MjcfSystem(MJCF / "position_arm.xml")
+    model = system.model
+    program = co.formulate(system, np.array(model.key_qpos[0]), np.zeros(system.nv), 0.002, "sap",
+                           control=np.array(model.key_ctrl[0]))
+    primal = PrimalProgram.from_conic(program)
+    nb, m, nv = primal.box.shape[0], primal.m, primal.nv
+    assert nb == 2  # the arm's two joints with frictionloss
+    conic = primal.to_conic()
+    rng = np.random.default_rng(3)
+    v, gamma = rng.standard_normal(nv), rng.standard_normal(m)
+    x = primal.conic_x(v, gamma)
+    slack = conic.b - conic.A @ x
+    rows = slice(m - nb, m)
+    r = primal.J[rows] @ v + primal.R[rows] * gamma[rows] - primal.v_hat[rows]
+    np.testing.assert_allclose(slack[m - nb:m], np.abs(r) - r, rtol=0, atol=1e-12 * np.abs(r).max())
+    np.testing.assert_allclose(slack[m:m + nb], np.abs(r) + r, rtol=0, atol=1e-12 * np.abs(r).max())
+    assert conic.P.shape == (nv + m + nb,) * 2 and not conic.P[:, nv + m:].count_nonzero()

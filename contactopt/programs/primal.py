@@ -227,20 +227,27 @@ class PrimalProgram:
 
     def _box_conic(self, P: sp.csc_matrix, A_rows: sp.csc_matrix) -> PrimalConicProgram:
         """The conic form with box rows (module docstring): ``x = [v, sigma, t]``; the box rows'
-        ``-[J, R] x <= -v_hat`` of (S6) become ``t -+ (J v + R sigma - v_hat) >= 0``."""
+        ``-[J, R] x <= -v_hat`` of (S6) become ``t -+ (J v + R sigma - v_hat) >= 0``. Assembled
+        as canonical CSC arrays (scipy's block constructors were 2.6 ms of a 3.9 ms step)."""
         nv, m, nb = self.nv, self.m, self.box.shape[0]
-        cones_m = m - nb
-        rows = A_rows.tocsr()
-        cone_rows, box_rows = rows[:cones_m], -rows[cones_m:]  # box_rows = [J, R] (scale 1)
-        slack = sp.hstack([sp.csr_matrix((nb, nv + m)), -sp.identity(nb, format="csr")])
-        A = sp.vstack([sp.hstack([cone_rows, sp.csr_matrix((cones_m, nb))]),
-                       sp.hstack([box_rows, sp.csr_matrix((nb, nb))]) + slack,
-                       sp.hstack([-box_rows, sp.csr_matrix((nb, nb))]) + slack], format="csc")
+        cones_m, columns = m - nb, nv + m + nb
+        # entries of A_rows by (row, column); the box rows' [J, R] = -A_rows[cones_m:] go up
+        # as they are (upper) and again negated nb rows below (lower), each with -1 on its slack
+        row = A_rows.indices.astype(np.int64)
+        column = np.repeat(np.arange(nv + m), np.diff(A_rows.indptr))
+        box = row >= cones_m
+        slack_column = nv + m + np.arange(nb)
+        rows = np.concatenate([row, row[box] + nb, cones_m + np.arange(nb), m + np.arange(nb)])
+        cols = np.concatenate([column, column[box], slack_column, slack_column])
+        data = np.concatenate([np.where(box, -A_rows.data, A_rows.data), A_rows.data[box], -np.ones(2 * nb)])
+        order = np.lexsort((rows, cols))  # column-major, rows sorted within a column: canonical CSC
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=columns))])
+        A = csc(data[order], rows[order], indptr, (m + nb, columns))
+        P_box = csc(P.data, P.indices, np.concatenate([P.indptr, np.full(nb, P.indptr[-1])]), (columns, columns))
         v_hat_box = self.v_hat[cones_m:]
         blocks = (Block("friction_loss_upper", cones_m, m), Block("friction_loss_lower", m, m + nb))
         return PrimalConicProgram(
-            P=to_csc(sp.block_diag([P, sp.csc_matrix((nb, nb))], format="csc")),
-            c=np.concatenate([self.c, np.zeros(m), self.box]), A=A,
+            P=P_box, c=np.concatenate([self.c, np.zeros(m), self.box]), A=A,
             b=np.concatenate([-self.scale[:cones_m] * self.v_hat[:cones_m], v_hat_box, -v_hat_box]),
             cones=(*self.cones, Nonneg(2 * nb)),
             variables=(Block(VELOCITY, 0, nv), Block(MULTIPLIER, nv, nv + m), Block(BOX_SLACK, nv + m, nv + m + nb)),
