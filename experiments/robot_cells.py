@@ -4,7 +4,9 @@ Per method (a formulation, its options and a solver) one row: whether it complet
 was refused (the reason in one line), time per step against ``mj_step`` timed in the same
 process on the same state and ctrl, the solver's own time (setup + solve from the step
 records), largest speed and penetration, the distance to MuJoCo's trajectory after the
-last common step, and the contact candidates against MuJoCo's own contacts (medians over steps).
+last common step, and the contact candidates against MuJoCo's own contacts (medians over steps);
+for ``params=model`` also ``one_step_q``, every step against one converged ``mj_step`` from its
+start (:func:`one_step_distance`).
 Each run has a wall-time limit (:func:`contactopt.analysis.cell_limits.cell_deadline`,
 the machinery of ``compare(..., cell_time_limit=...)``): one slow formulation cannot stall the
 set, and the row keeps the steps it finished.
@@ -74,6 +76,33 @@ def mj_step_time(scene: co.Scene, controls: np.ndarray) -> float:
         data.ctrl[:] = u
         mujoco.mj_step(model, data)
     return (time.perf_counter() - start) / max(1, len(controls))
+
+
+#: MuJoCo's solver run to convergence for the one-step check (the issue's "mj_step (converged)").
+CONVERGED = {"tolerance": 1e-15, "iterations": 1000, "ls_iterations": 100}
+
+
+def one_step_distance(scene: co.Scene, traj: co.Trajectory | None, held: np.ndarray) -> float:
+    """``max_k |q_{k+1} - mj_step(q_k, v_k, act_k)|``: each step of ``traj`` against one ``mj_step``
+    from the same state, MuJoCo's solver converged (:data:`CONVERGED`), the model's options
+    otherwise (its integrator, cone, noslip). Chaos cannot grow here: every step starts afresh."""
+    import mujoco
+
+    if traj is None or not traj.steps:
+        return float("nan")
+    model = mujoco.MjModel.from_xml_path(str(scene.system.path))  # type: ignore[attr-defined]
+    model.opt.timestep = scene.dt
+    for name, value in CONVERGED.items():
+        setattr(model.opt, name, value)
+    data = mujoco.MjData(model)
+    worst = 0.0
+    for k in range(min(len(traj.steps), len(traj.q) - 1)):
+        data.qpos[:], data.qvel[:], data.time = traj.q[k], traj.v[k], traj.t[k]
+        data.act[:] = traj.act[k]
+        data.ctrl[:] = held
+        mujoco.mj_step(model, data)
+        worst = max(worst, float(np.abs(data.qpos - traj.q[k + 1]).max()))
+    return worst
 
 
 def simulate_within(scene: co.Scene, method: Method, steps: int, controller: Any,
@@ -168,6 +197,8 @@ def _model_rows(name: str, path: Any, steps: int, limit: float, methods: list[Me
             traj, status, wall = simulate_within(scene, method, steps, controller, limit)
         done = len(traj.steps) if traj is not None else 0
         numbers = trajectory_numbers(traj, reference if method is not MUJOCO else None)
+        numbers["one_step_q"] = (one_step_distance(scene, traj, held) if method.options.get("params") == "model"
+                                 else np.nan)  # MuJoCo's own step: each step against one converged mj_step
         seconds = marginal_seconds(scene, method, controller, limit, wall, done)
         rows.append({**common, "method": method.label, "status": status, "steps": done,
                      "ms_per_step": 1e3 * seconds, "ratio_to_mj_step": seconds / mj_seconds,

@@ -19,6 +19,8 @@ against ``mj_step`` timed in the same process (``ratio_to_mj_step``); the solver
 the Newton rows the medians also give the solver's time alone over ``mj_step``, the floor of
 ``ratio_to_mj_step`` that no assembly work can lower;
 largest speed and penetration; ``dist_q``, ``max |q - q_mujoco|`` after the last common step;
+``one_step_q`` (``params=model``): every step against one converged ``mj_step`` from its start,
+the issue's one-step equality, free of the chaos ``dist_q`` accumulates;
 ``spins``: largest speed above 2x MuJoCo's + 0.1 (a robot launched or spun that MuJoCo holds);
 ``candidates`` and ``mujoco_contacts``: contact candidates and MuJoCo's ``ncon``, medians over steps.
 ``reason``: why, where that is the formulation's defined behaviour (``robot_models.KNOWN_LAUNCHES``, ``KNOWN_STOPS``).
@@ -43,7 +45,7 @@ from typing import Any
 import numpy as np
 from common import OUT, print_table, write_results
 from robot_cells import METHODS, run_model, warm_up
-from robot_models import KNOWN_LAUNCHES, KNOWN_STOPS, LEFT_OUT, own_models, select
+from robot_models import KNOWN_LAUNCHES, KNOWN_ONE_STEP, KNOWN_STOPS, LEFT_OUT, own_models, select
 
 QUICK_STEPS = 20
 NEWTON_METHODS = ("regularized -o form=primal/newton", "sap/newton")
@@ -76,6 +78,13 @@ def medians(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out["rows above 100x mj_step (not lcp/lemke)"] = sorted(
         f"{row['model']} {row['method']} ({row['ratio_to_mj_step']:.0f}x)" for row in rows
         if row.get("steps") and row["method"] != "lcp/lemke" and row["ratio_to_mj_step"] > 100)
+    one_step = [row for row in rows if row.get("steps") and math.isfinite(row.get("one_step_q", math.nan))]
+    out["params=model: largest one-step distance to converged mj_step"] = max(
+        (row["one_step_q"] for row in one_step), default=math.nan)
+    out["params=model: one step above 1e-10 from converged mj_step"] = sorted(
+        f"{row['model']} ({row['one_step_q']:.1e})" + (f" ({KNOWN_ONE_STEP[row['model']]})"
+                                                       if row["model"] in KNOWN_ONE_STEP else "")
+        for row in one_step if row["one_step_q"] > 1e-10)
     out["launched or spun (max speed > 2x MuJoCo's + 0.1)"] = sorted(
         f"{row['model']} {row['method']}" + (f" ({row['reason']})" if row.get("reason") else "")
         for row in rows if row.get("spins") and row.get("steps"))
@@ -102,7 +111,7 @@ def compact(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
              "steps": row.get("steps", 0), "ms/step": number(row.get("ms_per_step")),
              "x mj_step": number(row.get("ratio_to_mj_step")), "x solver": number(row.get("ratio_to_solver")),
              "max |v|": number(row.get("max_speed")), "pen": number(row.get("penetration"), 2),
-             "dist q": number(row.get("dist_q"), 2),
+             "dist q": number(row.get("dist_q"), 2), "1-step q": number(row.get("one_step_q"), 2),
              "cand/mj": f"{number(row.get('candidates'))}/{number(row.get('mujoco_contacts'))}"} for row in rows]
 
 

@@ -21,6 +21,10 @@ its integrator:
   then a stage's velocity step, ``qacc_i = M^{-1} (qfrc_smooth + J^T x / h)``;
 * other integrators (MuJoCo's ``discrete``) are refused.
 
+MuJoCo's **noslip** pass (``opt.noslip_iterations > 0``: Gauss-Seidel sweeps over the friction
+rows after the main solve) is not part of the program: a model that sets it is run as MuJoCo's
+main solve, with one :class:`NoslipNotReproducedWarning` (``tests/test_mjcf_noslip.py``).
+
 Checked against ``mj_step`` from random states of MuJoCo's control-suite models and of
 ``problems/mjcf/limited_arm.xml``, pyramidal and elliptic (``tests/test_mjcf_rows.py``), and over
 RK4 steps (``tests/test_mjcf_rk4.py``).
@@ -28,13 +32,14 @@ RK4 steps (``tests/test_mjcf_rk4.py``).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.errors import ContactoptError, ContactoptWarning
 from contactopt.model import NativeRows
 from contactopt.mujoco import compat, derivatives
 from contactopt.mujoco.constraints import disabled, limit_keys, tendon_jacobian
@@ -53,11 +58,31 @@ def step_matrix(system: Any, model: Any, data: Any, M: FloatArray, dt: float) ->
     return derivatives.step_matrix(mujoco, model, data, M, dt)
 
 
+class NoslipNotReproducedWarning(ContactoptWarning):
+    """The model runs MuJoCo's noslip solver after its main solve (``opt.noslip_iterations >
+    0``: a few unregularized Gauss-Seidel sweeps over the friction rows with the normal forces
+    held; MuJoCo documentation, "Computation: Solver", noslip), which is not part of the convex
+    program ``params=model`` solves: its friction forces, and so its steps, differ from
+    ``mj_step``'s where contacts slip under the regularization."""
+
+
+def warn_noslip(system: Any, model: Any) -> None:
+    """One :class:`NoslipNotReproducedWarning` per system whose model sets ``noslip_iterations``."""
+    iterations = int(model.opt.noslip_iterations)
+    if iterations > 0 and not getattr(system, "_warned_noslip", False):
+        system._warned_noslip = True
+        warnings.warn(f"{system.path.name}: <option noslip_iterations=\"{iterations}\"/>: MuJoCo's noslip "
+                      "pass over the friction rows is not part of the program params=model solves; its steps "
+                      "follow MuJoCo's main solve only (set noslip_iterations=\"0\" to compare with mj_step)",
+                      NoslipNotReproducedWarning, stacklevel=3)
+
+
 def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeRows:
     """MuJoCo's constraint problem at ``(q, v)`` with step ``dt`` (the model's integrator,
     the model's cone unless ``cone`` names one), mapped onto the system's own rows."""
     mujoco = system.mujoco
     model, data = system.native_model_data()
+    warn_noslip(system, model)
     model.opt.timestep = float(dt)
     cones = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
     model.opt.cone = cones[cone] if cone is not None else system.native_cone  # the file's, unless overridden
