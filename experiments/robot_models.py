@@ -77,6 +77,9 @@ KNOWN_STOPS = {("dm/humanoid_CMU_V2020", method): _CMU_OVERLAP
 KNOWN_ONE_STEP = {
     "suite/dog": "noslip_iterations = 4: MuJoCo's noslip pass, not part of the program "
                  "(NoslipNotReproducedWarning); with noslip_iterations = 0, 2e-15 over 30 steps",
+    "gym/hopper": "at step 44 the thigh and leg joints sit on their upper bound 0 (|q| ~ 1e-20), where "
+                  "whether an RK4 stage activates the limit rows turns on the sign of rounding: mj_step is "
+                  "discontinuous there; every other step <= 1e-12",
 }
 #: A few models of every source with contact, for ``--quick``.
 QUICK = ["suite/hopper", "suite/humanoid", "own/tendon_gripper", "gym/ant"]
