@@ -1,8 +1,10 @@
 """Real robots under every time-stepping formulation and MuJoCo (issue "Real robots, right and fast").
 
 The set (:mod:`robot_models`): dm-control's suite and its other standalone models, gymnasium's
-MuJoCo environments when installed, and two small models of this repository with position
-actuators (kv), a tendon-driven gripper, condim 3 contacts, joint frictionloss and a keyframe.
+MuJoCo environments when installed, and four models of this repository with what real robots
+have: position and velocity actuators with kv, damped tendon actuators, condim 3/4/6 contacts,
+joint frictionloss, the implicitfast and implicit integrators, keyframes with ctrl that start in
+the floor past a limit.
 Each model starts from its keyframe 0 with that keyframe's ctrl held, else from MuJoCo's
 default state with zero ctrl, and runs ``--steps`` steps at its own timestep under
 (:mod:`robot_cells`)::
