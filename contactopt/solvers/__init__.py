@@ -269,8 +269,10 @@ def _refined(program: Program, solution: Solution, refine: bool | str) -> Soluti
     """The active-set refinement (:mod:`contactopt.solvers.refine`) of an interior-point answer
     on the program the backend solved (before a conversion is inverted). It runs on what the
     backend claimed (an interior-point iterate's barrier-sized multipliers of inactive rows
-    can fail contactopt's row-wise judgement before refinement sets them to zero), and the
-    refined answer is judged again against that claim."""
+    can fail contactopt's row-wise judgement before refinement sets them to zero). The refined
+    answer is contactopt's own KKT point, not the backend's iterate: contactopt's residuals
+    judge it as an optimal answer, so that an ``inaccurate`` claim (Clarabel's AlmostSolved)
+    refined to the optimal level is ``optimal`` (the claim stays in ``claimed``)."""
     claim = solution.claimed or solution.status
     if not (refine and isinstance(program, ConicProgram) and claim.usable):
         return solution
@@ -281,7 +283,10 @@ def _refined(program: Program, solution: Solution, refine: bool | str) -> Soluti
     refined = refine_solution(program, dataclasses.replace(solution, status=claim))
     if not refined.refined:
         return dataclasses.replace(solution, message=refined.message)
-    status, message = judge(program, refined.x, refined.y, refined.residuals, claim, refined.message, refined.s)
+    verdict = Status.OPTIMAL if claim is Status.INACCURATE else claim
+    status, message = judge(program, refined.x, refined.y, refined.residuals, verdict, refined.message, refined.s)
+    if status is Status.OPTIMAL and claim is Status.INACCURATE:
+        message = f"{message}; optimal by contactopt's residuals ({refined.residuals.relative:.1e} relative)"
     return dataclasses.replace(refined, status=status, message=message, claimed=None if status is claim else claim)
 
 
