@@ -223,11 +223,7 @@ def _scales(program: ConicProgram, x: FloatArray, abs_y: FloatArray) -> tuple[Fl
     """``(reach X, row scales S, column scales T, mobility, share)`` of the module docstring."""
     abs_A = _absolute(program.A, program, "_abs_A")
     abs_P = _absolute(program.P, program, "_abs_P")
-    diagonal = _P_diagonal(program)
-    # a variable no force drives takes its unit from the others' data before its own iterate is
-    # added: otherwise the iterate's round-off is its unit (a braked wheel at rest, c_j = 0, at
-    # 5e-10 from the interior-point solver: its frictionloss rows read s = 7e-10 as 100 %)
-    reach = filled_reach(np.abs(x) + filled_reach(_driven_reach(program, abs_A), diagonal), diagonal)
+    reach = filled_reach(np.abs(x) + _driven_reach(program, abs_A), _P_diagonal(program))
     row_scale = _floored(np.abs(program.b) + abs_A @ reach)
     column_scale = _floored(np.abs(program.c) + abs_P @ reach + abs_A.T @ abs_y)
     mobility, share = _dual_weight(program, abs_A, column_scale)
