@@ -145,7 +145,7 @@ def test_compare_cli_is_the_main_job(tmp_path: Path) -> None:
     cells, _ = plan(co.load_scene(root / "problems" / "box_slide.toml"))
     assert sorted(zip(table["formulation"], table["solver"], strict=True)) == sorted(
         (c.formulation, c.solver) for c in cells)
-    assert set(table["formulation"]) == {"gauss", "lcp", "anitescu", "ccp", "regularized"}
+    assert set(table["formulation"]) == {"gauss", "lcp", "anitescu", "ccp", "regularized", "coulomb"}
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / name).exists(), name
     assert "penetration" in result.stdout and "lemke" in result.stdout
