@@ -88,7 +88,10 @@ def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str 
     model.opt.cone = cones[cone] if cone is not None else system.native_cone  # the file's, unless overridden
     data.qpos[:] = q
     data.qvel[:] = v
-    for name in ("ctrl", "qfrc_applied", "xfrc_applied", "act"):  # the system's inputs, if any
+    # the step's inputs from the system itself (not from whatever its data last evaluated)
+    data.ctrl[:] = 0.0 if system.control is None else system.control
+    data.act[:] = system.activation
+    for name in ("qfrc_applied", "xfrc_applied"):
         getattr(data, name)[:] = getattr(system.data, name)
     mujoco.mj_forward(model, data)
     program = program_from_mujoco(model, data)
