@@ -323,7 +323,6 @@ def _unmoved_rows_regularized(R: FloatArray, impratio: float) -> FloatArray:
         return R
     normal = R[:, :1]
     fill = np.where(normal > 0.0, normal / impratio, R.max(axis=1, keepdims=True))
-    fill[:, 0] = np.where(normal[:, 0] > 0.0, normal[:, 0], fill[:, 0])
     return np.where(unmoved, fill, R)
 
 

@@ -226,6 +226,7 @@ class TimeStepping:
             where = f"{tableau.name} stage {stage + 1} of {tableau.stages} (t = {at.state.t:.6g})"
             if isinstance(solution, str):
                 return None, {**args, "status": Status.NUMERICAL_ERROR, "message": f"{where}: {solution}"}
+            # each stage warm-starts the next (the step's derivative is refused: runge_kutta)
             self.last_program, self.last_solution, self.last_problem = program, solution, problem
             args.update(setup_time=args["setup_time"] + solution.setup_time,
                         solve_time=args["solve_time"] + solution.solve_time,
