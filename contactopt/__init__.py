@@ -1,6 +1,6 @@
 """contactopt: rigid multibody contact simulation, one explicit mathematical program per step.
 
-Public API (DESIGN.md)::
+Public API (docs/architecture.md)::
 
     scene = co.load_scene("problems/cart_wall.toml")
     traj = co.simulate(scene, formulation="gauss", solver="clarabel")

@@ -4,7 +4,7 @@
 and holds its value over ``[t_k, t_k + h]``; a scene's ``[control]`` table gives the common
 cases without code. ``u`` enters the dynamics as
 
-* textbook systems (manipulator form, reference 000 "Manipulator Equations"):
+* textbook systems (manipulator form, Tedrake 2022 "Manipulator Equations"):
   ``tau = tau_g + B u - C v``, ``nu`` = the columns of ``B``;
 * MJCF systems: ``data.ctrl`` before ``mj_fwdActuation``, so MuJoCo's actuator gains, biases,
   gears and ``ctrlrange`` apply; the ``mujoco`` reference row sets the same ``data.ctrl`` before

@@ -1,11 +1,11 @@
 """Core data types: the state, the dynamics, the contacts and the step problem.
 
 All types are frozen dataclasses whose arrays are checked at construction (shape and
-finiteness), following the conventions of DESIGN.md:
+finiteness), following the conventions of docs/architecture.md:
 
 * ``q`` configuration (nq), ``v`` generalized velocity (nv).
 * Manipulator equation ``M(q) vdot = tau(q, v, u) + J(q)^T lambda`` with ``tau`` all
-  non-contact generalized forces (reference 000, "Manipulator Equations").
+  non-contact generalized forces (Tedrake 2022, "Manipulator Equations").
 * Contact frames are normal first: per contact the Jacobian rows are ``[n]`` (normal only),
   ``[n, t]`` in 2-D, ``[n, t1, t2]`` in 3-D.
 """
@@ -209,7 +209,7 @@ class AngularFriction:
 
 @dataclass(frozen=True)
 class Contacts:
-    """Contact candidates at a configuration (reference 000, "Contact Jacobian").
+    """Contact candidates at a configuration (Tedrake 2022, "Contact Jacobian").
 
     Attributes:
         phi: (nc,) signed separation, ``phi >= 0`` means not penetrating.
@@ -353,5 +353,5 @@ class StepProblem:
     @cached_property
     def v_free(self) -> FloatArray:
         """``v_free = v + h M^{-1} tau``: the next velocity before contact impulses
-        (reference 000, "Time-stepping LCP: Normal force", written there ``v^-``)."""
+        (Tedrake 2022, "Time-stepping LCP: Normal force", written there ``v^-``)."""
         return self.state.v + self.dt * self.dynamics.solve_M(self.dynamics.tau)

@@ -28,7 +28,7 @@ __all__ = ["Impact", "StepRecord", "Trajectory"]
 
 @dataclass(frozen=True)
 class Impact:
-    """One impulsive collision inside a step (event-driven hybrid simulation; reference 000,
+    """One impulsive collision inside a step (event-driven hybrid simulation; Tedrake 2022,
     "Impulsive Collisions").
 
     Attributes:

@@ -23,7 +23,7 @@ class Bilateral:
     """Bilateral (equality) constraints: position rows ``h(q) = 0`` and velocity rows
     ``H(q) v = b(t)`` (a joint driven through a prescribed motion).
 
-    Reference 000, "Bilateral Position Constraints" and "Bilateral Velocity Constraints":
+    Tedrake 2022, "Bilateral Position Constraints" and "Bilateral Velocity Constraints":
     with ``H = dh/dq`` a position row holds at velocity level as ``H v = 0`` and at
     acceleration level as ``H vdot + Hdot v = 0``; a velocity row ``H v = b(t)`` holds at
     acceleration level as ``H vdot + Hdot v = bdot(t)``.
@@ -109,7 +109,7 @@ class Unilateral:
     """Unilateral rows without friction (joint and tendon limits): ``phi(q) >= 0``.
 
     A time step keeps ``phi + h G v' >= 0`` with impulses ``lambda >= 0`` complementary to it,
-    exactly like a frictionless contact's normal row (reference 000, "Time-stepping LCP:
+    exactly like a frictionless contact's normal row (Tedrake 2022, "Time-stepping LCP:
     Normal force"), but the rows are not contacts: they have no frame, no friction and no
     restitution, and the contact metrics do not count them.
 

@@ -1,4 +1,4 @@
-"""Reproduce the cart-and-wall plot of reference 000 ("Time-stepping LCP: Normal force"):
+"""Reproduce the cart-and-wall plot of Tedrake 2022 ("Time-stepping LCP: Normal force"):
 q[n+1] and f[n] as functions of (q[n], v[n]) for m = 1, h = 0.1, u = 0, and compare every
 way contactopt can pose that step (gauss primal QP, gauss dual QP, LCP of the KKT
 conditions) with every installed solver against the closed form

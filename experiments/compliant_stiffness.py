@@ -1,4 +1,4 @@
-"""Compliant contact against stiffness (reference 000, "Compliant Contact Models": stiff springs
+"""Compliant contact against stiffness (Tedrake 2022, "Compliant Contact Models": stiff springs
 make stiff differential equations).
 
 The bouncing ball (``problems/bouncing_ball.toml``, 1 kg, dropped from 1 m) made plastic

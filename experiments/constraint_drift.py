@@ -2,8 +2,8 @@
 
 Continuous time (``ode``, RK45 at rtol = atol = 1e-5 with 0.1 s output intervals, so the
 integrator's own error feeds the drift) and time stepping (``gauss``, h = 1 ms), each with no
-treatment, Baumgarte (one critically damped alpha, reference 000; alpha and beta, reference
-003) and projection (reference 001). Writes
+treatment, Baumgarte (one critically damped alpha, Tedrake 2022; alpha and beta, the
+"Lagrangian Mechanics" notes) and projection (Savin 2020). Writes
 ``experiments/out/constraint_drift/{constraint_drift.png, summary.json, summary.csv}``.
 
     python experiments/constraint_drift.py

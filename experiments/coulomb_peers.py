@@ -3,7 +3,7 @@ Siconos's fc3d solvers, judged by one error measure.
 
 Problems: the steps of our scenes exported to FCLIB (``contactopt export SCENE -f ccp --format
 fclib``: box slide, four-legged table, sphere stack, 100-sphere pile, quadruped trot, dm-control
-walker) and the files of other tools in ``../shared/data/fclib/``; a scene that does not export or
+walker) and other tools' files (Siconos's FCLIB tests, ``--problems``); a scene that does not export or
 a file that does not load is a row saying why (``peers_problems``). Ours: ``co.solve(program,
 solver=NAME, options={"tol": TOL})`` on ``co.load_program(file, form="coulomb")``, or
 ``legacy_fixed_point`` (``solve_coulomb``, the De Saxcé fixed point over CCP programs;

@@ -1,5 +1,5 @@
 """Energy of the double pendulum under semi-implicit Euler, explicit Euler, RK45 and the
-variational integrator (reference 003: symplectic, no secular energy drift).
+variational integrator ("Lagrangian Mechanics" notes: symplectic, no secular energy drift).
 
 Same scene (m1 = m2 = 1, l1 = l2 = 1, released horizontal), h = 10 ms, 100 s (10^4 steps).
 Writes ``experiments/out/energy/{energy.png, summary.json, summary.csv}``.

@@ -1,4 +1,4 @@
-"""Hydroplaning of Anitescu-type relaxations (reference 000, "Anitescu's convex formulation").
+"""Hydroplaning of Anitescu-type relaxations (Tedrake 2022, "Anitescu's convex formulation").
 
 While the box slides, the relaxed constraint ``phi/h + (n + mu d_i) v' >= 0`` of the edge
 opposing the slip forces ``phi(q') >= h mu |v_t|``: the box hovers at that gap, which shrinks

@@ -1,6 +1,6 @@
 """The problem set of ``experiments/coulomb_peers.py``: FCLIB files exported from our scenes
 (``contactopt export SCENE -f ccp --format fclib``, one local problem per step) and the files of
-other tools in ``../shared/data/fclib/``, each loaded as FCLIB's local problem ``FC(W, q, mu)``
+other tools (Siconos's FCLIB test problems), each loaded as FCLIB's local problem ``FC(W, q, mu)``
 (Acary, Brémond, Huber, Pérignon et al., "FCLIB", JOTA 2014): a global problem is condensed to it
 (``W = H'M^-1 H``, ``q = w + H'M^-1 f``; :func:`contactopt.programs.fclib.condense`). A file
 that does not load, or a scene that does not export, is a problem with the reason instead of the

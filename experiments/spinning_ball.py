@@ -1,4 +1,4 @@
-"""The reference's spinning ball (reference 000, "A spinning ball bouncing on the ground"): the
+"""The reference's spinning ball (Tedrake 2022, "A spinning ball bouncing on the ground"): the
 post-impact velocity of a hollow ball with infinite friction against the reference's matrix
 
     qdot+ = [[3/5, 0, -2r/5], [0, -e, 0], [-3/(5r), 0, 2/5]] qdot-,    q = [x, z, theta].

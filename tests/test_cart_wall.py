@@ -1,4 +1,4 @@
-"""Cart against a wall (reference 000, "Time-stepping LCP: Normal force"), m = 1, h = 0.1.
+"""Cart against a wall (Tedrake 2022, "Time-stepping LCP: Normal force"), m = 1, h = 0.1.
 
 With semi-implicit Euler the reference's LCP gives, in closed form,
 

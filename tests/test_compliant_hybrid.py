@@ -1,7 +1,7 @@
 """The continuous-time contact baselines: compliant contact and event-driven hybrid impacts.
 
-Reference 000, "Compliant Contact Models", "Impulsive Collisions", "A spinning ball bouncing on
-the ground" and "Putting it all together"; reference 004, "Contact Models".
+Tedrake 2022, "Compliant Contact Models", "Impulsive Collisions", "A spinning ball bouncing on
+the ground" and "Putting it all together"; Tedrake 2020, "Contact Models".
 """
 
 from __future__ import annotations

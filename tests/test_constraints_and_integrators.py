@@ -1,6 +1,6 @@
 """Bilateral constraints, drift treatments, the ODE baseline and the variational integrator.
 
-Reference 000 ("Bilateral Position Constraints", Gauss's principle), 001 (KKT system,
+Tedrake 2022 ("Bilateral Position Constraints", Gauss's principle), 001 (KKT system,
 projection) and 003 (Baumgarte with alpha and beta, discrete Euler-Lagrange equations).
 """
 

@@ -4,7 +4,7 @@ Closed forms used: Coulomb sliding decelerates at mu g, so a box launched at v0 
 v0 / (mu g) at v0^2 / (2 mu g); semi-implicit Euler shortens the distance by h v0 / 2 (0.5 %
 at h = 1e-3), inside the 1 % asked. A brick pushed with u below mu m g sticks (friction = -u);
 above, it slides with friction exactly mu m g. Anitescu-type relaxations keep
-phi(q') >= h mu |v_t| while sliding (reference 000, "Anitescu's convex formulation").
+phi(q') >= h mu |v_t| while sliding (Tedrake 2022, "Anitescu's convex formulation").
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_brick_sticks_below_mu_m_g_and_slides_with_exact_friction_above(u: float
 
 
 def test_brick_lcp_is_the_reference_lcp() -> None:
-    """Reference 000's brick LCP in (v_abs, f+, f-), with v' = v + h/m (u + f+ - f-):
+    """Tedrake 2022's brick LCP in (v_abs, f+, f-), with v' = v + h/m (u + f+ - f-):
          0 <= v_abs + v'  ⟂ f+ >= 0,   0 <= v_abs - v' ⟂ f- >= 0,
          0 <= mu m g - f+ - f- ⟂ v_abs >= 0,
     is our lcp formulation with k = 2, lambda_n = m g h, f+- = beta+- / h, v_abs = gamma."""

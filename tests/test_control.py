@@ -5,7 +5,7 @@
   time-stepping formulation, and the MuJoCo row for the arm. At rest the law balances gravity:
   ``kp (target - q*) + tau_g(q*) = 0``, so the steady error ``q* - target = tau_g(q*) / kp`` is the
   gravity load over the gain; ``tau_g`` is typed in here from the kinematics (point masses for the
-  pendulum, reference 000 "Simple Double Pendulum"; two uniform capsules for the arm, checked
+  pendulum, Tedrake 2022 "Simple Double Pendulum"; two uniform capsules for the arm, checked
   against MuJoCo's ``qfrc_bias`` below), and ``q*`` is solved from it with ``fsolve``.
   The discrete step has the same equilibrium (``v = 0`` makes every step's ``v' = v``), so the
   only error left after ``T`` is the closed loop's transient, which the loop linearized at ``q*``

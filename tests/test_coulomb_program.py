@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from fclib_data import FCLIB_DATA, MISSING, present
 
 import contactopt as co
 from contactopt.errors import ShapeError, UnsupportedProgramError
@@ -20,8 +21,6 @@ from contactopt.programs.coulomb import (
     local_scaling,
 )
 from contactopt.solvers.base import Stopwatch, make_solution
-
-FCLIB_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "fclib"
 
 
 def _point(mass: float = 2.0, slip: float = 1.0, approach: float = -1.0, mu: float = 0.5) -> CoulombProgram:
@@ -135,7 +134,7 @@ def test_fclib_round_trip(tmp_path: Path) -> None:
     assert np.allclose(loaded.W.toarray(), program.W.toarray()) and np.array_equal(loaded.q, program.q)
 
 
-@pytest.mark.skipif(not (FCLIB_DATA / "siconos_text_converted").is_dir(), reason="shared FCLIB data not present")
+@pytest.mark.skipif(not present("siconos_text_converted"), reason=MISSING)
 def test_siconos_file_reads_as_a_coulomb_problem() -> None:
     pytest.importorskip("h5py")
     program = co.load_program(FCLIB_DATA / "siconos_text_converted" / "FrictionContact3D_1c.hdf5", form="coulomb")

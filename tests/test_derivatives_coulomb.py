@@ -15,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from functools import cache
-from pathlib import Path
 from typing import Any
 
+import fclib_data
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -38,7 +38,7 @@ from contactopt.programs import CoulombProgram
 from contactopt.programs.coulomb import local_scaling
 from contactopt.systems.base import System
 
-FCLIB_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "fclib" / "siconos_text_converted"
+FCLIB_DATA = fclib_data.FCLIB_DATA / "siconos_text_converted"
 FD_TOL = 1e-6
 ADJOINT_TOL = 1e-10
 RHO_TOL = 1e-9
@@ -114,8 +114,7 @@ CASES = [("box_slide", "nsn"), ("box_slide", "nsgs"), ("spheres_slide", "nsn"), 
 def _case(case: str, solver: str) -> tuple[CoulombProgram, co.Solution, CoulombDerivative]:
     if case.startswith("fclib:"):
         pytest.importorskip("h5py")
-        if not FCLIB_DATA.is_dir():
-            pytest.skip("shared FCLIB data not present")
+        fclib_data.require("siconos_text_converted")
     program = _program(case)
     solution = _solve(program, solver)
     with warnings.catch_warnings():

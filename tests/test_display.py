@@ -16,7 +16,7 @@ import contactopt as co
 from contactopt.errors import SceneError
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
-#: The cart 0.1 m from its wall moving at -2 m/s, h = 0.1 (reference 000, "Time-stepping LCP:
+#: The cart 0.1 m from its wall moving at -2 m/s, h = 0.1 (Tedrake 2022, "Time-stepping LCP:
 #: Normal force"): v_free = -2, the row phi/h + v' >= 0 stops it at v' = -1 with the impulse
 #: lambda = m (v' - v_free) = 1 N·s; the Gauss QP is P = m = 1, c = -m v_free = 2, A = -1, b = phi/h = 1.
 CART = {"q": [0.1], "v": [-2.0], "dt": 0.1}
@@ -92,7 +92,7 @@ def test_trajectory_plot_is_a_figure_ipython_shows_as_png_without_the_inline_bac
 
 
 def test_dir_lists_the_public_names_of_the_design() -> None:
-    # DESIGN.md's public API: co.load_scene, simulate, Trajectory, formulate, solve, LCP,
+    # docs/architecture.md's public API: co.load_scene, simulate, Trajectory, formulate, solve, LCP,
     # formulations, solvers, compare (loaded lazily: it imports pandas and matplotlib)
     names = dir(co)
     for name in ("load_scene", "simulate", "Trajectory", "formulate", "solve", "LCP", "formulations",

@@ -1,9 +1,9 @@
-"""Other tools' FCLIB files: every file of ``../shared/data/fclib/`` (Siconos's test problems and
+"""Other tools' FCLIB files: every file of the FCLIB data folder (Siconos's test problems and
 its text problems converted to FCLIB; see the README there) reads, with what the README says of
 it, and the global ones condense to the local problems stored beside them.
 
-The folder lies beside the clone (``/work/shared`` here, ``../shared`` in CI); without it these
-tests are skipped.
+The folder is not part of the repository (``tests/fclib_data.py`` says where it is looked for);
+without it these tests are skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from fclib_data import FCLIB_DATA, MISSING, require
 from test_fclib_read import G_, H_, H_FRAME, M_, MU, _parser, point_on_plane, write_global, write_local
 
 import contactopt as co
@@ -26,8 +27,10 @@ from contactopt.programs.fclib_coulomb import answer_of
 from contactopt.programs.fclib_io import HDF5_SIGNATURE
 from contactopt.programs.fclib_matrix import SYMMETRY_TOLERANCE
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "fclib"
+DATA = FCLIB_DATA
 FILES = sorted(DATA.glob("*/*.hdf5")) if DATA.is_dir() else []
+#: The parameters of the per-file test: one skipped case saying why when the folder is missing.
+FILE_CASES: list[object] = [*FILES] or [pytest.param(None, id="no-fclib-data", marks=pytest.mark.skip(reason=MISSING))]
 #: README: Siconos writes its global problems' triplets CSparse style (i rows, p columns).
 SICONOS_GLOBALS = ("Box_Stacks-i0122-82-5", "Spheres-i099-356-679", "spheres-in-a-box-98-i10000-256-10",
                    "CubeH8", "LMGC_GlobalFrictionContactProblem00046")
@@ -42,7 +45,7 @@ def _id(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=_id)
+@pytest.mark.parametrize("path", FILE_CASES, ids=_id)
 def test_every_file_reads_with_what_its_readme_says(path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", AmbiguousTripletsWarning)  # every file decides its triplets
@@ -67,8 +70,7 @@ def test_global_problems_condense_to_siconos_condensed_files(name: str) -> None:
     Tolerance 1e-8 of their largest entries: above the rounding of two condensations
     (eps cond(M) = 2e-16 x 1e7 for CubeH8's M, the worst conditioned), and far below what a
     wrong reading makes (M taken transposed or symmetrized: 6e-2 and more in W and q)."""
-    if not FILES:
-        pytest.skip(f"no FCLIB data folder at {DATA}")
+    require("siconos_original")
     problem = read_fclib(DATA / "siconos_original" / f"{name}.hdf5")
     stored = read_fclib(DATA / "siconos_text_converted" / f"condensed_{name}.hdf5")
     assert isinstance(problem, FclibGlobal) and isinstance(stored, FclibLocal)
@@ -80,8 +82,7 @@ def test_global_problems_condense_to_siconos_condensed_files(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["CubeH8", "LMGC_GlobalFrictionContactProblem00046"])
 def test_mass_matrix_asymmetric_within_the_stored_precision_is_symmetrized_and_said(name: str) -> None:
-    if not FILES:
-        pytest.skip(f"no FCLIB data folder at {DATA}")
+    require("siconos_original")
     path = DATA / "siconos_original" / f"{name}.hdf5"
     program = co.load_program(path)
     assert isinstance(program, co.ConicProgram)

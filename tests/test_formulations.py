@@ -1,6 +1,6 @@
 """Identities between the time-stepping formulations, on random step problems.
 
-Reference 000: the frictionless Gauss QP, its dual and its LCP coincide; with mu = 0 the
+Tedrake 2022: the frictionless Gauss QP, its dual and its LCP coincide; with mu = 0 the
 Stewart-Trinkle LCP, Anitescu's QP and the exact-cone SOCP reduce to the same program;
 MuJoCo's regularized dual tends to the hard dual as the impedance d -> 1 with
 solref = (2 h, 0.5) (then v* -> -phi/h); the primal and dual of each convex relaxation have
@@ -133,7 +133,7 @@ def test_lcp_satisfies_complementarity_and_max_dissipation(seed: int) -> None:
 
 
 def test_regularized_reproduces_the_reference_scalar_cart_example() -> None:
-    """Reference 000, "Relaxed complementarity-free formulation": for the cart,
+    """Tedrake 2022, "Relaxed complementarity-free formulation": for the cart,
     f = argmin_{f >= 0} 1/2 f^2 (1 + eps) / (m + b) + f (v^- - v*),
     v^- = v + h/(m+b) (u - b v),   v* = v - 2h (1+eps)/kappa v - h (1+eps)/kappa^2 q."""
     m, u, h, eps, kappa, b = 1.0, 0.5, 0.01, 0.25, 0.05, 0.3

@@ -1,6 +1,6 @@
 """The gauss formulation's identities, the simulation loop, trajectories and the core types.
 
-Identities (reference 000, "Time-stepping LCP: Normal force"): the frictionless Gauss QP in
+Identities (Tedrake 2022, "Time-stepping LCP: Normal force"): the frictionless Gauss QP in
 v', its dual in the impulses, and the LCP of the primal's KKT conditions have the same
 solution; checked on random multi-contact step problems, not only on the 1-contact scenes.
 """

@@ -19,7 +19,7 @@ must shrink by about 4: checked. ``lcp`` (Stewart-Trinkle, pyramid with a direct
 slide) follows the discrete forms exactly (to 1e-8). ``ccp`` lifts the box while it slides
 (Anitescu's relaxation: a gap ``h mu |v_t|``), which changes the O(h) constant, not the order.
 
-**Cart and wall** (reference 000, "Time-stepping LCP: Normal force"; problems/cart_wall.toml,
+**Cart and wall** (Tedrake 2022, "Time-stepping LCP: Normal force"; problems/cart_wall.toml,
 ``m = 1``, ``h = 0.1``): ``q[n+1] = max(0, q + h v + h^2 u / m)``, ``v[n+1] = (q[n+1] - q) / h``.
 Free flight (``q + h v + h^2 u/m > 0``): ``dq'/dq = 1``, ``dq'/dv = h``, ``dq'/du = h^2 / m``,
 ``dv'/dq = 0``, ``dv'/dv = 1``, ``dv'/du = h / m``; in contact: ``q' = 0`` and ``v' = -q / h``, so

@@ -95,7 +95,7 @@ def test_clarabel_is_exact_on_the_readme_degenerate_step() -> None:
 def test_cart_wall_does_not_creep_over_ten_seconds(tmp_path: Path) -> None:
     scene = dataclasses.replace(co.load_scene(ROOT / "problems" / "cart_wall.toml"), duration=10.0)
     traj = co.simulate(scene)  # clarabel, the scene's default
-    # closed form (restitution 0, u = 0; reference 000's table): q = 0 from t = 0.5 on (reached
+    # closed form (restitution 0, u = 0; Tedrake 2022's table): q = 0 from t = 0.5 on (reached
     # with v = -2 by q' = q + h v'), v = 0 from the next step on
     assert np.abs(traj.q[traj.t >= 0.5 - 1e-12, 0]).max() < 1e-9
     assert np.abs(traj.v[traj.t >= 0.6 - 1e-12, 0]).max() < 1e-9

@@ -3,7 +3,7 @@
 What is checked, and why:
 
 * One contact, closed forms of Coulomb's law (Tedrake, "Multi-Body Dynamics", the brick with
-  Coulomb friction and the SOCP friction cone; shared/references/000): sticking gives the
+  Coulomb friction and the SOCP friction cone; Tedrake 2022): sticking gives the
   impulse that stops the point (``r = -W^-1 q``, inside the cone); sliding gives ``u_N = 0``
   (no lift), ``||r_T|| = mu r_N`` and ``r_T`` opposite to the slip (for ``W = I / m`` the
   impulses themselves); an opening gap gives ``r = 0``; a planar brick pushed by ``F`` below

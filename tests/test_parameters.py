@@ -1,4 +1,4 @@
-"""Differentiable parameters of every system type (issue 26, gradients; DESIGN.md "derivatives"):
+"""Differentiable parameters of every system type (issue 26, gradients; docs/architecture.md, "Public API"):
 ``differentiable_parameters``, ``parameter_values`` and ``with_parameters`` (a new system, the
 original unchanged), checked against what the physics says each parameter changes."""
 

@@ -413,14 +413,14 @@ def test_planar_disk_tangent_row_vanishes_when_rolling() -> None:
     r = 0.3
     disk = PlanarBody.from_config({"parameters": {"m": 2.0, "radius": r}}, {})
     contacts = disk.contacts([0.5, r, 0.7])
-    np.testing.assert_array_equal(contacts.J, [[0, 1, 0], [1, 0, r]])  # reference 000's J
+    np.testing.assert_array_equal(contacts.J, [[0, 1, 0], [1, 0, r]])  # Tedrake 2022's J
     for omega in (-4.0, 0.5, 3.0):
         assert contacts.J[1] @ np.array([-r * omega, 0.0, omega]) == pytest.approx(0.0, abs=1e-15)
         assert contacts.J[1] @ np.array([r * omega, 0.0, omega]) == pytest.approx(2 * r * omega)
 
 
 def test_planar_ball_reproduces_the_spinning_ball_impact_matrix() -> None:
-    """Reference 000, "A spinning ball bouncing on the ground": hollow ball, infinite friction,
+    """Tedrake 2022, "A spinning ball bouncing on the ground": hollow ball, infinite friction,
     v+ = [I - M^-1 J^T diag(1+e, 1) (J M^-1 J^T)^-1 J] v- = [[3/5, 0, -2/5 r], [0, -e, 0],
     [-3/(5 r), 0, 2/5]] v-."""
     r, e = 0.2, 0.6
@@ -477,7 +477,7 @@ def test_planar_bad_configs(cls: type[PlanarBody], table: dict[str, Any], key: s
 
 def test_brick_is_the_reference_brick() -> None:
     """tau = [u, -m g], one ground contact [n; t] = [[0, 1], [1, 0]]; from rest on the ground
-    the normal impulse that stops the fall in one step is m g h (reference 000)."""
+    the normal impulse that stops the fall in one step is m g h (Tedrake 2022)."""
     m, g, u, h = 2.0, 9.81, 3.0, 0.01
     brick = Brick.from_config({"parameters": {"m": m, "u": u}}, {"mu": 0.4})
     dyn = brick.dynamics([0.0, 0.0], [0.0, 0.0])

@@ -3,11 +3,11 @@
 Every check is a number fixed by physics or by the references:
 
 * the double pendulum's ``M``, ``C v`` and ``tau_g`` against the closed forms typed in from
-  reference 000, "Manipulator Equation form of the Simple Double Pendulum";
-* ``Mdot - 2C`` skew-symmetric (reference 000 after Slotine90; the text's "M - 2C" is a typo)
+  Tedrake 2022, "Manipulator Equation form of the Simple Double Pendulum";
+* ``Mdot - 2C`` skew-symmetric (Tedrake 2022 after Slotine90; the text's "M - 2C" is a typo)
   with ``Mdot`` by central differences along ``v``;
 * ``C v`` against the Christoffel form ``[C v]_i = sum_jk (dM_ij/dq_k - 1/2 dM_jk/dq_i) v_j v_k``
-  (reference 000 after Asada86) with ``dM/dq`` by central differences;
+  (Tedrake 2022 after Asada86) with ``dM/dq`` by central differences;
 * ``M qddot + C qdot - tau_g`` against the Euler-Lagrange residual ``d/dt dL/dqdot - dL/dq`` of
   a Lagrangian written here independently from the kinematics (point positions, link angles);
 * ``tau_g = -dU/dq``; constraint Jacobians ``H = dh/dq`` and ``Hdot v = d(H v)/dt``; the
@@ -94,7 +94,7 @@ Kinematics = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def _dp_points(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Reference 000, "Simple Double Pendulum": p1 = l1 [s1, -c1], p2 = p1 + l2 [s12, -c12]."""
+    """Tedrake 2022, "Simple Double Pendulum": p1 = l1 [s1, -c1], p2 = p1 + l2 [s12, -c12]."""
     p1 = DP["l1"] * np.array([np.sin(q[0]), -np.cos(q[0])])
     p2 = p1 + DP["l2"] * np.array([np.sin(q[0] + q[1]), -np.cos(q[0] + q[1])])
     return np.array([p1, p2]), np.zeros(0, dtype=q.dtype)
@@ -154,12 +154,12 @@ def _euler_lagrange(L: Callable[[np.ndarray, np.ndarray], float], q: np.ndarray,
     return pdot - dLdq
 
 
-# -- double pendulum against reference 000 ---------------------------------------------------
+# -- double pendulum against Tedrake 2022 ---------------------------------------------------
 
 def test_double_pendulum_matches_reference_closed_forms() -> None:
-    """Reference 000, "Manipulator Equation form of the Simple Double Pendulum": M and tau_g
+    """Tedrake 2022, "Manipulator Equation form of the Simple Double Pendulum": M and tau_g
     verbatim, and C v equal to the product of the reference's printed C (2022 text) and of
-    the 2021 text's C (reference 002) -- the C returned differs but has the same product."""
+    the 2021 text's C (Tedrake 2021) -- the C returned differs but has the same product."""
     system = _double_pendulum()
     m1, m2, l1, l2 = DP["m1"], DP["m2"], DP["l1"], DP["l2"]
     for q, v in _states(system, 8):
@@ -213,7 +213,7 @@ SYSTEMS: dict[str, Callable[[], ManipulatorSystem]] = {
 
 @pytest.mark.parametrize("name", list(SYSTEMS))
 def test_mdot_minus_2c_is_skew_symmetric(name: str) -> None:
-    """Reference 000 after Slotine90: ``Mdot - 2C`` skew for the C each system returns."""
+    """Tedrake 2022 after Slotine90: ``Mdot - 2C`` skew for the C each system returns."""
     system = SYSTEMS[name]()
     for q, v in _states(system):
         Mdot = (system.M(q + EPS * v) - system.M(q - EPS * v)) / (2 * EPS)
@@ -223,7 +223,7 @@ def test_mdot_minus_2c_is_skew_symmetric(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(SYSTEMS))
 def test_coriolis_product_equals_christoffel_form(name: str) -> None:
-    """Reference 000 after Asada86: ``[C v]_i = sum_jk (dM_ij/dq_k - 1/2 dM_jk/dq_i) v_j v_k``."""
+    """Tedrake 2022 after Asada86: ``[C v]_i = sum_jk (dM_ij/dq_k - 1/2 dM_jk/dq_i) v_j v_k``."""
     system = SYSTEMS[name]()
     for q, v in _states(system):
         D = _dM_dq(system, q)
@@ -233,7 +233,7 @@ def test_coriolis_product_equals_christoffel_form(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(SYSTEMS))
 def test_gravity_is_minus_potential_gradient(name: str) -> None:
-    """``tau_g = -dU/dq`` (reference 000, "Deriving the equations of motion")."""
+    """``tau_g = -dU/dq`` (Tedrake 2022, "Deriving the equations of motion")."""
     system = SYSTEMS[name]()
     for q, _ in _states(system):
         grad = np.array([(system.potential_energy(q + EPS * e) - system.potential_energy(q - EPS * e))
@@ -249,7 +249,7 @@ def test_gravity_is_minus_potential_gradient(name: str) -> None:
 ])
 def test_manipulator_form_matches_independent_lagrangian(name: str, points: Kinematics, masses: np.ndarray,
                                                          inertias: np.ndarray) -> None:
-    """``M qddot + C qdot - tau_g = d/dt dL/dqdot - dL/dq`` (reference 000, "Deriving the
+    """``M qddot + C qdot - tau_g = d/dt dL/dqdot - dL/dq`` (Tedrake 2022, "Deriving the
     equations of motion"), with ``L = T - U`` built here from the kinematics; also
     ``T = 1/2 qdot^T M qdot``."""
     system = SYSTEMS[name]()
@@ -264,7 +264,7 @@ def test_manipulator_form_matches_independent_lagrangian(name: str, points: Kine
 
 
 def test_dynamics_assembles_tau_from_the_parts() -> None:
-    """``Dynamics.tau = tau_g + B u - C v`` (reference 000, "The Manipulator Equations")."""
+    """``Dynamics.tau = tau_g + B u - C v`` (Tedrake 2022, "The Manipulator Equations")."""
     system = _cartpole()
     q, v, u = np.array([0.2, 1.1]), np.array([-0.4, 0.8]), np.array([2.5])
     dyn = system.dynamics(q, v, u)
@@ -286,7 +286,7 @@ def test_pendulum_closed_forms() -> None:
 
 
 def test_cartpole_closed_forms() -> None:
-    """Reference 003, "Cartpole" with theta = 0 hanging down."""
+    """The "Lagrangian Mechanics" notes, "Cartpole" with theta = 0 hanging down."""
     system = _cartpole()
     mc, mp, length = CP["mc"], CP["mp"], CP["l"]
     q, v = np.array([0.3, 2.2]), np.array([0.5, -1.7])
@@ -301,7 +301,7 @@ def test_cartpole_closed_forms() -> None:
 # -- Cartesian pendulum ---------------------------------------------------------------------------
 
 def test_cartesian_pendulum_constraint_row() -> None:
-    """Reference 003, "Example: pendulum": ``h = x^2 + y^2 - l^2``; ``H = dh/dq`` and
+    """The "Lagrangian Mechanics" notes, "Example: pendulum": ``h = x^2 + y^2 - l^2``; ``H = dh/dq`` and
     ``Hdot v = d(H v)/dt`` by central differences; one position row."""
     system = _make(CartesianPendulum, {"m": 1.3, "l": 0.7})
     for q, v in _states(system):
@@ -349,7 +349,7 @@ def test_cartesian_pendulum_floor_key_is_validated() -> None:
 # -- four-bar -------------------------------------------------------------------------------------
 
 def test_four_bar_closure_jacobians() -> None:
-    """Reference 000, "Bilateral Position Constraints": ``H = dh/dq``, ``Hdot v = d(H v)/dt``."""
+    """Tedrake 2022, "Bilateral Position Constraints": ``H = dh/dq``, ``Hdot v = d(H v)/dt``."""
     system = _four_bar()
     for q, v in _states(system):
         rows = system.constraints(q, v)
@@ -407,7 +407,7 @@ def test_four_bar_that_cannot_close_names_crank_angle() -> None:
 # -- driven double pendulum ---------------------------------------------------------------------
 
 def test_driven_double_pendulum_velocity_row() -> None:
-    """Reference 000, "Bilateral Velocity Constraints": ``H = [1, 0]``, ``b(t) = A w cos(w t)``
+    """Tedrake 2022, "Bilateral Velocity Constraints": ``H = [1, 0]``, ``b(t) = A w cos(w t)``
     with ``bdot`` its time derivative, so ``theta1(t) - theta1(0) = integral b = A sin(w t)``."""
     A, f = 0.5, 0.5
     w = 2 * math.pi * f

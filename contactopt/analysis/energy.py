@@ -1,7 +1,7 @@
 r"""The discrete energy balance of a time-stepping run: energy change minus the work the
 contacts may legitimately do (friction and impact dissipation).
 
-Derivation (semi-implicit Euler, DESIGN.md conventions; reference 000, "Time-stepping LCP").
+Derivation (semi-implicit Euler, docs/architecture.md's conventions; Tedrake 2022, "Time-stepping LCP").
 One step from ``(q, v)`` to ``(q', v')`` solves
 
     M (v' - v) = h tau + J^T r + H^T lambda,        q' = q + h N(q) v',

@@ -30,7 +30,7 @@ METRICS = [("max_penetration", "max penetration [m]"), ("max_cone_violation", "m
            ("max_constraint_error", "max bilateral error [m or rad]"), ("time_per_step", "time per step [s]")]
 #: Values at or below these are drawn as "0 (below tol)", never as bars: they are at the level
 #: of the solvers' default tolerances (about 1e-8 of a unit-size program's impulses, velocities
-#: and lengths; DESIGN.md "Solvers"), so a bar would only show which run's round-off is largest.
+#: and lengths), so a bar would only show which run's round-off is largest.
 METRIC_TOLERANCES = {"max_penetration": 1e-8, "max_cone_violation": 1e-8, "max_ncp_desaxce": 1e-8,
                      "max_abs_energy_balance": 1e-8, "max_constraint_error": 1e-8}
 #: Metrics in impulse units, also shown as forces (impulse / dt) when the runs share one dt.

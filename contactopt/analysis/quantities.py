@@ -6,7 +6,7 @@ body a coordinate belongs to, ``box.x`` -> ``box``).
 
 Velocity curves follow the integrator: a time-stepping scheme's velocity ``v_{i+1}`` is the one
 held over the step ``[t_i, t_{i+1}]`` (semi-implicit Euler, ``q_{i+1} = q_i + h v_{i+1}``;
-reference 000, "Time-stepping LCP"), so it is drawn as a staircase whose risers are the jumps
+Tedrake 2022, "Time-stepping LCP"), so it is drawn as a staircase whose risers are the jumps
 (``drawstyle="steps-pre"``); a continuous-time method's samples are joined by lines, broken at
 each recorded impact (``StepRecord.impacts``) so that the jump from ``v-`` to ``v+`` is
 vertical, never a ramp across the impact time.

@@ -17,7 +17,7 @@ consecutive frames are identical and a GIF (whose writer merges identical frames
 OpenGL context can be made; otherwise, with one note saying why, and for every other system,
 by matplotlib from the system's drawing (:func:`contactopt.systems.drawings.drawing_of`), or
 as a plot of its coordinates when it has none. Contact forces (the step's impulses over its
-length, at the contact points of the drawing; DESIGN.md "Contacts") are arrows with one
+length, at the contact points of the drawing; docs/architecture.md, "Conventions") are arrows with one
 length scale per video, on every frame (:mod:`.render_frames`).
 
 **Files.** ``.mp4`` through imageio's ffmpeg plugin (H.264; needs ``imageio-ffmpeg``), ``.gif``

@@ -9,7 +9,7 @@ textbook systems as simple shapes in the vertical plane ``y = 0``), made of mesh
 by :mod:`.viewer_shapes`. Every run has its own body colour; runs are set apart along the
 horizontal axis in which the scene is narrower. Contacts that carry a force in a frame show a
 dark point and a red arrow along the force on the body, ``F = frames^T lambda / h`` (the
-step's impulse over its length, DESIGN.md "Contacts"), with one length scale for the page
+step's impulse over its length, docs/architecture.md, "Conventions"), with one length scale for the page
 (that of the videos, :mod:`.render`: the median of the frames' largest forces spans 30 % of the
 view's diagonal, longer arrows are cut at twice that), stated on the page in metres per newton.
 The last sample, which starts no step, shows the forces of the step that led to it.

@@ -1,7 +1,7 @@
 """Anitescu's convex relaxation with a polyhedral friction cone, primal QP in v' and dual QP
 in the edge impulses beta.
 
-Reference 000, "Anitescu's convex formulation" (Anitescu 2006). With ``k`` friction
+Tedrake 2022, "Anitescu's convex formulation" (Anitescu 2006). With ``k`` friction
 directions ``d_i`` per active contact (``-d_i`` in the set) and ``v_free = v + h M^{-1} tau``:
 
 **primal** (``x = v'``)::

@@ -1,10 +1,10 @@
 """The cone complementarity relaxation with the exact (Lorentz) friction cone: an SOCP,
 primal in v' and dual in the contact impulses.
 
-Anitescu's relaxation (reference 000, "Anitescu's convex formulation") with the polyhedral
+Anitescu's relaxation (Tedrake 2022, "Anitescu's convex formulation") with the polyhedral
 cone replaced by the exact cone ``FC = {lambda : ||lambda_t|| <= mu lambda_n}`` (the
 "cone complementarity problem", Anitescu & Tasora 2010; the conic description of FC is in
-reference 000, "Todorov's regularization").
+Tedrake 2022, "Todorov's regularization").
 
 **primal** (``x = v'``)::
 

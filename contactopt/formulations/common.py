@@ -1,7 +1,7 @@
 """Pieces every contact formulation shares: which contacts enter a program, the friction
 directions of polyhedral cones, and the assembly of impulses in contact frames.
 
-Polyhedral cones (reference 000, "Anitescu's convex formulation", after Stewart & Trinkle
+Polyhedral cones (Tedrake 2022, "Anitescu's convex formulation", after Stewart & Trinkle
 1996): ``k`` unit tangent directions ``d_i`` per contact, closed under negation. In 3-D
 ``d_i = cos(2 pi i / k) t1 + sin(2 pi i / k) t2`` (``k`` even); in 2-D ``k = 2``: ``+t, -t``.
 """

@@ -4,7 +4,7 @@ unilateral rows ``phi + h G v' >= 0`` without friction (joint and tendon limits)
 box-constrained rows ``|sigma| <= h bound`` (dry joint and tendon friction, MuJoCo's
 ``frictionloss``).
 
-**Primal programs** (``x = [v', s]``; reference 000, "Time-stepping LCP: Normal force" for the
+**Primal programs** (``x = [v', s]``; Tedrake 2022, "Time-stepping LCP: Normal force" for the
 unilateral rows, the L1 term of dry friction as in Todorov 2014's frictionloss)::
 
     minimize    1/2 (v' - v_free)^T M (v' - v_free) + sum_i h bound_i s_i

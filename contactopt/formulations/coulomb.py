@@ -1,7 +1,7 @@
 """The exact Coulomb problem of a step: Signorini's condition, Coulomb's cone and maximum
 dissipation, with no relaxation, as a :class:`~contactopt.programs.coulomb.CoulombProgram`.
 
-Reference 000, "Time-stepping LCP: Coulomb Friction" states the law with a polyhedral cone;
+Tedrake 2022, "Time-stepping LCP: Coulomb Friction" states the law with a polyhedral cone;
 with the exact cone ``C_mu = {||r_T|| <= mu r_N}`` and De Saxcé's modified velocity (De Saxcé
 & Feng, "New inequality and functional for contact with friction", 1991; Acary, Cadoux,
 Lemaréchal & Malick, ZAMM 91 (2011)) it is one cone complementarity problem in FCLIB's local

@@ -1,6 +1,6 @@
 """The discrete Gauss least-constraint QP (frictionless), primal in v' and dual in impulses.
 
-Reference 000, "Time-stepping LCP: Normal force" and the QP that follows it: replacing
+Tedrake 2022, "Time-stepping LCP: Normal force" and the QP that follows it: replacing
 ``qddot = (v' - v)/h`` in Gauss's principle and scaling by ``h^2``, with
 ``v_free = v + h M^{-1} tau`` (written ``v^-`` there), one step is
 
@@ -17,7 +17,7 @@ the normal impulses ``lambda`` (N·s): stationarity reads ``M (v' - v_free) = n^
     minimize_{lambda >= 0}   1/2 lambda^T (n M^{-1} n^T) lambda + lambda^T (n v_free + phi/h)
 
 whose KKT conditions are the LCP ``0 <= lambda ⟂ W lambda + n v_free + phi/h >= 0`` with the
-Delassus matrix ``W = n M^{-1} n^T`` (reference 000: "the LCP for the frictionless contact
+Delassus matrix ``W = n M^{-1} n^T`` (Tedrake 2022: "the LCP for the frictionless contact
 dynamics is precisely the optimality conditions of this convex QP").
 
 Bilateral rows ``H v' = r`` enter the primal as equality rows and the dual as free

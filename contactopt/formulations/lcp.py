@@ -1,6 +1,6 @@
 """The Stewart-Trinkle / Anitescu-Potra time-stepping LCP with a polyhedral friction cone.
 
-Reference 000, "Time-stepping LCP: Coulomb Friction" (after Stewart & Trinkle 1996 and
+Tedrake 2022, "Time-stepping LCP: Coulomb Friction" (after Stewart & Trinkle 1996 and
 Anitescu & Potra 1997). Per active contact ``c`` with normal row ``n_c``, ``k`` friction
 directions ``d_ci`` (rows ``D``), normal impulse ``lambda_c``, edge impulses ``beta_ci`` and
 the slack ``gamma_c`` (the slip speed, the reference's ``v_abs``), with

@@ -1,7 +1,7 @@
 """The least-norm impulse among the solutions of a Stewart-Trinkle LCP on the face Lemke found.
 
 A rigid grasp or a table on four legs is statically indeterminate: the impulses that hold it
-are not unique (reference 000, "Anitescu's convex QP": "the solution to v' is unique, but the
+are not unique (Tedrake 2022, "Anitescu's convex QP": "the solution to v' is unique, but the
 impulses that produce it are not (think of a table with four legs)"). For the LCP of
 :mod:`contactopt.formulations.lcp` the set of solutions is not even convex, and the velocity
 is not unique either: Lemke's method ends at a *vertex* of it, which puts the whole load on as
@@ -14,7 +14,7 @@ constraint-force mixing of ODE and Bullet, MuJoCo's and Drake's impulse regulari
 solutions of ``LCP(M + eps D, q)`` tend, as ``eps -> 0``, to the least-norm solution of a
 monotone LCP (Tikhonov regularization: Facchinei & Pang, *Finite-Dimensional Variational
 Inequalities and Complementarity Problems*, 2003, section 12.2), as the impact law of
-reference 000 ("Impulsive collisions") takes the pseudoinverse of a singular ``n M^-1 n'``, the
+Tedrake 2022 ("Impulsive collisions") takes the pseudoinverse of a singular ``n M^-1 n'``, the
 least-norm impulse. Stewart-Trinkle's ``M`` is not monotone, so the least-norm problem is
 taken over the polyhedron of solutions that share the *complementarity face* of Lemke's
 answer ``(z0, w0)``: with ``S = {i : w0_i > 0}`` (strictly positive in its row's measure)

@@ -1,6 +1,6 @@
 """How fast the rigid formulations remove a penetration: the normal velocity target.
 
-Every rigid time-stepping program (``gauss``, ``lcp``, ``anitescu``, ``ccp``; reference 000,
+Every rigid time-stepping program (``gauss``, ``lcp``, ``anitescu``, ``ccp``; Tedrake 2022,
 "Time-stepping LCP: Normal force") asks of contact ``c`` at the end of the step::
 
     phi_c + h n_c v' >= 0,      i.e.   n_c v' >= -phi_c / h,

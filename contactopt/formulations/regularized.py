@@ -1,4 +1,4 @@
-"""MuJoCo's convex regularized formulation (Todorov 2014), as reference 000 presents it
+"""MuJoCo's convex regularized formulation (Todorov 2014), as Tedrake 2022 presents it
 ("Todorov's regularization" and "Relaxed complementarity-free formulation").
 
 One step is the dual program over contact impulses ``lambda`` in the friction cone::

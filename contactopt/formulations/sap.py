@@ -1,7 +1,7 @@
 """SAP: the unconstrained convex formulation of compliant contact (Castro, Permenter & Han,
 "An Unconstrained Convex Formulation of Compliant Contact", IEEE T-RO 2022, arXiv
 2110.10107), the contact model of Drake's SAP solver and the next step of the Todorov /
-MuJoCo line of work that reference 000 presents ("Todorov's regularization").
+MuJoCo line of work that Tedrake 2022 presents ("Todorov's regularization").
 
 One step is the primal (S1) of :mod:`contactopt.programs.primal` with ``A = M``,
 ``v* = v_free`` and, per active contact ``i`` (frame rows ``[n, t1, t2]``, ``phi_i`` the

@@ -1,6 +1,6 @@
 """Compliant contact: rigid contact approximated by stiff springs and dampers, integrated in
-continuous time with error control (``formulation="compliant"``; reference 000, "Compliant
-Contact Models"; reference 004, "Compliant Contact Models").
+continuous time with error control (``formulation="compliant"``; Tedrake 2022, "Compliant
+Contact Models"; Tedrake 2020, "Compliant Contact Models").
 
 At every instant the contact forces are functions of the state. Per contact, with the frame
 rows of :meth:`System.contacts` (normal first), the penetration ``x = max(0, -phi)``, its

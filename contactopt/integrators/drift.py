@@ -1,17 +1,17 @@
 """Constraint-drift treatments for bilateral constraints, shared by every integrator.
 
 * ``none``: the constraints are imposed at velocity (time stepping) or acceleration (ODE)
-  level only, so ``h(q)`` drifts (reference 000, "Bilateral Position Constraints").
+  level only, so ``h(q)`` drifts (Tedrake 2022, "Bilateral Position Constraints").
 * ``baumgarte``: feedback on the violation. At acceleration level (continuous time) the
   constraint rows become ``H vdot + Hdot v = bdot - 2 alpha e - alpha^2 h`` with one
-  critically damped ``alpha`` (reference 000), or ``... - alpha e - beta h`` with separate
-  gains when ``beta`` is given (reference 003), ``e = H v - b`` the velocity error. At velocity
+  critically damped ``alpha`` (Tedrake 2022), or ``... - alpha e - beta h`` with separate
+  gains when ``beta`` is given ("Lagrangian Mechanics" notes), ``e = H v - b`` the velocity error. At velocity
   level (time stepping) ``H v' = b - alpha h``: the error decays like ``exp(-alpha t)``
   (stable for ``alpha h < 2``).
 * ``projection``: after each step, positions are moved back onto ``h(q) = 0`` by the
   linearized projection ``q <- q - H^+ h(q)`` (repeated until ``|h|`` is at round-off) and
   velocities onto ``H v = b`` by ``v <- N N^+ v + H^+ b``, ``N`` the null space of ``H`` from
-  one SVD (reference 001, "constraint drift").
+  one SVD (Savin 2020, "constraint drift").
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Drift:
 
 def project(system: System, q: FloatArray, v: FloatArray, t: float, tol: float = 1e-13,
             max_iter: int = 20) -> tuple[FloatArray, FloatArray]:
-    """Project ``(q, v)`` onto the constraint manifold (reference 001; see module doc)."""
+    """Project ``(q, v)`` onto the constraint manifold (Savin 2020; see module doc)."""
     if system.constraints(q, v, t).count == 0:
         return q, v
     if system.nq != system.nv:

@@ -1,5 +1,5 @@
-"""Event-driven hybrid simulation of rigid contact (``formulation="hybrid"``; reference 000,
-"Impulsive Collisions" and "Putting it all together"; reference 004, "Rigid Contact with
+"""Event-driven hybrid simulation of rigid contact (``formulation="hybrid"``; Tedrake 2022,
+"Impulsive Collisions" and "Putting it all together"; Tedrake 2020, "Rigid Contact with
 Event Detection").
 
 Every contact is in one of three modes:
@@ -18,7 +18,7 @@ and ``t vdot + tdot v = 0`` for sticking rows, ``ndot v`` by central differences
 sliding contact), ``[M, -F^T; G, 0] [vdot; lambda] = [tau; r]`` is solved by least squares
 (the system's own bilateral rows, if any, are stacked in as in the ``ode`` baseline).
 
-Guards (``solve_ivp`` events, all terminal, direction ``-1``), reference 000 "Putting it all
+Guards (``solve_ivp`` events, all terminal, direction ``-1``), Tedrake 2022 "Putting it all
 together": an inactive contact's ``phi`` (collision); an active contact's ``lambda_n``
 (release: the normal force reaches 0, and it would pull next, so ``phidot`` becomes positive);
 a sticking contact's ``mu lambda_n - |lambda_t|`` (sticking -> sliding); a sliding contact's

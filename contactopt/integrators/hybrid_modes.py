@@ -1,7 +1,7 @@
 """The modes, guards and mode-constrained dynamics of the event-driven ``hybrid`` method.
 
 The method, its guards and their thresholds are described in :mod:`contactopt.integrators.hybrid`
-(reference 000, "Putting it all together"; reference 004, "Rigid Contact with Event Detection").
+(Tedrake 2022, "Putting it all together"; Tedrake 2020, "Rigid Contact with Event Detection").
 :class:`ModeDynamics` gives, for fixed contact modes, the accelerations and contact forces
 (``[M, -F^T; G, 0] [vdot; lambda] = [tau; r]``) and the guards of those modes.
 """

@@ -1,10 +1,10 @@
-"""Impact laws: the post-impact velocity of an impulsive collision (reference 000,
-"Impulsive Collisions"; reference 004, "Rigid Contact with Event Detection").
+"""Impact laws: the post-impact velocity of an impulsive collision (Tedrake 2022,
+"Impulsive Collisions"; Tedrake 2020, "Rigid Contact with Event Detection").
 
 Over the (instantaneous) collision ``M``, ``tau`` and ``J`` are constant, so integrating the
 manipulator equation gives the impulse-momentum balance
 
-    M (v+ - v-) = J^T Lambda,                                            (reference 000)
+    M (v+ - v-) = J^T Lambda,                                            (Tedrake 2022)
 
 ``Lambda`` the contact impulses stacked per contact normal first (``[n, t]`` rows, or ``[n]``
 for a normal-only contact). Three laws, for the contacts taking part in the impact:
@@ -30,7 +30,7 @@ with free impulses in every law.
   box corner, ``n M^{-1} t^T = -o_x o_z / I``) only the order above satisfies the reference's
   own condition ``J v+ = diag(-e, 0, 0) J v-`` (checked in tests/test_compliant_hybrid.py).
 * **Coulomb friction** (the impulse restricted to the friction cone: "in general we have to
-  solve an optimization", reference 000): the program of :func:`impact_program`,
+  solve an optimization", Tedrake 2022): the program of :func:`impact_program`,
 
       minimize    1/2 v+^T M v+                       (post-impact kinetic energy)
       over        v+, Lambda
@@ -106,7 +106,7 @@ def _rows(J: ArrayLike, dim: int) -> tuple[FloatArray, int]:
 
 def _project(M: FloatArray, rows: FloatArray, v: FloatArray, target: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The impulse ``Lambda = [R M^{-1} R^T]^# (target - R v)`` that gives ``R v+ = target`` and
-    ``v+ = v + M^{-1} R^T Lambda`` (the pseudoinverse form of reference 000's derivation)."""
+    ``v+ = v + M^{-1} R^T Lambda`` (the pseudoinverse form of Tedrake 2022's derivation)."""
     Mi_Rt = np.linalg.solve(M, rows.T)
     impulse = np.linalg.pinv(rows @ Mi_Rt) @ (target - rows @ v)
     return v + Mi_Rt @ impulse, impulse
@@ -121,7 +121,7 @@ def _bilateral(H: ArrayLike | None, b: ArrayLike | None, nv: int) -> tuple[Float
 
 def newton_impact(M: ArrayLike, N: ArrayLike, v_pre: ArrayLike, e: ArrayLike, H: ArrayLike | None = None,
                   b: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
-    """Frictionless impact (reference 000, "Impulsive Collisions"):
+    """Frictionless impact (Tedrake 2022, "Impulsive Collisions"):
     ``Lambda_n = -[N M^{-1} N^T]^# (1 + E) N v-``, ``v+ = v- + M^{-1} N^T Lambda_n``.
 
     ``N`` (k, nv) normal rows, ``e`` (k,) restitution coefficients. Bilateral rows ``H v+ = b``
@@ -156,7 +156,7 @@ def sticking_impact_matrix(M: ArrayLike, J: ArrayLike, e: ArrayLike, dim: int) -
 
 
 def reference_sticking_matrix(M: ArrayLike, J: ArrayLike, e: ArrayLike, dim: int) -> FloatArray:
-    """The matrix as printed in reference 000: ``I - M^{-1} J^T diag(1+e, 1, 1) [J M^{-1} J^T]^# J``
+    """The matrix as printed in Tedrake 2022: ``I - M^{-1} J^T diag(1+e, 1, 1) [J M^{-1} J^T]^# J``
     (for comparison only; equal to :func:`sticking_impact_matrix` when ``J M^{-1} J^T`` does
     not couple normal and tangent rows)."""
     M = np.asarray(M, dtype=np.float64)
@@ -168,7 +168,7 @@ def reference_sticking_matrix(M: ArrayLike, J: ArrayLike, e: ArrayLike, dim: int
 
 def sticking_impact(M: ArrayLike, J: ArrayLike, v_pre: ArrayLike, e: ArrayLike, dim: int,
                     H: ArrayLike | None = None, b: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
-    """Infinite-friction impact: ``(v+, Lambda)`` with ``Lambda`` (k, dim) (reference 000):
+    """Infinite-friction impact: ``(v+, Lambda)`` with ``Lambda`` (k, dim) (Tedrake 2022):
     ``J v+ = diag(-e, 0, 0) J v-``; bilateral rows ``H v+ = b`` as in :func:`newton_impact`."""
     M = np.asarray(M, dtype=np.float64)
     rows, k = _rows(J, dim)

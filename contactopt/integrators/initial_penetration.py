@@ -3,7 +3,7 @@ ground) are pushed apart by the first steps at whatever speed closes the gap in 
 (``-phi / h``: a box 1 m under the ground at h = 1e-3 leaves at 1000 m/s), which no program
 reports as a failure. ``simulate`` therefore looks once at ``system.contacts(q0)`` before
 step 0 and issues one :class:`~contactopt.errors.InitialPenetrationWarning` when some contact
-has ``phi < -tolerance`` (DESIGN.md: ``phi >= 0`` is separation), naming the deepest contact
+has ``phi < -tolerance`` (docs/architecture.md: ``phi >= 0`` is separation), naming the deepest contact
 (``system.contact_names(q0)`` where the system has names, e.g. ``"box.corner(-,-,-)"`` or
 ``"bottom|top[0]"``), its depth and how many others penetrate.
 

@@ -3,10 +3,10 @@
 The multipliers of the bilateral rows (``H vdot = r``, ``r`` from the drift treatment, see
 :mod:`contactopt.integrators.drift`) come from one of three equivalent computations:
 
-* ``pinv`` (reference 000, "Bilateral Position Constraints"):
+* ``pinv`` (Tedrake 2022, "Bilateral Position Constraints"):
   ``lambda = (H M^{-1} H^T)^+ (r - H M^{-1} tau)``, ``vdot = M^{-1} (tau + H^T lambda)``;
-* ``kkt`` (references 001 and 003): ``[M, -H^T; H, 0] [vdot; lambda] = [tau; r]``;
-* ``gauss`` (reference 000, Gauss's principle of least constraint): the equality-constrained
+* ``kkt`` (Savin 2020 and the "Lagrangian Mechanics" notes): ``[M, -H^T; H, 0] [vdot; lambda] = [tau; r]``;
+* ``gauss`` (Tedrake 2022, Gauss's principle of least constraint): the equality-constrained
   QP ``min 1/2 (a - M^{-1} tau)^T M (a - M^{-1} tau)  s.t.  H a = r`` posed as a
   :class:`~contactopt.programs.ConicProgram` and solved through the solver layer; the row
   duals are ``-lambda``.

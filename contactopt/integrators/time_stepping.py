@@ -1,4 +1,4 @@
-"""The time-stepping driver: one explicit program per step (DESIGN.md, "The data flow").
+"""The time-stepping driver: one explicit program per step (docs/architecture.md, "The data flow").
 
 Semi-implicit Euler: the formulation's program gives ``v'`` (and the impulses), then
 ``q' = system.integrate(q, v', h)``. A step whose solve is not usable (infeasible, ray

@@ -1,6 +1,6 @@
 """Variational integrator: discrete Euler-Lagrange equations (``formulation="variational"``).
 
-Reference 003, "Variational Integrator" and "DEL with Constraints". With the midpoint
+The "Lagrangian Mechanics" notes, "Variational Integrator" and "DEL with Constraints". With the midpoint
 discrete Lagrangian (the reference prints ``M((q_n+1 + q_n)/h)``; the midpoint is ``/2``)
 
     L_d(q0, q1) = h L((q0 + q1) / 2, (q1 - q0) / h),   L(q, v) = 1/2 v^T M(q) v - U(q),
@@ -16,7 +16,7 @@ one step solves, for ``q_k+1`` and the multipliers ``lambda``,
     p_k + D1 L_d(q_k, q_k+1) + h/2 F + h G(q_k)^T lambda = 0,      c(q_k+1) = 0,
 
 the constraint force acting at the middle knot and the constraint imposed at the end point
-(reference 003), ``F`` the non-conservative forces at the midpoint (discrete
+("Lagrangian Mechanics" notes), ``F`` the non-conservative forces at the midpoint (discrete
 Lagrange-d'Alembert: ``h F^T (q0 + q1)/2``). Velocity rows ``H v = b(t)`` are imposed as
 ``H(q_k) vd = b(t + h/2)``. Then ``p_k+1 = D2 L_d(q_k, q_k+1) + h/2 F``,
 ``v_k+1 = M(q_k+1)^{-1} p_k+1``. Each step is solved by Newton's method: first with the

@@ -7,7 +7,7 @@
     =>    x = -P^{-1}(c + A'y)  and  0 <= y ⟂ (A P^{-1} A') y + (b + A P^{-1} c) >= 0
 
 so ``LCP(M = A P^{-1} A', q = b + A P^{-1} c)`` with ``z = y`` and ``w = s``. This is the
-passage from the frictionless Gauss QP to its LCP in reference 000 ("Time-stepping LCP:
+passage from the frictionless Gauss QP to its LCP in Tedrake 2022 ("Time-stepping LCP:
 Normal force": "the LCP ... is precisely the optimality conditions of this convex QP").
 
 ``NonnegQPToLCP`` (a convex QP over the nonnegative orthant -> LCP, no inverse needed)::

@@ -8,8 +8,8 @@
 frictionless unilateral row, such as a joint limit, is a contact with ``mu = 0``) and ``C*_mu``
 its dual cone. This is Coulomb's law with Signorini's condition and maximum dissipation
 written as one cone complementarity problem by De Saxcé's bipotential (De Saxcé & Feng 1991;
-Acary, Cadoux, Lemaréchal & Malick, ZAMM 91 (2011); FCLIB, Acary et al. JOTA 2014; reference
-000, the friction section). It is **not** a convex program: the term ``mu_c ||u_cT||`` makes
+Acary, Cadoux, Lemaréchal & Malick, ZAMM 91 (2011); FCLIB, Acary et al. JOTA 2014; Tedrake
+2022, the friction section). It is **not** a convex program: the term ``mu_c ||u_cT||`` makes
 the map ``r -> û`` nonmonotone, so the problem is the first-order condition of no
 optimization problem, may have several solutions, and existence needs conditions on ``mu``
 (Acary et al. 2011, section 3). Dropping that term gives the convex cone complementarity problem

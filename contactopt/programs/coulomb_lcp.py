@@ -4,8 +4,8 @@
 :class:`~contactopt.programs.coulomb.CoulombProgram` ``(W, q, mu)`` by the pyramid spanned by
 ``k`` unit tangent directions ``d_i`` (the ``lcp`` formulation's,
 :func:`contactopt.formulations.common.tangent_directions`: ``d_i = cos(2 pi i / k) t1 +
-sin(2 pi i / k) t2`` in 3-D, ``+t, -t`` in 2-D), written from ``W`` and ``q`` directly (reference
-000, "Time-stepping LCP: Coulomb Friction"; the ``lcp`` formulation builds the same LCP from
+sin(2 pi i / k) t2`` in 3-D, ``+t, -t`` in 2-D), written from ``W`` and ``q`` directly (Tedrake
+2022, "Time-stepping LCP: Coulomb Friction"; the ``lcp`` formulation builds the same LCP from
 the step). Per contact ``c`` with ``mu_c > 0`` the unknowns are the normal impulse ``r_cN``,
 edge impulses ``beta_ci >= 0`` and the slack ``gamma_c`` (the slip speed); with
 ``r = B [r_N; beta]`` (``r_cT = sum_i beta_ci d_i``) and ``u = W r + q``::

@@ -1,6 +1,6 @@
 """The linear complementarity problem.
 
-``LCP(M, q)``: find ``z >= 0`` with ``w = M z + q >= 0`` and ``z^T w = 0`` (reference 000,
+``LCP(M, q)``: find ``z >= 0`` with ``w = M z + q >= 0`` and ``z^T w = 0`` (Tedrake 2022,
 "Complementarity formulations"; Murty 1988). ``M`` is stored dense: the pivoting and
 Gauss-Seidel solvers that take LCPs work on dense rows.
 """

@@ -3,7 +3,7 @@
 
 The problem (:mod:`contactopt.programs.coulomb`; De Saxcé & Feng 1991): find impulses ``r``
 with ``C*_mu ∋ û ⟂ r ∈ C_mu``, ``u = W r + q``, ``û_c = u_c + [mu_c ||u_cT||, 0, 0]``, the
-friction cone being the one of Tedrake's "Multi-Body Dynamics" appendix (shared/references/000,
+friction cone being the one of Tedrake's "Multi-Body Dynamics" appendix (Tedrake 2022,
 the SOCP friction cone ``FC(q)``; maximum dissipation in its "Time-stepping LCP: Coulomb
 Friction"). One iteration is a sweep over the contacts that replaces each ``r_c`` by the exact
 answer of its one-contact problem with the others held (Jean, "The non-smooth contact dynamics

@@ -6,7 +6,7 @@ products (selected automatically; :data:`COMPILED` says which; both do the same 
 ``C*_mu ∋ û ⟂ r ∈ C_mu``, ``u = W r + q``, ``û_c = u_c + [mu_c ||u_cT||, 0(, 0)]``, rows per
 contact ``[n, t1(, t2)]``; the friction cone ``C_mu = {||r_T|| <= mu r_N}`` is the one of
 Tedrake's "Multi-Body Dynamics" appendix (section "Time-stepping LCP: Coulomb Friction" and the
-SOCP friction cone ``FC(q)``; shared/references/000).
+SOCP friction cone ``FC(q)``; Tedrake 2022, docs/references.md).
 
 **A sweep** (nonsmooth Gauss-Seidel: Jean, "The non-smooth contact dynamics method", Comput.
 Methods Appl. Mech. Engrg. 177, 1999; Acary & Brogliato, "Numerical methods for nonsmooth

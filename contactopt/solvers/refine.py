@@ -2,7 +2,7 @@
 
 An interior-point method stops at a point of the central path, ``s_i y_i ~ mu > 0``. Where
 strict complementarity fails (``s_i = y_i = 0`` at the solution: a cart resting exactly
-against the wall with zero force, reference 000 "The Dynamics of Contact"), the iterate is
+against the wall with zero force, Tedrake 2022 "The Dynamics of Contact"), the iterate is
 only ``O(sqrt(mu))`` from the solution (Wright, *Primal-Dual Interior-Point Methods*, 1997,
 ch. 7), which shows as a slow creep over many steps. The fix is the classical
 "crossover"/active-set identification (Nocedal & Wright, *Numerical Optimization*, 2nd ed.,

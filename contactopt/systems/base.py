@@ -7,7 +7,7 @@ constraints (:meth:`System.constraints`) and how positions advance given the nex
 
 Each system type declares its parameters (:class:`Parameter`) so that scene files can be
 validated with messages that name the key. The ones a derivative can be taken by
-(DESIGN.md, "derivatives": ``"mu"`` and the system's own parameters by their scene names) are
+(docs/architecture.md, "Public API": ``"mu"`` and the system's own parameters by their scene names) are
 listed by :meth:`System.differentiable_parameters`, read by :meth:`System.parameter_values` and
 changed in a new system by :meth:`System.with_parameters`, which the step derivatives
 (:mod:`contactopt.derivatives`) perturb by central differences.
@@ -340,7 +340,7 @@ class System(ABC):
         return self.contact_dim > 1
 
     def differentiable_parameters(self) -> tuple[str, ...]:
-        """The names :meth:`with_parameters` takes (DESIGN.md, "derivatives"): ``"mu"`` where
+        """The names :meth:`with_parameters` takes (docs/architecture.md, "Public API"): ``"mu"`` where
         the contacts have friction and ``mu`` is finite, then the type's own ``parameters`` by
         their scene names; ``rigid3d`` and ``mjcf`` add per-body names (``"box.mass"``).
         ``"restitution"`` is none of them: the time-stepping formulations, whose steps are

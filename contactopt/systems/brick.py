@@ -1,4 +1,4 @@
-"""The brick on the ground with Coulomb friction (reference 000, "Time-stepping LCP: Coulomb
+"""The brick on the ground with Coulomb friction (Tedrake 2022, "Time-stepping LCP: Coulomb
 Friction"): ``m qddot = u + f`` with ``|f| <= mu m g``.
 
 Modelled as a point mass in the vertical x-z plane resting on the ground line ``z = 0`` so

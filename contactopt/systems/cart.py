@@ -1,4 +1,4 @@
-"""The 1-D cart against a wall (reference 000, "Time-stepping LCP: Normal force").
+"""The 1-D cart against a wall (Tedrake 2022, "Time-stepping LCP: Normal force").
 
 ``m qddot = u + f`` with the wall at ``x = 0``: ``q = [x]``, ``phi(q) = x >= 0``, contact
 normal ``n = [1]`` (normal-only frame, dim 1), ``M = [m]``, ``tau = [u]`` with ``u`` a

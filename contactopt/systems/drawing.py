@@ -9,7 +9,7 @@ so a system type needs no plotting code, only :meth:`~contactopt.systems.base.Sy
 The contact frames follow the contact rows of the system (normal first, as in ``J``), written
 in drawing coordinates: row ``j`` of ``frames[k]`` is the world direction of impulse component
 ``j`` of contact ``k``. The force on the body the contact rows act on is then
-``F_k = frames[k]^T lambda_k / h`` (impulses over the step length; DESIGN.md, "Contacts").
+``F_k = frames[k]^T lambda_k / h`` (impulses over the step length; docs/architecture.md, "Conventions").
 """
 
 from __future__ import annotations

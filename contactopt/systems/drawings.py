@@ -7,8 +7,8 @@ built-in type is drawn by the function registered here for it (or for its neares
 class); anything else gets None, and the renderer falls back to plotting the coordinates.
 
 Conventions of each picture are those of the system's module: pendulum angles from the
-downward vertical (reference 000, "Simple Double Pendulum"), the four-bar's absolute link
-angles (reference 000, "Bilateral Position Constraints"), planar bodies in the (x, z) plane,
+downward vertical (Tedrake 2022, "Simple Double Pendulum"), the four-bar's absolute link
+angles (Tedrake 2022, "Bilateral Position Constraints"), planar bodies in the (x, z) plane,
 rigid3d bodies with body-to-world rotations from their quaternions.
 """
 

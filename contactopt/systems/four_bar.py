@@ -1,5 +1,5 @@
 """The planar four-bar linkage: a kinematic tree closed by a loop-closure constraint
-(reference 000, "Bilateral Position Constraints": "use the Lagrangian to derive the dynamics
+(Tedrake 2022, "Bilateral Position Constraints": "use the Lagrangian to derive the dynamics
 of the unconstrained system (a kinematic tree without the closed-loop constraints), then add
 additional generalized forces that ensure that the constraint is always satisfied").
 
@@ -13,7 +13,7 @@ and ``e'(th) = (-sin th, cos th)`` the links' centres are::
 
 and their 2x3 Jacobians ``J_i = dp_i/dq`` have columns ``a/2 e'(th1)``; ``a e'(th1),
 b/2 e'(th2)``; ``c/2 e'(th3)``. The links are uniform slender rods, ``I_i = m_i L_i^2 / 12``
-about their centres, and each turns at its own absolute rate. Hence (reference 000, "The
+about their centres, and each turns at its own absolute rate. Hence (Tedrake 2022, "The
 Manipulator Equations", ``T = 1/2 qdot^T M qdot``)::
 
     M     = sum_i m_i J_i^T J_i + diag(I_1, I_2, I_3)
@@ -114,7 +114,7 @@ class FourBar(ManipulatorSystem):
 
     def centres(self, q: ArrayLike) -> FloatArray:
         """(3, 2) centres ``p1, p2, p3`` of crank, coupler and rocker: the kinematic tree of
-        reference 000, "Bilateral Position Constraints" (module docstring)."""
+        Tedrake 2022, "Bilateral Position Constraints" (module docstring)."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c, d = (self.params[k] for k in "abcd")
         return np.array([0.5 * a * _e(t1),
@@ -124,14 +124,14 @@ class FourBar(ManipulatorSystem):
     def joint_points(self, q: ArrayLike) -> FloatArray:
         """(5, 2) polyline of the tree: origin, crank tip ``A``, coupler end, rocker tip,
         rocker pivot ``(d, 0)``; the coupler end and the rocker tip coincide when ``h = 0``
-        (reference 000, "Bilateral Position Constraints": the two ends of the chain meet)."""
+        (Tedrake 2022, "Bilateral Position Constraints": the two ends of the chain meet)."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c, d = (self.params[k] for k in "abcd")
         pivot = np.array([d, 0.0])
         return np.array([np.zeros(2), a * _e(t1), a * _e(t1) + b * _e(t2), pivot + c * _e(t3), pivot])
 
     def centre_jacobians(self, q: ArrayLike) -> FloatArray:
-        """(3, 2, 3) Jacobians ``J_i = dp_i/dq`` of the three centres (reference 000, "The
+        """(3, 2, 3) Jacobians ``J_i = dp_i/dq`` of the three centres (Tedrake 2022, "The
         Manipulator Equations": ``T = 1/2 sum m_i |J_i qdot|^2 + ...``)."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c = self.lengths
@@ -144,7 +144,7 @@ class FourBar(ManipulatorSystem):
 
     def centre_jacobian_rates(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
         """(3, 2, 3) ``Jdot_i = dJ_i/dt``: each column ``L e'(th)`` becomes ``-L e(th) thd``
-        (for ``C = sum m_i J_i^T Jdot_i``, reference 000, "The Manipulator Equations")."""
+        (for ``C = sum m_i J_i^T Jdot_i``, Tedrake 2022, "The Manipulator Equations")."""
         t1, t2, t3 = as_vector(q, "q", 3)
         w1, w2, w3 = as_vector(v, "v", 3)
         a, b, c = self.lengths
@@ -158,52 +158,52 @@ class FourBar(ManipulatorSystem):
     # -- manipulator equation ----------------------------------------------------------------
 
     def M(self, q: ArrayLike) -> FloatArray:
-        """``sum_i m_i J_i^T J_i + diag(I_i)`` (reference 000, "The Manipulator Equations",
+        """``sum_i m_i J_i^T J_i + diag(I_i)`` (Tedrake 2022, "The Manipulator Equations",
         ``T = 1/2 qdot^T M qdot`` summed over the links of the tree)."""
         J = self.centre_jacobians(q)
         return np.einsum("i,iak,ial->kl", self.masses, J, J) + np.diag(self.inertias)
 
     def C(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
         """``sum_i m_i J_i^T Jdot_i``: ``C v`` is the tree's Coriolis/centripetal force
-        (reference 000, "The Manipulator Equations") and ``Mdot - 2C`` is skew-symmetric."""
+        (Tedrake 2022, "The Manipulator Equations") and ``Mdot - 2C`` is skew-symmetric."""
         J = self.centre_jacobians(q)
         Jd = self.centre_jacobian_rates(q, v)
         return np.einsum("i,iak,ial->kl", self.masses, J, Jd)
 
     def tau_g(self, q: ArrayLike) -> FloatArray:
-        """``-sum_i m_i g J_i^T [0, 1] = -dU/dq`` (reference 000, "The Manipulator Equations")."""
+        """``-sum_i m_i g J_i^T [0, 1] = -dU/dq`` (Tedrake 2022, "The Manipulator Equations")."""
         J = self.centre_jacobians(q)
         return -self.params["g"] * np.einsum("i,ik->k", self.masses, J[:, 1, :])
 
     @property
     def B(self) -> FloatArray:
-        """``[1, 0, 0]^T``: a motor torque on the crank (reference 000, "The Manipulator
+        """``[1, 0, 0]^T``: a motor torque on the crank (Tedrake 2022, "The Manipulator
         Equations", ``B u``)."""
         return np.array([[1.0], [0.0], [0.0]])
 
     def potential_energy(self, q: ArrayLike) -> float:
-        """``U = sum_i m_i g y_i`` with ``y_i`` the height of link ``i``'s centre (reference 000,
+        """``U = sum_i m_i g y_i`` with ``y_i`` the height of link ``i``'s centre (Tedrake 2022,
         "Deriving the equations of motion")."""
         return float(self.params["g"] * self.masses @ self.centres(q)[:, 1])
 
     # -- loop closure --------------------------------------------------------------------------
 
     def closure(self, q: ArrayLike) -> FloatArray:
-        """``h(q) = a e(th1) + b e(th2) - (d, 0) - c e(th3)`` (reference 000, "Bilateral
+        """``h(q) = a e(th1) + b e(th2) - (d, 0) - c e(th3)`` (Tedrake 2022, "Bilateral
         Position Constraints": the two ends of the chain meet)."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c = self.lengths
         return a * _e(t1) + b * _e(t2) - np.array([self.params["d"], 0.0]) - c * _e(t3)
 
     def closure_jacobian(self, q: ArrayLike) -> FloatArray:
-        """``H = dh/dq = [a e'(th1), b e'(th2), -c e'(th3)]`` (reference 000, "Bilateral
+        """``H = dh/dq = [a e'(th1), b e'(th2), -c e'(th3)]`` (Tedrake 2022, "Bilateral
         Position Constraints")."""
         t1, t2, t3 = as_vector(q, "q", 3)
         a, b, c = self.lengths
         return np.column_stack((a * _de(t1), b * _de(t2), -c * _de(t3)))
 
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
-        """Two position rows (reference 000, "Bilateral Position Constraints"): ``h``, ``H``
+        """Two position rows (Tedrake 2022, "Bilateral Position Constraints"): ``h``, ``H``
         and ``Hdot v = -a e(th1) th1d^2 - b e(th2) th2d^2 + c e(th3) th3d^2``."""
         t1, t2, t3 = as_vector(q, "q", 3)
         w1, w2, w3 = as_vector(v, "v", 3)
@@ -217,7 +217,7 @@ class FourBar(ManipulatorSystem):
     def assemble(self, crank_angle: float, crank_speed: float = 0.0) -> tuple[FloatArray, FloatArray]:
         """A closed state ``(q, v)`` with ``th1 = crank_angle`` and ``th1d = crank_speed``:
         ``h(q) = 0`` on the elbow-up branch (circle intersection, module docstring) and
-        ``H v = 0`` (reference 000, "Bilateral Position Constraints": ``hdot = H qdot = 0``).
+        ``H v = 0`` (Tedrake 2022, "Bilateral Position Constraints": ``hdot = H qdot = 0``).
         Raises :class:`ParameterError` (key ``crank_angle``) if the circles do not meet or the
         pose is singular (coupler and rocker aligned)."""
         key = "system.parameters.crank_angle"
@@ -249,6 +249,6 @@ class FourBar(ManipulatorSystem):
 
     def default_state(self) -> tuple[FloatArray, FloatArray]:
         """The closed state at ``crank_angle`` and ``crank_speed`` (:meth:`assemble`): ``h = 0``
-        and ``H v = 0`` (reference 000, "Bilateral Position Constraints")."""
+        and ``H v = 0`` (Tedrake 2022, "Bilateral Position Constraints")."""
         q, v = self._initial
         return q.copy(), v.copy()

@@ -1,4 +1,4 @@
-"""Textbook systems in manipulator-equation form (reference 000, "Manipulator Equations"):
+"""Textbook systems in manipulator-equation form (Tedrake 2022, "Manipulator Equations"):
 
     M(q) vdot + C(q, v) v = tau_g(q) + B u + J^T lambda,
 

@@ -1,4 +1,4 @@
-"""Textbook pendulums in manipulator-equation form (reference 000, "Manipulator Equations")::
+"""Textbook pendulums in manipulator-equation form (Tedrake 2022, "Manipulator Equations")::
 
     M(q) qddot + C(q, qdot) qdot = tau_g(q) + B u   (+ H^T lambda for bilateral rows,
                                                      + J^T lambda for contacts)
@@ -9,17 +9,17 @@ position update. Angles are measured so that ``theta = 0`` hangs **straight down
 
 * ``pendulum``: one point mass ``m`` on a massless rod ``l``; ``q = [theta]``,
   ``M = m l^2``, ``C = 0``, ``tau_g = -m g l sin(theta)``, ``U = -m g l cos(theta)``.
-* ``double_pendulum``: reference 000, "Simple Double Pendulum" and "Manipulator Equation
+* ``double_pendulum``: Tedrake 2022, "Simple Double Pendulum" and "Manipulator Equation
   form of the Simple Double Pendulum": point masses, ``q = [theta1, theta2]`` with ``theta2``
   **relative** to link 1. ``M`` and ``tau_g`` are the reference's; ``C`` is the
   Christoffel-symbol matrix (see :meth:`DoublePendulum.C` for why not the printed one).
-  Optionally joint 1 follows a prescribed motion (reference 000, "Bilateral Velocity
+  Optionally joint 1 follows a prescribed motion (Tedrake 2022, "Bilateral Velocity
   Constraints"): ``qdot1 = b(t) = A w cos(w t)``, i.e. ``theta1(t) = theta1(0) + A sin(w t)``.
-* ``cartpole``: reference 003, "Cartpole" (Tedrake's angle: ``theta = 0`` hanging down);
+* ``cartpole``: "Lagrangian Mechanics" notes, "Cartpole" (Tedrake's angle: ``theta = 0`` hanging down);
   ``q = [x, theta]``, the input is the horizontal force on the cart.
-* ``cartesian_pendulum``: reference 003, "Example: pendulum": the point mass in Cartesian
+* ``cartesian_pendulum``: "Lagrangian Mechanics" notes, "Example: pendulum": the point mass in Cartesian
   coordinates ``q = [x, y]`` (pivot at the origin, ``y`` up) held on the circle by the
-  bilateral position row ``h = x^2 + y^2 - l^2 = 0`` (reference 000, "Bilateral Position
+  bilateral position row ``h = x^2 + y^2 - l^2 = 0`` (Tedrake 2022, "Bilateral Position
   Constraints"); optionally a floor line ``y = floor`` it can hit (one 2-D contact).
 """
 
@@ -58,7 +58,7 @@ class Pendulum(ManipulatorSystem):
 
     ``q = [theta]`` (0 hanging down, counterclockwise positive), ``M = m l^2``, ``C = 0``,
     ``tau_g = -m g l sin(theta)``, ``B = [[1]]`` (a torque at the pivot),
-    ``U = -m g l cos(theta)``. Reference 000, "Simple Double Pendulum" with one link.
+    ``U = -m g l cos(theta)``. Tedrake 2022, "Simple Double Pendulum" with one link.
     """
 
     type_name: ClassVar[str] = "pendulum"
@@ -74,33 +74,33 @@ class Pendulum(ManipulatorSystem):
     v_names = ("thetadot",)
 
     def M(self, q: ArrayLike) -> FloatArray:
-        """``[[m l^2]]`` (reference 000, "Simple Double Pendulum", one link)."""
+        """``[[m l^2]]`` (Tedrake 2022, "Simple Double Pendulum", one link)."""
         return np.array([[self.params["m"] * self.params["l"] ** 2]])
 
     def C(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
-        """``[[0]]``: the mass matrix is constant (reference 000, "Manipulator Equations")."""
+        """``[[0]]``: the mass matrix is constant (Tedrake 2022, "Manipulator Equations")."""
         return np.zeros((1, 1))
 
     def tau_g(self, q: ArrayLike) -> FloatArray:
-        """``[-m g l sin(theta)] = -dU/dq`` (reference 000, "Simple Double Pendulum")."""
+        """``[-m g l sin(theta)] = -dU/dq`` (Tedrake 2022, "Simple Double Pendulum")."""
         theta = float(as_vector(q, "q", 1)[0])
         p = self.params
         return np.array([-p["m"] * p["g"] * p["l"] * math.sin(theta)])
 
     @property
     def B(self) -> FloatArray:
-        """``[[1]]``: a torque at the pivot (reference 000, "Manipulator Equations")."""
+        """``[[1]]``: a torque at the pivot (Tedrake 2022, "Manipulator Equations")."""
         return np.eye(1)
 
     def potential_energy(self, q: ArrayLike) -> float:
-        """``U = -m g l cos(theta)`` (reference 000, "Simple Double Pendulum", one link)."""
+        """``U = -m g l cos(theta)`` (Tedrake 2022, "Simple Double Pendulum", one link)."""
         theta = float(as_vector(q, "q", 1)[0])
         p = self.params
         return -p["m"] * p["g"] * p["l"] * math.cos(theta)
 
 
 class DoublePendulum(ManipulatorSystem):
-    """The simple double pendulum of reference 000, "Simple Double Pendulum".
+    """The simple double pendulum of Tedrake 2022, "Simple Double Pendulum".
 
     Point masses ``m1`` at ``p1 = l1 [s1, -c1]`` and ``m2`` at ``p2 = p1 + l2 [s12, -c12]``;
     ``q = [theta1, theta2]``, ``theta2`` relative to link 1; torques at both joints
@@ -128,7 +128,7 @@ class DoublePendulum(ManipulatorSystem):
     v_names = ("theta1dot", "theta2dot")
 
     def M(self, q: ArrayLike) -> FloatArray:
-        """Reference 000, "Manipulator Equation form of the Simple Double Pendulum"::
+        """Tedrake 2022, "Manipulator Equation form of the Simple Double Pendulum"::
 
             M = [[(m1 + m2) l1^2 + m2 l2^2 + 2 m2 l1 l2 c2,  m2 l2^2 + m2 l1 l2 c2],
                  [m2 l2^2 + m2 l1 l2 c2,                     m2 l2^2]]
@@ -142,7 +142,7 @@ class DoublePendulum(ManipulatorSystem):
                          [off, m2 * l2**2]])
 
     def C(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
-        """The Christoffel-symbol Coriolis matrix (reference 000, "Manipulator Equation form
+        """The Christoffel-symbol Coriolis matrix (Tedrake 2022, "Manipulator Equation form
         of the Simple Double Pendulum", the remark after Asada86 / Slotine90)::
 
             C = m2 l1 l2 s2 [[-qd2, -(qd1 + qd2)],
@@ -164,7 +164,7 @@ class DoublePendulum(ManipulatorSystem):
         return k * np.array([[-qd2, -(qd1 + qd2)], [qd1, 0.0]])
 
     def tau_g(self, q: ArrayLike) -> FloatArray:
-        """Reference 000, "Manipulator Equation form of the Simple Double Pendulum"::
+        """Tedrake 2022, "Manipulator Equation form of the Simple Double Pendulum"::
 
             tau_g = -g [(m1 + m2) l1 s1 + m2 l2 s12,  m2 l2 s12]
         """
@@ -176,12 +176,12 @@ class DoublePendulum(ManipulatorSystem):
 
     @property
     def B(self) -> FloatArray:
-        """``I``: torques at both joints (reference 000, "Manipulator Equation form of the
+        """``I``: torques at both joints (Tedrake 2022, "Manipulator Equation form of the
         Simple Double Pendulum")."""
         return np.eye(2)
 
     def potential_energy(self, q: ArrayLike) -> float:
-        """``U = -(m1 + m2) g l1 c1 - m2 g l2 c12`` (reference 000, "Simple Double Pendulum")."""
+        """``U = -(m1 + m2) g l1 c1 - m2 g l2 c12`` (Tedrake 2022, "Simple Double Pendulum")."""
         q1, q2 = as_vector(q, "q", 2)
         p = self.params
         return (-(p["m1"] + p["m2"]) * p["g"] * p["l1"] * math.cos(q1)
@@ -194,14 +194,14 @@ class DoublePendulum(ManipulatorSystem):
 
     def drive(self, t: float) -> tuple[float, float]:
         """``(b(t), bdot(t)) = (A w cos(w t), -A w^2 sin(w t))``, ``w = 2 pi f``: the velocity
-        of joint 1 and its rate under ``theta1(t) = theta1(0) + A sin(w t)`` (reference 000,
+        of joint 1 and its rate under ``theta1(t) = theta1(0) + A sin(w t)`` (Tedrake 2022,
         "Bilateral Velocity Constraints")."""
         amplitude = self.params["drive_amplitude"]
         w = 2.0 * math.pi * self.params["drive_frequency"]
         return amplitude * w * math.cos(w * t), -amplitude * w * w * math.sin(w * t)
 
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
-        """Reference 000, "Bilateral Velocity Constraints": with ``drive_amplitude > 0`` one
+        """Tedrake 2022, "Bilateral Velocity Constraints": with ``drive_amplitude > 0`` one
         velocity row ``h_v = H v - b(t) = 0``, ``H = dh_v/dv = [1, 0]``, ``b(t) = A w cos(w t)``,
         ``bdot(t) = -A w^2 sin(w t)``; ``dh_v/dq = 0`` so ``Hdot v = 0``. No rows otherwise."""
         if not self.driven:
@@ -213,7 +213,7 @@ class DoublePendulum(ManipulatorSystem):
 
 
 class CartPole(ManipulatorSystem):
-    """The cart-pole (reference 003, "Cartpole"; Tedrake's convention): a cart of mass ``mc``
+    """The cart-pole ("Lagrangian Mechanics" notes, "Cartpole"; Tedrake's convention): a cart of mass ``mc``
     on a horizontal rail and a point mass ``mp`` on a massless pole of length ``l``.
 
     ``q = [x, theta]``, ``theta = 0`` hanging straight down; the pole mass is at
@@ -234,14 +234,14 @@ class CartPole(ManipulatorSystem):
     v_names = ("xdot", "thetadot")
 
     def M(self, q: ArrayLike) -> FloatArray:
-        """``[[mc + mp, mp l cos(theta)], [mp l cos(theta), mp l^2]]`` (reference 003, "Cartpole")."""
+        """``[[mc + mp, mp l cos(theta)], [mp l cos(theta), mp l^2]]`` ("Lagrangian Mechanics" notes, "Cartpole")."""
         theta = float(as_vector(q, "q", 2)[1])
         p = self.params
         off = p["mp"] * p["l"] * math.cos(theta)
         return np.array([[p["mc"] + p["mp"], off], [off, p["mp"] * p["l"] ** 2]])
 
     def C(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
-        """``[[0, -mp l thetadot sin(theta)], [0, 0]]`` (reference 003, "Cartpole", whose
+        """``[[0, -mp l thetadot sin(theta)], [0, 0]]`` ("Lagrangian Mechanics" notes, "Cartpole", whose
         ``C qdot = [-mp l thetadot^2 sin(theta), 0]``). It is the Christoffel-symbol matrix:
         ``Mdot - 2C = mp l thetadot sin(theta) [[0, 1], [-1, 0]]`` is skew-symmetric."""
         theta = float(as_vector(q, "q", 2)[1])
@@ -250,7 +250,7 @@ class CartPole(ManipulatorSystem):
         return np.array([[0.0, -p["mp"] * p["l"] * thetadot * math.sin(theta)], [0.0, 0.0]])
 
     def tau_g(self, q: ArrayLike) -> FloatArray:
-        """``[0, -mp g l sin(theta)] = -dU/dq`` (reference 003, "Cartpole", with theta = 0
+        """``[0, -mp g l sin(theta)] = -dU/dq`` ("Lagrangian Mechanics" notes, "Cartpole", with theta = 0
         hanging down; the reference writes this vector as ``G`` on the left-hand side with
         the opposite angle convention)."""
         theta = float(as_vector(q, "q", 2)[1])
@@ -259,11 +259,11 @@ class CartPole(ManipulatorSystem):
 
     @property
     def B(self) -> FloatArray:
-        """``[[1], [0]]``: a horizontal force on the cart (reference 003, "Cartpole")."""
+        """``[[1], [0]]``: a horizontal force on the cart ("Lagrangian Mechanics" notes, "Cartpole")."""
         return np.array([[1.0], [0.0]])
 
     def potential_energy(self, q: ArrayLike) -> float:
-        """``U = -mp g l cos(theta)``: the pole mass at height ``-l cos(theta)`` (reference 003,
+        """``U = -mp g l cos(theta)``: the pole mass at height ``-l cos(theta)`` ("Lagrangian Mechanics" notes,
         "Cartpole", with theta = 0 hanging down)."""
         theta = float(as_vector(q, "q", 2)[1])
         p = self.params
@@ -271,9 +271,9 @@ class CartPole(ManipulatorSystem):
 
 
 class CartesianPendulum(ManipulatorSystem):
-    """The pendulum in Cartesian coordinates (reference 003, "Example: pendulum"): a free
+    """The pendulum in Cartesian coordinates ("Lagrangian Mechanics" notes, "Example: pendulum"): a free
     point mass ``q = [x, y]`` (``y`` up, pivot at the origin) held at distance ``l`` by the
-    position row ``h = x^2 + y^2 - l^2 = 0`` (reference 000, "Bilateral Position Constraints").
+    position row ``h = x^2 + y^2 - l^2 = 0`` (Tedrake 2022, "Bilateral Position Constraints").
 
     ``M = m I``, ``C = 0``, ``tau_g = [0, -m g]``, ``B = I`` (a force on the mass),
     ``U = m g y``. With ``floor = Y`` in the ``[system]`` table, the mass has one 2-D
@@ -323,29 +323,29 @@ class CartesianPendulum(ManipulatorSystem):
                    floor=None if floor is None else float(floor))
 
     def M(self, q: ArrayLike) -> FloatArray:
-        """``m I`` (reference 003, "Example: pendulum": ``L = m (xd^2 + yd^2) / 2 - m g y``)."""
+        """``m I`` ("Lagrangian Mechanics" notes, "Example: pendulum": ``L = m (xd^2 + yd^2) / 2 - m g y``)."""
         return self.params["m"] * np.eye(2)
 
     def C(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
-        """``0``: Cartesian coordinates of a point mass (reference 003, "Example: pendulum")."""
+        """``0``: Cartesian coordinates of a point mass ("Lagrangian Mechanics" notes, "Example: pendulum")."""
         return np.zeros((2, 2))
 
     def tau_g(self, q: ArrayLike) -> FloatArray:
-        """``[0, -m g] = -dU/dq`` (reference 003, "Example: pendulum")."""
+        """``[0, -m g] = -dU/dq`` ("Lagrangian Mechanics" notes, "Example: pendulum")."""
         return np.array([0.0, -self.params["m"] * self.params["g"]])
 
     @property
     def B(self) -> FloatArray:
-        """``I``: a force on the mass (reference 000, "The Manipulator Equations", ``B u``)."""
+        """``I``: a force on the mass (Tedrake 2022, "The Manipulator Equations", ``B u``)."""
         return np.eye(2)
 
     def potential_energy(self, q: ArrayLike) -> float:
-        """``U = m g y`` (reference 003, "Example: pendulum")."""
+        """``U = m g y`` ("Lagrangian Mechanics" notes, "Example: pendulum")."""
         return self.params["m"] * self.params["g"] * float(as_vector(q, "q", 2)[1])
 
     def constraints(self, q: ArrayLike, v: ArrayLike, t: float = 0.0) -> Bilateral:
-        """One position row (reference 003, "Example: pendulum", ``c = x^2 + y^2 - l^2``;
-        reference 000, "Bilateral Position Constraints"): ``h = x^2 + y^2 - l^2``,
+        """One position row ("Lagrangian Mechanics" notes, "Example: pendulum", ``c = x^2 + y^2 - l^2``;
+        Tedrake 2022, "Bilateral Position Constraints"): ``h = x^2 + y^2 - l^2``,
         ``H = dh/dq = [2x, 2y]``, ``Hdot v = 2 (vx^2 + vy^2)``."""
         x, y = as_vector(q, "q", 2)
         vv = as_vector(v, "v", 2)
@@ -356,7 +356,7 @@ class CartesianPendulum(ManipulatorSystem):
 
     def contacts(self, q: ArrayLike) -> Contacts:
         """With a floor: one contact, ``phi = y - floor``, rows ``n = [0, 1]``, ``t = [1, 0]``
-        (reference 000, "The Dynamics of Contact", contact Jacobian ``J = [n; t]``); none
+        (Tedrake 2022, "The Dynamics of Contact", contact Jacobian ``J = [n; t]``); none
         otherwise."""
         if self.floor is None:
             return Contacts.empty(self.nv, self.contact_dim)

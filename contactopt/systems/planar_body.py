@@ -1,7 +1,7 @@
 """One rigid body (disk or box) in the vertical x-z plane above the ground line ``z = 0``.
 
 ``q = [x, z, theta]``, ``v = [vx, vz, omega]``, ``M = diag(m, m, I)``, ``tau = [0, -m g, 0]``
-(plus ``u``, a generalized force, if given). Reference 000, "A spinning ball bouncing on the
+(plus ``u``, a generalized force, if given). Tedrake 2022, "A spinning ball bouncing on the
 ground", writes exactly this model for a ball.
 
 Sign convention: x points right, z up, and ``theta`` is **counterclockwise** in that picture
@@ -18,7 +18,7 @@ Contacts (2-D frames, rows ``[n, t]`` with ``n = +z`` and ``t = +x``):
 * box (half extents ``w``, ``h``): its 4 corners in the order of
   ``itertools.product((-1, 1), repeat=2)`` over the body-frame signs ``(sx w, sz h)``, i.e.
   ``(-,-), (-,+), (+,-), (+,+)``; with ``o = R(theta) (sx w, sz h)``: ``phi = z + o_z``,
-  ``n = [0, 1, o_x]``, ``t = [1, 0, -o_z]`` (reference 000, "Beyond Point Contact").
+  ``n = [0, 1, o_x]``, ``t = [1, 0, -o_z]`` (Tedrake 2022, "Beyond Point Contact").
 
 Moments of inertia: a box is a uniform plate, ``I = m (w^2 + h^2) / 3``. A disk stands for
 a **ball** (the reference's scene), so ``inertia = "solid"`` is a solid sphere,
@@ -178,7 +178,7 @@ class PlanarBody(System):
 
     def contacts(self, q: ArrayLike) -> Contacts:
         """Ground contacts (disk: 1, box: 4 corners); rows ``n = [0, 1, o_x]``,
-        ``t = [1, 0, -o_z]`` for a point at offset ``o`` (reference 000, "Contact Jacobian")."""
+        ``t = [1, 0, -o_z]`` for a point at offset ``o`` (Tedrake 2022, "Contact Jacobian")."""
         qq = as_vector(q, "q", 3)
         offsets = self._offsets(float(qq[2]))
         nc = offsets.shape[0]

@@ -21,7 +21,7 @@ m/3 (a^2 + b^2)``; solid sphere ``2/5 m r^2``.
 Integration (semi-implicit Euler): ``x' = x + h v'`` and ``quat' = exp(h w'/2) * quat``
 (world-frame angular velocity multiplies on the **left**), renormalized to ``|quat| = 1``.
 
-Contacts are point contacts (reference 000, "Contact Jacobian" and "Beyond Point Contact":
+Contacts are point contacts (Tedrake 2022, "Contact Jacobian" and "Beyond Point Contact":
 point contacts at the corners of a box), in this order:
 
 1. for each body in order, if ``ground`` is on (the plane ``n . (p - p0) = 0``; by default
@@ -363,7 +363,7 @@ class Rigid3D(System):
 
     def contacts(self, q: ArrayLike) -> Contacts:
         """All point-contact candidates (see the module docstring for their order); rows per
-        contact ``[n, t1, t2]``, each ``sum_body sign [d^T, (r x d)^T]`` (reference 000,
+        contact ``[n, t1, t2]``, each ``sum_body sign [d^T, (r x d)^T]`` (Tedrake 2022,
         "Contact Jacobian"), assembled at once as a sparse CSR matrix."""
         phi, _points, frames, (contact, body), terms = self._geometry(q)
         nc = phi.shape[0]

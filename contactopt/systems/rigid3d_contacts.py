@@ -3,7 +3,7 @@ matrix and the point contacts of every body at once, with no Python loop over bo
 contacts (issue 10).
 
 The formulas are those documented in :mod:`contactopt.systems.rigid3d` (Featherstone 2008,
-eq. 2.67 for the dynamics; reference 000, "Contact Jacobian" for the rows
+eq. 2.67 for the dynamics; Tedrake 2022, "Contact Jacobian" for the rows
 ``[d^T, (r x d)^T]``); here they are evaluated on stacked arrays:
 
 * rotations ``R_i`` from the quaternions (the Hamilton formula, normalized first);

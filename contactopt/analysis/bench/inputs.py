@@ -1,7 +1,7 @@
 """The programs a benchmark solves: files found in folders, each read into its program or into
 the reason it cannot be (:mod:`contactopt.analysis.bench`).
 
-A benchmark over a folder of other tools' files (``../shared/data/fclib/``: Siconos's test
+A benchmark over a folder of other tools' files (the FCLIB files of Siconos's own test
 problems) meets files it cannot use. Each becomes a *skipped* input, with a status and the
 reason, and the benchmark goes on with the others (:func:`load_inputs`):
 

@@ -1,4 +1,4 @@
-"""The frictionless velocity-level LCP (reference 000, "Time-stepping LCP: Normal force").
+"""The frictionless velocity-level LCP (Tedrake 2022, "Time-stepping LCP: Normal force").
 
 With normal Jacobian rows ``N`` of the contact candidates, gaps ``phi`` and
 ``v' = v_free + M^{-1} N^T lambda``, non-penetration at the end of the step reads
