@@ -55,13 +55,14 @@ def is_real(value: Any) -> bool:
 
 
 def check_number(value: Any, name: str, function: str, *, positive: bool = True) -> float:
-    """``value`` as a float: a finite real number (> 0 with ``positive``)."""
-    expected = "a finite number > 0" if positive else "a finite number"
+    """``value`` as a float: a finite real number (> 0 with ``positive``). Not a number at all
+    is an :class:`ArgumentTypeError`; a number out of range an :class:`OptionError`."""
     if not is_real(value):
-        raise _refuse(function, name, value, expected)
+        raise _refuse(function, name, value, "a positive number" if positive else "a finite number")
     number = float(value)
     if not math.isfinite(number) or (positive and not number > 0):
-        raise _refuse(function, name, value, expected)
+        raise OptionError(f"{function}: {name} must be a {'positive' if positive else 'finite'} number, "
+                          f"got {value!r}")
     return number
 
 
@@ -110,7 +111,7 @@ def check_step_sizes(value: Any, name: str, function: str) -> list[float] | None
     if is_real(value):
         return [check_number(value, name, function)]
     if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
-        raise _refuse(function, name, value, "a list of step sizes (finite numbers > 0) or one step size")
+        raise _refuse(function, name, value, "a list of step sizes (positive numbers) or one step size")
     return [check_number(item, f"{name}[{index}]", function) for index, item in enumerate(value)]
 
 
