@@ -1,11 +1,11 @@
 """Run one scene under many formulations, solvers and step sizes, and measure what differs.
 
-``compare(scene, formulations, solvers, dts)`` builds the grid of *cells* (every
-formulation with every solver that can take its program, at every step size), runs them
-serially, on a local process pool or on Dask, and returns a tidy :class:`pandas.DataFrame`
-with one row per cell: ``formulation``, ``solver``, ``dt``, ``status``
-(``completed`` | ``stopped`` | ``error`` | ``refused``: the solver cannot take the formulation's
-programs, decided before step 0 without running it), the run's metrics (:mod:`contactopt.analysis.metrics`), the
+``compare(scene, formulations, solvers, dts)`` builds the grid of *cells* (every formulation
+with every solver, or the explicit ``pairs``, at every step size), runs them serially, on a
+local process pool or on Dask, and returns a tidy :class:`pandas.DataFrame` with one row per
+cell: ``formulation``, ``solver``, ``dt``, ``status`` (``completed`` | ``stopped`` | ``error`` |
+``refused``: the solver cannot take the formulation's programs, decided before step 0 by
+:func:`refusal`, no step run), the run's metrics (:mod:`contactopt.analysis.metrics`), the
 scene's observables (:mod:`contactopt.observables`: columns ``NAME``, ``NAME_ref`` and ``NAME_err``;
 their units and tolerances in ``table.attrs["observables"]``; one row per cell and observable:
 :func:`contactopt.analysis.observations.long_table`), the error text if any and wall time.
@@ -360,6 +360,8 @@ def compare(
     if duration is not None:
         duration = check_number(duration, "duration", "compare")
     solver_options = check_mapping(solver_options, "solver_options", "compare")
+    if out is not None and not isinstance(out, str | Path):
+        raise ArgumentTypeError(f"compare: out must be a folder path (str or Path), got {given(out)}")
     if not isinstance(executor, str):
         raise ArgumentTypeError(f"compare: executor must be 'serial', 'process' or 'dask', got {given(executor)}")
     if executor not in ("serial", "process", "dask"):

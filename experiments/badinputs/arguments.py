@@ -102,6 +102,7 @@ def cases() -> list[Case]:
             lambda: co.compare(scene(), ["gauss"], ["clarabel"], dts=[0.1, "0.2"]))),  # type: ignore[list-item]
         Case(api, "compare duration='1'", api_call(lambda: co.compare(scene(), ["gauss"], ["clarabel"],
                                                                       duration="1"))),  # type: ignore[arg-type]
+        Case(api, "compare out=3", api_call(lambda: co.compare(scene(), ["gauss"], ["clarabel"], out=3))),  # type: ignore[arg-type]
         Case(api, "compare executor=3", api_call(lambda: co.compare(scene(), ["gauss"], executor=3))),  # type: ignore[arg-type]
         Case(api, "compare solver_options a list", api_call(
             lambda: co.compare(scene(), ["gauss"], ["clarabel"], solver_options=[1]))),  # type: ignore[arg-type]
