@@ -157,3 +157,25 @@ def test_a_run_out_of_iterations_is_explained_as_such() -> None:
     assert table.iloc[0]["status"] == "stopped" and "max_iterations" in table.iloc[0]["status_counts"]
     line = next(line for line in run_notes(table) if "steps not optimal" in line)
     assert STATUS_MEANINGS["max_iterations"] in line and STATUS_MEANINGS["inaccurate"] not in line
+
+
+def test_a_plugin_formulation_may_declare_its_contact_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A formulation that is not built in is known by its own ``contact_kind`` method, else
+    not at all (None: only step 0's program is checked)."""
+    from contactopt import formulations
+    from contactopt.formulations import ContactKind
+
+    class Declaring:
+        def contact_kind(self, options: Any, system: Any) -> ContactKind:
+            return ContactKind("socp", why="its program is an SOCP (declared)")
+
+    built_in = formulations.get
+    monkeypatch.setattr(formulations, "get", lambda name: Declaring() if name == "mine" else
+                        object() if name == "silent" else built_in(name))
+    system = co.load_scene("box_slide").system
+    assert formulations.contact_kind("mine", {}, system) == ContactKind("socp", why="its program is an SOCP (declared)")
+    assert formulations.contact_kind("silent", {}, system) is None
+    assert not co.solvers.can_take_kind("lemke", "socp") and co.solvers.can_take_kind("clarabel", "socp")
+    assert co.solvers.can_take_kind("lemke", "qp")  # qp -> lcp
+    assert co.solvers.can_take_kind("clarabel", "lcp") and not co.solvers.can_take_kind("clarabel", "lcp",
+                                                                                        symmetric=False)

@@ -27,6 +27,8 @@ _REGISTRY: dict[str, Formulation] = {
 }
 _REGISTRY[SAP.name] = SAP()
 _REGISTRY[CoulombFormulation.name] = CoulombFormulation()
+#: The formulations :func:`contact_kind` knows by name.
+_BUILT_IN = frozenset(_REGISTRY)
 
 
 def names() -> list[str]:
@@ -69,8 +71,14 @@ def contact_kind(name: str, options: Mapping[str, Any], system: System) -> Conta
     friction rows decide it: :meth:`System.has_friction` (frames with tangent rows) makes
     ``ccp`` and ``sap`` programs SOCPs (``SOC(dim)`` per contact), the ``lcp``'s ``M``
     non-symmetric, and ``regularized -o cone=elliptic`` an SOCP in 3-D (in 2-D its cone is the
-    pyramid). None when it is not known before a step: a plugin formulation,
-    ``regularized -o cone=model`` (the model's cone)."""
+    pyramid). Another formulation (a plugin) may declare its own with a method
+    ``contact_kind(options, system) -> ContactKind | None``. None when it is not known before a
+    step: a plugin formulation without that method, ``regularized -o cone=model`` (the model's
+    cone)."""
+    if name not in _BUILT_IN:
+        declare = getattr(get(name), "contact_kind", None)
+        found = declare(options, system) if callable(declare) else None
+        return found if isinstance(found, ContactKind) else None
     friction = system.has_friction()
     at = "at a contact with friction" if friction else "at a frictionless contact"
     if name in ("gauss", "anitescu"):
