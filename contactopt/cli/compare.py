@@ -35,7 +35,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--formulations", help="comma-separated, options as name:key=value "
                         "(default: every time-stepping formulation)")
     parser.add_argument("--solvers", help="comma-separated (default: every installed solver but cvxpy, which "
-                        "re-solves the same programs through the solvers it wraps; name it to run it)")
+                        "re-solves the same programs through the solvers it wraps; name it to run it); a solver "
+                        "that cannot take a formulation's programs gives a 'refused' row, no step run")
     parser.add_argument("--pairs", metavar="F/S,...",
                         help="run exactly these formulation/solver pairs, comma-separated (e.g. "
                         "lcp/lemke,ccp/clarabel,ode/-; options as name:key=value/solver), instead of the cross "
