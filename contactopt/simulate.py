@@ -7,12 +7,14 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt import formulations
+from contactopt.arguments import ArgumentTypeError, check_mapping, check_name, check_number, check_scene, given
 from contactopt.budgets import plan_steps
 from contactopt.control import ControlError, Controller, ControlSpec, check_output, make_controller
 from contactopt.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
@@ -38,7 +40,9 @@ def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation
     """The explicit program that ``formulation`` builds for one step from ``(q, v)``, with the
     input ``control`` ((nu,): ``B u`` or MuJoCo's ``ctrl``; see :mod:`contactopt.control`)
     held over the step (None: no input) and the actuator activations ``activation`` ((na,),
-    ``State.act``; None: the system's initial ones)."""
+    ``State.act``; None: the system's initial ones). Arguments of the wrong type are refused
+    by name (:mod:`contactopt.arguments`)."""
+    q, v, dt, formulation, options, t = _formulate_arguments(system, q, v, dt, formulation, options, t)
     form = formulations.get(formulation)
     drift_options, rest = split_drift_options(options, form)
     drift = Drift.from_options(drift_options, f"formulation {formulation!r}")
@@ -55,8 +59,25 @@ def formulate(system: System, q: ArrayLike, v: ArrayLike, dt: float, formulation
     return form.build(problem, resolved)
 
 
+def _formulate_arguments(system: Any, q: Any, v: Any, dt: Any, formulation: Any, options: Any,
+                         t: Any) -> tuple[FloatArray, FloatArray, float, str, dict[str, Any], float]:
+    """``formulate``'s arguments, their types checked (:mod:`contactopt.arguments`)."""
+    if not isinstance(system, System):
+        raise ArgumentTypeError(f"formulate: system must be a System (scene.system), got {given(system)}")
+    arrays = []
+    for name, value in (("q", q), ("v", v)):
+        try:
+            arrays.append(np.asarray(value, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(f"formulate: {name} must be an array of numbers, got {given(value)}") from None
+    return (arrays[0], arrays[1], check_number(dt, "dt", "formulate"),
+            check_name(formulation, "formulation", "formulate", "gauss"),
+            check_mapping(options, "options", "formulate"),
+            check_number(t, "t", "formulate", positive=False))
+
+
 def simulate(
-    scene: Scene,
+    scene: Scene | str | Path,
     formulation: str | None = None,
     solver: str | None = None,
     dt: float | None = None,
@@ -112,10 +133,21 @@ def simulate(
     every state in ``traj.sensitivities`` (:mod:`contactopt.derivatives.trajectory`); a step
     where the run is not differentiable (a contact appears within the difference step) leaves
     NaN from there on with a :class:`~contactopt.derivatives.NondifferentiableWarning`.
+
+    ``scene`` may also be a scene file path or a bundled problem name (``simulate("cart_wall")``),
+    loaded as the CLI does. Arguments of the wrong type (``dt="0.1"``, ``formulation=3``,
+    ``options=[("form", "dual")]``) are refused by name before any work
+    (:class:`~contactopt.arguments.ArgumentTypeError`).
     """
+    scene = check_scene(scene, "simulate")
+    for name, value in (("formulation", formulation), ("solver", solver), ("fallback", fallback)):
+        if value is not None:
+            check_name(value, name, "simulate", "clarabel" if name != "formulation" else "gauss")
+    options = check_mapping(options, "options", "simulate")
+    solver_options = check_mapping(solver_options, "solver_options", "simulate")
     formulation = formulation or scene.formulation
-    dt = float(scene.dt if dt is None else dt)
-    duration = float(scene.duration if duration is None else duration)
+    dt = float(scene.dt) if dt is None else check_number(dt, "dt", "simulate")
+    duration = float(scene.duration) if duration is None else check_number(duration, "duration", "simulate")
     if not (math.isfinite(dt) and dt > 0):
         raise OptionError(f"dt must be a positive number, got {dt}")
     if not (math.isfinite(duration) and duration > 0):

@@ -46,8 +46,10 @@ def test_serial_table_has_a_row_per_cell_with_metrics() -> None:
     scene = _short_box()
     table = compare(scene, ["lcp", "anitescu:form=dual"], ["lemke", "clarabel"])
     assert list(table[["formulation", "solver"]].itertuples(index=False, name=None)) == [
-        ("lcp", "lemke"), ("anitescu:form=dual", "lemke"), ("anitescu:form=dual", "clarabel")]
-    assert set(table["status"]) == {"completed"}
+        ("lcp", "lemke"), ("lcp", "clarabel"), ("anitescu:form=dual", "lemke"), ("anitescu:form=dual", "clarabel")]
+    # lcp x clarabel is a refused row (the solver cannot take the LCP), the others ran
+    assert list(table["status"]) == ["completed", "refused", "completed", "completed"]
+    table = table[table["status"] == "completed"]
     for column in ("formulation", "solver", "dt", "status", "max_penetration", "max_cone_violation",
                    "max_ncp_desaxce", "time_per_step", "steps"):
         assert column in table.columns
@@ -75,10 +77,11 @@ def test_sweep_resumes_without_recomputing_finished_cells(tmp_path: Path) -> Non
     for path in (tmp_path / "cells").glob(f"{lost}.*"):
         path.unlink()
     second = compare(scene, *grid, out=tmp_path)
-    assert list(second["cached"]) == [c != lost for c in first["cell"]]
+    ran = first["status"] != "refused"  # lcp x clarabel and ccp x lemke: refused rows, never stored
+    assert list(second["cached"]) == [c != lost and r for c, r in zip(first["cell"], ran, strict=True)]
     pd.testing.assert_frame_equal(_deterministic(first), _deterministic(second))
     assert (tmp_path / "table.csv").exists() and (tmp_path / "table.parquet").exists()
-    assert len(pd.read_parquet(tmp_path / "traces.parquet")) == 30 * len(first)
+    assert len(pd.read_parquet(tmp_path / "traces.parquet")) == 30 * int(ran.sum())
 
 
 def test_a_failing_cell_is_an_error_row_and_keeps_every_other_row(tmp_path: Path) -> None:
@@ -86,10 +89,10 @@ def test_a_failing_cell_is_an_error_row_and_keeps_every_other_row(tmp_path: Path
     table = compare(scene, ["lcp", "regularized:solref=[0.02]"], ["lemke", "clarabel"], out=tmp_path)
     errors = table[table["status"] == "error"]
     assert len(errors) >= 1 and errors["error"].str.contains("solref").all()
-    assert (table[table["formulation"] == "lcp"]["status"] == "completed").all()
-    # Errors are not cached: a re-run retries them (and reloads the rest).
+    assert list(table[table["formulation"] == "lcp"]["status"]) == ["completed", "refused"]
+    # Errors (and refused rows) are not cached: a re-run retries them (and reloads the rest).
     again = compare(scene, ["lcp", "regularized:solref=[0.02]"], ["lemke", "clarabel"], out=tmp_path)
-    assert list(again["cached"]) == list(again["status"] != "error")
+    assert list(again["cached"]) == list(~again["status"].isin(["error", "refused"]))
 
 
 def test_stopped_run_is_reported_with_its_status() -> None:
@@ -115,15 +118,20 @@ def test_compare_cli_prints_the_table_and_writes_plots_and_report(
     printed = capsys.readouterr().out
     table = pd.read_csv(tmp_path / "out" / "table.csv")
     cells, skipped = plan(co.load_scene(scene_file), formulations, solvers)
-    assert sorted(zip(table["formulation"], table["solver"], strict=True)) == sorted(
+    ran = table[table["status"] != "refused"]
+    assert sorted(zip(ran["formulation"], ran["solver"], strict=True)) == sorted(
         (c.formulation, c.solver) for c in cells)
-    assert skipped and (table["status"] == "completed").all() and np.isfinite(table["max_penetration"]).all()
+    assert sorted(f"{f} x {s}" for f, s in table[table["status"] == "refused"][["formulation", "solver"]]
+                  .itertuples(index=False)) == sorted(skipped) == ["ccp x lemke", "lcp x clarabel"]
+    assert (ran["status"] == "completed").all() and np.isfinite(ran["max_penetration"]).all()
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / "out" / name).exists(), name
     # every file it wrote is one `compare --force` removes (so none can survive a later run as stale)
     assert {p.name for p in (tmp_path / "out").iterdir()} <= {*COMPARE_OUTPUTS, *CELL_STORE}
     # the compact table: metrics under short headers, each named in the legend with its table.csv column
-    assert "penetration" in printed and "(max_ncp_desaxce)" in printed and "lemke" in printed and "skipped" in printed
+    assert "penetration" in printed and "(max_ncp_desaxce)" in printed and "lemke" in printed
+    assert "2 refused before step 0" in printed
+    assert "refused before step 0, no step run (2 formulation/solver" in printed
     # the scene's observables: printed with their references, one row per cell and observable on disk
     assert "observables of box_slide" in printed and "[m] vs 0.1019" in printed
     observed = pd.read_csv(tmp_path / "out" / "observables.csv")
@@ -142,14 +150,16 @@ def test_compare_cli_is_the_main_job(tmp_path: Path) -> None:
                              "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     table = pd.read_csv(tmp_path / "table.csv")
-    cells, _ = plan(co.load_scene(root / "problems" / "box_slide.toml"))
-    assert sorted(zip(table["formulation"], table["solver"], strict=True)) == sorted(
+    cells, skipped = plan(co.load_scene(root / "problems" / "box_slide.toml"))
+    ran = table[table["status"] != "refused"]  # the pairs refused before step 0 are rows too
+    assert sorted(zip(ran["formulation"], ran["solver"], strict=True)) == sorted(
         (c.formulation, c.solver) for c in cells)
+    assert len(table) - len(ran) == len(skipped)
     assert set(table["formulation"]) == {"gauss", "lcp", "anitescu", "ccp", "regularized", "coulomb"}
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / name).exists(), name
     assert "penetration" in result.stdout and "lemke" in result.stdout
-    assert np.isfinite(table["max_penetration"]).all()
+    assert np.isfinite(ran["max_penetration"]).all()
 
 
 def test_default_comparison_leaves_out_cvxpy_unless_named() -> None:

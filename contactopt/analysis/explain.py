@@ -18,7 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["CAVEATS", "MISSING", "cell_notes", "not_optimal", "run_notes", "shown_solver"]
+__all__ = ["CAVEATS", "MISSING", "STATUS_MEANINGS", "cell_notes", "not_optimal", "run_notes", "shown_solver",
+           "status_meaning"]
 
 _HYDROPLANING = ("Anitescu's convex relaxation (Anitescu 2006; ccp with the exact cone) lets a sliding contact "
                  "separate at the rate mu |u_t| (hydroplaning): the body hovers and part of the friction work "
@@ -61,6 +62,33 @@ MISSING: dict[str, str] = {
 }
 
 
+#: Per solver status (:class:`contactopt.programs.Status`) other than ``optimal``: what it says
+#: about a step, for the notes on a run with such steps. Only ``inaccurate`` steps were used
+#: (an answer meant as one); a step with any other status has no usable answer, so the run
+#: stopped there unless a ``fallback`` solver answered it.
+STATUS_MEANINGS: dict[str, str] = {
+    "inaccurate": "the solver stopped near its tolerance and the step used that answer; the metrics show "
+                  "what it cost",
+    "infeasible": "the solver certified that the step's program has no solution (its rows cannot all hold: "
+                  "e.g. bilateral constraints, limits or a prescribed motion that contradict each other)",
+    "unbounded": "the solver certified that the step's objective is unbounded below (a direction that no row "
+                 "restrains and the objective does not curve, e.g. a singular mass matrix along a free "
+                 "direction)",
+    "ray_termination": "Lemke's pivoting ended on a secondary ray: no solution of the LCP was found (it may "
+                       "have none, or the pivots lost precision)",
+    "max_iterations": "the solver used up its iteration limit before reaching its tolerance (a larger "
+                      "max_iter, a looser tolerance or another solver may answer)",
+    "numerical_error": "the solver failed numerically (a factorization broke down, a non-finite iterate) or "
+                       "could not take the step's program (its message says which)",
+}
+
+
+def status_meaning(status: str) -> str:
+    """What a step with this solver status means (:data:`STATUS_MEANINGS`); a status not
+    listed there (a plugin solver's) is said as itself."""
+    return STATUS_MEANINGS.get(status, f"the solver ended with status {status!r}")
+
+
 def shown_solver(row: Mapping[str, Any]) -> str:
     """The solver of a row as printed: the cell's solver, or what the step records name when
     they say more (``qpsolvers`` -> ``qpsolvers:proxqp``: ``solver_used``); ``-`` for a method
@@ -92,16 +120,23 @@ def _finite(value: Any) -> float:
 
 def not_optimal(row: Mapping[str, Any]) -> str:
     """``"196 inaccurate"`` from ``status_counts`` (empty when every step was optimal)."""
-    parts = []
+    return ", ".join(f"{count} {name}" for name, count in _not_optimal_counts(row))
+
+
+def _not_optimal_counts(row: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """``[("inaccurate", 196), ...]`` from ``status_counts``: the statuses other than optimal."""
+    counts = []
     for item in str(row.get("status_counts") or "").split(","):
-        name, _, count = item.partition(":")
+        name, _, count = item.strip().partition(":")
         if name and name != "optimal" and count.isdigit():
-            parts.append(f"{count} {name}")
-    return ", ".join(parts)
+            counts.append((name, int(count)))
+    return counts
 
 
 def _missing_cause(row: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     name = str(meta["name"])
+    if row.get("status") == "refused":
+        return f"the run was refused before step 0: {_first_line(row.get('message'), 240)}"
     if row.get("status") == "error":
         return f"the run failed: {_first_line(row.get('error'))}"
     said = [part.strip() for part in str(row.get("message") or "").split(";")
@@ -175,19 +210,26 @@ def run_notes(table: pd.DataFrame) -> list[str]:
     """One line per run that did not complete (stopped or error: what happened) and per run
     with steps not solved to the solver's tolerance."""
     lines = []
+    refused: set[tuple[str, str]] = set()
     for _, row in table.iterrows():
         record = row.to_dict()
         label = str(record["formulation"]) + ("" if str(record.get("solver")) in ("-", "") else
                                               f"/{shown_solver(record)}")
+        status = str(record.get("status", ""))
+        if status == "refused":  # one line per pair, whatever the step sizes
+            pair = (str(record["formulation"]), str(record.get("solver")))
+            if pair not in refused:
+                refused.add(pair)
+                lines.append(f"{label}: refused before step 0, no step run: {_first_line(record.get('message'), 240)}")
+            continue
         if "dt" in record and table["dt"].nunique() > 1:
             label += f" dt={float(record['dt']):g}"
-        status = str(record.get("status", ""))
         if status == "error":
             lines.append(f"{label}: error: {_first_line(record.get('error'))}")
         elif status == "stopped":
             lines.append(f"{label}: stopped: {_first_line(record.get('message'))}")
-        failing = not_optimal(record)
-        if failing and status != "error":
-            lines.append(f"{label}: steps not optimal: {failing} (inaccurate: the solver stopped near its tolerance; "
-                         "the metrics show what that cost)")
+        counts = _not_optimal_counts(record)
+        if counts and status != "error":
+            said = "; ".join(f"{name}: {status_meaning(name)}" for name, _ in counts)
+            lines.append(f"{label}: steps not optimal: {not_optimal(record)} ({said})")
     return lines

@@ -25,10 +25,14 @@ DEFINITIONS: dict[str, str] = {
               "QP solver qpsolvers ran; '-' or the integrator's name for a method that poses no program)",
     "dt": "time step [s]",
     "status": "completed: the run reached its duration; stopped: a step failed and the run ended there; "
-              "error: the run raised or hit --cell-time-limit",
+              "error: the run raised or hit --cell-time-limit; refused: the solver cannot take the "
+              "formulation's programs, decided before step 0 (no step run)",
     "steps": "steps recorded",
     "status_counts": "solver status of every step, most frequent first (optimal: converged to its "
-                     "tolerance; inaccurate: stopped near it; max_iterations, numerical_error: failed)",
+                     "tolerance; inaccurate: stopped near it, answer used; the others gave no usable answer: "
+                     "infeasible: the program has no solution; unbounded: its objective is unbounded below; "
+                     "ray_termination: Lemke found no solution; max_iterations: the iteration limit came "
+                     "first; numerical_error: the solver failed numerically or could not take the program)",
     "not\noptimal": "steps whose solver status was not optimal (each status: status_counts in table.csv, "
                    "or --wide)",
     # physics metrics (contactopt.analysis.metrics, run_metrics)

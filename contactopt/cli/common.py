@@ -42,14 +42,24 @@ def _parse_option(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def _options(items: Sequence[str] | None) -> dict[str, Any]:
-    return dict(_parse_option(item) for item in items or [])
+def _options(items: Sequence[str] | None, flag: str = "option") -> dict[str, Any]:
+    """The ``KEY=VALUE`` items of a repeatable flag as a dict; a key given twice (``-o form=dual
+    -o form=primal``) is one :class:`OptionError` naming the key and both items, never the last
+    one taken silently."""
+    options: dict[str, Any] = {}
+    first: dict[str, str] = {}
+    for item in items or []:
+        key, value = _parse_option(item)
+        if key in options:
+            raise OptionError(f"{flag} {key!r} given twice ({first[key]!r}, then {item!r}): give each key once")
+        options[key], first[key] = value, item
+    return options
 
 
 def formulation_options(items: Sequence[str] | None, scene: Scene) -> dict[str, Any]:
     """The ``-o KEY=VALUE`` options of a run; a key of the scene's ``[system]`` table (e.g. an
     MJCF model's ``extra_friction``) is refused with the flag that sets it, ``--system-option``."""
-    options = _options(items)
+    options = _options(items, "-o")
     system_keys = sorted(set(options) & (set(type(scene.system).config_keys) - {"parameters"}))
     if system_keys:
         given = " ".join(f"--system-option {key}=..." for key in system_keys)
@@ -80,7 +90,7 @@ def add_keyframe_argument(parser: argparse.ArgumentParser) -> None:
 def load_scene_of(target: str, args: argparse.Namespace) -> Scene:
     """The scene ``target`` with the ``--keyframe`` and ``--system-option`` values of ``args``
     (:func:`contactopt.scenes.load_scene`, which validates them as the file's own keys)."""
-    return load_scene(target, keyframe=args.keyframe, system_options=_options(args.system_option))
+    return load_scene(target, keyframe=args.keyframe, system_options=_options(args.system_option, "--system-option"))
 
 
 def with_max_steps(scene: Scene, max_steps: int | None) -> Scene:

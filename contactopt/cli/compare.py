@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from contactopt.analysis.legend import fill, wrapped
 from contactopt.cli.common import _options, load_scene_of, positive_float, with_max_steps
 from contactopt.cli.grid import check_grid, split_list, step_size
+from contactopt.errors import OptionError
 from contactopt.outputs import safe_component, writable_file
 from contactopt.run_folders import CELL_STORE, COMPARE_OUTPUTS, open_run_folder, removed_if_failed
 from contactopt.tables import format_table, terminal_width
@@ -34,7 +35,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--formulations", help="comma-separated, options as name:key=value "
                         "(default: every time-stepping formulation)")
     parser.add_argument("--solvers", help="comma-separated (default: every installed solver but cvxpy, which "
-                        "re-solves the same programs through the solvers it wraps; name it to run it)")
+                        "re-solves the same programs through the solvers it wraps; name it to run it); a solver "
+                        "that cannot take a formulation's programs gives a 'refused' row, no step run")
+    parser.add_argument("--pairs", metavar="F/S,...",
+                        help="run exactly these formulation/solver pairs, comma-separated (e.g. "
+                        "lcp/lemke,ccp/clarabel,ode/-; options as name:key=value/solver), instead of the cross "
+                        "product of --formulations and --solvers (not with them)")
     parser.add_argument("--dt", help="comma-separated step sizes (default: the scene's)")
     parser.add_argument("--duration", type=positive_float, help="simulated time [s] (default: the scene's)")
     parser.add_argument("--out", help="output folder (default: a new runs/compare-SCENE, then runs/compare-SCENE-2, "
@@ -65,16 +71,17 @@ def run_compare(args: argparse.Namespace) -> int:
     scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     formulations = split_list(args.formulations, "--formulations")
     solver_names = split_list(args.solvers, "--solvers")
+    pairs = _pairs(args.pairs, formulations, solver_names)
     dts = [step_size(item) for item in split_list(args.dt, "--dt") or []] or None
-    check_grid(scene, formulations, dts, args.duration)
+    check_grid(scene, formulations or (None if pairs is None else [f for f, _ in pairs]), dts, args.duration)
     default = Path("runs") / safe_component(f"compare-{scene.name}")
     folder = open_run_folder(args.out, default, outputs=(*COMPARE_OUTPUTS, *CELL_STORE), force=args.force,
                              resume=args.resume)
     with removed_if_failed(folder):  # --render checked before the runs
         if args.render:
             writable_file(args.render, "video file")
-        table, traces = compare(scene, formulations, solver_names, dts, args.duration,
-                                solver_options=_options(args.solver_option), executor=args.executor,
+        table, traces = compare(scene, formulations, solver_names, dts, args.duration, pairs=pairs,
+                                solver_options=_options(args.solver_option, "--solver-option"), executor=args.executor,
                                 address=args.address, workers=args.workers, out=folder.path,
                                 progress=not args.no_progress, return_traces=True,
                                 cell_time_limit=args.cell_time_limit)
@@ -87,25 +94,57 @@ def run_compare(args: argparse.Namespace) -> int:
                *(["observables.csv"] if table.attrs.get("observables") else []),
                *(["convergence.csv"] if (out / "convergence.csv").exists() else [])]
     if not args.no_plot:
-        skipped = table.attrs.get("skipped", [])
-        notes = [f"skipped (the solver cannot take the program): {', '.join(skipped)}"] if skipped else []
+        notes = [_refused_note(table)] if table.attrs.get("skipped") else []
         written += [p.name for p in write_report(f"{scene.name}: formulations and solvers compared", table, traces,
                                                  out, summary_columns(table), notes, scene=scene)]
     print(wrapped([", ".join(written)], width, title=f"wrote {out}/"))
     if args.render is not None:
         from contactopt.cli.render import render_comparison
 
-        render_comparison(scene, table, args.render, out, args, _options(args.solver_option))
+        render_comparison(scene, table, args.render, out, args, _options(args.solver_option, "--solver-option"))
     return EXIT_STOPPED if table["status"].eq("error").sum() else 0
 
 
+def _pairs(text: str | None, formulations: list[str] | None,
+           solver_names: list[str] | None) -> list[tuple[str, str]] | None:
+    """``--pairs lcp/lemke,ccp/clarabel`` -> ``[("lcp", "lemke"), ("ccp", "clarabel")]``; None
+    when not given. Refused with --formulations or --solvers, and an item without ``/``."""
+    items = split_list(text, "--pairs")
+    if items is None:
+        return None
+    if formulations is not None or solver_names is not None:
+        raise OptionError("--pairs names the formulation/solver pairs itself: give either --pairs or "
+                          "--formulations/--solvers (their cross product), not both")
+    pairs = []
+    for item in items:
+        formulation, sep, solver = item.rpartition("/")
+        if not sep or not formulation.strip() or not solver.strip():
+            raise OptionError(f"--pairs: item {item!r} is not FORMULATION/SOLVER (e.g. lcp/lemke, ode/-)")
+        pairs.append((formulation.strip(), solver.strip()))
+    return pairs
+
+
+def _refused_note(table: pd.DataFrame) -> str:
+    """The one line under the tables and in the report about the pairs refused before step 0."""
+    skipped = table.attrs.get("skipped", [])
+    return (f"refused before step 0, no step run ({len(skipped)} formulation/solver pair(s): the solver cannot "
+            f"take the formulation's programs; why: below): {', '.join(skipped)}")
+
+
 def _what_ran(name: str, table: pd.DataFrame, executor: str, out: Path) -> str:
-    """``box_slide: 17 runs: 17 computed (process), 0 reused``, saying so when nothing was computed."""
+    """``box_slide: 17 runs: 15 computed (process), 0 reused, 2 refused``, saying so when
+    nothing was computed."""
+    from contactopt.analysis.compare import REFUSED
+
     reused = int(table["cached"].sum())
-    computed = len(table) - reused
+    refused = int(table["status"].eq(REFUSED).sum())
+    computed = len(table) - reused - refused
     text = f"{name}: {len(table)} runs: {computed} computed ({executor})"
     if reused:
         text += f", {reused} reused from {out / 'cells'} (stored by an earlier comparison)"
+    if refused:
+        text += (f", {refused} refused before step 0 (the solver cannot take the formulation's programs: "
+                 "status refused, why in the notes)")
     if not computed:
         text += "; nothing computed: every run was stored already (leave out --resume to run them again)"
     return text
@@ -119,9 +158,8 @@ def _print_tables(table: pd.DataFrame, wide: bool, out: Path) -> None:
     width = terminal_width()
     view, same, explained = metrics_view(table, wide)
     run_lines, cell_lines = compare_notes(table)
-    skipped = table.attrs.get("skipped", [])
-    if skipped:
-        run_lines.append(f"skipped (the solver cannot take the program): {', '.join(skipped)}")
+    if table.attrs.get("skipped"):
+        run_lines.insert(0, _refused_note(table))
     print_view(view, width=width, same=same, legend_of=explained, notes=run_lines, digits=4 if wide else 3)
     if table.attrs.get("observables"):
         from contactopt.analysis.convergence import orders

@@ -5,7 +5,8 @@ Prints the program's summary and its block layout; a small program (``n`` and ``
 (exact zeros as ``0``): ``P`` and ``c``, then ``[A | b]`` with the cone of each row, for a
 :class:`~contactopt.programs.ConicProgram` (minimize ``1/2 x'Px + c'x`` subject to
 ``A x + s = b``, ``s in K``); ``[M | q]`` for an :class:`~contactopt.programs.LCP`
-(``w = M z + q``). ``--out`` saves the program, whatever its size.
+(``w = M z + q``). ``--out`` saves the program, whatever its size. ``--step`` is a step of
+the scene's run: 0 to ``round(duration / dt) - 1``; one past it is refused before simulating.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from contactopt.budgets import plan_steps
 from contactopt.cli.common import formulation_options, load_scene_of, with_max_steps
 from contactopt.control import make_controller
 from contactopt.errors import ContactoptError, OptionError
@@ -96,6 +98,11 @@ def run_program(args: argparse.Namespace) -> int:
     q, v, t, act = scene.q0, scene.v0, 0.0, None
     if args.step < 0:
         raise OptionError(f"--step must be a step index >= 0, got {args.step}")
+    n_steps = plan_steps(dt, scene.duration, scene.max_steps, scene.name)
+    if args.step > n_steps - 1:  # refused before simulating anything
+        raise OptionError(f"--step {args.step} is past the last step of {scene.name}: step {n_steps - 1} "
+                          f"(duration {scene.duration:g} s / dt {dt:g} s = {n_steps} steps, numbered 0 to "
+                          f"{n_steps - 1})")
     if args.out:  # checked before the steps up to --step are simulated
         writable_file(args.out if str(args.out).endswith(".npz") else f"{args.out}.npz", "program file")
     if args.step > 0:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from contactopt import plugins
+from contactopt.arguments import check_mapping, check_name
 from contactopt.errors import (
     OptionError,
     RegistrationError,
@@ -37,8 +38,8 @@ from contactopt.solvers import admm, clarabel_, cvxpy_, fixed_point, lemke, nsgs
 from contactopt.solvers import newton as _newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
 
-__all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "comparison_defaults", "kinds", "names",
-           "solve", "spec"]
+__all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "can_take_kind", "comparison_defaults",
+           "kinds", "names", "solve", "spec"]
 
 # The backend modules import their third-party package only inside ``solve``.
 _BACKENDS: dict[str, SolverSpec] = {
@@ -125,6 +126,24 @@ def can_take(program: Program, solver: str) -> bool:
     return _route(program, parse_name(solver)[0], kinds(solver)) is not False
 
 
+def can_take_kind(solver: str, kind: str, *, symmetric: bool = True) -> bool:
+    """Whether ``solver`` can take some program of ``kind`` (``qp``, ``socp``, ``lcp``,
+    ``coulomb``) at all: natively, or through a conversion from ``kind`` to one of its kinds
+    (:data:`_CONVERSIONS`). ``symmetric=False`` says the LCPs in question never have a
+    symmetric ``M`` (the Stewart-Trinkle LCP with friction rows), so that LCP -> QP, which
+    needs one, cannot apply. Decided before any program exists (``compare`` refuses a
+    formulation/solver pair whose programs no solve could take); a True here still leaves
+    the conditions of a conversion to be checked on each program (:func:`can_take`)."""
+    base = parse_name(solver)[0]
+    native = kinds(solver)
+    if kind in native:
+        return True
+    if not _BACKENDS[base].conversions:
+        return False
+    return any(source == kind and target in native and (symmetric or (source, target) != ("lcp", "qp"))
+               for source, target, _ in _CONVERSIONS)
+
+
 def _refusal(program: Program, base: str) -> str | None:
     """Why backend ``base`` refuses a program of a kind it declares (its ``accepts``), or None."""
     check = getattr(importlib.import_module(_BACKENDS[base].module), "accepts", None)
@@ -167,6 +186,8 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     if not isinstance(program, ConicProgram | LCP | CoulombProgram):
         raise UnsupportedProgramError("solve() takes a ConicProgram, an LCP or a CoulombProgram, got "
                                       f"{type(program).__name__}")
+    check_name(solver, "solver", "solve", "clarabel")
+    options = check_mapping(options, "options", "solve")
     base, variant = parse_name(solver)
     spec_ = _BACKENDS[base]
     native = kinds(solver)
