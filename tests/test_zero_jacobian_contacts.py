@@ -55,7 +55,7 @@ def test_a_welded_overlapping_pair_exerts_nothing(tmp_path: Path, formulation: s
 # --- the same at the level of one step's program: the pair reaches the formulations here ---------
 
 # gauss (the textbook's frictionless QP, every contact a row in the given order) is left out: it
-# keeps every candidate, and a penetrating zero block makes its step infeasible (loudly)
+# keeps every candidate whose normal row moves something (tests/test_user_arm.py)
 STEP_CASES = [("lcp", "lemke", {}), ("anitescu", "clarabel", {}), ("ccp", "clarabel", {}),
               ("regularized", "clarabel", {}), ("regularized", "newton", {"form": "primal"}), ("sap", "newton", {}),
               ("coulomb", "nsgs", {})]

@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -89,6 +89,7 @@ from contactopt.formulations import regularized_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.ccp import friction_cone_rows
 from contactopt.formulations.common import (
+    ZERO_BLOCK_RTOL,
     ActiveContacts,
     active_contacts,
     dual_program,
@@ -97,6 +98,7 @@ from contactopt.formulations.common import (
     limit_index,
     require_finite_mu,
     row_impulses,
+    row_max,
     scatter_impulses,
     select_contacts,
 )
@@ -109,6 +111,7 @@ from contactopt.programs.csc import diagonal_csc, empty_csc
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int_]
 
 MIN_IMPEDANCE, MAX_IMPEDANCE = 1e-4, 0.9999  # MuJoCo's mjMINIMP, mjMAXIMP
 
@@ -293,36 +296,57 @@ def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
 
 def soft_rows(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics, J: Any, per: int,
               d: FloatArray, b_ref: float, k_ref: FloatArray, position: FloatArray,
-              friction_row: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """``(R, v_ref, R_eq)`` of the contact rows ``J`` (``per`` rows a contact) and the bilateral
-    rows, shared by the dual and the primal form: ``R = (1 - d)/d diag(J M~^-1 J^T)`` (divided by
-    ``impratio`` on friction rows), ``v_ref = J v + h a_ref`` with ``a_ref = -b J v - k position``;
-    bilateral rows are soft too, with the impedance of their violation (their target velocity is
-    the driver's, drift treatment included)."""
+              friction_row: NDArray[np.bool_], owner: IntArray | None = None
+              ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(R, v_ref, R_eq)`` of the contact rows ``J`` (``per`` rows a contact, or each row's
+    contact in ``owner``) and the bilateral rows, shared by the dual and the primal form:
+    ``R = (1 - d)/d diag(J M~^-1 J^T)`` (divided by ``impratio`` on friction rows),
+    ``v_ref = J v + h a_ref`` with ``a_ref = -b J v - k position``; a row that moves nothing
+    keeps a positive ``R`` and has no reference (:func:`_unmoved_rows_regularized`); bilateral
+    rows are soft too, with the impedance of their violation (their target velocity is the
+    driver's, drift treatment included)."""
     h, v, v_max = problem.dt, problem.state.v, recovery_speed(problem, options)
     row_impedance = np.repeat(d, per)
     R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
     R = np.where(friction_row, R / options["impratio"], R)
-    if friction_row.any():  # elliptic frames: a row that moves nothing (its J M^-1 J' is 0) keeps
-        R = _unmoved_rows_regularized(R.reshape(-1, per), options["impratio"]).reshape(-1)
     v_ref = J @ v + h * (-b_ref * (J @ v) - capped_spring(np.repeat(k_ref, per), position.reshape(-1), b_ref, v_max))
+    unmoved = unmoved_rows(J)
+    if unmoved.any():
+        owner = np.repeat(np.arange(R.shape[0] // per), per) if owner is None else owner
+        R = _unmoved_rows_regularized(R, unmoved, owner, friction_row, options["impratio"])
+        v_ref = np.where(unmoved, J @ v, v_ref)
     d_eq = impedance(problem.bilateral.position_error, options["solimp"])
     R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, problem.bilateral.H)
     return R, v_ref, R_eq
 
 
-def _unmoved_rows_regularized(R: FloatArray, impratio: float) -> FloatArray:
-    """``R`` of (count, dim) elliptic frames where a row that moves nothing (a tangent along a
-    locked direction: ``J M^-1 J' = 0`` there, so ``R = 0``) takes its normal row's ``R / impratio``,
-    the regularization of a friction row of that contact with unit Delassus ratio: its impulse
-    changes no velocity, and a zero ``R`` would leave it unbounded inside the cone (the dual's
-    answer not unique, the primal's ``1/R`` infinite). A frame whose normal row moves nothing
-    takes its largest row's ``R``."""
-    unmoved = R <= 0.0
-    if not unmoved.any():
-        return R
-    normal = R[:, :1]
-    fill = np.where(normal > 0.0, normal / impratio, R.max(axis=1, keepdims=True))
+def unmoved_rows(rows: Any) -> NDArray[np.bool_]:
+    """The contact rows that move nothing: every entry at most :data:`.common.ZERO_BLOCK_RTOL` of
+    the rows' largest entry (the rounding of a lever arm that vanishes, as for a zero block)."""
+    largest = row_max(rows)
+    return cast(NDArray[np.bool_], largest <= ZERO_BLOCK_RTOL * float(largest.max(initial=0.0)))
+
+
+def _unmoved_rows_regularized(R: FloatArray, unmoved: NDArray[np.bool_], owner: IntArray,
+                              friction_row: NDArray[np.bool_], impratio: float) -> FloatArray:
+    """``R`` where a row that moves nothing (``unmoved``: a tangent along a locked direction, or a
+    pyramid edge ``n +- mu t`` whose lever arm about a hinge vanishes; ``J M^-1 J'`` is 0 or its
+    rounding there, so ``R`` is too) takes a moving row of its contact's (``owner``) regularization:
+    a friction row its normal row's ``R / impratio`` (the ``R`` of a friction row with that
+    contact's unit Delassus ratio), any other row, or a friction row whose normal row moves
+    nothing, its contact's largest ``R`` of a moving row. Its impulse changes no velocity, and
+    a zero ``R`` would leave it unbounded (the dual's answer not unique, or no answer where its
+    reference asks it to move: the pyramid edges of a penetrating contact at a hinge, step 0's
+    "unbounded"; the primal's ``1/R`` infinite). With no reference on that row
+    (:func:`soft_rows`: ``v_ref = J v``) its impulse is the rounding of 0, as the primal (which
+    leaves such an edge out) and a zero block (:func:`.common.active_contacts`) give. A contact
+    none of whose rows moves is not in the program (:func:`.common.moving_blocks`)."""
+    moving = np.where(unmoved, 0.0, R)
+    largest = np.zeros(int(owner.max(initial=-1)) + 1)
+    np.maximum.at(largest, owner, moving)
+    normal = np.zeros_like(largest)
+    np.maximum.at(normal, owner, np.where(friction_row, 0.0, moving))
+    fill = np.where(friction_row & (normal[owner] > 0.0), normal[owner] / impratio, largest[owner])
     return np.where(unmoved, fill, R)
 
 
