@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -324,7 +324,7 @@ def unmoved_rows(rows: Any) -> NDArray[np.bool_]:
     """The contact rows that move nothing: every entry at most :data:`.common.ZERO_BLOCK_RTOL` of
     the rows' largest entry (the rounding of a lever arm that vanishes, as for a zero block)."""
     largest = row_max(rows)
-    return cast(NDArray[np.bool_], largest <= ZERO_BLOCK_RTOL * float(largest.max(initial=0.0)))
+    return largest <= ZERO_BLOCK_RTOL * float(largest.max(initial=0.0))
 
 
 def _unmoved_rows_regularized(R: FloatArray, unmoved: NDArray[np.bool_], owner: IntArray,

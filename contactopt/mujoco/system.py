@@ -358,6 +358,14 @@ class MjcfSystem(System):
         self.mujoco.mj_integratePos(self.model, q_next, as_vector(v_next, "v", self.nv), dt)
         return q_next
 
+    def nonpotential_force(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
+        """``qfrc_actuator + qfrc_applied + qfrc_passive - qfrc_spring``: every force of ``tau``
+        but the bias (gravity, whose potential :meth:`energy` holds, and Coriolis) and the springs
+        (their potential is in ``mj_energyPos`` too): actuators, dampers, gravity compensation,
+        fluid forces."""
+        data = self._evaluate(q, v)
+        return np.array(data.qfrc_actuator + data.qfrc_applied + data.qfrc_passive - data.qfrc_spring)
+
     def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
         data = self._evaluate(q, v)
         self.mujoco.mj_energyPos(self.model, data)
