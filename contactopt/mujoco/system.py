@@ -126,7 +126,9 @@ class MjcfSystem(System):
         self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
         self.q_names, self.v_names = candidates.coordinate_names(self.mujoco, self.model)
-        self.rotation_dofs = candidates.rotation_dofs(self.mujoco, self.model)  # ball and free joints' angular
+        # ball and free joints' angular dofs, moved on SO(3) by RK4's stages where this MuJoCo's RK4 does so
+        self.rotation_dofs = (candidates.rotation_dofs(self.mujoco, self.model) if compat.lie_group_rk4(self.mujoco)
+                              else np.zeros((0, 3), dtype=np.int_))
         self.na = int(self.model.na)  # actuator activations (.activations)
         self._activation_law = activations.ActivationLaw(self.mujoco, self.model)
         self.activation = self.initial_activation()
