@@ -1,6 +1,6 @@
 """``regularized`` with elliptic cones on a contact whose frame has a row that moves nothing
 (a ball on x/z slides: its contact's y tangent is locked): that row takes its normal row's
-``R / impratio`` (:func:`contactopt.formulations.regularized._unmoved_rows_regularized`), so the
+``R / impratio`` (:func:`contactopt.formulations.regularized_unmoved.unmoved_rows_regularized`), so the
 dual has a unique answer and the primal a finite ``1/R`` (before: every dual step inaccurate,
 the primal refused). Both forms are the same program, so their runs agree, and a pressed
 sliding contact is on its cone's boundary with nothing on the locked row."""

@@ -5,7 +5,7 @@ reports that contact, and two of its four pyramid edges (``n +- mu t1``, ``t1`` 
 axis, ``n`` along the lever arm) move nothing: their Delassus diagonal is the rounding 1e-32, so
 ``R = 0`` there with ``c < 0`` and the regularized dual was unbounded at step 0 (clarabel, osqp:
 "unbounded", pgs: numerical error). Such a row now takes a moving row's ``R`` of its contact and
-no reference (:func:`contactopt.formulations.regularized._unmoved_rows_regularized`); gauss leaves
+no reference (:func:`contactopt.formulations.regularized_unmoved.unmoved_rows_regularized`); gauss leaves
 a contact whose normal row is zero out (its row ``phi/h >= 0`` was infeasible)."""
 
 from __future__ import annotations

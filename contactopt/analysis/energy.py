@@ -43,17 +43,18 @@ Trinkle LCP solved by Lemke on the box slide). Positive contact work is not subt
 it shows: Anitescu's relaxation lifts a sliding contact (``u_n' = mu |u_t'|``, its normal
 impulse does work ``r_n ū_n > 0``: the hydroplaning launch), friction pushing along the slip,
 the work of bilateral impulses (Baumgarte stabilization, a driven joint) and semi-implicit
-Euler's ``-(h/2) tau_g·(v' - v)``. Non-conservative non-contact forces (joint damping, an
-actuator not expressed as a potential by the system) show too.
+Euler's ``-(h/2) tau_g·(v' - v)``. Non-conservative non-contact forces that the system does
+not name (below) show too.
 
 Non-contact work. ``tau - tau_g`` holds the forces that the energy does not: actuators (``B u``,
 MuJoCo's ``qfrc_actuator``), applied forces, dampers (``qfrc_passive`` less the springs, whose
 potential is in ``E`` as gravity's is) and the velocity-product terms. A system that names the
-first three (:meth:`~contactopt.systems.base.System.nonpotential_force` ``f``, evaluated with the
-step's control) has their work counted at the same ``v̄``, with the implicit part of its step
-(``S = M - h D``, :meth:`~contactopt.systems.base.System.step_dynamics`: ``M (v' - v) = h tau +
-(M - S)(v' - v) + J^T r``, damping and ``kv`` at ``v'``) and the impulses ``sigma`` of the joint
-limit and dry-friction rows ``G`` (their work as it is):
+first three (a ``nonpotential_force(q, v)`` method ``f``, evaluated with the step's control;
+MJCF: :func:`contactopt.mujoco.derivatives.nonpotential_force`) has their work counted at the
+same ``v̄``, with the implicit part of its step (``S = M - h D``,
+:meth:`~contactopt.systems.base.System.step_dynamics`: ``M (v' - v) = h tau + (M - S)(v' - v) +
+J^T r``, damping and ``kv`` at ``v'``) and the impulses ``sigma`` of the joint limit and
+dry-friction rows ``G`` (their work as it is):
 
     W = h f·v̄ + ((M - S)(v' - v))·v̄ + sum sigma·(G v̄),
 
@@ -78,11 +79,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.records import StepRecord
+from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["applied_work", "balance", "dissipation", "impacts"]
+__all__ = ["applied_work", "balance", "dissipation", "impacts", "step_applied_work"]
 
 
 def impacts(record: StepRecord, M: Any) -> tuple[FloatArray, FloatArray]:
@@ -112,6 +114,31 @@ def applied_work(force: FloatArray | None, M: Any, step_matrix: Any, rows: list[
     for G, sigma in rows:
         work += float(np.asarray(sigma) @ np.asarray(G @ v_mid).reshape(-1))
     return work
+
+
+def step_applied_work(system: System, record: StepRecord, q: FloatArray, v: FloatArray, v_next: FloatArray,
+                      h: float) -> float:
+    """:func:`applied_work` of one recorded step from ``(q, v)`` to ``v_next``, with the step's
+    control held; ``f`` from the system's ``nonpotential_force(q, v)`` where it has one (MJCF:
+    :func:`contactopt.mujoco.derivatives.nonpotential_force`), the limit and dry-friction rows
+    where the record's impulses match the system's rows at ``q``."""
+    if record.control.size:
+        system.set_control(record.control)
+    named = getattr(system, "nonpotential_force", None)
+    force = None if named is None else np.asarray(named(q, v), dtype=np.float64)
+    rows: list[tuple[Any, FloatArray]] = []
+    if record.limits.size:
+        limits = system.limits(q)
+        if limits.count == record.limits.shape[0]:
+            rows.append((limits.G, record.limits))
+    if record.friction_loss.size:
+        friction = system.friction_loss(q)
+        if friction.F.shape[0] == record.friction_loss.shape[0]:
+            rows.append((friction.F, record.friction_loss))
+    if force is None and not rows:
+        return 0.0
+    dynamics = system.dynamics(q, v)
+    return applied_work(force, dynamics.M, system.step_dynamics(dynamics, h).M, rows, v, v_next, h)
 
 
 def dissipation(r: FloatArray, u_mid: FloatArray) -> tuple[FloatArray, FloatArray]:

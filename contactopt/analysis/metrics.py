@@ -60,18 +60,16 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from contactopt.analysis.cones import RHO, desaxce_residual, project_cone
-from contactopt.analysis.energy import applied_work, impacts
 from contactopt.analysis.energy import balance as energy_balance
-from contactopt.records import StepRecord, Trajectory
+from contactopt.analysis.energy import impacts, step_applied_work
+from contactopt.records import Trajectory
 from contactopt.scenes import Scene
-from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -201,7 +199,7 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
             continue  # no v': the failed last record of a run that stopped
         nc = record.phi.shape[0]
         q, v, v_next = traj.q[i], traj.v[i], traj.v[i + 1]
-        applied_work[i] = _applied_work(system, record, q, v, v_next, h)
+        applied_work[i] = step_applied_work(system, record, q, v, v_next, h)
         if nc == 0:
             evaluated[i], q_norm[i] = True, 0.0
             continue
@@ -231,29 +229,6 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
     empty = np.zeros((0, 3))
     return _ContactData(np.zeros(0, dtype=np.int_), empty, empty.copy(), empty.copy(), np.zeros(0), evaluated,
                         q_norm, energy, empty.copy(), impact_work, applied_work)
-
-
-def _applied_work(system: System, record: StepRecord, q: FloatArray, v: FloatArray, v_next: FloatArray,
-                  h: float) -> float:
-    """The work over one step of the non-contact forces the energy does not hold
-    (:func:`contactopt.analysis.energy.applied_work`), with the step's control held."""
-    if record.control.size:
-        system.set_control(record.control)
-    force = system.nonpotential_force(q, v)
-    rows: list[tuple[Any, FloatArray]] = []
-    if record.limits.size:
-        limits = system.limits(q)
-        if limits.count == record.limits.shape[0]:
-            rows.append((limits.G, record.limits))
-    if record.friction_loss.size:
-        friction = system.friction_loss(q)
-        if friction.F.shape[0] == record.friction_loss.shape[0]:
-            rows.append((friction.F, record.friction_loss))
-    if force is None and not rows:
-        return 0.0
-    dynamics = system.dynamics(q, v)
-    step_matrix = system.step_dynamics(dynamics, h).M
-    return applied_work(force, dynamics.M, step_matrix, rows, v, v_next, h)
 
 
 def _per_contact(data: _ContactData) -> dict[str, FloatArray]:

@@ -89,7 +89,6 @@ from contactopt.formulations import regularized_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.ccp import friction_cone_rows
 from contactopt.formulations.common import (
-    ZERO_BLOCK_RTOL,
     ActiveContacts,
     active_contacts,
     dual_program,
@@ -98,12 +97,12 @@ from contactopt.formulations.common import (
     limit_index,
     require_finite_mu,
     row_impulses,
-    row_max,
     scatter_impulses,
     select_contacts,
 )
 from contactopt.formulations.recovery import capped_spring, recovery_speed
 from contactopt.formulations.regularized_model import model_program, model_recover
+from contactopt.formulations.regularized_unmoved import unmoved_rows, unmoved_rows_regularized
 from contactopt.integrators.runge_kutta import RK4, Tableau
 from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
@@ -302,7 +301,7 @@ def soft_rows(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
     contact in ``owner``) and the bilateral rows, shared by the dual and the primal form:
     ``R = (1 - d)/d diag(J M~^-1 J^T)`` (divided by ``impratio`` on friction rows),
     ``v_ref = J v + h a_ref`` with ``a_ref = -b J v - k position``; a row that moves nothing
-    keeps a positive ``R`` and has no reference (:func:`_unmoved_rows_regularized`); bilateral
+    keeps a positive ``R`` and has no reference (:mod:`.regularized_unmoved`); bilateral
     rows are soft too, with the impedance of their violation (their target velocity is the
     driver's, drift treatment included)."""
     h, v, v_max = problem.dt, problem.state.v, recovery_speed(problem, options)
@@ -313,41 +312,11 @@ def soft_rows(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
     unmoved = unmoved_rows(J)
     if unmoved.any():
         owner = np.repeat(np.arange(R.shape[0] // per), per) if owner is None else owner
-        R = _unmoved_rows_regularized(R, unmoved, owner, friction_row, options["impratio"])
+        R = unmoved_rows_regularized(R, unmoved, owner, friction_row, options["impratio"])
         v_ref = np.where(unmoved, J @ v, v_ref)
     d_eq = impedance(problem.bilateral.position_error, options["solimp"])
     R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, problem.bilateral.H)
     return R, v_ref, R_eq
-
-
-def unmoved_rows(rows: Any) -> NDArray[np.bool_]:
-    """The contact rows that move nothing: every entry at most :data:`.common.ZERO_BLOCK_RTOL` of
-    the rows' largest entry (the rounding of a lever arm that vanishes, as for a zero block)."""
-    largest = row_max(rows)
-    return largest <= ZERO_BLOCK_RTOL * float(largest.max(initial=0.0))
-
-
-def _unmoved_rows_regularized(R: FloatArray, unmoved: NDArray[np.bool_], owner: IntArray,
-                              friction_row: NDArray[np.bool_], impratio: float) -> FloatArray:
-    """``R`` where a row that moves nothing (``unmoved``: a tangent along a locked direction, or a
-    pyramid edge ``n +- mu t`` whose lever arm about a hinge vanishes; ``J M^-1 J'`` is 0 or its
-    rounding there, so ``R`` is too) takes a moving row of its contact's (``owner``) regularization:
-    a friction row its normal row's ``R / impratio`` (the ``R`` of a friction row with that
-    contact's unit Delassus ratio), any other row, or a friction row whose normal row moves
-    nothing, its contact's largest ``R`` of a moving row. Its impulse changes no velocity, and
-    a zero ``R`` would leave it unbounded (the dual's answer not unique, or no answer where its
-    reference asks it to move: the pyramid edges of a penetrating contact at a hinge, step 0's
-    "unbounded"; the primal's ``1/R`` infinite). With no reference on that row
-    (:func:`soft_rows`: ``v_ref = J v``) its impulse is the rounding of 0, as the primal (which
-    leaves such an edge out) and a zero block (:func:`.common.active_contacts`) give. A contact
-    none of whose rows moves is not in the program (:func:`.common.moving_blocks`)."""
-    moving = np.where(unmoved, 0.0, R)
-    largest = np.zeros(int(owner.max(initial=-1)) + 1)
-    np.maximum.at(largest, owner, moving)
-    normal = np.zeros_like(largest)
-    np.maximum.at(normal, owner, np.where(friction_row, 0.0, moving))
-    fill = np.where(friction_row & (normal[owner] > 0.0), normal[owner] / impratio, largest[owner])
-    return np.where(unmoved, fill, R)
 
 
 def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:

@@ -98,6 +98,7 @@ class MjcfSystem(System):
     config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction", "keyframe"})
     contact_dim = 3
     default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, why: contactopt.formulations.recovery
+    nonpotential_force = derivatives.nonpotential_force  # the energy balance's actuators, dampers, applied forces
 
     def __init__(self, path: str | Path, detection_margin: float | None = None, extra_friction: str = "model",
                  sparse: bool | None = None, keyframe: str | None = None) -> None:
@@ -126,9 +127,7 @@ class MjcfSystem(System):
         self.sparse = bool(self.nv >= SPARSE_FROM_NV if sparse is None else sparse)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbody)}
         self.q_names, self.v_names = candidates.coordinate_names(self.mujoco, self.model)
-        # ball and free joints' angular dofs, moved on SO(3) by RK4's stages where this MuJoCo's RK4 does so
-        self.rotation_dofs = (candidates.rotation_dofs(self.mujoco, self.model) if compat.lie_group_rk4(self.mujoco)
-                              else np.zeros((0, 3), dtype=np.int_))
+        self.rotation_dofs = candidates.rotation_dofs(self.mujoco, self.model)  # ball and free joints' angular
         self.na = int(self.model.na)  # actuator activations (.activations)
         self._activation_law = activations.ActivationLaw(self.mujoco, self.model)
         self.activation = self.initial_activation()
@@ -359,14 +358,6 @@ class MjcfSystem(System):
         q_next = np.array(as_vector(q, "q", self.nq))
         self.mujoco.mj_integratePos(self.model, q_next, as_vector(v_next, "v", self.nv), dt)
         return q_next
-
-    def nonpotential_force(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
-        """``qfrc_actuator + qfrc_applied + qfrc_passive - qfrc_spring``: every force of ``tau``
-        but the bias (gravity, whose potential :meth:`energy` holds, and Coriolis) and the springs
-        (their potential is in ``mj_energyPos`` too): actuators, dampers, gravity compensation,
-        fluid forces."""
-        data = self._evaluate(q, v)
-        return np.array(data.qfrc_actuator + data.qfrc_applied + data.qfrc_passive - data.qfrc_spring)
 
     def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
         data = self._evaluate(q, v)

@@ -254,13 +254,6 @@ class System(ABC):
         joint damping) returns ``M + dt dtau/dv``-style inertia here."""
         return dynamics
 
-    def nonpotential_force(self, q: ArrayLike, v: ArrayLike) -> FloatArray | None:
-        """The part of ``tau(q, v)`` (with the held control) that is neither the force of the
-        potential in :meth:`energy` nor the velocity-product terms: actuators, applied forces,
-        dampers (its work enters the energy balance, :mod:`contactopt.analysis.energy`). None:
-        the system does not say (its work shows in the balance)."""
-        return None
-
     def limits(self, q: ArrayLike) -> Unilateral:
         """Unilateral rows without friction (joint and tendon limits) at ``q``; none by default."""
         return Unilateral.empty(self.nv)
