@@ -81,21 +81,23 @@ def test_motor_damper_and_spring_are_accounted_for(slider: tuple[co.Scene, co.Tr
     assert run_metrics(scene, traj)["max_abs_energy_balance"] <= np.abs(expected).max() + 1e-12
 
 
-@pytest.mark.parametrize("options", [{}, {"params": "model"}])
-def test_hopper_balance_is_its_contacts_positive_work(options: dict[str, str]) -> None:
+@pytest.mark.parametrize(("formulation", "options"), [("regularized", {}), ("regularized", {"params": "model"}),
+                                                     ("mujoco", {})])
+def test_hopper_balance_is_its_contacts_positive_work(formulation: str, options: dict[str, str]) -> None:
     """dm_hopper (4 motors under a 1 Hz sinusoid, damped joints with armature, limits, a soft foot
     contact) over 1 s: the motors and dampers do ~107 J of work in absolute value (~70-80 J net),
     all of which the balance read before. Now what is left, beyond the soft contacts' positive
-    work (7 J under regularized, 14 J under MuJoCo's own parameters: inadmissible for Coulomb
-    contact, so shown on purpose), is the step's own error (``M(q)``'s change over a step, Euler's
-    gravity term: O(h)), measured at 0.35 J and 0.03 J; bound: 1 % of the work."""
+    work (7 J under regularized, 14 J under MuJoCo's own parameters and mj_step itself, whose
+    record holds its limit and dry-friction impulses: inadmissible for Coulomb contact, so shown
+    on purpose), is the step's own error (``M(q)``'s change over a step, Euler's gravity term:
+    O(h)), measured at 0.35 J and 0.03 J; bound: 1 % of the work."""
     pytest.importorskip("dm_control")
     from contactopt.analysis.metrics import _gather
 
     scene = co.load_scene("dm_hopper")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", co.errors.ContactoptWarning)
-        traj = co.simulate(scene, duration=1.0, options=options)
+        traj = co.simulate(scene, formulation=formulation, duration=1.0, options=options)
     assert traj.completed
     table = step_metrics(scene, traj)
     applied = _gather(scene, traj).applied_work[:-1]
