@@ -1,6 +1,6 @@
 """``regularized`` with elliptic cones on a contact whose frame has a row that moves nothing
 (a ball on x/z slides: its contact's y tangent is locked): that row takes its normal row's
-``R / impratio`` (:func:`contactopt.formulations.regularized._unmoved_rows_regularized`), so the
+``R / impratio`` (:func:`contactopt.formulations.regularized_unmoved.unmoved_rows_regularized`), so the
 dual has a unique answer and the primal a finite ``1/R`` (before: every dual step inaccurate,
 the primal refused). Both forms are the same program, so their runs agree, and a pressed
 sliding contact is on its cone's boundary with nothing on the locked row."""
@@ -64,3 +64,23 @@ def test_an_unmoved_frame_row_is_regularized_like_its_normal(scene: co.Scene) ->
                 # the x impulse is the 1 kg ball's momentum change (gravity has no x share)
                 assert traj.v[k + 1, 0] - traj.v[k, 0] == pytest.approx(-np.abs(tangent).max(), rel=1e-6)
         assert pressed >= 2  # the sphere bounces: step 0 and its landing press the floor
+
+
+#: The same ball with condim 6: its torsional and rolling rows move nothing (no rotation dof).
+SLID_CONDIM6 = SLID.replace('friction="0.5"/>', 'friction="0.5 0.01 0.001" condim="6"/>')
+
+
+def test_unmoved_angular_rows_are_regularized_like_their_normal(tmp_path: Path) -> None:
+    """condim 6, elliptic: the torsional and rolling rows (``J = 0``) take their contact's normal
+    ``R / impratio`` too (before: ``R = 0`` there, and the primal form refused the program: "R must
+    be positive"); dual and primal give the same run."""
+    assert SLID_CONDIM6.count('condim="6"') == 2
+    path = tmp_path / "slid6.xml"
+    path.write_text(SLID_CONDIM6)
+    scene = co.load_scene(path)
+    runs = {form: co.simulate(scene, formulation="regularized", solver=solver, duration=STEPS * scene.dt,
+                              options={"cone": "elliptic", "form": form})
+            for form, solver in (("dual", "clarabel"), ("primal", "newton"))}
+    for traj in runs.values():
+        assert traj.completed and {record.status for record in traj.steps} == {co.Status.OPTIMAL}
+    np.testing.assert_allclose(runs["dual"].v, runs["primal"].v, rtol=0, atol=1e-7)

@@ -1,5 +1,6 @@
-"""Contact candidates whose Jacobian block is zero are skipped by every formulation but gauss
-(:func:`contactopt.formulations.common.active_contacts`), not refused: their rigid row would read
+"""Contact candidates whose Jacobian block is zero are skipped by every formulation
+(:func:`contactopt.formulations.common.active_contacts`; gauss: a zero normal row,
+``tests/test_user_arm.py``), not refused: their rigid row would read
 ``0 >= -phi/h`` (infeasible). End to end, ``tests/data/welded_overlap.xml`` (two spheres welded to
 one sliding crate, overlapping by 6 cm, asked for by an explicit ``<pair>``): the crate's motion
 equals the same model's without the pair (an impulse acts only through ``J^T lambda = 0``; 1e-9 is
@@ -55,7 +56,7 @@ def test_a_welded_overlapping_pair_exerts_nothing(tmp_path: Path, formulation: s
 # --- the same at the level of one step's program: the pair reaches the formulations here ---------
 
 # gauss (the textbook's frictionless QP, every contact a row in the given order) is left out: it
-# keeps every candidate, and a penetrating zero block makes its step infeasible (loudly)
+# keeps every candidate whose normal row moves something (tests/test_user_arm.py)
 STEP_CASES = [("lcp", "lemke", {}), ("anitescu", "clarabel", {}), ("ccp", "clarabel", {}),
               ("regularized", "clarabel", {}), ("regularized", "newton", {"form": "primal"}), ("sap", "newton", {}),
               ("coulomb", "nsgs", {})]

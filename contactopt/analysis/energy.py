@@ -43,8 +43,24 @@ Trinkle LCP solved by Lemke on the box slide). Positive contact work is not subt
 it shows: Anitescu's relaxation lifts a sliding contact (``u_n' = mu |u_t'|``, its normal
 impulse does work ``r_n ū_n > 0``: the hydroplaning launch), friction pushing along the slip,
 the work of bilateral impulses (Baumgarte stabilization, a driven joint) and semi-implicit
-Euler's ``-(h/2) tau_g·(v' - v)``. Non-conservative non-contact forces (joint damping, an
-actuator not expressed as a potential by the system) show too.
+Euler's ``-(h/2) tau_g·(v' - v)``. Non-conservative non-contact forces that the system does
+not name (below) show too.
+
+Non-contact work. ``tau - tau_g`` holds the forces that the energy does not: actuators (``B u``,
+MuJoCo's ``qfrc_actuator``), applied forces, dampers (``qfrc_passive`` less the springs, whose
+potential is in ``E`` as gravity's is) and the velocity-product terms. A system that names the
+first three (a ``nonpotential_force(q, v)`` method ``f``, evaluated with the step's control;
+MJCF: :func:`contactopt.mujoco.derivatives.nonpotential_force`) has their work counted at the
+same ``v̄``, with the implicit part of its step (``S = M - h D``,
+:meth:`~contactopt.systems.base.System.step_dynamics`: ``M (v' - v) = h tau + (M - S)(v' - v) +
+J^T r``, damping and ``kv`` at ``v'``) and the impulses ``sigma`` of the joint limit and
+dry-friction rows ``G`` (their work as it is):
+
+    W = h f·v̄ + ((M - S)(v' - v))·v̄ + sum sigma·(G v̄),
+
+and the balance subtracts it: ``B_k = E_k - E_0 - sum_{i<k} (D_i + W_i)``. With ``f``, ``S`` and
+``G`` exact the balance of such a step stays what it is without them (semi-implicit Euler's own
+error, ``M(q)``'s change, inadmissible contact work).
 
 Impacts recorded by the event-driven ``hybrid`` method (``StepRecord.impacts``, each with
 ``v-`` and ``v+``) are counted exactly instead: an impact's work is the kinetic energy change
@@ -63,11 +79,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.records import StepRecord
+from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["balance", "dissipation", "impacts"]
+__all__ = ["applied_work", "balance", "dissipation", "impacts", "step_applied_work"]
 
 
 def impacts(record: StepRecord, M: Any) -> tuple[FloatArray, FloatArray]:
@@ -85,6 +102,45 @@ def impacts(record: StepRecord, M: Any) -> tuple[FloatArray, FloatArray]:
     return rest, totals
 
 
+def applied_work(force: FloatArray | None, M: Any, step_matrix: Any, rows: list[tuple[Any, FloatArray]],
+                 v: FloatArray, v_next: FloatArray, h: float) -> float:
+    """``W = h f·v̄ + ((M - S)(v' - v))·v̄ + sum sigma·(G v̄)`` [J] (module docstring): the work of
+    the non-potential forces ``force`` (None: none named), of the implicit part of the step matrix
+    ``S`` and of the row impulses ``(G, sigma)`` over one step."""
+    v_mid = 0.5 * (v + v_next)
+    work = 0.0 if force is None else h * float(np.asarray(force) @ v_mid)
+    if step_matrix is not M:
+        work += float(np.asarray((M - step_matrix) @ (v_next - v)).reshape(-1) @ v_mid)
+    for G, sigma in rows:
+        work += float(np.asarray(sigma) @ np.asarray(G @ v_mid).reshape(-1))
+    return work
+
+
+def step_applied_work(system: System, record: StepRecord, q: FloatArray, v: FloatArray, v_next: FloatArray,
+                      h: float) -> float:
+    """:func:`applied_work` of one recorded step from ``(q, v)`` to ``v_next``, with the step's
+    control held; ``f`` from the system's ``nonpotential_force(q, v)`` where it has one (MJCF:
+    :func:`contactopt.mujoco.derivatives.nonpotential_force`), the limit and dry-friction rows
+    where the record's impulses match the system's rows at ``q``."""
+    if record.control.size:
+        system.set_control(record.control)
+    named = getattr(system, "nonpotential_force", None)
+    force = None if named is None else np.asarray(named(q, v), dtype=np.float64)
+    rows: list[tuple[Any, FloatArray]] = []
+    if record.limits.size:
+        limits = system.limits(q)
+        if limits.count == record.limits.shape[0]:
+            rows.append((limits.G, record.limits))
+    if record.friction_loss.size:
+        friction = system.friction_loss(q)
+        if friction.F.shape[0] == record.friction_loss.shape[0]:
+            rows.append((friction.F, record.friction_loss))
+    if force is None and not rows:
+        return 0.0
+    dynamics = system.dynamics(q, v)
+    return applied_work(force, dynamics.M, system.step_dynamics(dynamics, h).M, rows, v, v_next, h)
+
+
 def dissipation(r: FloatArray, u_mid: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Per contact row: the total impulse work ``r·ū`` and the admissible part
     ``min(0, r_t·ū_t) + min(0, r_n ū_n)`` [J] (``r``, ``u_mid`` (m, dim), normal first)."""
@@ -95,14 +151,15 @@ def dissipation(r: FloatArray, u_mid: FloatArray) -> tuple[FloatArray, FloatArra
 
 def balance(energy: FloatArray, n_steps: int, step: IntArray, r: FloatArray, u_mid: FloatArray,
             evaluated: NDArray[np.bool_], impact_work: FloatArray | None = None,
-            ) -> tuple[FloatArray, FloatArray, FloatArray]:
+            applied: FloatArray | None = None) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(work, dissipated, B)``: per step the total contact work and the admissible
     dissipation ``D`` (NaN where the step's velocities are unknown), and per *state* the
     balance ``B_k`` (``energy.shape``; NaN after a step whose work is unknown).
 
     ``energy`` (n_states,) is ``E`` of every state; ``step``, ``r``, ``u_mid`` stack every
     contact of every evaluated step (see :mod:`contactopt.analysis.metrics`); ``impact_work``
-    (n_steps, 2) the recorded impacts' work and admissible part per step (:func:`impacts`)."""
+    (n_steps, 2) the recorded impacts' work and admissible part per step (:func:`impacts`);
+    ``applied`` (n_steps,) the non-contact work ``W`` per step (:func:`applied_work`)."""
     work_rows, dissipated_rows = dissipation(r, u_mid)
     work = np.zeros(n_steps) if impact_work is None else impact_work[:, 0].copy()
     dissipated = np.zeros(n_steps) if impact_work is None else impact_work[:, 1].copy()
@@ -114,6 +171,7 @@ def balance(energy: FloatArray, n_steps: int, step: IntArray, r: FloatArray, u_m
     b = np.full(states, np.nan)
     if states:
         transitions = min(n_steps, states - 1)
-        cumulative = np.concatenate([[0.0], np.cumsum(dissipated[:transitions])])
+        accounted = dissipated[:transitions] if applied is None else dissipated[:transitions] + applied[:transitions]
+        cumulative = np.concatenate([[0.0], np.cumsum(accounted)])
         b[: transitions + 1] = energy[: transitions + 1] - energy[0] - cumulative
     return work, dissipated, b

@@ -45,8 +45,10 @@ DEFINITIONS: dict[str, str] = {
     "max_signorini": "[J] largest normal complementarity product |r_n u_n|",
     "max_dissipation_violation": "[J] largest shortfall of friction from maximum dissipation",
     "max_fclib_natural_map": "FCLIB's normalized natural-map merit of the step (fclib_merit_local)",
-    "max_abs_energy_balance": "[J] largest |E - E0 - energy friction and impacts dissipated| "
-                              "(contactopt.analysis.energy; 0: every joule accounted for)",
+    "max_abs_energy_balance": "[J] largest |E - E0 - energy friction and impacts dissipated - work of "
+                              "actuators, dampers, applied forces, limits and dry friction| "
+                              "(contactopt.analysis.energy; 0: every joule accounted for, to the step's own "
+                              "error; positive contact work shows)",
     "max_constraint_error": "[m or m/s] largest bilateral-constraint violation (0 without joints "
                             "or loops closed by constraints)",
     "max_abs_energy_drift": "[J] largest |E - E0| (kinetic + potential)",

@@ -30,8 +30,10 @@ column (step_metrics)      unit     definition (max over the step's contacts; 0 
 ``energy_drift``           J        ``energy - energy(t = 0)``
 ``contact_work``           J        ``sum_c r_c·J_c (v + v')/2``: the impulses' work over the step
 ``dissipation``            J        its admissible part (friction, impact loss; <= 0)
-``energy_balance``         J        ``energy - energy(0) - sum of dissipation`` so far
-                                    (:mod:`contactopt.analysis.energy`: 0 for a correct run)
+``energy_balance``         J        ``energy - energy(0) - sum of dissipation`` and of the work
+                                    of actuators, dampers, applied forces, limit and dry-friction
+                                    rows so far (:mod:`contactopt.analysis.energy`: 0 for a
+                                    correct run)
 ``constraint_error``       m, m/s   the record's bilateral-constraint violation
 ``build_time``             s        the record's formulation build time
 ``solve_time``             s        the record's setup + solve time
@@ -65,7 +67,7 @@ from numpy.typing import NDArray
 
 from contactopt.analysis.cones import RHO, desaxce_residual, project_cone
 from contactopt.analysis.energy import balance as energy_balance
-from contactopt.analysis.energy import impacts
+from contactopt.analysis.energy import impacts, step_applied_work
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
 
@@ -161,6 +163,7 @@ class _ContactData:
     energy: FloatArray  # (n + 1,) or fewer: energy of every state of the trajectory
     r_work: FloatArray  # (m, 3) the impulses less the recorded impacts' (those work at v̄: energy balance)
     impact_work: FloatArray  # (n, 2) per step: the impacts' work and its admissible part (energy.impacts)
+    applied_work: FloatArray  # (n,) per step: the work of the forces the energy does not hold (energy.applied_work)
 
 
 def _step_length(scene: Scene, traj: Trajectory) -> float:
@@ -189,14 +192,17 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
     mus: list[FloatArray] = []
     works: list[FloatArray] = []
     impact_work = np.zeros((n, 2))
+    applied_work = np.zeros(n)
+    held = system.control
     for i, record in enumerate(traj.steps):
         if i + 1 >= n_states:
             continue  # no v': the failed last record of a run that stopped
         nc = record.phi.shape[0]
+        q, v, v_next = traj.q[i], traj.v[i], traj.v[i + 1]
+        applied_work[i] = step_applied_work(system, record, q, v, v_next, h)
         if nc == 0:
             evaluated[i], q_norm[i] = True, 0.0
             continue
-        q, v, v_next = traj.q[i], traj.v[i], traj.v[i + 1]
         contacts = system.contacts(q)
         dim = contacts.dim
         if contacts.count != nc or record.impulses.shape != (nc, dim) or not np.all(np.isfinite(record.impulses)):
@@ -215,12 +221,14 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
         mus.append(np.asarray(contacts.mu, dtype=np.float64))
         rest, impact_work[i] = impacts(record, dynamics.M)
         works.append(_pad(rest, dim))
+    system.set_control(held)
     if steps:
         return _ContactData(np.concatenate(steps), np.vstack(rs), np.vstack(us), np.vstack(mids),
-                            np.concatenate(mus), evaluated, q_norm, energy, np.vstack(works), impact_work)
+                            np.concatenate(mus), evaluated, q_norm, energy, np.vstack(works), impact_work,
+                            applied_work)
     empty = np.zeros((0, 3))
     return _ContactData(np.zeros(0, dtype=np.int_), empty, empty.copy(), empty.copy(), np.zeros(0), evaluated,
-                        q_norm, energy, empty.copy(), impact_work)
+                        q_norm, energy, empty.copy(), impact_work, applied_work)
 
 
 def _per_contact(data: _ContactData) -> dict[str, FloatArray]:
@@ -287,7 +295,7 @@ def _step_table(scene: Scene, traj: Trajectory) -> tuple[pd.DataFrame, _ContactD
     columns["energy"] = energy
     columns["energy_drift"] = energy - (data.energy[0] if data.energy.size else np.nan)
     work, dissipated, balance = energy_balance(data.energy, n, data.step, data.r_work, data.u_mid, data.evaluated,
-                                               data.impact_work)
+                                               data.impact_work, data.applied_work)
     columns["contact_work"], columns["dissipation"] = work, dissipated
     balance_at_start = np.full(n, np.nan)
     balance_at_start[:known] = balance[:known]
@@ -350,7 +358,7 @@ def _aggregate(scene: Scene, traj: Trajectory, table: pd.DataFrame,
     final_constraint = system.constraints(final_q, final_v, final_t).violation(final_v)
     drift = data.energy - data.energy[0] if data.energy.size else np.zeros(0)
     balance = energy_balance(data.energy, steps, data.step, data.r_work, data.u_mid, data.evaluated,
-                             data.impact_work)[2]
+                             data.impact_work, data.applied_work)[2]
     build = float(table["build_time"].sum())
     solve = float(table["solve_time"].sum())
     iterations = int(table["iterations"].sum())

@@ -177,6 +177,13 @@ class ActiveContacts:
 ZERO_BLOCK_RTOL = 1e-12
 
 
+def row_max(rows: Matrix) -> NDArray[np.float64]:
+    """The largest absolute entry of each row."""
+    if rows.shape[0] == 0 or rows.shape[1] == 0:
+        return np.zeros(rows.shape[0])
+    return np.asarray(abs(rows).max(axis=1).toarray()).reshape(-1) if is_sparse(rows) else np.abs(rows).max(axis=1)
+
+
 def active_contacts(contacts: Contacts, epsilon: float, rigid: bool = False) -> ActiveContacts:
     """Contacts with ``phi <= epsilon`` (Anitescu's epsilon-active set; inf keeps all) whose
     Jacobian block is not zero (:func:`moving_blocks`). A zero block moves no degree of freedom

@@ -37,19 +37,24 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
+from contactopt.errors import SkippedContactWarning
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     dual_program,
     dual_velocity,
+    moving_blocks,
     primal_bilateral_impulses,
     primal_program,
     row_impulses,
 )
 from contactopt.formulations.recovery import normal_target, recovery_speed
-from contactopt.model import StepProblem
+from contactopt.model import Contacts, StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
+
+IntArray = NDArray[np.int_]
 
 
 class FrictionIgnoredWarning(UserWarning):
@@ -71,9 +76,13 @@ class Gauss(Formulation):
         v_max = recovery_speed(problem, options)
         target = normal_target(contacts.phi, h, v_max)  # phi / h
         n = contacts.J_normal
-        nc, nv = n.shape
         metadata = {"formulation": self.name, "form": options["form"], "dt": h,
-                    "t": problem.state.t, "contacts": nc, "nv": nv}
+                    "t": problem.state.t, "contacts": n.shape[0], "nv": n.shape[1]}
+        kept = _moving_normals(contacts)
+        if kept is not None:  # a zero normal row reads phi/h >= 0: infeasible when penetrating
+            n, target = n[kept], target[kept]
+            metadata["rows"] = kept.tolist()
+        nc = n.shape[0]
         if options["form"] == "primal":
             return primal_program(problem, -n, target, (Nonneg(nc),),
                                   (Block("nonpenetration", 0, nc),), metadata, max_recovery_speed=v_max)
@@ -84,16 +93,32 @@ class Gauss(Formulation):
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
         contacts = problem.contacts
+        rows = np.asarray(program.metadata.get("rows", np.arange(contacts.count)), dtype=np.int_)
         if program.metadata["form"] == "primal":
             v_next = np.array(program.variable(solution.x, "v_next"))
             normal = program.row_block(solution.y, "nonpenetration")
             bilateral = primal_bilateral_impulses(program, solution.y)
         else:
             normal = program.variable(solution.x, "impulse_normal")
-            v_next, bilateral = dual_velocity(problem, program, solution.x, contacts.J_normal, normal)
+            v_next, bilateral = dual_velocity(problem, program, solution.x, contacts.J_normal[rows], normal)
         impulses = np.zeros((contacts.count, contacts.dim))
-        impulses[:, 0] = normal
+        impulses[rows, 0] = normal
         limits, friction = row_impulses(problem, program, solution.x,
                                         solution.y if program.metadata["form"] == "primal" else None)
         return StepResult(v_next=v_next, impulses=impulses, bilateral=bilateral, limits=limits,
                           friction_loss=friction)
+
+
+def _moving_normals(contacts: Contacts) -> IntArray | None:
+    """The contacts whose normal row moves something (:func:`.common.moving_blocks`, rigid), or
+    None when every one does. A zero normal row (a contact whose point lies on a hinge's axis
+    with its normal along the lever arm, or two geoms of one welded body) reads
+    ``phi/h + 0 v' >= 0``: nothing in the step can satisfy it when ``phi < 0``, and its impulse
+    acts only through ``n^T lambda = 0``, so it is left out (zero impulse in the record, with the
+    :class:`~contactopt.errors.SkippedContactWarning` the other formulations give)."""
+    moving = moving_blocks(contacts, np.arange(contacts.count), rigid=True)
+    if moving.all():
+        return None
+    warnings.warn(f"{int((~moving).sum())} contact(s) left out: their normal row is zero (it moves no degree "
+                  "of freedom), so they get zero impulse", SkippedContactWarning, stacklevel=4)
+    return np.flatnonzero(moving)

@@ -102,6 +102,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.formulations.recovery import capped_spring, recovery_speed
 from contactopt.formulations.regularized_model import model_program, model_recover
+from contactopt.formulations.regularized_unmoved import unmoved_rows, unmoved_rows_regularized
 from contactopt.integrators.runge_kutta import RK4, Tableau
 from contactopt.model import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
@@ -109,6 +110,7 @@ from contactopt.programs.csc import diagonal_csc, empty_csc
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int_]
 
 MIN_IMPEDANCE, MAX_IMPEDANCE = 1e-4, 0.9999  # MuJoCo's mjMINIMP, mjMAXIMP
 
@@ -293,37 +295,28 @@ def row_terms(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics
 
 def soft_rows(problem: StepProblem, options: Mapping[str, Any], damped: Dynamics, J: Any, per: int,
               d: FloatArray, b_ref: float, k_ref: FloatArray, position: FloatArray,
-              friction_row: NDArray[np.bool_]) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """``(R, v_ref, R_eq)`` of the contact rows ``J`` (``per`` rows a contact) and the bilateral
-    rows, shared by the dual and the primal form: ``R = (1 - d)/d diag(J M~^-1 J^T)`` (divided by
-    ``impratio`` on friction rows), ``v_ref = J v + h a_ref`` with ``a_ref = -b J v - k position``;
-    bilateral rows are soft too, with the impedance of their violation (their target velocity is
-    the driver's, drift treatment included)."""
+              friction_row: NDArray[np.bool_], owner: IntArray | None = None
+              ) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(R, v_ref, R_eq)`` of the contact rows ``J`` (``per`` rows a contact, or each row's
+    contact in ``owner``) and the bilateral rows, shared by the dual and the primal form:
+    ``R = (1 - d)/d diag(J M~^-1 J^T)`` (divided by ``impratio`` on friction rows),
+    ``v_ref = J v + h a_ref`` with ``a_ref = -b J v - k position``; a row that moves nothing
+    keeps a positive ``R`` and has no reference (:mod:`.regularized_unmoved`); bilateral
+    rows are soft too, with the impedance of their violation (their target velocity is the
+    driver's, drift treatment included)."""
     h, v, v_max = problem.dt, problem.state.v, recovery_speed(problem, options)
     row_impedance = np.repeat(d, per)
     R = (1.0 - row_impedance) / row_impedance * delassus_diagonal(damped, J)
     R = np.where(friction_row, R / options["impratio"], R)
-    if friction_row.any():  # elliptic frames: a row that moves nothing (its J M^-1 J' is 0) keeps
-        R = _unmoved_rows_regularized(R.reshape(-1, per), options["impratio"]).reshape(-1)
     v_ref = J @ v + h * (-b_ref * (J @ v) - capped_spring(np.repeat(k_ref, per), position.reshape(-1), b_ref, v_max))
+    unmoved = unmoved_rows(J)
+    if unmoved.any():
+        owner = np.repeat(np.arange(R.shape[0] // per), per) if owner is None else owner
+        R = unmoved_rows_regularized(R, unmoved, owner, friction_row, options["impratio"])
+        v_ref = np.where(unmoved, J @ v, v_ref)
     d_eq = impedance(problem.bilateral.position_error, options["solimp"])
     R_eq = (1.0 - d_eq) / d_eq * delassus_diagonal(damped, problem.bilateral.H)
     return R, v_ref, R_eq
-
-
-def _unmoved_rows_regularized(R: FloatArray, impratio: float) -> FloatArray:
-    """``R`` of (count, dim) elliptic frames where a row that moves nothing (a tangent along a
-    locked direction: ``J M^-1 J' = 0`` there, so ``R = 0``) takes its normal row's ``R / impratio``,
-    the regularization of a friction row of that contact with unit Delassus ratio: its impulse
-    changes no velocity, and a zero ``R`` would leave it unbounded inside the cone (the dual's
-    answer not unique, the primal's ``1/R`` infinite). A frame whose normal row moves nothing
-    takes its largest row's ``R``."""
-    unmoved = R <= 0.0
-    if not unmoved.any():
-        return R
-    normal = R[:, :1]
-    fill = np.where(normal > 0.0, normal / impratio, R.max(axis=1, keepdims=True))
-    return np.where(unmoved, fill, R)
 
 
 def pyramid_edges(active: ActiveContacts) -> tuple[Any, int]:

@@ -84,7 +84,7 @@ def soft_terms(problem: StepProblem, options: Mapping[str, Any], active: ActiveC
     b_ref, k_ref = reference_gains(solref, options["solimp"][1], d, h, options["refsafe"])
     position = np.where(normal, active.phi[contact], 0.0)
     R, v_ref, R_eq = soft_rows(problem, options, damped, rows, 1, d[contact], b_ref, k_ref[contact], position,
-                               friction)
+                               friction, owner=contact)
     return damped, v_minus, R, v_ref, R_eq, solref
 
 

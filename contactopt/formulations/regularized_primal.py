@@ -36,6 +36,7 @@ from contactopt.formulations.common import (
     active_contacts,
     limit_index,
     require_finite_mu,
+    row_max,
     scatter_impulses,
     select_contacts,
 )
@@ -47,7 +48,7 @@ from contactopt.formulations.regularized import (
     soft_rows,
 )
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
-from contactopt.model import Matrix, StepProblem, is_sparse
+from contactopt.model import StepProblem
 from contactopt.programs import ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import rows_of
 from contactopt.programs.primal import PrimalConicProgram
@@ -102,13 +103,6 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
     friction_ref = problem.friction_loss.F @ v_minus - friction_c
     return primal_step(problem, damped, v_minus, rows_of(J, rows), R[rows], v_ref[rows], scale, cones, R_eq, metadata,
                        (index, limit_R, limit_ref), (friction_R, friction_ref))
-
-
-def row_max(rows: Matrix) -> FloatArray:
-    """The largest absolute entry of each row."""
-    if rows.shape[0] == 0 or rows.shape[1] == 0:
-        return np.zeros(rows.shape[0])
-    return np.asarray(abs(rows).max(axis=1).toarray()).reshape(-1) if is_sparse(rows) else np.abs(rows).max(axis=1)
 
 
 def all_edges(program: ConicProgram, values: FloatArray) -> FloatArray:

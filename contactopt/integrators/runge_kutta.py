@@ -25,7 +25,9 @@ rate ``K_j = dexp^{-1}_{-theta_j}(w_j)``, ``theta_j`` the stage's rotation vecto
 ``h sum_k A_jk K_k`` (0 at stage 0; :func:`lie_rate`), so ``qpos_i = qpos_0 * exp(theta_i)``
 (Munthe-Kaas 1998, "Runge-Kutta methods on Lie groups", BIT 38; Iserles et al., "Lie-group
 methods", Acta Numerica 2000). This reproduces ``mj_step`` of MuJoCo 4.0 exactly; MuJoCo's
-earlier RK4 combined the ``w_j`` themselves (second order in orientation).
+earlier RK4 combined the ``w_j`` themselves (second order in orientation), and under such a
+MuJoCo the system names no rotation dofs (:func:`contactopt.mujoco.compat.lie_group_rk4`), so
+that the stages here do the same.
 
 Here each stage's constraint problem is a program of the step's formulation at the stage state
 (:meth:`Formulation.stage_tableau` says which formulations step this way), solved by the run's

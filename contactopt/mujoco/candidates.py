@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.mujoco import compat
+
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
@@ -158,7 +160,11 @@ def coordinate_names(mujoco: Any, model: Any) -> tuple[tuple[str, ...], tuple[st
 
 
 def rotation_dofs(mujoco: Any, model: Any) -> NDArray[np.int_]:
-    """(k, 3): the ``qvel`` indices of each ball joint's and free joint's body-frame angular velocity."""
+    """(k, 3): the ``qvel`` indices of each ball joint's and free joint's body-frame angular velocity,
+    which RK4's stages move on SO(3) (:mod:`contactopt.integrators.runge_kutta`); none where this
+    MuJoCo's RK4 does not (before 4.0: :func:`.compat.lie_group_rk4`)."""
+    if not compat.lie_group_rk4(mujoco):
+        return np.zeros((0, 3), dtype=np.int_)
     triples = []
     for j in range(model.njnt):
         kind, start = int(model.jnt_type[j]), int(model.jnt_dofadr[j])

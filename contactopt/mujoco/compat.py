@@ -11,7 +11,9 @@ deprecation note says, by scaling the masses and densities of the model before c
 A geom pair's contact ``margin`` and ``gap`` are the larger of its geoms' up to 3.x (a contact
 is detected at ``dist < margin`` and active at ``dist < margin - gap``) and their sums from 4.0
 (detected at ``dist < margin + gap``, active at ``dist < margin``): :func:`widen_detection`
-reads which from a probe model once.
+reads which from a probe model once. MuJoCo's RK4 moves the orientations of ball and free joints
+along the Runge-Kutta-Munthe-Kaas rates from 4.0 and along the stages' angular velocities before
+(:func:`lie_group_rk4`, :mod:`contactopt.integrators.runge_kutta`).
 """
 
 from __future__ import annotations
@@ -71,6 +73,14 @@ def model_from_file(mujoco: Any, path: str | os.PathLike[str]) -> Any:
         geom.density *= scale
         geom.mass *= scale  # NaN (mass from the density) stays NaN
     return spec.compile()
+
+
+def lie_group_rk4(mujoco: Any) -> bool:
+    """Whether this MuJoCo's RK4 combines the orientations of ball and free joints as a
+    Runge-Kutta-Munthe-Kaas method (from 4.0, its changelog: "The RK4 integrator is now
+    fourth-order accurate for the orientations of ball and free joints"); before, the stages'
+    body-frame angular velocities themselves."""
+    return int(str(mujoco.__version__).split(".")[0]) >= 4
 
 
 def available() -> bool:

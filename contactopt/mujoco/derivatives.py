@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from contactopt.arrays import SPARSE_FROM_NV
 from contactopt.errors import ContactoptError, ContactoptWarning
@@ -187,3 +187,13 @@ def step_dynamics(system: Any, dynamics: Dynamics, dt: float) -> Dynamics:
     if not dissipative(derivative):
         check_positive_definite(step, system.path.name)
     return Dynamics(M=step, tau=dynamics.tau, inverse_matrix=inverse)
+
+
+def nonpotential_force(system: Any, q: ArrayLike, v: ArrayLike) -> FloatArray:
+    """``qfrc_actuator + qfrc_applied + qfrc_passive - qfrc_spring`` at ``(q, v)`` with the held
+    control (``MjcfSystem.nonpotential_force``, :mod:`contactopt.analysis.energy`): every force of
+    ``tau`` but the bias (gravity, whose potential ``mj_energyPos`` holds, and Coriolis) and the
+    springs (their potential is in ``mj_energyPos`` too): actuators, dampers, gravity
+    compensation, fluid forces, applied forces."""
+    data = system._evaluate(q, v)
+    return np.array(data.qfrc_actuator + data.qfrc_applied + data.qfrc_passive - data.qfrc_spring)

@@ -7,7 +7,9 @@ MuJoCo's ``gap`` is not inert in its solver (a contact in the gap keeps its cons
 which lifts a resting box), so the reference row must not see it. The recorded contacts are
 MuJoCo's own (``candidates`` those not between fused bodies, ``mujoco_contacts`` its ``ncon``),
 the next state's ``act`` MuJoCo's own. The record holds MuJoCo's contact impulses
-(``mj_contactForce`` times ``h``, normal first, zero for contacts MuJoCo did not activate), the
+(``mj_contactForce`` times ``h``, normal first, zero for contacts MuJoCo did not activate), its
+limit and dry-friction impulses on the system's rows (:func:`row_impulses`: the energy balance
+counts their work), the
 solver's iteration count, and residuals that contactopt computes for MuJoCo's answer on the
 same constraint problem (:func:`contactopt.mujoco.reproduce.program_from_mujoco`), so MuJoCo
 is judged like any other solver. Options set MuJoCo's own: ``cone`` ("pyramidal" | "elliptic"), ``solver`` ("Newton" |
@@ -32,6 +34,7 @@ from numpy.typing import NDArray
 
 from contactopt.errors import OptionError
 from contactopt.model import State
+from contactopt.mujoco import constraints as mj_rows
 from contactopt.programs import ConicProgram, Residuals, Status, conic_residuals
 from contactopt.records import StepRecord
 from contactopt.systems.base import System
@@ -97,9 +100,11 @@ class MujocoStepper:
         data.time = state.t
         control = self.system.control  # the same held control as every other method
         data.ctrl[:] = 0.0 if control is None else control
+        keys = mj_rows.limit_keys(mujoco, model, self.system._evaluate_position(state.q))
         start = time.perf_counter()
         mujoco.mj_step(model, data)
         elapsed = time.perf_counter() - start
+        limits, friction_loss = row_impulses(mujoco, model, data, keys, self.dt)
         phi, impulses = [], []
         force = np.zeros(6)
         for index, contact in enumerate(data.contact[: data.ncon]):
@@ -119,7 +124,7 @@ class MujocoStepper:
             t=state.t, impulses=np.array(impulses).reshape(-1, 3), phi=np.array(phi), build_time=0.0,
             setup_time=0.0, solve_time=elapsed, iterations=int(data.solver_niter[0]), residuals=residuals,
             status=Status.OPTIMAL if finite else Status.NUMERICAL_ERROR, solver="mujoco",
-            candidates=len(phi), mujoco_contacts=int(data.ncon),
+            candidates=len(phi), mujoco_contacts=int(data.ncon), limits=limits, friction_loss=friction_loss,
             message=f"mj_step, {int(data.nefc)} constraint rows; residuals checked in {1e3 * residual_time:.3g} ms "
                     "(not in the step's time)")
         if not finite:
@@ -155,3 +160,37 @@ def implied_duals(program: ConicProgram, x: FloatArray) -> FloatArray:
     paired = ~alone
     y[A.row[paired]] = np.maximum(-gradient[A.col[paired]] / A.data[paired], 0.0)
     return y
+
+
+def row_impulses(mujoco: Any, model: Any, data: Any, keys: list[Any], dt: float) -> tuple[FloatArray, FloatArray]:
+    """MuJoCo's limit and dry-friction forces of the step ``data`` took, times ``dt``, on the
+    system's limit rows (``keys``: :func:`.constraints.limit_keys` at the step's start, the
+    nearer bound of each limited joint and tendon; a MuJoCo row at the other bound has no row
+    there and is left out) and friction rows (:func:`.constraints.friction_rows`' order: dofs,
+    then tendons, with ``frictionloss > 0``)."""
+    types, ids = np.asarray(data.efc_type[:data.nefc]), np.asarray(data.efc_id[:data.nefc])
+    force = np.asarray(data.efc_force[:data.nefc]) * dt
+    kinds = mujoco.mjtConstraint
+    limits = np.zeros(len(keys))
+    limit_rows = np.flatnonzero((types == int(kinds.mjCNSTR_LIMIT_JOINT)) | (types == int(kinds.mjCNSTR_LIMIT_TENDON)))
+    if limit_rows.size:
+        from contactopt.mujoco.compat import constraint_jacobian
+
+        J = constraint_jacobian(model, data)
+        where = {key: i for i, key in enumerate(keys)}
+        for r in limit_rows:
+            kind = "joint" if types[r] == int(kinds.mjCNSTR_LIMIT_JOINT) else "tendon"
+            found = [i for key, i in where.items() if key[:2] == (kind, int(ids[r]))]
+            if kind == "joint" and found and keys[found[0]][2] != 0:  # hinge/slide: the side by the row's sign
+                dof = int(model.jnt_dofadr[int(ids[r])])
+                found = [i for i in found if keys[i][2] == int(np.sign(J[r, dof]))]
+            if found:
+                limits[found[0]] += force[r]
+    lossy_dofs = np.flatnonzero(np.asarray(model.dof_frictionloss) > 0)
+    lossy_tendons = np.flatnonzero(np.asarray(model.tendon_frictionloss) > 0) if int(model.ntendon) else np.zeros(0)
+    friction = np.zeros(lossy_dofs.shape[0] + lossy_tendons.shape[0])
+    for r in np.flatnonzero(types == int(kinds.mjCNSTR_FRICTION_DOF)):
+        friction[int(np.searchsorted(lossy_dofs, ids[r]))] += force[r]
+    for r in np.flatnonzero(types == int(kinds.mjCNSTR_FRICTION_TENDON)):
+        friction[lossy_dofs.shape[0] + int(np.searchsorted(lossy_tendons, ids[r]))] += force[r]
+    return limits, friction

@@ -98,6 +98,7 @@ class MjcfSystem(System):
     config_keys: ClassVar[frozenset[str]] = frozenset({"file", "detection_margin", "extra_friction", "keyframe"})
     contact_dim = 3
     default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, why: contactopt.formulations.recovery
+    nonpotential_force = derivatives.nonpotential_force  # the energy balance's actuators, dampers, applied forces
 
     def __init__(self, path: str | Path, detection_margin: float | None = None, extra_friction: str = "model",
                  sparse: bool | None = None, keyframe: str | None = None) -> None:
