@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from contactopt import display, records_io
 from contactopt.errors import ContactoptError
-from contactopt.outputs import output_errors, writable_file
+from contactopt.outputs import atomic_path, existing_npz, npz_path, writable_file
 from contactopt.programs import Residuals, Status
 
 if TYPE_CHECKING:
@@ -280,10 +280,12 @@ class Trajectory:
 
     # --- persistence -------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write to ``path`` (``.npz``): arrays plus a JSON header, loadable without pickle."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(path.suffix + ".npz")
+        """Write to ``path`` (``.npz``): arrays plus a JSON header, loadable without pickle.
+
+        A ``path`` not ending in ``.npz`` gets it appended (``traj.save("run")`` writes
+        ``run.npz``, and :meth:`load` of ``"run"`` finds it); the path written is returned. The
+        file appears under its name only complete (:func:`~contactopt.outputs.atomic_path`)."""
+        path = npz_path(path)
         writable_file(path, "trajectory file")
         counts = np.array([record.phi.shape[0] for record in self.steps], dtype=np.int64)
         dims = {record.impulses.shape[1] for record in self.steps if record.impulses.ndim == 2}
@@ -323,13 +325,15 @@ class Trajectory:
             "header": np.array(json.dumps(header, default=records_io.json_default)),
             **{f"sensitivity_{k}": values for k, values in enumerate(self.sensitivities.values())},
         }
-        with output_errors(path, "trajectory file"):
-            np.savez_compressed(path, **arrays)
+        with atomic_path(path, "trajectory file") as temporary:
+            np.savez_compressed(temporary, **arrays)
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> Trajectory:
-        path = Path(path)
+        """Read a file written by :meth:`save`; ``path`` without ``.npz`` is tried with it
+        appended when no file has that name (as :meth:`save` names it)."""
+        path = existing_npz(path)
         try:
             with np.load(path, allow_pickle=False) as archive:  # every member read once (NpzFile
                 a = records_io.Arrays({key: archive[key] for key in archive.files})  # re-reads on each access)

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from contactopt.errors import OutputError
-from contactopt.outputs import output_errors, writable_folder
+from contactopt.errors import OptionError, OutputError
+from contactopt.outputs import is_partial, output_errors, writable_folder
 from contactopt.run_folders import next_run_folder
 
 __all__ = ["BENCH_OUTPUTS", "bench_folder"]
@@ -31,10 +31,13 @@ def bench_folder(out: str | Path | None, inputs: Sequence[str | Path], force: bo
         first = Path(inputs[0])
         folder = next_run_folder(first.parent / f"bench-{first.name if first.is_dir() else first.stem}")
         return folder, f"output folder {folder} (new)"
+    if not str(out).strip():
+        raise OptionError(f"--out is empty ({str(out)!r}): give a folder, or leave --out out for a new one next to "
+                          "the inputs")
     folder = Path(out)
     with output_errors(folder, "output folder"):
         present = sorted(path.name for path in folder.iterdir()) if folder.is_dir() else []
-        present = [name for name in present if not name.startswith(".contactopt-probe-")]
+        present = [name for name in present if not name.startswith(".contactopt-probe-") and not is_partial(name)]
     if present and not force:
         raise OutputError(f"the output folder {folder} is not empty ({', '.join(present[:5])}"
                           f"{', ...' if len(present) > 5 else ''}): a bench never replaces an earlier one; "
