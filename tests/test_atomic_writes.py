@@ -42,10 +42,10 @@ def _cart(duration: float = 0.3) -> co.Scene:
 
 def test_a_failed_write_keeps_the_earlier_file_and_leaves_no_temporary(tmp_path: Path) -> None:
     target = write_text(tmp_path / "summary.json", '{"earlier": 1}')
-    with pytest.raises(OutputError, match=r"summary.json: no space left on the device"):
-        with atomic_path(target, "summary file") as temporary:
-            temporary.write_text('{"lat')  # half of the new file, then the disk is full
-            raise OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(OutputError, match=r"summary.json: no space left on the device"), \
+            atomic_path(target, "summary file") as temporary:
+        temporary.write_text('{"lat')  # half of the new file, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
     assert json.loads(target.read_text()) == {"earlier": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
@@ -121,7 +121,8 @@ def test_a_disk_that_fills_in_the_plot_is_one_line_and_the_files_written_stay_co
     code = main(["run", "cart_wall", "--duration", "0.3", "--save-programs", "--no-progress", "--out", str(out)])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 1
-    assert lines == [f"contactopt: error: cannot write the figure {out / 'trajectory.png'}: no space left on the device"]
+    png = out / "trajectory.png"
+    assert lines == [f"contactopt: error: cannot write the figure {png}: no space left on the device"]
     assert sorted(p.name for p in out.iterdir()) == ["summary.json", "trajectory.npz"]  # no half png, no temporary
     assert incomplete_files(out) == []
     assert len(co.Trajectory.load(out / "trajectory.npz").steps) == 3

@@ -37,7 +37,7 @@ def _read_fully(path: Path) -> None:
     if suffix == ".npz":
         with np.load(path, allow_pickle=True) as archive:  # qpbenchmark's files hold None as objects
             for key in archive.files:
-                archive[key]  # noqa: B018 (each member read: its CRC is checked)
+                _ = archive[key]  # each member read: its CRC is checked
     elif suffix in (".hdf5", ".h5"):
         import h5py
 
@@ -293,7 +293,7 @@ def full_disk(limit_bytes: int) -> Callable[[Path], Any]:
 
 
 def full_disk_check(result: Any) -> str | None:
-    code, lines, bad, files = result
+    code, lines, bad, _ = result
     if code != 1 or len(lines) != 1 or not lines[0].startswith("contactopt: error: cannot write"):
         return f"exit {code}, stderr {lines[-3:]}"
     if bad:
