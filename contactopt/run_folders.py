@@ -35,7 +35,7 @@ from contactopt.errors import OptionError, OutputError
 from contactopt.outputs import PARTIAL_PREFIX, is_partial, output_errors, writable_folder
 
 __all__ = ["COMPARE_OUTPUTS", "EXPORT_OUTPUTS", "RUN_OUTPUTS", "RunFolder", "latest_run_folder", "next_run_folder",
-           "open_run_folder"]
+           "open_run_folder", "remove_unfinished"]
 
 #: What ``contactopt compare`` writes in its folder (``--render``'s default video included).
 COMPARE_OUTPUTS = ("table.csv", "table.parquet", "traces.parquet", "observables.csv", "convergence.csv",
@@ -136,7 +136,7 @@ def _remove(folder: Path, names: Sequence[str]) -> list[str]:
     return removed
 
 
-def _partials(folder: Path) -> list[str]:
+def remove_unfinished(folder: Path) -> list[str]:
     """The temporary files of unfinished writes in ``folder`` and below, removed."""
     removed = []
     with output_errors(folder, "output folder"):
@@ -181,13 +181,14 @@ def open_run_folder(out: str | Path | None, default: Path, *, outputs: Sequence[
     if resume:
         stale = [name for name in ours if name not in kept_on_resume]
         return RunFolder(folder, made=False, resumed=True, resumed_what=resumed_what, removed=_remove(folder, stale),
-                         kept=others, unfinished=_partials(folder))
+                         kept=others, unfinished=remove_unfinished(folder))
     if not force:
         what = ", ".join(entries[:6]) + (", ..." if len(entries) > 6 else "")
         hint = f", --resume to reuse its {resumed_what}" if set(kept_on_resume) <= set(outputs) else ""
         raise OutputError(f"the output folder {folder} is not empty ({what}): pass --force to replace an "
                           f"earlier run's files{hint}, or leave out --out for a new folder")
-    return RunFolder(folder, made=False, removed=_remove(folder, ours), kept=others, unfinished=_partials(folder))
+    return RunFolder(folder, made=False, removed=_remove(folder, ours), kept=others,
+                     unfinished=remove_unfinished(folder))
 
 
 @contextlib.contextmanager

@@ -176,5 +176,5 @@ def test_kill_9_of_export_at_a_random_time_then_resume(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["export", "run --save-programs", "compare", "bench"])
 def test_kill_9_at_random_times_leaves_only_complete_files(tmp_path: Path, command: str) -> None:
-    report = kill_and_finish(command, tmp_path, kills=4, seed=11, span=5.0)
+    report = kill_and_finish(command, tmp_path, kills=4, seed=11)
     assert report.problems() is None, report

@@ -10,6 +10,7 @@ complete the folder.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -18,6 +19,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -93,6 +95,19 @@ COMMANDS: dict[str, list[str]] = {
 FINISH = {"export": "--resume", "run --save-programs": "--force", "compare": "--resume", "bench": "--force"}
 
 
+#: About how many files each command writes (the kill points are drawn among them).
+WRITES = {"export": 90, "run --save-programs": 33, "compare": 19, "bench": 5}
+
+
+def _written_since(folder: Path, wall: float) -> int:
+    """Files under ``folder`` (temporary ones included) modified since ``wall`` (time.time())."""
+    count = 0
+    for path in folder.rglob("*") if folder.is_dir() else []:
+        with contextlib.suppress(OSError):  # renamed or removed meanwhile
+            count += path.is_file() and path.stat().st_mtime >= wall - 0.05
+    return count
+
+
 def _command(args: Sequence[str], out: Path, inputs: Path | None) -> list[str]:
     return [sys.executable, "-m", "contactopt", *(a.replace("{out}", str(out)).replace("{inputs}", str(inputs))
                                                   for a in args), "--no-progress"]
@@ -118,6 +133,7 @@ class KillReport:
 
     command: str
     kills: list[tuple[float, list[str]]]
+    unfinished: list[int]  # per kill: temporary files of writes it interrupted
     finish_code: int
     finish_stderr: str
     after_finish: list[str]
@@ -136,32 +152,41 @@ class KillReport:
         return None
 
 
-def kill_and_finish(command: str, folder: Path, kills: int = 2, seed: int = 0, span: float = 4.0) -> KillReport:
+def kill_and_finish(command: str, folder: Path, kills: int = 2, seed: int = 0, span: float = 60.0) -> KillReport:
     """Start ``command`` (a key of :data:`COMMANDS`) into ``folder/out`` ``kills`` times, each
-    killed with SIGKILL at a random time in ``[0.5, span]`` s (seeded), checking the folder
-    after each kill; then run it once more with :data:`FINISH` and check again."""
+    killed with SIGKILL at a random point of its writes (once a random number of files, 1 to
+    :data:`WRITES`, were written under ``out``, polled every millisecond; at ``span`` s at the
+    latest), checking
+    the folder after each kill; then run it once more with :data:`FINISH` and check again."""
     rng = random.Random(f"{command}-{seed}")
     out = folder / "out"
     inputs = bench_inputs(folder) if command == "bench" else None
     seen: list[tuple[float, list[str]]] = []
+    unfinished: list[int] = []
     for k in range(kills):
         args = list(COMMANDS[command])
         if k and out.exists() and any(out.iterdir()):
             args.append(FINISH[command])  # a second kill interrupts a resumed (or forced) run
-        at = rng.uniform(0.5, span)
+        files = rng.randint(1, WRITES[command])  # killed once this many files were written: amid the writes
+        wall = time.time()
         process = subprocess.Popen(_command(args, out, inputs), env=_environment(), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
-        try:
-            process.wait(timeout=at)
-        except subprocess.TimeoutExpired:
+        started = time.monotonic()
+        while process.poll() is None and time.monotonic() - started < span:
+            if _written_since(out, wall) >= files:
+                break
+            time.sleep(0.001)
+        at = time.monotonic() - started
+        if process.poll() is None:
             process.send_signal(signal.SIGKILL)
-            process.wait()
+        process.wait()
         seen.append((at, incomplete_files(out)))
+        unfinished.append(sum(is_partial(p.name) for p in out.rglob("*")) if out.is_dir() else 0)
     args = list(COMMANDS[command]) + ([FINISH[command]] if out.exists() and any(out.iterdir()) else [])
     done = subprocess.run(_command(args, out, inputs), env=_environment(), capture_output=True, text=True,
                           timeout=300)
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    return KillReport(command, seen, done.returncode, done.stderr, incomplete_files(out), files)
+    return KillReport(command, seen, unfinished, done.returncode, done.stderr, incomplete_files(out), files)
 
 
 def killed(command: str) -> Callable[[Path], Any]:
