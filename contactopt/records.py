@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -373,6 +374,9 @@ class Trajectory:
                                  act=a["act"] if "act" in a.files else np.zeros((0, 0)))
         except ContactoptError:
             raise
+        except zipfile.BadZipFile as exc:  # the end of the archive is missing
+            raise ContactoptError(f"{path}: cannot read trajectory: the .npz archive is truncated or damaged "
+                                  f"({exc})") from exc
         except Exception as exc:  # a damaged file in any way: one line naming it
             raise ContactoptError(f"{path}: cannot read trajectory: {type(exc).__name__}: {exc}") from exc
         records_io.check_shapes(path, trajectory)

@@ -4,6 +4,7 @@ FCLIB problems (HDF5, :mod:`contactopt.programs.fclib`) as their convex program 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,8 @@ def load_program(path: str | Path, *, form: str | None = None,
         if str(path) in str(exc):
             raise
         raise ContactoptError(f"{path}: cannot read program: {exc}") from exc
+    except zipfile.BadZipFile as exc:  # the end of the archive is missing
+        raise ContactoptError(f"{path}: cannot read program: the .npz archive is truncated or damaged ({exc})") from exc
     except Exception as exc:  # a damaged file in any way: one line naming it
         raise ContactoptError(f"{path}: cannot read program: {type(exc).__name__}: {exc}") from exc
 
