@@ -335,6 +335,8 @@ class Trajectory:
         """Read a file written by :meth:`save`; ``path`` without ``.npz`` is tried with it
         appended when no file has that name (as :meth:`save` names it)."""
         path = existing_npz(path)
+        if path.exists() and not path.is_file():  # a FIFO would block the read
+            raise ContactoptError(f"{path}: cannot read trajectory: not a regular file (a folder, a FIFO or a device)")
         try:
             with np.load(path, allow_pickle=False) as archive:  # every member read once (NpzFile
                 a = records_io.Arrays({key: archive[key] for key in archive.files})  # re-reads on each access)

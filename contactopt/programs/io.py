@@ -91,6 +91,7 @@ def load_program(path: str | Path, *, form: str | None = None,
     file) is refused as "not a program file", naming what is expected.
     """
     path = existing_npz(path)
+    _check_file(path)  # before any read: a FIFO would block it
     if _is_hdf5(path):
         from contactopt.programs.fclib import fclib_program, read_fclib
 
@@ -147,14 +148,19 @@ def _member(arrays: Any, name: str, where: str) -> Any:
     return arrays[name]
 
 
-def _check_npz(path: Path) -> None:
-    """Refuse, naming it, a ``path`` that is not a regular file or not a zip archive (the
-    ``.npz`` of :func:`save_program`): ``np.load`` would call a JSON or text file "pickled data"."""
+def _check_file(path: Path) -> None:
+    """Refuse, naming it, a ``path`` that does not exist or is not a regular file (a folder, a
+    FIFO, a device), before it is opened."""
     if not path.exists():
         raise ContactoptError(f"{path}: no such program file")
     if not path.is_file():
-        raise ContactoptError(f"{path}: not a program file (a folder or a device; expected a contactopt .npz "
-                              "or an FCLIB .hdf5 file)")
+        raise ContactoptError(f"{path}: not a program file (a folder, a FIFO or a device; expected a contactopt "
+                              ".npz or an FCLIB .hdf5 file)")
+
+
+def _check_npz(path: Path) -> None:
+    """Refuse, naming it, a ``path`` that is not a zip archive (the ``.npz`` of
+    :func:`save_program`): ``np.load`` would call a JSON or text file "pickled data"."""
     try:
         with path.open("rb") as handle:
             start = handle.read(4)

@@ -208,6 +208,31 @@ def fifo_scene(suffix: str) -> Callable[[Path], Any]:
     return run
 
 
+def fifo_file(name: str, load: Callable[[Path], Any]) -> Callable[[Path], Any]:
+    def run(tmp: Path) -> Any:
+        os.mkfifo(tmp / name)
+        return load(tmp / name)
+    return run
+
+
+def bench_beside_fifo(tmp: Path) -> Any:
+    """``bench`` on a folder of 3 programs (one truncated) and a FIFO named ``pipe.npz``."""
+    truncated_in_bench(tmp)
+    os.mkfifo(tmp / "programs" / "pipe.npz")
+    result = cli_call("bench", "{tmp}/programs", "--solvers", "clarabel", "--out", "{tmp}/b")(tmp)
+    import pandas as pd
+
+    rows = pd.read_csv(tmp / "b" / "results.csv") if (tmp / "b" / "results.csv").is_file() else None
+    return result.code, result.stderr, None if rows is None else sorted(rows["program"])
+
+
+def fifo_left_out(result: Any) -> str | None:
+    code, stderr, programs = result
+    if code != 0 or "Traceback" in stderr:
+        return f"exit {code}: {stderr[-300:]}"
+    return None if programs == ["step_0.npz", "step_1.npz", "step_2.npz"] else f"rows for {programs}"
+
+
 def fifo_in_scene(tmp: Path) -> Any:
     """A scene whose ``[system] file`` is a FIFO."""
     os.mkfifo(tmp / "model.xml")
@@ -404,6 +429,13 @@ def cases() -> list[Case]:
         Case(files, "a .json given to load_program", json_program),
         Case(files, "an empty file given to load_program", lambda tmp: (tmp / "e.npz").write_bytes(b"")
              or co.load_program(tmp / "e.npz")),
+        Case(files, "a FIFO given to load_program", fifo_file("p.npz", co.load_program), timeout=10),
+        Case(files, "a FIFO given to Trajectory.load", fifo_file("t.npz", co.Trajectory.load), timeout=10),
+        Case(cli, "bench on a FIFO", fifo_file("p.npz", lambda path: cli_call("bench", str(path), "--out",
+                                                                              f"{path.parent}/b")(path.parent)),
+             timeout=10),
+        Case(cli, "bench on a folder holding a FIFO", bench_beside_fifo, expect="answer", check=fifo_left_out,
+             timeout=30),
         Case(files, "Trajectory save('noext') then load('noext')", noext_round_trip, expect="answer",
              check=same_trajectory),
         Case(files, "save_program('step') then load_program('step')", noext_program, expect="answer",

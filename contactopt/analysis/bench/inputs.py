@@ -86,10 +86,13 @@ def collect_programs(programs: str | Path | Iterable[str | Path]) -> list[Path]:
         path = Path(item)
         if path.is_dir():
             candidates = [c for pattern in ("*.npz", "*.hdf5", "*.h5") for c in path.rglob(pattern)
-                          if not is_partial(c)]  # a write a killed command left unfinished
+                          if not is_partial(c) and c.is_file()]  # not a killed command's unfinished write, nor a FIFO
             found += [candidate for candidate in sorted(candidates) if _kind_of_file(candidate) != "other"]
         elif path.is_file():
             found.append(path)
+        elif path.exists():
+            raise ContactoptError(f"{path}: not a program file nor a folder (a FIFO or a device; expected .npz or "
+                                  "FCLIB .hdf5 files)")
         else:
             raise ContactoptError(f"{path}: no such program file or folder")
     if not found:
