@@ -111,7 +111,7 @@ def existing_npz(path: str | Path) -> Path:
     save of ``path`` wrote when that one exists (so ``load("run")`` finds ``save("run")``'s
     ``run.npz``), else ``path`` (for the reader's own "no such file" message)."""
     path = Path(path)
-    if not path.exists() and path.suffix != ".npz" and npz_path(path).exists():
+    if path.name and not path.exists() and path.suffix != ".npz" and npz_path(path).exists():
         return npz_path(path)
     return path
 

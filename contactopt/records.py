@@ -337,6 +337,13 @@ class Trajectory:
         path = existing_npz(path)
         if path.exists() and not path.is_file():  # a FIFO would block the read
             raise ContactoptError(f"{path}: cannot read trajectory: not a regular file (a folder, a FIFO or a device)")
+        if path.is_file():
+            with path.open("rb") as handle:
+                start = handle.read(4)
+            if start not in (b"PK\x03\x04", b"PK\x05\x06"):  # np.load would call a text file "pickled data"
+                what = "empty" if not start else "not an .npz archive"
+                raise ContactoptError(f"{path}: not a trajectory file ({what}; expected the .npz written by "
+                                      "Trajectory.save)")
         try:
             with np.load(path, allow_pickle=False) as archive:  # every member read once (NpzFile
                 a = records_io.Arrays({key: archive[key] for key in archive.files})  # re-reads on each access)

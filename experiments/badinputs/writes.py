@@ -427,6 +427,8 @@ def cases() -> list[Case]:
         Case(files, "bench over a folder with a truncated npz", truncated_in_bench, expect="answer",
              check=one_failed_row),
         Case(files, "a .json given to load_program", json_program),
+        Case(files, "a .json given to Trajectory.load", lambda tmp: (tmp / "t.json").write_text("{}")
+             and co.Trajectory.load(tmp / "t.json")),
         Case(files, "an empty file given to load_program", lambda tmp: (tmp / "e.npz").write_bytes(b"")
              or co.load_program(tmp / "e.npz")),
         Case(files, "a FIFO given to load_program", fifo_file("p.npz", co.load_program), timeout=10),
