@@ -95,6 +95,11 @@ class InitialLimitViolationWarning(InitialPenetrationWarning):
     (:mod:`contactopt.integrators.initial_penetration`)."""
 
 
+class InitialEqualityViolationWarning(InitialPenetrationWarning):
+    """The initial state of a run violates an equality constraint (an MJCF ``connect`` or
+    ``weld``) beyond the tolerance (:mod:`contactopt.integrators.initial_penetration`)."""
+
+
 class AmbiguousTripletsWarning(ContactoptWarning):
     """A matrix of a FCLIB file stored as triplets reads validly both as ``fclib.h`` documents
     them (``p`` rows, ``i`` columns) and as CSparse and Siconos write them (``i`` rows, ``p``

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ from numpy.typing import NDArray
 
 from contactopt import display, records_io
 from contactopt.errors import ContactoptError
-from contactopt.outputs import output_errors, writable_file
+from contactopt.outputs import atomic_path, existing_npz, npz_path, writable_file
 from contactopt.programs import Residuals, Status
 
 if TYPE_CHECKING:
@@ -280,10 +281,12 @@ class Trajectory:
 
     # --- persistence -------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write to ``path`` (``.npz``): arrays plus a JSON header, loadable without pickle."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(path.suffix + ".npz")
+        """Write to ``path`` (``.npz``): arrays plus a JSON header, loadable without pickle.
+
+        A ``path`` not ending in ``.npz`` gets it appended (``traj.save("run")`` writes
+        ``run.npz``, and :meth:`load` of ``"run"`` finds it); the path written is returned. The
+        file appears under its name only complete (:func:`~contactopt.outputs.atomic_path`)."""
+        path = npz_path(path)
         writable_file(path, "trajectory file")
         counts = np.array([record.phi.shape[0] for record in self.steps], dtype=np.int64)
         dims = {record.impulses.shape[1] for record in self.steps if record.impulses.ndim == 2}
@@ -323,13 +326,24 @@ class Trajectory:
             "header": np.array(json.dumps(header, default=records_io.json_default)),
             **{f"sensitivity_{k}": values for k, values in enumerate(self.sensitivities.values())},
         }
-        with output_errors(path, "trajectory file"):
-            np.savez_compressed(path, **arrays)
+        with atomic_path(path, "trajectory file") as temporary:
+            np.savez_compressed(temporary, **arrays)
         return path
 
     @classmethod
     def load(cls, path: str | Path) -> Trajectory:
-        path = Path(path)
+        """Read a file written by :meth:`save`; ``path`` without ``.npz`` is tried with it
+        appended when no file has that name (as :meth:`save` names it)."""
+        path = existing_npz(path)
+        if path.exists() and not path.is_file():  # a FIFO would block the read
+            raise ContactoptError(f"{path}: cannot read trajectory: not a regular file (a folder, a FIFO or a device)")
+        if path.is_file():
+            with path.open("rb") as handle:
+                start = handle.read(4)
+            if start not in (b"PK\x03\x04", b"PK\x05\x06"):  # np.load would call a text file "pickled data"
+                what = "empty" if not start else "not an .npz archive"
+                raise ContactoptError(f"{path}: not a trajectory file ({what}; expected the .npz written by "
+                                      "Trajectory.save)")
         try:
             with np.load(path, allow_pickle=False) as archive:  # every member read once (NpzFile
                 a = records_io.Arrays({key: archive[key] for key in archive.files})  # re-reads on each access)
@@ -369,6 +383,9 @@ class Trajectory:
                                  act=a["act"] if "act" in a.files else np.zeros((0, 0)))
         except ContactoptError:
             raise
+        except zipfile.BadZipFile as exc:  # the end of the archive is missing
+            raise ContactoptError(f"{path}: cannot read trajectory: the .npz archive is truncated or damaged "
+                                  f"({exc})") from exc
         except Exception as exc:  # a damaged file in any way: one line naming it
             raise ContactoptError(f"{path}: cannot read trajectory: {type(exc).__name__}: {exc}") from exc
         records_io.check_shapes(path, trajectory)

@@ -14,6 +14,12 @@ results of an earlier run are never overwritten nor mixed with a later one's.
   with stored cells) reuses the cells stored there (:mod:`contactopt.analysis.cells`) and
   computes the others; the earlier tables, figures and report are removed before the new ones
   are written. Resuming is never implicit.
+* ``contactopt export`` the same way (:data:`EXPORT_OUTPUTS`; a new ``exports/SCENE-FORMULATION[-N]``
+  without ``--out``): ``--force`` removes an earlier export's files, ``--resume`` keeps its
+  completed step files and writes the others.
+* An empty ``--out ''`` is refused (it would write into the current folder). The temporary
+  files of writes a killed command left unfinished (:func:`contactopt.outputs.is_partial`) are
+  removed by ``--force`` and ``--resume``.
 """
 
 from __future__ import annotations
@@ -26,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contactopt.errors import OptionError, OutputError
-from contactopt.outputs import output_errors, writable_folder
+from contactopt.outputs import PARTIAL_PREFIX, is_partial, output_errors, writable_folder
 
-__all__ = ["COMPARE_OUTPUTS", "RUN_OUTPUTS", "RunFolder", "latest_run_folder", "next_run_folder",
-           "open_run_folder"]
+__all__ = ["COMPARE_OUTPUTS", "EXPORT_OUTPUTS", "RUN_OUTPUTS", "RunFolder", "latest_run_folder", "next_run_folder",
+           "open_run_folder", "remove_unfinished"]
 
 #: What ``contactopt compare`` writes in its folder (``--render``'s default video included).
 COMPARE_OUTPUTS = ("table.csv", "table.parquet", "traces.parquet", "observables.csv", "convergence.csv",
@@ -39,6 +45,8 @@ COMPARE_OUTPUTS = ("table.csv", "table.parquet", "traces.parquet", "observables.
 CELL_STORE = ("cells", "cells-index.json")
 #: What ``contactopt run`` writes in its folder (``contactopt render RUN``'s default video included).
 RUN_OUTPUTS = ("trajectory.npz", "summary.json", "trajectory.png", "programs", "video.mp4", "video.gif")
+#: What ``contactopt export`` writes in its folder (export.json: the arguments it was run with).
+EXPORT_OUTPUTS = ("npz", "fclib", "qpbenchmark", "export.json")
 #: Most folders tried when claiming ``NAME-N`` against concurrent commands.
 CLAIM_ATTEMPTS = 1000
 
@@ -50,19 +58,23 @@ class RunFolder:
     path: Path
     made: bool  # created by this command
     resumed: bool = False  # its stored cells are reused
+    resumed_what: str = "stored cells"  # what --resume reuses there
     removed: list[str] = field(default_factory=list)  # an earlier run's files removed first
     kept: list[str] = field(default_factory=list)  # files there that contactopt did not write
+    unfinished: list[str] = field(default_factory=list)  # temporary files of a killed command's writes, removed
 
     def describe(self) -> str:
         """One line for the command's output: which folder, and what happened to what was there."""
         if self.made:
             text = f"output folder {self.path} (new)"
         elif self.resumed:
-            text = f"output folder {self.path} (resumed: its stored cells are reused)"
+            text = f"output folder {self.path} (resumed: its {self.resumed_what} are reused)"
         else:
             text = f"output folder {self.path}"
         if self.removed:
             text += f"; removed the earlier run's {', '.join(sorted(self.removed))}"
+        if self.unfinished:
+            text += f"; removed {len(self.unfinished)} unfinished write(s) of a stopped command"
         if self.kept:
             text += f"; kept {', '.join(sorted(self.kept))} (not written by contactopt)"
         return text
@@ -98,10 +110,11 @@ def next_run_folder(base: Path) -> Path:
                       f"after {CLAIM_ATTEMPTS} tries")
 
 
-def latest_run_folder(base: Path) -> Path | None:
-    """The highest-numbered ``base[-N]`` folder holding stored cells (None if there is none)."""
+def latest_run_folder(base: Path, kept: Sequence[str] = CELL_STORE) -> Path | None:
+    """The highest-numbered ``base[-N]`` folder holding one of ``kept`` (stored cells by
+    default; None if there is none)."""
     for _, path in reversed(_numbered(base)):
-        if (path / CELL_STORE[1]).exists() or (path / CELL_STORE[0]).is_dir():
+        if any((path / name).exists() for name in kept):
             return path
     return None
 
@@ -123,17 +136,34 @@ def _remove(folder: Path, names: Sequence[str]) -> list[str]:
     return removed
 
 
+def remove_unfinished(folder: Path) -> list[str]:
+    """The temporary files of unfinished writes in ``folder`` and below, removed."""
+    removed = []
+    with output_errors(folder, "output folder"):
+        for path in sorted(folder.rglob(f"{PARTIAL_PREFIX}*")) + sorted(folder.rglob(".*.partial")):
+            if path.is_file() and is_partial(path.name):
+                path.unlink()
+                removed.append(path.relative_to(folder).as_posix())
+    return removed
+
+
 def open_run_folder(out: str | Path | None, default: Path, *, outputs: Sequence[str], force: bool = False,
-                    resume: bool = False) -> RunFolder:
+                    resume: bool = False, kept_on_resume: Sequence[str] = CELL_STORE,
+                    resumed_what: str = "stored cells", command: str = "comparison") -> RunFolder:
     """The folder a command writes (module docstring). ``outputs``: the names the command
-    writes (:data:`COMPARE_OUTPUTS` with :data:`CELL_STORE`, or :data:`RUN_OUTPUTS`)."""
+    writes (:data:`COMPARE_OUTPUTS` with :data:`CELL_STORE`, :data:`RUN_OUTPUTS` or
+    :data:`EXPORT_OUTPUTS`); ``kept_on_resume``: those ``--resume`` keeps (``resumed_what``
+    and ``command`` name them and the command in messages)."""
+    if out is not None and not str(out).strip():
+        raise OptionError(f"--out is empty ({str(out)!r}): give a folder, or leave --out out for a new one "
+                          f"({default}[-N])")
     if force and resume:
-        raise OptionError("--force and --resume exclude each other: --force starts the folder afresh, "
-                          "--resume reuses its stored cells")
+        raise OptionError(f"--force and --resume exclude each other: --force starts the folder afresh, "
+                          f"--resume reuses its {resumed_what}")
     if out is None and resume:
-        found = latest_run_folder(default)
+        found = latest_run_folder(default, kept_on_resume)
         if found is None:
-            raise OptionError(f"--resume: no earlier comparison to resume ({default}[-N] with stored cells); "
+            raise OptionError(f"--resume: no earlier {command} to resume ({default}[-N] with {resumed_what}); "
                               "name one with --out DIR --resume")
         out = found
     if out is None:
@@ -146,16 +176,19 @@ def open_run_folder(out: str | Path | None, default: Path, *, outputs: Sequence[
     if not entries:
         return RunFolder(folder, made=not existed)
     ours = [name for name in entries if name in outputs]
-    others = [name for name in entries if name not in outputs and not name.startswith(".contactopt-probe-")]
+    others = [name for name in entries if name not in outputs and not name.startswith(".contactopt-probe-")
+              and not is_partial(name)]
     if resume:
-        stale = [name for name in ours if name not in CELL_STORE]
-        return RunFolder(folder, made=False, resumed=True, removed=_remove(folder, stale), kept=others)
+        stale = [name for name in ours if name not in kept_on_resume]
+        return RunFolder(folder, made=False, resumed=True, resumed_what=resumed_what, removed=_remove(folder, stale),
+                         kept=others, unfinished=remove_unfinished(folder))
     if not force:
         what = ", ".join(entries[:6]) + (", ..." if len(entries) > 6 else "")
-        hint = ", --resume to reuse its stored cells" if CELL_STORE[1] in outputs else ""
+        hint = f", --resume to reuse its {resumed_what}" if set(kept_on_resume) <= set(outputs) else ""
         raise OutputError(f"the output folder {folder} is not empty ({what}): pass --force to replace an "
                           f"earlier run's files{hint}, or leave out --out for a new folder")
-    return RunFolder(folder, made=False, removed=_remove(folder, ours), kept=others)
+    return RunFolder(folder, made=False, removed=_remove(folder, ours), kept=others,
+                     unfinished=remove_unfinished(folder))
 
 
 @contextlib.contextmanager

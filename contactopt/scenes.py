@@ -148,6 +148,7 @@ def load_scene(path: str | Path, keyframe: str | None = None,
     path = find_problem(path)
     if not path.exists():
         raise SceneError(f"{path}: no such scene file (bundled scenes are in {problems_dir()})")
+    regular_file(path, "scene file")
     overrides = _system_overrides(path, keyframe, system_options)
     if path.suffix.lower() == ".xml":
         return _mjcf_scene(path, overrides)
@@ -158,6 +159,9 @@ def load_scene(path: str | Path, keyframe: str | None = None,
             data = tomllib.load(handle)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SceneError(f"{path}: invalid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib parses nested arrays and inline tables recursively
+        raise SceneError(f"{path}: invalid TOML: arrays or inline tables nested too deep (a scene needs a few "
+                         "levels)") from exc
     except OSError as exc:  # a folder, no permission
         raise SceneError(f"{path}: cannot read the scene file: {exc}") from exc
     if overrides:
@@ -174,6 +178,23 @@ def load_scene(path: str | Path, keyframe: str | None = None,
         raise
     except ContactoptError as exc:
         raise SceneError(f"{path}: {exc}") from exc
+
+
+def regular_file(path: Path, what: str) -> None:
+    """Refuse, naming it, a ``path`` that is not a regular file (a FIFO or a device would block
+    the read or never end; a folder cannot be read), before it is opened."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise SceneError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from exc
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    raise SceneError(f"{path}: the {what} is {kind}; expected a regular .toml or MJCF .xml file")
 
 
 def _system_overrides(path: Path, keyframe: str | None, system_options: Mapping[str, Any] | None) -> dict[str, Any]:

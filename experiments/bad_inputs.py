@@ -24,7 +24,7 @@ if str(HERE) not in sys.path:  # the badinputs package beside this file
 from badinputs.base import VERDICTS, Case, Outcome, classify  # noqa: E402
 
 #: The theme modules of ``badinputs``, in table order.
-THEMES = ("original", "files", "contact", "budgets", "mjcf", "cones", "units", "arguments")
+THEMES = ("original", "files", "contact", "budgets", "mjcf", "cones", "units", "arguments", "writes")
 
 
 def cases() -> list[Case]:

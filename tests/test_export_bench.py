@@ -315,7 +315,7 @@ def test_export_default_leaves_qpbenchmark_out_for_socps(tmp_path: Path, recwarn
     args = parser.parse_args(["export", "box_slide", "--duration", "0.003", "-f", "ccp", "--out", str(tmp_path),
                               "--no-progress"])
     assert args.func(args) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fclib", "npz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export.json", "fclib", "npz"]
     assert not [w for w in recwarn if "qpbenchmark" in str(w.message)]
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from contactopt.errors import OutputError, StoredCellWarning
-from contactopt.outputs import output_errors
+from contactopt.outputs import atomic_path, output_errors, write_bytes
 
 if TYPE_CHECKING:
     from contactopt.analysis.compare import Cell
@@ -49,9 +48,7 @@ def _json_default(value: Any) -> Any:
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to a sibling and rename it over ``path``: a reader (or a run killed
     mid-write) sees the old file or the new one, never half of one."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+    write_bytes(path, data, "cell file")
 
 
 class CellStore:
@@ -103,9 +100,8 @@ class CellStore:
             _write_atomically(row_path, json.dumps(row, default=_json_default).encode())
             files = {row_path.name: _digest(row_path)}
             if len(trace):
-                partial = trace_path.with_name(f".{trace_path.name}.partial")
-                trace.to_parquet(partial)
-                os.replace(partial, trace_path)
+                with atomic_path(trace_path, "cell file") as partial:
+                    trace.to_parquet(partial)
                 files[trace_path.name] = _digest(trace_path)
             elif trace_path.exists():
                 trace_path.unlink()

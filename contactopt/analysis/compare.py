@@ -55,7 +55,7 @@ from contactopt.arguments import (
     given,
 )
 from contactopt.errors import ContactoptError, OptionError
-from contactopt.outputs import output_errors, writable_folder
+from contactopt.outputs import atomic_path, output_errors, writable_folder
 from contactopt.scenes import Scene
 from contactopt.simulate import formulate, simulate
 
@@ -446,13 +446,17 @@ def write_tables(table: pd.DataFrame, traces: pd.DataFrame, folder: Path) -> lis
 
 def _write_tables(table: pd.DataFrame, traces: pd.DataFrame, folder: Path) -> list[Path]:
     written = [folder / "table.csv", folder / "table.parquet"]
-    table.to_csv(written[0], index=False)
+    with atomic_path(written[0], "table") as temporary:  # every table complete under its name, or absent
+        table.to_csv(temporary, index=False)
     if table.attrs.get("observables"):
-        observations.long_table(table).to_csv(folder / "observables.csv", index=False)
+        with atomic_path(folder / "observables.csv", "table") as temporary:
+            observations.long_table(table).to_csv(temporary, index=False)
         written.append(folder / "observables.csv")
-    table.astype({c: str for c in table.columns if table[c].dtype == object}).to_parquet(written[1], index=False)
+    with atomic_path(written[1], "table") as temporary:
+        table.astype({c: str for c in table.columns if table[c].dtype == object}).to_parquet(temporary, index=False)
     if len(traces):
-        traces.to_parquet(folder / "traces.parquet", index=False)
+        with atomic_path(folder / "traces.parquet", "table") as temporary:
+            traces.to_parquet(temporary, index=False)
         written.append(folder / "traces.parquet")
     return written
 

@@ -8,6 +8,7 @@ browsers and players open it; ``.gif``: imageio's Pillow plugin, looping, each f
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.errors import OptionError
+from contactopt.outputs import PARTIAL_PREFIX
 
 __all__ = ["FORMATS", "VideoWriter", "check_video_path"]
 
@@ -40,10 +42,13 @@ def check_video_path(path: str | Path) -> Path:
 
 
 class VideoWriter:
-    """Context manager appending frames to ``path`` (see the module docstring)."""
+    """Context manager appending frames to ``path`` (see the module docstring). The frames go
+    to a temporary name beside ``path`` (:data:`contactopt.outputs.PARTIAL_PREFIX`), renamed
+    to ``path`` once the video is closed complete; a failed or killed render leaves none."""
 
     def __init__(self, path: Path, fps: float) -> None:
         self.path = path
+        self._partial = path.with_name(f"{PARTIAL_PREFIX}{os.urandom(4).hex()}-{path.name}")
         self.fps = float(fps)
         self.count = 0
         self._writer: Any = None
@@ -54,10 +59,10 @@ class VideoWriter:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.suffix.lower() == ".mp4":
-            self._writer = iio2.get_writer(self.path, format="FFMPEG", mode="I", fps=self.fps, codec="libx264",
+            self._writer = iio2.get_writer(self._partial, format="FFMPEG", mode="I", fps=self.fps, codec="libx264",
                                            pixelformat="yuv420p", macro_block_size=2, quality=7)
         else:
-            self._writer = iio3.imopen(self.path, "w", plugin="pillow", extension=".gif")
+            self._writer = iio3.imopen(self._partial, "w", plugin="pillow", extension=".gif")
         return self
 
     def append(self, frame: NDArray[np.uint8]) -> None:
@@ -71,4 +76,10 @@ class VideoWriter:
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self._writer.close()
+        try:
+            self._writer.close()
+            if kind is None:
+                os.replace(self._partial, self.path)
+        finally:
+            if self._partial.exists():
+                self._partial.unlink()

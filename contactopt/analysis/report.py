@@ -19,6 +19,7 @@ from contactopt.analysis.figures import METRICS, plot_metrics, plot_time_per_ste
 from contactopt.analysis.findings import findings
 from contactopt.analysis.legend import DEFINITIONS
 from contactopt.analysis.observations import display_table, long_table
+from contactopt.outputs import write_text
 from contactopt.scenes import Scene
 from contactopt.tables import format_table
 
@@ -71,5 +72,5 @@ def write_report(title: str, table: pd.DataFrame, traces: pd.DataFrame, folder: 
               "`contactopt.analysis.energy`. Full table: `table.csv`, `table.parquet`; per-step traces: "
               "`traces.parquet`."]
     report = folder / "report.md"
-    report.write_text("\n".join(lines) + "\n")
+    write_text(report, "\n".join(lines) + "\n", "report")
     return [*figures, report]

@@ -119,12 +119,18 @@ def new_figure(width: float, height: float) -> Figure:
 
 
 def save(fig: Figure, path: str | Path | None, dpi: int = 110) -> Path | None:
-    """Write ``fig`` to ``path`` (parents created) if a path is given."""
+    """Write ``fig`` to ``path`` (parents created) if a path is given, atomically
+    (:func:`~contactopt.outputs.atomic_path`: a killed run or a full disk leaves no half image
+    under ``path``); the format is ``path``'s suffix (png without one)."""
     if path is None:
         return None
+    from contactopt.outputs import atomic_path, output_errors
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)  # constrained layout already fits legends and titles: no second draw
+    with output_errors(path, "figure"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path, "figure") as temporary:  # constrained layout already fits legends: no second draw
+        fig.savefig(temporary, dpi=dpi, format=path.suffix.lstrip(".").lower() or "png")
     return path
 
 

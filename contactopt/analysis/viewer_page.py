@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from contactopt.errors import ContactoptError
-from contactopt.outputs import output_errors, writable_file
+from contactopt.outputs import writable_file, write_text
 
 __all__ = ["ViewPage", "label_png", "make_server", "page_html"]
 
@@ -125,8 +125,7 @@ class ViewPage:
     def save(self, path: str | Path) -> Path:
         """Write the page to ``path`` (an ``.html`` file) and return it."""
         target = writable_file(path, "viewer page")
-        with output_errors(target, "viewer page"):
-            target.write_text(self.html, encoding="utf-8")
+        write_text(target, self.html, "viewer page")
         self.path = target
         return target
 

@@ -31,7 +31,7 @@ from contactopt.cli.common import (
     with_max_steps,
 )
 from contactopt.errors import ContactoptError, PartialTrajectoryWarning, SimulationError
-from contactopt.outputs import output_errors, safe_component
+from contactopt.outputs import output_errors, safe_component, write_text
 from contactopt.programs import save_program
 from contactopt.records import Trajectory
 from contactopt.run_folders import RUN_OUTPUTS, open_run_folder, removed_if_failed
@@ -99,10 +99,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                   partial) from exc
     traj_path = traj.save(out / "trajectory.npz")
     row = _summary_row(scene, traj)
-    with output_errors(out / "summary.json", "summary file"):
-        (out / "summary.json").write_text(json.dumps(
-            {**{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()},
-             "info": traj.info, "message": traj.message}, indent=2, default=str))
+    summary_json = {**{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in row.items()},
+                    "info": traj.info, "message": traj.message}
+    write_text(out / "summary.json", json.dumps(summary_json, indent=2, default=str), "summary file")
     written = [traj_path, out / "summary.json"]
     if not args.no_plot:
         from contactopt.analysis.plotting import plot_trajectory
@@ -136,8 +135,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         notes = cell_notes(pd.DataFrame([one]), metadata(scene.observables))
         if notes:
             print(wrapped(notes, terminal_width(), title="notes"))
-        summary = json.loads((out / "summary.json").read_text())
-        (out / "summary.json").write_text(json.dumps({**summary, "observables": values}, indent=2, default=str))
+        write_text(out / "summary.json", json.dumps({**summary_json, "observables": values}, indent=2, default=str),
+                   "summary file")
     if traj.sensitivities:
         from contactopt.cli.views import print_sensitivities
 
@@ -191,7 +190,8 @@ def _value(value: Any) -> str:
 
 def _save_programs(scene: Scene, traj: Trajectory, folder: Path) -> Path:
     """The program of every step the trajectory started, rebuilt from its recorded states."""
-    folder.mkdir(parents=True, exist_ok=True)
+    with output_errors(folder, "programs folder"):
+        folder.mkdir(parents=True, exist_ok=True)
     dt = traj.dt
     options = traj.info["options"]
     for i in range(min(len(traj.steps), traj.q.shape[0])):

@@ -23,7 +23,7 @@ from contactopt.analysis.bench import (
 from contactopt.analysis.bench.folder import bench_folder
 from contactopt.analysis.bench.inputs import SKIPPED
 from contactopt.analysis.legend import legend
-from contactopt.outputs import output_errors
+from contactopt.outputs import atomic_path
 from contactopt.tables import format_table, terminal_width
 
 # --- command line ------------------------------------------------------------------------
@@ -115,9 +115,9 @@ def run_bench(args: argparse.Namespace) -> int:
     print(where)
     summary = summarize(df)
     written = [out / "results.csv", out / "summary.csv"]
-    with output_errors(out, "output folder"):
-        df.to_csv(written[0], index=False)
-        summary.to_csv(written[1], index=False)
+    for frame, path in ((df, written[0]), (summary, written[1])):
+        with atomic_path(path, "results table") as temporary:
+            frame.to_csv(temporary, index=False)
     if not args.no_plot:
         written.append(performance_profile(df, out / "performance_profile.png"))
     if not args.no_histories:

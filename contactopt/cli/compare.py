@@ -17,7 +17,7 @@ from contactopt.analysis.legend import fill, wrapped
 from contactopt.cli.common import _options, load_scene_of, positive_float, with_max_steps
 from contactopt.cli.grid import check_grid, split_list, step_size
 from contactopt.errors import OptionError
-from contactopt.outputs import safe_component, writable_file
+from contactopt.outputs import atomic_path, safe_component, writable_file
 from contactopt.run_folders import CELL_STORE, COMPARE_OUTPUTS, open_run_folder, removed_if_failed
 from contactopt.tables import format_table, terminal_width
 
@@ -172,4 +172,5 @@ def _print_tables(table: pd.DataFrame, wide: bool, out: Path) -> None:
         if len(fitted):
             print("\nconvergence (order p of |error| ~ dt^p, least squares over the step sizes):")
             print(format_table(fitted, width=width))
-            fitted.to_csv(out / "convergence.csv", index=False)
+            with atomic_path(out / "convergence.csv", "table") as temporary:
+                fitted.to_csv(temporary, index=False)

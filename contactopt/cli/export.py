@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -18,8 +19,34 @@ from contactopt.cli.common import (
     positive_float,
     with_max_steps,
 )
-from contactopt.errors import ContactoptError
-from contactopt.outputs import prepared_folder, safe_component
+from contactopt.errors import ContactoptError, OptionError
+from contactopt.outputs import output_errors, safe_component, write_text
+from contactopt.run_folders import EXPORT_OUTPUTS, open_run_folder, removed_if_failed
+
+#: The arguments that decide what an export writes: a resumed export must have the same ones.
+DECIDING = ("formulation", "solver", "dt", "duration", "max_steps", "keyframe", "option", "format",
+            "program_formulation", "program_option")
+
+
+def _arguments(args: argparse.Namespace, scene: str) -> dict[str, Any]:
+    return {"format": "contactopt-export", "scene": scene, "source": str(args.scene),
+            **{name: getattr(args, name, None) for name in DECIDING}}
+
+
+def _check_resumed(path: Path, arguments: dict[str, Any], resumed: bool) -> None:
+    """A resumed export must have the arguments recorded in ``path`` (export.json, written by
+    the export it resumes), else its kept step files would be another run's: refused, naming them."""
+    if resumed and path.exists():
+        try:
+            with output_errors(path, "export record"):
+                recorded = json.loads(path.read_text())
+        except (ValueError, ContactoptError):
+            recorded = None
+        if recorded != arguments:
+            differ = sorted(k for k in arguments if not isinstance(recorded, dict) or recorded.get(k) != arguments[k])
+            raise OptionError(f"--resume: {path.parent} holds an export of other arguments (differing: "
+                              f"{', '.join(differ) or 'the record ' + path.name + ' is unreadable'}); pass --force "
+                              "to replace it, or give the same arguments")
 
 # --- command line ---------------------------------------------------------------------------
 
@@ -37,7 +64,13 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--format", action="append", metavar="FORMAT",
                         help=f"export format, repeatable or comma separated: {', '.join(FORMATS)} "
                         "(default: npz and fclib, and qpbenchmark for a QP formulation)")
-    parser.add_argument("--out", help="output folder (default: exports/SCENE-FORMULATION)")
+    parser.add_argument("--out", help="output folder (default: a new exports/SCENE-FORMULATION, then ...-2, ...); "
+                        "refused when not empty unless --force or --resume")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a non-empty --out: first remove an earlier export's files there")
+    parser.add_argument("--resume", action="store_true",
+                        help="finish an earlier export of the same arguments (--out DIR, or the latest "
+                        "exports/SCENE-FORMULATION[-N]): keep its completed step files, write the others")
     parser.add_argument("--formulation", "-f", help="formulation to simulate (default: the scene's)")
     parser.add_argument("--solver", "-s", help="solver to simulate with (default: the scene's)")
     parser.add_argument("--dt", type=positive_float, help="time step [s] (default: the scene's)")
@@ -64,18 +97,25 @@ def run_export(args: argparse.Namespace) -> int:
     formats = parse_formats(args.format) if args.format else None
     options = formulation_options(args.option, scene)
     formulation = args.formulation or scene.formulation
-    out_path = Path(args.out) if args.out else Path("exports") / safe_component(f"{scene.name}-{formulation}")
-    with prepared_folder(out_path) as out, warnings.catch_warnings():  # --out checked before the run
+    default = Path("exports") / safe_component(f"{scene.name}-{formulation}")
+    folder = open_run_folder(args.out, default, outputs=EXPORT_OUTPUTS, force=args.force, resume=args.resume,
+                             kept_on_resume=EXPORT_OUTPUTS, resumed_what="completed step files", command="export")
+    out = folder.path
+    with removed_if_failed(folder), warnings.catch_warnings():  # --out checked before the run
+        _check_resumed(out / "export.json", _arguments(args, scene.name), folder.resumed)
         warnings.simplefilter("once")
         traj = simulate(scene, formulation=formulation, solver=args.solver, dt=args.dt,
                         duration=args.duration, options=options, progress=not args.no_progress)
+    print(folder.describe())
+    write_text(out / "export.json", json.dumps(_arguments(args, scene.name), indent=1, sort_keys=True) + "\n",
+               "export record")
     program_options = _options(args.program_option) if args.program_option else None
     if program_options is not None and not args.program_formulation:
         program_options = {**dict(traj.info.get("options") or {}), **program_options}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         written = export_run(scene, traj, out, formats, formulation=args.program_formulation,
-                             options=program_options)
+                             options=program_options, resume=folder.resumed)
     for warning in caught:
         print(f"contactopt: warning: {warning.message}", file=sys.stderr)
     if not traj.completed:

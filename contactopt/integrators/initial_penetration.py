@@ -20,6 +20,11 @@ outside its range would spin at 0.26/h rad/s without it: :mod:`contactopt.formul
 one :class:`~contactopt.errors.InitialLimitViolationWarning` names the worst limit
 (``system.limit_names(q0)`` where the system has them, e.g. ``"joint 'thumb' upper"``), its
 violation and how many others are violated.
+
+**Equalities** too (an MJCF ``connect`` or ``weld`` whose two frames start apart: the system's
+``equality_violations(q0)``, in m or rad): the first steps pull them together at about
+``violation / dt``; one :class:`~contactopt.errors.InitialEqualityViolationWarning` names the
+worst and its violation.
 """
 
 from __future__ import annotations
@@ -30,11 +35,16 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactopt.errors import InitialLimitViolationWarning, InitialPenetrationWarning, OptionError
+from contactopt.errors import (
+    InitialEqualityViolationWarning,
+    InitialLimitViolationWarning,
+    InitialPenetrationWarning,
+    OptionError,
+)
 from contactopt.systems.base import System
 
-__all__ = ["INITIAL_PENETRATION_TOLERANCE", "check_initial_penetration", "initial_limit_message",
-           "initial_penetration_message"]
+__all__ = ["INITIAL_PENETRATION_TOLERANCE", "check_initial_penetration", "initial_equality_message",
+           "initial_limit_message", "initial_penetration_message"]
 
 #: Depth (m) beyond which an initial contact counts as a penetration.
 INITIAL_PENETRATION_TOLERANCE = 1e-3
@@ -89,6 +99,25 @@ def initial_limit_message(system: System, q0: ArrayLike, tolerance: float = INIT
             "penetration_tolerance)")
 
 
+def initial_equality_message(system: System, q0: ArrayLike, tolerance: float = INITIAL_PENETRATION_TOLERANCE,
+                             label: str = "") -> str | None:
+    """One line naming the worst equality of ``q0`` violated beyond ``tolerance``, or None
+    (also for a system without equalities, or without ``equality_violations``)."""
+    found = getattr(system, "equality_violations", None)
+    if math.isinf(tolerance) or not callable(found):
+        return None
+    violated = [(name, size) for name, size in found(q0) if size > tolerance]
+    if not violated:
+        return None
+    name, size = max(violated, key=lambda item: item[1])
+    others = len(violated) - 1
+    rest = f" (and {others} other equalit{'ies' if others != 1 else 'y'})" if others else ""
+    prefix = f"{label}: " if label else ""
+    return (f"{prefix}initial equality violation beyond {tolerance:g}: equality {name} is violated by {size:.3g} "
+            f"(m or rad){rest}; the first steps pull it together at about violation / dt (start with it satisfied, "
+            "e.g. from a keyframe, or set penetration_tolerance)")
+
+
 def check_initial_penetration(system: System, q0: ArrayLike, tolerance: float = INITIAL_PENETRATION_TOLERANCE,
                               label: str = "") -> None:
     """Warn once (:class:`~contactopt.errors.InitialPenetrationWarning`) if ``q0`` penetrates,
@@ -99,3 +128,6 @@ def check_initial_penetration(system: System, q0: ArrayLike, tolerance: float = 
     message = initial_limit_message(system, q0, tolerance, label)
     if message is not None:
         warnings.warn(message, InitialLimitViolationWarning, stacklevel=3)
+    message = initial_equality_message(system, q0, tolerance, label)
+    if message is not None:
+        warnings.warn(message, InitialEqualityViolationWarning, stacklevel=3)

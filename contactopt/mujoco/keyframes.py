@@ -24,6 +24,34 @@ class KeyframeError(ContactoptError):
     """A keyframe name the model does not have (or a model without keyframes)."""
 
 
+def equality_violations(mujoco: Any, model: Any, data: Any) -> list[tuple[str, float]]:
+    """``(label, violation)`` of every active equality at ``data`` (after ``mj_fwdPosition``):
+    the distance of a ``connect``'s two points (m, the norm of its 3 ``efc_pos`` rows), the larger
+    of a ``weld``'s position (m) and rotation (rad) errors, the largest ``|efc_pos|`` of another
+    kind (a ``joint`` coupling's, rad or m), labelled ``"connect 'NAME'"``; a run that starts
+    with one violated is pulled together by its first steps (the initial-state check of
+    :mod:`contactopt.integrators.initial_penetration` warns, naming the worst)."""
+    nefc = int(data.nefc)
+    kinds = np.asarray(data.efc_type)[:nefc]
+    rows = np.flatnonzero(kinds == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY))
+    if not rows.size:
+        return []
+    ids = np.asarray(data.efc_id)[:nefc][rows]
+    pos = np.abs(np.asarray(data.efc_pos, dtype=np.float64)[:nefc][rows])
+    kinds_known = ("connect", "weld", "joint", "tendon", "flex", "distance")
+    kind_names = {int(getattr(mujoco.mjtEq, f"mjEQ_{k.upper()}")): k for k in kinds_known
+                  if hasattr(mujoco.mjtEq, f"mjEQ_{k.upper()}")}
+    out = []
+    for eq in dict.fromkeys(int(i) for i in ids):
+        kind = kind_names.get(int(model.eq_type[eq]), "equality")
+        name = model.equality(eq).name or f"#{eq}"
+        own = pos[ids == eq]  # connect: 3 position rows; weld: 3 position, then 3 rotation rows
+        size = (np.linalg.norm(own[:3]) if kind == "connect" else max(np.linalg.norm(own[:3]), np.linalg.norm(own[3:]))
+                if kind == "weld" else own.max())
+        out.append((f"{kind} {name!r}", float(size)))
+    return out
+
+
 def keyframe_names(model: Any) -> list[str]:
     """The model's keyframe names in order (a nameless one is ``"#i"``)."""
     return [model.key(i).name or f"#{i}" for i in range(int(model.nkey))]

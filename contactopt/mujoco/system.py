@@ -113,6 +113,10 @@ class MjcfSystem(System):
         except ValueError as exc:  # MuJoCo's parse errors name the file and the line
             reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())  # one line
             raise ParameterError("system.file", f"system.file: cannot load {self.path}: {reason}") from exc
+        if int(self.model.nv) == 0:  # nothing to simulate (and no velocity vector to solve for)
+            raise ParameterError("system.file", f"system.file: {self.path.name} has no degree of freedom (nv = 0: "
+                                 "only static geoms, or bodies without a joint, which are welded to their parent); "
+                                 "nothing can move: give a body a joint (e.g. <freejoint/>)")
         compat.enable_energy(self.mujoco, self.model)
         problem = friction_problem(self.model)
         if problem is not None:
@@ -157,6 +161,9 @@ class MjcfSystem(System):
         path = Path(table["file"])
         if not path.exists():
             raise ParameterError("system.file", f"system.file: no such MJCF file {path}")
+        if not path.is_file():  # a FIFO or a device would block MuJoCo's read, a folder cannot be read
+            raise ParameterError("system.file", f"system.file: {path} is not a regular file (a folder, a FIFO or a "
+                                 "device); expected an MJCF .xml file")
         margin = table.get("detection_margin")
         if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0):
             raise ParameterError("system.detection_margin",
@@ -323,6 +330,10 @@ class MjcfSystem(System):
         """A name per row of :meth:`limits`: ``"joint 'thumb' lower"``, ``"tendon 'split' upper"``."""
         entries = mj_rows.limit_entries(self.mujoco, self.model, self._evaluate_position(q))
         return [f"{key[0]} {label.rsplit(' ', 1)[0]!r} {label.rsplit(' ', 1)[1]}" for key, _, _, label in entries]
+
+    def equality_violations(self, q: ArrayLike) -> list[tuple[str, float]]:
+        """``(label, violation)`` of every active equality at ``q`` (:func:`.keyframes.equality_violations`)."""
+        return keyframes.equality_violations(self.mujoco, self.model, self._evaluate_position(q))
 
     def friction_loss(self, q: ArrayLike) -> FrictionLoss:
         """Dof and tendon ``frictionloss`` as box rows (:mod:`.constraints`)."""

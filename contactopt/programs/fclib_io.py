@@ -149,6 +149,8 @@ HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 def is_fclib_file(path: str | Path) -> bool:
     """True if ``path`` is an HDF5 file with ``/fclib_local`` or ``/fclib_global`` at its root."""
     path = Path(path)
+    if not path.is_file():  # a folder, or a FIFO whose read would block
+        return False
     try:
         with path.open("rb") as handle:
             if handle.read(8) != HDF5_SIGNATURE:
@@ -198,7 +200,8 @@ def read_fclib(path: str | Path) -> FclibProblem:
 
     path = Path(path)
     if not path.is_file():
-        raise ContactoptError(f"{path}: no such FCLIB file")
+        raise ContactoptError(f"{path}: no such FCLIB file" if not path.exists() else
+                              f"{path}: not an FCLIB file (a folder, a FIFO or a device)")
     try:
         with h5py.File(path, "r") as handle:
             if "fclib_local" in handle:

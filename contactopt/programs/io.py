@@ -4,6 +4,7 @@ FCLIB problems (HDF5, :mod:`contactopt.programs.fclib`) as their convex program 
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactopt.errors import ContactoptError
-from contactopt.outputs import output_errors, writable_file
+from contactopt.outputs import atomic_path, existing_npz, npz_path, writable_file
 from contactopt.programs.conic import Block, Cone, ConicProgram
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.file_checks import checked_csc, checked_dense
@@ -36,10 +37,10 @@ def _sparse_arrays(prefix: str, matrix: sp.csc_matrix) -> dict[str, np.ndarray]:
 
 
 def save_program(program: ConicProgram | LCP | CoulombProgram, path: str | Path) -> Path:
-    """Write ``program`` to ``path`` (``.npz`` appended if missing) and return the path."""
-    path = Path(path)
-    if path.suffix != ".npz":
-        path = path.with_suffix(path.suffix + ".npz")
+    """Write ``program`` to ``path`` (``.npz`` appended if missing: ``"step"`` -> ``step.npz``,
+    which :func:`load_program` of ``"step"`` finds) and return the path. The file appears under
+    its name only complete (:func:`~contactopt.outputs.atomic_path`)."""
+    path = npz_path(path)
     writable_file(path, "program file")
     header: dict[str, Any] = {"format": "contactopt-program", "version": FORMAT_VERSION,
                               "kind": program.kind, "metadata": dict(program.metadata),
@@ -58,8 +59,8 @@ def save_program(program: ConicProgram | LCP | CoulombProgram, path: str | Path)
         arrays.update(_sparse_arrays("A", program.A))
         arrays.update(c=program.c, b=program.b)
     arrays["header"] = np.array(json.dumps(header, default=_json_default))
-    with output_errors(path, "program file"):
-        np.savez(path, **arrays)  # type: ignore[arg-type]
+    with atomic_path(path, "program file") as temporary:
+        np.savez(temporary, **arrays)  # type: ignore[arg-type]
     return path
 
 
@@ -84,8 +85,13 @@ def load_program(path: str | Path, *, form: str | None = None,
     (``M``) not symmetric at the stored precision is refused by the convex forms by name unless
     ``symmetrize`` (its symmetric part is solved instead, said in the program's metadata); a
     Coulomb problem keeps it as stored (its solvers say whether they take it) unless ``symmetrize``.
+
+    A ``path`` without ``.npz`` that does not exist is read as ``path.npz`` when that exists
+    (the name :func:`save_program` gives it). A file that is neither (a JSON file, a text
+    file) is refused as "not a program file", naming what is expected.
     """
-    path = Path(path)
+    path = existing_npz(path)
+    _check_file(path)  # before any read: a FIFO would block it
     if _is_hdf5(path):
         from contactopt.programs.fclib import fclib_program, read_fclib
 
@@ -98,6 +104,7 @@ def load_program(path: str | Path, *, form: str | None = None,
                              symmetrize=symmetrize)
     if form is not None or symmetrize:
         raise ContactoptError(f"{path}: form= and symmetrize= apply to FCLIB files only")
+    _check_npz(path)
     try:
         with np.load(path, allow_pickle=False) as arrays:
             header = json.loads(str(arrays["header"]))
@@ -129,6 +136,8 @@ def load_program(path: str | Path, *, form: str | None = None,
         if str(path) in str(exc):
             raise
         raise ContactoptError(f"{path}: cannot read program: {exc}") from exc
+    except zipfile.BadZipFile as exc:  # the end of the archive is missing
+        raise ContactoptError(f"{path}: cannot read program: the .npz archive is truncated or damaged ({exc})") from exc
     except Exception as exc:  # a damaged file in any way: one line naming it
         raise ContactoptError(f"{path}: cannot read program: {type(exc).__name__}: {exc}") from exc
 
@@ -137,6 +146,30 @@ def _member(arrays: Any, name: str, where: str) -> Any:
     if name not in arrays:
         raise ContactoptError(f"{where}: missing array {name!r}")
     return arrays[name]
+
+
+def _check_file(path: Path) -> None:
+    """Refuse, naming it, a ``path`` that does not exist or is not a regular file (a folder, a
+    FIFO, a device), before it is opened."""
+    if not path.exists():
+        raise ContactoptError(f"{path}: no such program file")
+    if not path.is_file():
+        raise ContactoptError(f"{path}: not a program file (a folder, a FIFO or a device; expected a contactopt "
+                              ".npz or an FCLIB .hdf5 file)")
+
+
+def _check_npz(path: Path) -> None:
+    """Refuse, naming it, a ``path`` that is not a zip archive (the ``.npz`` of
+    :func:`save_program`): ``np.load`` would call a JSON or text file "pickled data"."""
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(4)
+    except OSError as exc:
+        raise ContactoptError(f"{path}: cannot read program: {exc.strerror or exc}") from exc
+    if start not in (b"PK\x03\x04", b"PK\x05\x06"):
+        what = "an empty file" if not start else f"a {path.suffix} file" if path.suffix else "this file"
+        raise ContactoptError(f"{path}: not a program file ({what} is neither a contactopt .npz archive nor an "
+                              "FCLIB .hdf5 file; expected .npz written by save_program or FCLIB HDF5)")
 
 
 def _is_hdf5(path: Path) -> bool:

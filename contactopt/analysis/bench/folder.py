@@ -8,7 +8,8 @@ earlier one (issue 27, "results overwritten").
 * ``--out DIR``: used when missing or empty; a ``DIR`` holding files is refused unless
   ``--force``, which first removes what an earlier bench wrote there (:data:`BENCH_OUTPUTS`)
   so that no stale file survives (a ``performance_profile.png`` of a run with plots beside the
-  tables of one without), and keeps and names the files contactopt does not write.
+  tables of one without) with the temporary files of a killed bench's unfinished writes, and
+  keeps and names the files contactopt does not write.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from contactopt.errors import OutputError
-from contactopt.outputs import output_errors, writable_folder
-from contactopt.run_folders import next_run_folder
+from contactopt.errors import OptionError, OutputError
+from contactopt.outputs import is_partial, output_errors, writable_folder
+from contactopt.run_folders import next_run_folder, remove_unfinished
 
 __all__ = ["BENCH_OUTPUTS", "bench_folder"]
 
@@ -31,14 +32,18 @@ def bench_folder(out: str | Path | None, inputs: Sequence[str | Path], force: bo
         first = Path(inputs[0])
         folder = next_run_folder(first.parent / f"bench-{first.name if first.is_dir() else first.stem}")
         return folder, f"output folder {folder} (new)"
+    if not str(out).strip():
+        raise OptionError(f"--out is empty ({str(out)!r}): give a folder, or leave --out out for a new one next to "
+                          "the inputs")
     folder = Path(out)
     with output_errors(folder, "output folder"):
         present = sorted(path.name for path in folder.iterdir()) if folder.is_dir() else []
-        present = [name for name in present if not name.startswith(".contactopt-probe-")]
+        present = [name for name in present if not name.startswith(".contactopt-probe-") and not is_partial(name)]
     if present and not force:
         raise OutputError(f"the output folder {folder} is not empty ({', '.join(present[:5])}"
                           f"{', ...' if len(present) > 5 else ''}): a bench never replaces an earlier one; "
                           "give another --out, leave --out out for a new folder next to the inputs, or --force")
+    unfinished = remove_unfinished(folder) if folder.is_dir() else []  # a killed bench's temporaries
     removed, kept = [], []
     with output_errors(folder, "output folder"):
         for name in present:
@@ -51,6 +56,8 @@ def bench_folder(out: str | Path | None, inputs: Sequence[str | Path], force: bo
     line = f"output folder {folder}" + ("" if present else " (new)")
     if removed:
         line += f"; removed the earlier bench's {', '.join(removed)}"
+    if unfinished:
+        line += f"; removed {len(unfinished)} unfinished write(s) of a stopped bench"
     if kept:
         line += f"; kept {', '.join(kept)} (not written by contactopt bench)"
     return folder, line

@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.analysis.style import new_figure, save
 from contactopt.errors import OptionError
+from contactopt.outputs import atomic_path, output_errors
 
 __all__ = ["DISPLAY_FLOOR", "history_table", "median_curve", "plot_histories", "write_histories"]
 
@@ -82,11 +83,13 @@ def write_histories(table: pd.DataFrame | Histories, path: str | Path) -> Path:
     a ``.parquet`` suffix, else CSV."""
     frame = table if isinstance(table, pd.DataFrame) else history_table(table)
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix == ".parquet":
-        frame.to_parquet(out, index=False)
-    else:
-        frame.to_csv(out, index=False)
+    with output_errors(out, "histories table"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out, "histories table") as temporary:
+        if out.suffix == ".parquet":
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_csv(temporary, index=False)
     return out
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from contactopt.errors import ContactoptError
+from contactopt.outputs import is_partial
 from contactopt.programs import load_program
 from contactopt.programs.fclib import FclibProblem, fclib_program, read_fclib
 from contactopt.programs.fclib_io import HDF5_SIGNATURE
@@ -67,7 +68,7 @@ def _kind_of_file(path: Path) -> str:
         with np.load(path, allow_pickle=False) as arrays:
             header = "header" in arrays and '"contactopt-program"' in str(arrays["header"])
             return "program" if header else "other"
-    except (OSError, ValueError, EOFError):
+    except Exception:  # truncated (BadZipFile), not a zip, a damaged member: reported unreadable
         return "damaged"
 
 
@@ -84,10 +85,14 @@ def collect_programs(programs: str | Path | Iterable[str | Path]) -> list[Path]:
     for item in items:
         path = Path(item)
         if path.is_dir():
-            candidates = [c for pattern in ("*.npz", "*.hdf5", "*.h5") for c in path.rglob(pattern)]
+            candidates = [c for pattern in ("*.npz", "*.hdf5", "*.h5") for c in path.rglob(pattern)
+                          if not is_partial(c) and c.is_file()]  # not a killed command's unfinished write, nor a FIFO
             found += [candidate for candidate in sorted(candidates) if _kind_of_file(candidate) != "other"]
         elif path.is_file():
             found.append(path)
+        elif path.exists():
+            raise ContactoptError(f"{path}: not a program file nor a folder (a FIFO or a device; expected .npz or "
+                                  "FCLIB .hdf5 files)")
         else:
             raise ContactoptError(f"{path}: no such program file or folder")
     if not found:

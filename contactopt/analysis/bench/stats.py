@@ -150,6 +150,8 @@ def performance_profile(df: Any, path: str | Path, *, title: str | None = None) 
     """Dolan-Moré performance profile of run time, one panel per profile, written to ``path``."""
     from matplotlib.figure import Figure  # no pyplot: a running notebook's backend is left alone
 
+    from contactopt.analysis.style import save
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     profiles = list(dict.fromkeys(df["profile"]))
@@ -179,5 +181,5 @@ def performance_profile(df: Any, path: str | Path, *, title: str | None = None) 
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")  # outside the data
     if title:
         fig.suptitle(title)
-    fig.savefig(path, dpi=120)
+    save(fig, path, dpi=120)
     return path

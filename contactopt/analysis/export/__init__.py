@@ -71,7 +71,7 @@ def parse_formats(formats: str | Iterable[str]) -> tuple[str, ...]:
 def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
                formats: str | Iterable[str] | None = None, formulation: str | None = None,
                options: Mapping[str, Any] | None = None, *,
-               reference_solver: str | None = "clarabel") -> dict[str, Path]:
+               reference_solver: str | None = "clarabel", resume: bool = False) -> dict[str, Path]:
     """Export every step's program of ``traj`` (a run of ``scene``) under ``folder``.
 
     Each step is re-formed with ``formulate(scene.system, traj.q[i], traj.v[i], dt, formulation,
@@ -84,6 +84,11 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
     ``.py`` (module docstring for the layouts). A format asked for that does not apply (FCLIB
     with normal-only contacts, qpbenchmark without a QP) is skipped with a warning and left
     out; ``formats=None`` writes every format that applies (module docstring).
+
+    Every file is written atomically (:func:`~contactopt.outputs.atomic_path`): after a killed
+    export, a file under its final name is complete. ``resume=True`` keeps the step files
+    already in ``folder`` (an export of the same run stopped midway) and writes the others;
+    without it an earlier export's step files are replaced.
     """
     chosen = parse_formats(FORMATS if formats is None else formats)
     folder = writable_folder(folder, "export folder")  # before the programs are built
@@ -97,14 +102,16 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
         result: Path | None
         with output_errors(folder / fmt, f"{fmt} export folder"):  # one line naming the path
             if fmt == "npz":
-                result = write_npz(programs, folder / "npz")
+                result = write_npz(programs, folder / "npz", resume=resume)
             elif fmt == "fclib" and name == "coulomb":  # the formulation's own Coulomb problems, unchanged
                 result = write_coulomb_fclib(programs, folder / "fclib" / slug(scene.name), scene.name,
-                                             float(traj.info["dt"]))
+                                             float(traj.info["dt"]), resume=resume)
             elif fmt == "fclib":
-                result = write_fclib(scene, traj, folder / "fclib" / slug(scene.name), resolved, name)
+                result = write_fclib(scene, traj, folder / "fclib" / slug(scene.name), resolved, name,
+                                     resume=resume)
             else:
-                result = write_qpbenchmark(programs, folder / "qpbenchmark", scene.name, name, reference_solver)
+                result = write_qpbenchmark(programs, folder / "qpbenchmark", scene.name, name, reference_solver,
+                                           resume=resume)
         if result is not None:
             written[fmt] = result
     return written

@@ -68,6 +68,7 @@ from contactopt.errors import ContactoptError, OptionError
 from contactopt.formulations.common import active_contacts
 from contactopt.integrators.drift import Drift
 from contactopt.integrators.time_stepping import build_step_problem, split_drift_options
+from contactopt.outputs import atomic_path
 from contactopt.programs.fclib import FclibLocal, write_fclib_problem
 from contactopt.records import Trajectory
 from contactopt.scenes import Scene
@@ -151,20 +152,24 @@ def fclib_local_problem(scene: Scene, q: Any, v: Any, dt: float, t: float = 0.0,
 
 
 def write_coulomb_fclib(programs: Sequence[tuple[int, float, Any]], folder: Path, scene: str,
-                        dt: float) -> Path:
+                        dt: float, *, resume: bool = False) -> Path:
     """One FCLIB file per step with a contact or limit row, each the ``coulomb`` formulation's
-    program of the step unchanged (module docstring); returns ``folder``."""
+    program of the step unchanged (module docstring); returns ``folder``. ``resume``: the step
+    files already there are kept (complete, as every write is atomic)."""
     import h5py
 
     from contactopt.programs.coulomb import CoulombProgram, coulomb_to_fclib
 
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("step_*.hdf5"):  # a previous export of another run
+    for old in [] if resume else folder.glob("step_*.hdf5"):  # a previous export of another run
         old.unlink()
     written = 0
     for i, t, program in programs:
         assert isinstance(program, CoulombProgram)
         if not program.contacts:
+            continue
+        written += 1
+        if resume and (folder / f"step_{i:06d}.hdf5").is_file():
             continue
         local = coulomb_to_fclib(program)
         local = FclibLocal(W=local.W, q=local.q, mu=local.mu, spacedim=local.spacedim, info={
@@ -173,13 +178,13 @@ def write_coulomb_fclib(programs: Sequence[tuple[int, float, Any]], folder: Path
                             f"coulomb formulation, {program.contacts} contacts (limit rows as mu = 0 contacts, "
                             f"bilateral rows eliminated); {FCLIB_CONVENTION}"),
             "math_info": "W = J M^-1 J^T (Schur complement of the bilateral rows) symmetric positive semidefinite"})
-        with h5py.File(folder / f"step_{i:06d}.hdf5", "w") as handle:
+        with atomic_path(folder / f"step_{i:06d}.hdf5", "FCLIB file") as temporary, \
+                h5py.File(temporary, "w") as handle:
             write_fclib_problem(handle, local)
             extra = handle.create_group("contactopt")
             extra.attrs.update({"scene": scene, "step": i, "t": t, "dt": dt, "formulation": "coulomb",
                                 "convention": FCLIB_CONVENTION})
             extra.create_dataset("active", data=np.asarray(program.metadata.get("contacts", []), dtype=np.int64))
-        written += 1
     if not written:
         warnings.warn(f"fclib export: no step of {scene!r} has an active contact; {folder} is empty", stacklevel=3)
     return folder
@@ -196,9 +201,10 @@ def _fclib_options(options: Mapping[str, Any]) -> tuple[float, Drift]:
 
 
 def write_fclib(scene: Scene, traj: Trajectory, folder: Path, options: Mapping[str, Any],
-                formulation: str = "") -> Path | None:
+                formulation: str = "", *, resume: bool = False) -> Path | None:
     """Write one FCLIB file per step with contacts under ``folder`` (module docstring); returns
-    ``folder``, or None (with a warning) if FCLIB cannot represent the scene's contacts."""
+    ``folder``, or None (with a warning) if FCLIB cannot represent the scene's contacts.
+    ``resume``: the step files already there are kept (complete, as every write is atomic)."""
     import h5py
 
     dt = float(traj.info["dt"])
@@ -219,9 +225,11 @@ def write_fclib(scene: Scene, traj: Trajectory, folder: Path, options: Mapping[s
         if local.contacts:
             locals_.append((i, t, local))
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("step_*.hdf5"):  # a previous export of another run
+    for old in [] if resume else folder.glob("step_*.hdf5"):  # a previous export of another run
         old.unlink()
     for i, t, local in locals_:
+        if resume and (folder / f"step_{i:06d}.hdf5").is_file():
+            continue
         info = {"title": f"contactopt {scene.name} step {i}",
                 "description": (f"{scene.name}: local problem of step {i} (t = {t:.9g} s, h = {dt:g} s), "
                                 f"{local.contacts} active contacts; {FCLIB_CONVENTION}"),
@@ -229,7 +237,8 @@ def write_fclib(scene: Scene, traj: Trajectory, folder: Path, options: Mapping[s
         problem = FclibLocal(W=sp.csc_matrix(local.W), q=local.q, mu=local.mu, spacedim=local.spacedim,
                              V=None if local.V is None else sp.csc_matrix(local.V),
                              R=None if local.R is None else sp.csc_matrix(local.R), s=local.s, info=info)
-        with h5py.File(folder / f"step_{i:06d}.hdf5", "w") as handle:
+        with atomic_path(folder / f"step_{i:06d}.hdf5", "FCLIB file") as temporary, \
+                h5py.File(temporary, "w") as handle:
             write_fclib_problem(handle, problem)
             extra = handle.create_group("contactopt")
             extra.attrs.update({"scene": scene.name, "step": i, "t": t, "dt": dt, "epsilon": epsilon,

@@ -31,6 +31,7 @@ import numpy as np
 
 from contactopt.errors import ContactoptError
 from contactopt.formulations.base import Program
+from contactopt.outputs import atomic_path, write_text
 from contactopt.programs import ConicProgram
 from contactopt.solvers.qpsolvers_ import to_qpsolvers_arrays
 
@@ -98,8 +99,10 @@ class {cls}(TestSet):
 
 
 def write_qpbenchmark(programs: Sequence[tuple[int, float, Program]], folder: Path, scene_name: str,
-                      formulation: str, reference_solver: str | None = "clarabel") -> Path | None:
-    """The test-set module and its data (module docstring); None (with a warning) if no QP."""
+                      formulation: str, reference_solver: str | None = "clarabel", *,
+                      resume: bool = False) -> Path | None:
+    """The test-set module and its data (module docstring); None (with a warning) if no QP.
+    ``resume``: the problem files already there are kept (complete, as every write is atomic)."""
     from contactopt.analysis.bench import PROFILES
     from contactopt.solvers import solve
 
@@ -116,7 +119,7 @@ def write_qpbenchmark(programs: Sequence[tuple[int, float, Program]], folder: Pa
     module = _module_name(scene_name)
     problem_folder = folder / module
     problem_folder.mkdir(parents=True, exist_ok=True)
-    for old in problem_folder.glob("*.npz"):  # a previous export of another run
+    for old in [] if resume else problem_folder.glob("*.npz"):  # a previous export of another run
         old.unlink()
     problems: list[tuple[str, float | None]] = []
     for i, _, program in qps:
@@ -131,7 +134,10 @@ def write_qpbenchmark(programs: Sequence[tuple[int, float, Program]], folder: Pa
         # (allow_pickle=False) reads back as None; the same here, lb and ub always absent
         arrays.update(lb=None, ub=None)
         stored: dict[str, Any] = {key: np.array(value) for key, value in arrays.items()}
-        np.savez(problem_folder / f"{name}.npz", **stored)
+        target = problem_folder / f"{name}.npz"
+        if not (resume and target.is_file()):  # --resume: a complete file of the earlier export is kept
+            with atomic_path(target, "qpbenchmark problem file") as temporary:
+                np.savez(temporary, **stored)
         cost: float | None = None
         if reference_solver:
             try:
@@ -149,5 +155,5 @@ def write_qpbenchmark(programs: Sequence[tuple[int, float, Program]], folder: Pa
                      f"({len(qps)} problems)"),
         title=f"contactopt {scene_name} ({formulation})")
     path = folder / f"{module}.py"
-    path.write_text(source)
+    write_text(path, source, "qpbenchmark module")
     return path

@@ -65,9 +65,12 @@ def recorded_control(traj: Trajectory, step: int) -> Any:
 # --- npz ----------------------------------------------------------------------------------
 
 
-def write_npz(programs: Iterable[tuple[int, float, Program]], folder: Path) -> Path:
-    """``folder/step_%06d.npz`` for every program; returns ``folder``."""
+def write_npz(programs: Iterable[tuple[int, float, Program]], folder: Path, *, resume: bool = False) -> Path:
+    """``folder/step_%06d.npz`` for every program; returns ``folder``. ``resume``: a step file
+    already there is kept (complete: :func:`~contactopt.programs.save_program` writes atomically)."""
     folder.mkdir(parents=True, exist_ok=True)
     for i, _, program in programs:
-        save_program(program, folder / f"step_{i:06d}.npz")
+        target = folder / f"step_{i:06d}.npz"
+        if not (resume and target.is_file()):
+            save_program(program, target)
     return folder
