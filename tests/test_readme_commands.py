@@ -75,7 +75,8 @@ class Plan:
     timeout: float = 600.0
 
 
-MAIN_JOB = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && contactopt compare problems/box_slide.toml"
+MAIN_JOB = ("python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
+            "contactopt compare problems/box_slide.toml")
 SUITE = 'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[dev]" && python -m pytest'
 WROTE_RUN = r"wrote runs/[\w.-]+/"
 EXPORT_TABLE = "contactopt export table_four_legs -f ccp --out exports/table"
@@ -194,7 +195,8 @@ PLANS: dict[str, Plan] = {
                                                               needs=("mujoco", "imageio", "imageio_ffmpeg"),
                                                               files=("arm.mp4",)),
     "contactopt compare box_slide --formulations lcp,anitescu,ccp --render": Plan(
-        r"compare\.mp4", shorten=SHORT, needs=("imageio", "imageio_ffmpeg"), files=("runs/compare-box_slide/compare.mp4",)),
+        r"compare\.mp4", shorten=SHORT, needs=("imageio", "imageio_ffmpeg"),
+        files=("runs/compare-box_slide/compare.mp4",)),
     "contactopt view box_slide --formulations lcp,anitescu --out view.html": Plan(
         r"view\.html", shorten=SHORT, needs=("meshcat",), files=("view.html",)),
     # 4e6 steps of 1e-7 s: the same command over 1e-5 s (the step budget raised is what it shows)
