@@ -85,3 +85,16 @@ def test_a_socp_scene_is_refused_before_step_0_naming_the_cone() -> None:
     backend = BACKENDS[0]
     with pytest.raises(UnsupportedProgramError, match=rf"qpsolvers:{backend}.*(SOCP|second-order cone)"):
         co.simulate(scene, formulation="ccp", solver=f"qpsolvers:{backend}", duration=scene.dt)
+
+
+@pytest.mark.parametrize("backend", [name for name in ("clarabel", "scs") if name in BACKENDS])
+def test_the_quadruped_cell_that_stopped_at_step_0_completes(backend: str) -> None:
+    """The cell of ``contactopt compare quadruped_trot`` that stopped at step 0 ("unbounded
+    below"), over its first steps: every step optimal by contactopt's residuals."""
+    try:
+        scene = co.load_scene("quadruped_trot")
+    except co.errors.ContactoptError as exc:
+        pytest.skip(str(exc))
+    traj = co.simulate(scene, formulation="anitescu", solver=f"qpsolvers:{backend}", duration=3 * scene.dt)
+    assert traj.completed, traj.message
+    assert all(step.status is Status.OPTIMAL for step in traj.steps)

@@ -99,7 +99,8 @@ def _every_cell_completed_or_refused(folder: Path, output: str) -> None:
         if row.status != "completed":
             assert row.steps == 0 and isinstance(row.message, str) and row.message, cell
             assert "numerical_error" not in row.message and "unbounded" not in row.message, f"{cell}: {row.message}"
-    assert {"qpsolvers:clarabel"} <= set(table["solver"]) or "qpsolvers" not in output
+    if importlib.util.find_spec("qpsolvers") is not None:  # the bridge's cells are among them
+        assert any(str(solver).startswith("qpsolvers") for solver in table["solver"])
 
 
 def _peers_within_budget(folder: Path, output: str) -> None:
@@ -113,7 +114,7 @@ def _peers_within_budget(folder: Path, output: str) -> None:
 def _bench_summary(name: str) -> Check:
     def check(folder: Path, output: str) -> None:
         assert re.search(r"\d+ solves in [\d.]+ s", output), output[-2000:]
-        results = pd.read_csv(next(folder.glob("exports/*/*/bench-*/results.csv")))
+        results = pd.read_csv(next((folder / "exports").rglob("bench-*/results.csv")))
         assert name in set(results["solver"])
     return check
 
@@ -167,7 +168,7 @@ PLANS: dict[str, Plan] = {
                       files=("exports/pile/fclib/sphere_pile_mjcf",)),
     "contactopt bench exports/pile/fclib --solvers nsgs,nsn,staggered": Plan(
         r"solves in", needs=("mujoco",), before=(EXPORT_PILE,),
-        check=lambda folder, out: None if list(folder.glob("exports/pile/fclib/bench-*/histories.csv"))
+        check=lambda folder, out: None if list(folder.glob("exports/pile/bench-*/histories.csv"))
         else pytest.fail("no histories.csv")),
     "python experiments/coulomb_peers.py --scenes sphere_pile_mjcf:0.02": Plan(
         r"coulomb_peers: \d+ problems, ours .* expected at most ~\d+ s", needs=("mujoco",),
@@ -181,7 +182,8 @@ PLANS: dict[str, Plan] = {
         r"observables of quadruped_trot|wrote runs/compare-quadruped_trot/", shorten=SHORT, needs=("mujoco",),
         check=_every_cell_completed_or_refused),
     "contactopt run dm_hopper -f mujoco": Plan(WROTE_RUN, shorten=SHORT, needs=("mujoco", "dm_control")),
-    "contactopt run cartesian_pendulum -f ode -o drift=projection -o multipliers=gauss": Plan(WROTE_RUN),
+    "contactopt run cartesian_pendulum -f ode -o drift=projection -o multipliers=gauss": Plan(
+        WROTE_RUN, shorten=("--duration", "0.5")),  # 225 s for its 10 s on 2 busy cores
     # issue 40 item 3: the scene's own energy observable within its tolerance at the README's dt
     "contactopt run double_pendulum -f variational --dt 0.003": Plan(
         r"energy_balance = \S+ J, reference 0 J, error \S+ J \(tolerance 0.01 J\): ok", slow=False, timeout=120),
