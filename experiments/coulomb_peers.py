@@ -22,7 +22,13 @@ versions and the command), ``OUT/summary.csv`` (one row per problem, solver and 
 
     python experiments/coulomb_peers.py [--problems PATH ...] [--scenes box_slide,...]
         [--ours nsgs,nsn,...|legacy_fixed_point] [--siconos NSGS,NSN-AC] [--tol 1e-6,1e-8]
-        [--max-problems N] [--out DIR] [--siconos-python /usr/bin/python3]
+        [--max-problems N] [--fixed-point-iterations N] [--out DIR] [--siconos-python /usr/bin/python3]
+
+At most ``--max-problems`` (default 3) problems per scene or folder, spread evenly over its steps:
+the README's ``--scenes sphere_pile_mjcf:0.02`` is 3 pile steps, about a minute on 2 cores without
+Siconos (its expected time is printed before the solves). ``fixed_point`` is opt-in (``--ours
+nsgs,...,fixed_point``): one CCP solve an iteration, it does not converge on the pile in its
+default 100 (150 s a problem), and runs under ``--fixed-point-iterations`` (default 10).
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from common import OUT, ROOT, print_table, write_results
-from peers_ours import COULOMB_SOLVERS, FAMILY, default_ours, solve_ours
+from peers_ours import COULOMB_SOLVERS, FAMILY, LEGACY, OPT_IN, default_ours, expected_seconds, solve_ours
 from peers_problems import PeerProblem, collect
 from peers_report import (
     Row,
@@ -63,6 +69,10 @@ from tqdm import tqdm
 SCENES = ("box_slide", "table_four_legs", "sphere_stack", "sphere_pile_mjcf:0.02", "quadruped_trot:0.1",
           "dm_walker:0.1")
 SHARED = ROOT.parent / "shared" / "data" / "fclib"
+#: Problems per scene or folder by default (``--max-problems``).
+MAX_PROBLEMS = 3
+#: The fixed points' iteration budget (``--fixed-point-iterations``).
+FIXED_POINT_ITERATIONS = 10
 
 
 def _split(text: str) -> list[str]:
@@ -91,7 +101,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                              "means FCLIB's error reached (fclib), or the target as is (target)")
     parser.add_argument("--siconos-timeout", type=float, default=600.0, help="seconds per problem for Siconos")
     parser.add_argument("--tol", default="1e-6,1e-8", help="FCLIB errors to reach, comma separated")
-    parser.add_argument("--max-problems", type=int, default=None, help="at most N problems per scene or folder")
+    parser.add_argument("--max-problems", type=int, default=MAX_PROBLEMS,
+                        help=f"at most N problems per scene or folder, spread evenly (default {MAX_PROBLEMS}; "
+                             "0: all)")
+    parser.add_argument("--fixed-point-iterations", type=int, default=FIXED_POINT_ITERATIONS,
+                        help="the fixed points' iteration budget (one CCP solve each; default "
+                             f"{FIXED_POINT_ITERATIONS}); fixed_point runs only when named in --ours")
     parser.add_argument("--rounds", type=int, default=3, help="timings per solve (the best is kept)")
     parser.add_argument("--repeat-budget", type=float, default=2.0,
                         help="no further timing round once the rounds so far took this many seconds")
@@ -118,10 +133,12 @@ def peer_pairs(ours: Sequence[str], siconos: Sequence[str]) -> list[tuple[str, s
 
 def solve_problem(item: PeerProblem, ours: Sequence[str], siconos: Sequence[str], tols: Sequence[float],
                   peer: SiconosPeer | None, options: dict[str, Any], rounds: int = 3, budget: float = 2.0,
-                  siconos_max_iterations: int | None = None, tol_scale: str = "fclib") -> list[Row]:
+                  siconos_max_iterations: int | None = None, tol_scale: str = "fclib",
+                  own_options: dict[str, dict[str, Any]] | None = None) -> list[Row]:
     """Every solver of both sides at every tolerance on one problem: its rows (``rounds`` and
     ``budget``: the timing rule of both sides, see the module docstring; ``tol_scale``: how the
-    target reaches Siconos, :func:`peers_siconos.siconos_tolerance`)."""
+    target reaches Siconos, :func:`peers_siconos.siconos_tolerance`; ``own_options``: a solver's
+    options instead of ``options``, the fixed points' iteration budget)."""
     rows: list[Row] = []
     sides = [("ours", name, FAMILY.get(name, "")) for name in ours]
     sides += [("siconos", name, name) for name in siconos]
@@ -132,7 +149,7 @@ def solve_problem(item: PeerProblem, ours: Sequence[str], siconos: Sequence[str]
                 for side, name, family in sides for tol in tols]
     for name in ours:
         for tol in tols:
-            run = solve_ours(name, problem, item.path, tol, options, rounds, budget)
+            run = solve_ours(name, problem, item.path, tol, (own_options or {}).get(name, options), rounds, budget)
             rows.append(run_row(item.label, item.group, item.contacts, "ours", name, FAMILY.get(name, ""), tol,
                                 error=fclib_error(problem, run.r), iterations=run.iterations, seconds=run.seconds,
                                 rounds=run.rounds, own_error=run.own_error, status=run.status,
@@ -176,8 +193,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if siconos and version is None:
         print(f"coulomb_peers: {INSTALL_HINT}; running our side only", file=sys.stderr)
     folders = list(args.problems) if args.problems is not None else [SHARED]
-    problems = collect(_split(args.scenes), folders, args.out / "exports", args.max_problems,
+    problems = collect(_split(args.scenes), folders, args.out / "exports", args.max_problems or None,
                        args.export_formulation, args.fresh_export)
+    budgeted = {name: {"max_iterations": args.fixed_point_iterations, **options}
+                for name in ours if name in OPT_IN or name == LEGACY}
+    expected = expected_seconds([item.contacts for item in problems], ours, len(tols), args.fixed_point_iterations,
+                                args.rounds, args.repeat_budget)
+    print(f"coulomb_peers: {len(problems)} problems, ours {', '.join(ours)} at {len(tols)} tolerances: expected "
+          f"at most ~{expected:.0f} s on 2 cores" + (f", plus Siconos (up to {args.siconos_timeout:g} s a problem)"
+                                                     if version is not None else ""), flush=True)
     rows: list[Row] = []
     peer = SiconosPeer(args.siconos_python, args.siconos_timeout) if version is not None else None
     try:
@@ -185,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             peer.__enter__()
         for item in tqdm(problems, desc="coulomb peers", unit="problem", disable=args.no_progress):
             rows += solve_problem(item, ours, siconos, tols, peer, options, args.rounds, args.repeat_budget,
-                                  args.siconos_max_iterations, args.siconos_tol)
+                                  args.siconos_max_iterations, args.siconos_tol, budgeted)
     finally:
         if peer is not None:
             peer.close()

@@ -14,8 +14,9 @@ Acary-Cadoux-Lemaréchal-Malick fixed point.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,16 +31,42 @@ FAMILY: dict[str, str] = {"nsgs": "NSGS", "nsn": "NSN-AC", "admm": "ADMM", "fixe
                           "legacy_fixed_point": "ACLMFP"}
 LEGACY = "legacy_fixed_point"
 COULOMB_SOLVERS = ("nsgs", "nsn", "admm", "fixed_point", "staggered")  # issue 25's families, as they land
+#: Run only when named (``--ours ...,fixed_point``), under an iteration budget: one CCP solve an
+#: iteration, 1.5 s each on the 100-sphere pile's first step (2 cores), where it does not
+#: converge in its default 100 (about 150 s a problem and tolerance).
+OPT_IN = frozenset({"fixed_point"})
+#: Seconds per contact of one solve at one tolerance, measured on the pile's first (hardest)
+#: step, 486 contacts, 2 shared cores: the rates of the expected time printed before a run
+#: (:func:`expected_seconds`); fixed_point's per iteration.
+SECONDS_PER_CONTACT = {"nsgs": 1.6e-3, "nsn": 7.8e-3, "admm": 3.1e-3, "staggered": 3.7e-3, "fixed_point": 3.1e-3,
+                       LEGACY: 3.1e-3}
 
 
 def default_ours() -> tuple[list[str], list[str]]:
-    """Issue 25's Coulomb solvers registered in ``co.solve`` (the legacy fixed point when none
-    is yet), and those not registered."""
+    """Issue 25's Coulomb solvers registered in ``co.solve`` but the opt-in ones (:data:`OPT_IN`;
+    the legacy fixed point when none is registered yet), and those not registered."""
     from contactopt.solvers import names
 
     known = set(names())
-    present = [name for name in COULOMB_SOLVERS if name in known]
+    present = [name for name in COULOMB_SOLVERS if name in known and name not in OPT_IN]
     return present or [LEGACY], [name for name in COULOMB_SOLVERS if name not in known]
+
+
+def expected_seconds(contacts: Sequence[int], ours: Sequence[str], tolerances: int, fixed_point_iterations: int,
+                     rounds: int = 3, budget: float = 2.0) -> float:
+    """An upper estimate of our side's time on problems of ``contacts`` contacts: each solve at
+    :data:`SECONDS_PER_CONTACT` (the hardest pile step's rate), timed ``rounds`` times while the
+    rounds take under ``budget`` s (``timed``); the fixed points at their iteration budget."""
+    total = 0.0
+    for name in ours:
+        rate = SECONDS_PER_CONTACT.get(name, max(SECONDS_PER_CONTACT.values()))
+        if name in OPT_IN or name == LEGACY:
+            rate *= fixed_point_iterations
+        for count in contacts:
+            once = rate * count  # timed() starts a round while the rounds so far took under budget
+            timings = min(rounds, max(1, math.ceil(budget / once))) if once > 0 else 1
+            total += tolerances * timings * once
+    return total
 
 
 @dataclass(frozen=True)

@@ -121,3 +121,25 @@ def test_siconos_error_measure(peer: SiconosPeer) -> None:
         assert run.own_error * max(norm_q, norm_r) == pytest.approx(error * (1 + np.sqrt(norm_q)), rel=1e-8)
     assert siconos_tolerance(1e-8, q, "fclib") == pytest.approx(1e-8 * (1 + np.sqrt(norm_q)) / norm_q)
     assert siconos_tolerance(1e-8, q, "target") == 1e-8
+
+
+def test_fixed_point_is_opt_in_and_runs_under_its_iteration_budget(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 40 item 4: fixed_point (150 s a pile problem, not converging in 100 iterations) is run
+    only when named, then under ``--fixed-point-iterations``; the expected time is printed first."""
+    import json
+
+    from coulomb_peers import main
+    from peers_ours import default_ours
+
+    assert "fixed_point" not in default_ours()[0]
+    out = tmp_path / "peers"
+    assert main(["--scenes", "box_slide:0.003", "--problems", "--siconos", "", "--ours", "nsgs,fixed_point",
+                 "--fixed-point-iterations", "2", "--tol", "1e-12", "--rounds", "1", "--out", str(out),
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "coulomb_peers: 3 problems, ours nsgs, fixed_point at 1 tolerances: expected at most ~" in printed
+    assert printed.index("expected at most") < printed.index("group")  # before the results
+    rows = json.loads((out / "summary.json").read_text())["rows"]
+    fixed = [row for row in rows if row["solver"] == "fixed_point"]
+    assert len(fixed) == 3 and all(0 < row["iterations"] <= 2 for row in fixed)

@@ -10,6 +10,7 @@ it wrote and how many runs it computed and reused, prints the compact tables
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``contactopt compare`` (besides --max-steps, --keyframe and --render)."""
     parser.add_argument("scene", help="scene file or bundled problem name")
     parser.add_argument("--formulations", help="comma-separated, options as name:key=value "
-                        "(default: every time-stepping formulation)")
+                        "(default: every time-stepping formulation but the opt-in sap, as the notes say)")
     parser.add_argument("--solvers", help="comma-separated (default: every installed solver but cvxpy, which "
                         "re-solves the same programs through the solvers it wraps; name it to run it); a solver "
                         "that cannot take a formulation's programs gives a 'refused' row, no step run")
@@ -89,7 +90,7 @@ def run_compare(args: argparse.Namespace) -> int:
     width = terminal_width()
     print(fill(folder.describe(), width))
     print(fill(_what_ran(scene.name, table, args.executor if args.address is None else "dask", out), width))
-    _print_tables(table, args.wide, out)
+    _print_tables(table, args.wide, out, _left_out() if formulations is None and pairs is None else [])
     written = ["table.csv", "table.parquet", *(["traces.parquet"] if len(traces) else []),
                *(["observables.csv"] if table.attrs.get("observables") else []),
                *(["convergence.csv"] if (out / "convergence.csv").exists() else [])]
@@ -150,9 +151,25 @@ def _what_ran(name: str, table: pd.DataFrame, executor: str, out: Path) -> str:
     return text
 
 
-def _print_tables(table: pd.DataFrame, wide: bool, out: Path) -> None:
+def _left_out() -> list[str]:
+    """A note per formulation a default comparison leaves out (``default_comparison = False``),
+    with the formulation's own ``comparison_note``: why, and how to run it."""
+    from contactopt import formulations
+
+    notes = []
+    for name in formulations.names():
+        form = formulations.get(name)
+        if not getattr(form, "default_comparison", True):
+            why = getattr(form, "comparison_note", "")
+            notes.append(f"{name} is not in the default formulations (opt-in: --formulations ...,{name})"
+                         + (f": {why}" if why else ""))
+    return notes
+
+
+def _print_tables(table: pd.DataFrame, wide: bool, out: Path, left_out: Sequence[str] = ()) -> None:
     """The metrics table, the observables table and the convergence orders, each with its
-    legend and notes; ``convergence.csv`` written when orders were fitted."""
+    legend and notes (``left_out``: notes on formulations a default comparison leaves out);
+    ``convergence.csv`` written when orders were fitted."""
     from contactopt.cli.views import compare_notes, metrics_view, observables_legend, observables_view, print_view
 
     width = terminal_width()
@@ -160,6 +177,7 @@ def _print_tables(table: pd.DataFrame, wide: bool, out: Path) -> None:
     run_lines, cell_lines = compare_notes(table)
     if table.attrs.get("skipped"):
         run_lines.insert(0, _refused_note(table))
+    run_lines.extend(left_out)
     print_view(view, width=width, same=same, legend_of=explained, notes=run_lines, digits=4 if wide else 3)
     if table.attrs.get("observables"):
         from contactopt.analysis.convergence import orders

@@ -53,6 +53,7 @@ SPEC = SolverSpec(
                 "ContactBench)",
     warm_start="r0",
     normalize=False,
+    history=True,
 )
 
 OPTIONS = COMMON_OPTIONS | {"desaxce", "penalty", "rho", "prox"}

@@ -75,6 +75,9 @@ class SolverSpec:
             backend (a plugin) that declares none gets no tolerance option, and the results
             say so.
         time_limit: the option through which it takes a time limit in seconds, or None.
+        history: whether it takes the option ``history=true`` and then records its iterations
+            in ``Solution.history`` (:mod:`contactopt.solvers.history`); ``contactopt bench``
+            asks only these for histories, and hands the option to no other backend.
     """
 
     name: str
@@ -91,6 +94,7 @@ class SolverSpec:
     normalize: bool = True
     tolerances: tuple[Tolerance, ...] = ()
     time_limit: str | None = None
+    history: bool = False
 
     def is_available(self) -> bool:
         """Whether the backend's package is installed, without importing it. A package found

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.errors import SolverUnavailableError
+from contactopt.errors import OptionError, SolverUnavailableError
 from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.solvers.base import (
     Program,
@@ -113,6 +113,9 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         except cp.error.SolverError as exc:
             return make_solution(program, solver=name, status=Status.NUMERICAL_ERROR, x=None,
                                  y=None, iterations=0, watch=watch, message=str(exc))
+        except TypeError as exc:  # cvxpy hands options to its inner solver, which names a bad one so
+            raise OptionError(f"solver {name!r}: {exc} (options given: "
+                              f"{', '.join(sorted(options)) or 'none'})") from None
     status = _status.get(problem.status, Status.NUMERICAL_ERROR)
     y = _duals(program, constraints) if status.usable else None
     stats = problem.solver_stats

@@ -72,7 +72,7 @@ FloatArray = NDArray[np.float64]
 SPEC = SolverSpec(
     name="fixed_point", kinds=frozenset({"coulomb"}), module=__name__, requires=None, install_hint="",
     description="De Saxce fixed point: Coulomb's problem as a sequence of CCPs, any conic solver inside (ours)",
-    warm_start="r0", normalize=False,
+    warm_start="r0", normalize=False, history=True,
 )
 
 DEFAULTS: dict[str, Any] = {"tol": 1e-8, "max_iterations": 100, "history": False, "r0": None,

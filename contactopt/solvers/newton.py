@@ -112,7 +112,7 @@ SPEC = SolverSpec(
     name="newton", kinds=frozenset({"qp", "socp"}), module=__name__, requires="qdldl",
     install_hint="pip install qdldl",
     description="SAP primal Newton, exact line search, sparse LDL^T (ours; sap, regularized form=primal)",
-    normalize=False, warm_start="warm_start", conversions=False,
+    normalize=False, warm_start="warm_start", conversions=False, history=True,
     tolerances=(Tolerance("tol", 1e-10), Tolerance("tol_abs", 1e-14)),  # DEFAULTS below
 )
 

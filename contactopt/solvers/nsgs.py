@@ -61,7 +61,7 @@ FloatArray = NDArray[np.float64]
 SPEC = SolverSpec(
     name="nsgs", kinds=frozenset({"coulomb"}), module=__name__, requires=None, install_hint="(built in)",
     description="nonsmooth Gauss-Seidel over contacts with exact local solves, for the Coulomb problem (ours)",
-    normalize=False, warm_start="r0",
+    normalize=False, warm_start="r0", history=True,
 )
 
 OPTIONS = COMMON_OPTIONS | {"omega"}

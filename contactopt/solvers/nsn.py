@@ -41,6 +41,7 @@ SPEC = SolverSpec(
     description="semismooth Newton on the Alart-Curnier function, sparse LU, line search (ours, as Siconos NSN-AC)",
     warm_start="r0",
     normalize=False,
+    history=True,
 )
 
 OPTIONS = COMMON_OPTIONS | {"rho", "linesearch"}

@@ -110,7 +110,7 @@ SPEC = SolverSpec(
     name="pgs", kinds=frozenset({"lcp", "qp", "socp"}), module=__name__, requires=None,
     install_hint="(built in)",
     description="projected Gauss-Seidel/SOR for LCPs and dual cone programs (ours)",
-    normalize=False, warm_start="warm_start",
+    normalize=False, warm_start="warm_start", history=True,
     tolerances=(Tolerance("tol", 1e-10),),  # DEFAULT_TOL: its relative natural-map test
 )
 

@@ -22,6 +22,11 @@ the others run at their own defaults). qpsolvers reports found / not found: foun
 (then judged by contactopt's residuals); not found is INFEASIBLE, UNBOUNDED or MAX_ITERATIONS
 when the inner solver's own status text says so (proxqp, piqp, osqp, clarabel, scs, ecos, ...),
 else NUMERICAL_ERROR.
+A QP without constraint rows (a step before any contact: the quadruped's first) reaches the
+inner solver with one redundant row ``0 x <= 1`` (:data:`REDUNDANT_ROW`, its multiplier dropped):
+given no rows at all, qpsolvers solves it with SciPy's LSQR instead of clarabel, scs, ...
+(qpsolvers 4.x ``solve_unconstrained``), whose absolute test ``|P x + q| <= 1e-8`` refuses a
+positive definite P's answer of residual 2e-7 as "unbounded below".
 An exception inside the inner solver (quadprog refusing a semidefinite P, ...) is returned as
 a NUMERICAL_ERROR solution carrying the message; an unknown option raises OptionError where the
 inner solver rejects it (cvxopt, highs and piqp silently ignore unknown keywords).
@@ -66,6 +71,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 FloatArray = NDArray[np.float64]
+
+#: The right side of the row ``0 x <= REDUNDANT_ROW`` handed with a QP that has no rows (see
+#: the module docstring): any x satisfies it strictly, so its multiplier is 0 at the answer.
+REDUNDANT_ROW = 1.0
 
 
 def installed_variants() -> list[str]:
@@ -199,6 +208,9 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     watch = Stopwatch()
     with watch.time("setup"):
         arrays = to_qpsolvers_arrays(program)
+        unconstrained = arrays["G"] is None and arrays["A"] is None
+        if unconstrained:  # not qpsolvers' LSQR path: the inner solver itself, with one redundant row
+            arrays["G"], arrays["h"] = sp.csc_matrix((1, program.n)), np.array([REDUNDANT_ROW])
         if variant not in qpsolvers.sparse_solvers:  # dense-only solvers (quadprog, daqp, ...)
             arrays = {key: _dense(value) if key in ("P", "G", "A") else value
                       for key, value in arrays.items()}
@@ -215,7 +227,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                                  iterations=0, watch=watch,
                                  message=f"{type(exc).__name__}: {exc}".strip())
     found = bool(result.found) and result.x is not None
-    y = _duals(program, result.y, result.z) if found else None
+    y = _duals(program, result.y, None if unconstrained else result.z) if found else None
     text = _status_text(result.extras)
     status = Status.OPTIMAL if found else _failure_status(text)
     message = text if found else f"no solution found{f' ({text})' if text else ''}"

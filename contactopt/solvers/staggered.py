@@ -69,7 +69,7 @@ FloatArray = NDArray[np.float64]
 SPEC = SolverSpec(
     name="staggered", kinds=frozenset({"coulomb"}), module=__name__, requires=None, install_hint="(built in)",
     description="staggered projections: normal and friction QPs in turn (Kaufman et al. 2008; ours)",
-    warm_start="r0", normalize=False,
+    warm_start="r0", normalize=False, history=True,
 )
 
 GAUSS_SEIDEL = "gauss_seidel"

@@ -225,18 +225,22 @@ def _bar(total: int, enabled: bool) -> Any:
 
 def record_histories(inputs: Sequence[Input], solvers: Sequence[str], profile: str | Profile = "default",
                      ) -> tuple[dict[str, list[Mapping[str, Any] | None]], dict[str, list[str]]]:
-    """Convergence histories of every solver that records one (option ``history``: pgs,
-    newton, and the Coulomb solvers nsgs, nsn, admm, fixed_point, staggered), one untimed
-    solve per readable input at ``profile``'s tolerances: ``(histories, problems)`` keyed by
-    solver, for :func:`contactopt.analysis.bench.histories.plot_histories` and
+    """Convergence histories of every solver that records one (its spec declares
+    ``history``: pgs, newton, and the Coulomb solvers nsgs, nsn, admm, fixed_point,
+    staggered), one untimed solve per readable input at ``profile``'s tolerances:
+    ``(histories, problems)`` keyed by solver, for
+    :func:`contactopt.analysis.bench.histories.plot_histories` and
     :func:`~contactopt.analysis.bench.histories.history_table`. A solver without histories
-    is left out; a solve that fails gives None (left out of the medians)."""
+    is left out, never handed the option (a backend passing options through, as cvxpy to its
+    inner solver, would refuse it); a solve that fails gives None (left out of the medians)."""
     prof = get_profile(profile) if isinstance(profile, str) else profile
     loaded = [item for item in inputs if not item.skipped]
     coulomb = _coulomb_programs(loaded, solvers)
     histories: dict[str, list[Mapping[str, Any] | None]] = {}
     problems: dict[str, list[str]] = {}
     for solver in solvers:
+        if not spec(solver).history:
+            continue
         options = {**solver_options(solver, prof), "history": True}
         runs: list[Mapping[str, Any] | None] = []
         for item, own in zip(loaded, coulomb, strict=True):
