@@ -150,6 +150,19 @@ class _System:
         return kernel.fclib_error_numpy(self.W, self.q, self.mu, self.dim, r, self.q_scale)
 
 
+def sweeper(program: CoulombProgram, tol: float) -> Callable[[FloatArray, int], int]:
+    """``sweeps(r, n)``: up to ``n`` sweeps on ``r`` in place (``omega = 1``), stopping early
+    once FCLIB's error is at most ``tol``; returns the sweeps done (``nsn``'s stall fallback,
+    :mod:`contactopt.solvers.alart_curnier`)."""
+    system = _System(program)
+
+    def sweeps(r: FloatArray, n: int) -> int:
+        done, _, _ = system.run(r, 1.0, n, tol, tol)
+        return done
+
+    return sweeps
+
+
 def _iterate(program: CoulombProgram, system: _System, r: FloatArray, tol: float, max_iterations: int,
              omega: float, watch: Stopwatch, finish: Finish, confirm: Finish | None) -> Solution:
     """Sweep (in the kernel, several per call) until converged or the budget is spent. When
