@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +25,7 @@ from contactopt.programs import Status
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.solvers import nsgs_kernel, nsgs_local
 
+ROOT = Path(__file__).resolve().parent.parent
 G = 9.81
 TOL = 1e-8  # the Coulomb solvers' default FCLIB tolerance
 
@@ -133,3 +139,22 @@ def test_nsgs_frictionless_row_with_separating_velocity(compiled: bool, monkeypa
     x = np.array([-2.0, 0.0, 0.0])
     nsgs_local.project_cone(x, 3, 0.0)
     assert np.all(x == 0.0)
+
+
+@pytest.mark.slow
+def test_coulomb_transitions_quick_run(tmp_path: Path) -> None:
+    """``experiments/coulomb_transitions.py --quick``: every run completes under both solvers at
+    the tolerance, nsn's transition steps bounded (measured: medians 2-6 Newton steps), and the
+    summary, table and figure are written."""
+    done = subprocess.run([sys.executable, str(ROOT / "experiments" / "coulomb_transitions.py"), "--quick",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
+    assert {row["solver"] for row in rows} == {"nsn", "nsgs"}
+    for row in rows:
+        assert row["status"] == "completed", (row["case"], row["solver"], row["status"])
+        assert row["completed_steps"] == row["steps"] and row["max_fclib"] <= TOL
+        if row["solver"] == "nsn" and row["transitions"]:
+            assert row["max_iterations_at_transitions"] <= 20
+    assert (tmp_path / "summary.csv").is_file() and (tmp_path / "transitions.png").is_file()
