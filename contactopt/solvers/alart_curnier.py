@@ -51,8 +51,10 @@ keeps positive), and Newton's and Levenberg-Marquardt's steps shrink there witho
 box slide's stop: 100 steps for a merit ratio of 0.87). A stall (two Newton steps in a row
 that leave more than half the merit, or one no direction can take) is answered as Siconos's
 NSN with a fallback does, by NSGS sweeps from the current iterate (:func:`contactopt.solvers.
-nsgs.sweeper`; Acary, Brémond & Huber 2018, the hybrid solvers): they move along ``W``'s null
-space, where the merit is flat. A second stall also multiplies ``rho`` by ``RHO_INCREASE``:
+nsgs.sweeper`; Acary, Brémond & Huber 2018, the hybrid solvers), 10 at the first stall and
+twice as many at each next one (at most ``sweep_budget`` in all): they move along ``W``'s null
+space, where the merit is flat, and where Newton makes no progress at all they are NSGS.
+A second stall also multiplies ``rho`` by ``RHO_INCREASE``:
 ``z = r - rho u`` then classifies a contact by its velocity rather than its impulse, so a
 contact held inside its cone while it slips (the inconsistent sticking guess) is read as
 sliding, and Newton's next steps converge in the right mode; the zeros of ``Phi`` do not depend
@@ -83,7 +85,9 @@ MAX_BACKTRACKS = 30
 #: The stall fallback (module docstring, "Globalization"): a Newton step that leaves more than
 #: STALL_RATIO of the merit is slow; STALL_STEPS slow steps in a row, or a step that no
 #: direction can take, is a stall, answered by FALLBACK_SWEEPS NSGS sweeps, and from the
-#: second stall on by rho times RHO_INCREASE (at most MAX_RHO_INCREASES times).
+#: second stall on by rho times RHO_INCREASE (at most MAX_RHO_INCREASES times); the blocks
+#: double, up to FALLBACK_SWEEPS * 2^MAX_GROWTHS (20480) sweeps (the pile's first step needs
+#: about 10000 sweeps, which its Newton steps do not shorten).
 STALL_RATIO = 0.5
 STALL_STEPS = 2
 FALLBACK_SWEEPS = 10
@@ -234,13 +238,13 @@ def _newton_direction(pattern: BlockPattern, W: sp.csr_matrix, G: FloatArray, rh
 def semismooth_newton(W: sp.csc_matrix | sp.csr_matrix, q: FloatArray, mu: FloatArray, dim: int, rho: FloatArray,
                       r0: FloatArray, max_iterations: int, linesearch: str,
                       stop: Callable[[int, FloatArray, FloatArray, float], bool],
-                      sweeps: Sweeps | None = None) -> NewtonResult:
+                      sweeps: Sweeps | None = None, sweep_budget: int = 0) -> NewtonResult:
     """Newton's method of the module docstring from ``r0``. ``stop(k, r, u, merit)`` is asked
     after every iterate (``k = 0`` for ``r0``) and ends the solve when it returns True.
 
     ``sweeps`` (``sweeps(r, n)``: up to ``n`` NSGS sweeps on ``r`` in place, the number done)
-    turns on the stall fallback of the module docstring; ``stop`` is also asked after each
-    block of sweeps (``k``: the Newton steps so far)."""
+    turns on the stall fallback of the module docstring, for at most ``sweep_budget`` sweeps
+    in all; ``stop`` is also asked after each block of sweeps (``k``: the Newton steps so far)."""
     if linesearch not in LINESEARCHES:
         raise ValueError(f"unknown line search {linesearch!r}")
     Wc = W.tocsr()
@@ -268,7 +272,7 @@ def semismooth_newton(W: sp.csc_matrix | sp.csr_matrix, q: FloatArray, mu: Float
         if not stuck:
             slow = slow + 1 if best[0] > STALL_RATIO * merit else 0
             merit, r, u, phi, G = best
-        if sweeps is None:
+        if sweeps is None or swept >= sweep_budget:
             if stuck:
                 return NewtonResult(r, k - 1, False, failures, regularized, swept, increases)
             continue
@@ -280,7 +284,7 @@ def semismooth_newton(W: sp.csc_matrix | sp.csr_matrix, q: FloatArray, mu: Float
         if blocks and increases < MAX_RHO_INCREASES:
             rho *= RHO_INCREASE
             increases += 1
-        swept += sweeps(r, FALLBACK_SWEEPS * SWEEP_GROWTH**min(blocks, MAX_GROWTHS))
+        swept += sweeps(r, min(FALLBACK_SWEEPS * SWEEP_GROWTH**min(blocks, MAX_GROWTHS), sweep_budget - swept))
         blocks += 1
         u = Wc @ r + q
         merit, _, _, phi, G = _evaluate(r, u, mu, rho, dim)

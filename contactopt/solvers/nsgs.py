@@ -154,12 +154,19 @@ class _System:
 
 def sweeper(program: CoulombProgram, tol: float) -> Callable[[FloatArray, int], int]:
     """``sweeps(r, n)``: up to ``n`` sweeps on ``r`` in place (``omega = 1``), stopping early
-    once FCLIB's error is at most ``tol``; returns the sweeps done (``nsn``'s stall fallback,
+    once FCLIB's error is at most a threshold, ``tol`` at first and, as in :func:`_iterate`,
+    a tenth of the error an ``r`` given at or below it has (there the caller's relative
+    residual did not confirm); returns the sweeps done (``nsn``'s stall fallback,
     :mod:`contactopt.solvers.alart_curnier`)."""
     system = _System(program)
+    threshold = tol
 
     def sweeps(r: FloatArray, n: int) -> int:
-        done, _, _ = system.run(r, 1.0, n, tol, tol)
+        nonlocal threshold
+        error = system.error(r)
+        if error <= threshold:
+            threshold = 0.1 * error
+        done, _, _ = system.run(r, 1.0, n, threshold, threshold)
         return done
 
     return sweeps

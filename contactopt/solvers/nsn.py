@@ -16,7 +16,8 @@ Options (besides the common ``tol``, ``max_iterations`` (default 100), ``history
   its iterate and, at a second stall, a raised ``rho``; the module docstring of
   :mod:`~contactopt.solvers.alart_curnier`, "Globalization") or ``none``. ``raw`` records
   ``newton_steps``, ``fallback_sweeps`` and ``rho_increases``; the message says the sweeps
-  ("converged in 6 Newton steps and 20 NSGS sweeps"); ``iterations`` counts Newton steps.
+  ("converged in 6 Newton steps and 20 NSGS sweeps"); ``iterations`` counts Newton steps. The
+  sweeps of one solve are at most NSGS's own default budget (50000).
 
 The zero of the Alart-Curnier function is Coulomb's law exactly (no CCP hover), and W need not
 be symmetric. The history adds the column ``merit`` (``1/2 ||Phi||^2``), which the line searches
@@ -36,6 +37,7 @@ from contactopt.programs.coulomb import local_scaling
 from contactopt.solvers.alart_curnier import LINESEARCHES, semismooth_newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch
 from contactopt.solvers.coulomb_run import COMMON_OPTIONS, Monitor, coulomb_program, finish, integer_option
+from contactopt.solvers.nsgs import DEFAULT_MAX_ITERATIONS as NSGS_BUDGET
 from contactopt.solvers.nsgs import sweeper
 
 SPEC = SolverSpec(
@@ -74,7 +76,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         sweeps = sweeper(solved, monitor.tol) if fallback == "nsgs" else None
     with watch.time("solve"), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = semismooth_newton(solved.W, solved.q, solved.mu, solved.dim, rho, r0, max_iterations, linesearch,
-                                   lambda k, r, u, merit: monitor.stop(k, r, u, merit=merit), sweeps)
+                                   lambda k, r, u, merit: monitor.stop(k, r, u, merit=merit), sweeps,
+                                   NSGS_BUDGET)
     stalled = not result.stopped and result.iterations < max_iterations
     if stalled:
         note = "; stopped: no step along the Newton or Levenberg-Marquardt directions decreases the merit" + note
