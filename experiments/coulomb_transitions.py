@@ -249,7 +249,7 @@ def figure(rows: list[dict[str, Any]], path: Path) -> None:
         axes[2].barh(np.arange(len(names)) + offset, values, height=0.4, label=solver)
     axes[2].set_yticks(np.arange(len(names)), names, fontsize=6)
     axes[2].set_xscale("log")
-    axes[2].set_xlabel("median iterations at transition steps (nsn: Newton steps, nsgs: sweeps)")
+    axes[2].set_xlabel("median at transition steps (nsn: Newton steps)")
     axes[2].legend()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -114,6 +114,18 @@ def fclib_error(program: CoulombProgram, r: np.ndarray) -> float:
     return co.solve(program, "nsgs", {"r0": r, "max_iterations": 0}).residuals.fclib
 
 
+def test_suite_hopper_flat_foot_step_rho_raised_by_tens() -> None:
+    """dm-control's suite/hopper (keyframe ctrl held) at step 105, saved in tests/data: the
+    flat foot again, which NSGS takes 230229 sweeps to solve (9.5e-8 after its 50000). rho
+    raised by 1e3 twice sent Newton from the sweeps' 9.5e-8 to 9.2e-3 and back, without end;
+    raised by tens it converges (measured: 9 Newton steps, 150 sweeps, rho x 1e3)."""
+    data = np.load(ROOT / "tests" / "data" / "suite_hopper_flat_foot.npz")
+    program = CoulombProgram(W=sp.csc_matrix(data["W"]), q=data["q"], mu=data["mu"], dim=3)
+    solution = co.solve(program, "nsn")
+    assert solution.status is Status.OPTIMAL, solution.message
+    assert solution.residuals.fclib <= TOL and solution.raw["fallback_sweeps"] <= 1000
+
+
 class _Recorder:
     """A ``simulate`` observer keeping the stepper (whose last program is the failed step's)."""
 
