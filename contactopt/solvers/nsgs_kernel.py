@@ -198,7 +198,9 @@ def run_numpy(W: Any, blocks: FloatArray, q: FloatArray, mu: FloatArray, dim: in
     return max_sweeps, error, change_tol
 
 
-# numba is imported at the first compiled solve, not with contactopt (its import costs ~0.4 s);
+# numba's disk cache keys each function on its own file only: a change to nsgs_local alone leaves
+# the compiled sweeps of this file calling the old local solver (edit this file too, or clear the
+# cache). numba is imported at the first compiled solve, not with contactopt (its import costs ~0.4 s);
 # CONTACTOPT_NO_NUMBA=1 keeps the NumPy path.
 AVAILABLE = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
 #: Whether solves run compiled (tests may switch it off to run the NumPy path).

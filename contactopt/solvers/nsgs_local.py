@@ -113,10 +113,11 @@ def _stick(A: Any, dim: int, qp: Any, out: Any) -> bool:
 
 def project_cone(x: Any, dim: int, mu: float) -> None:
     """In place: Euclidean projection onto ``{||x_T|| <= mu x_N}`` (closed form: unchanged inside,
-    0 in the polar cone, else the nearest point of the boundary ray)."""
+    0 in the polar cone, else the nearest point of the boundary ray; as
+    :func:`contactopt.programs.fclib_coulomb.project_cones`, whose rule it follows)."""
     n = x[0]
     norm_t = math.sqrt(x[1] * x[1] + (x[2] * x[2] if dim == 3 else 0.0))
-    if norm_t <= mu * n:
+    if norm_t <= mu * n and n >= 0.0:  # mu = 0: the ray, which no negative normal is on
         return
     if mu * norm_t <= -n:
         for k in range(dim):

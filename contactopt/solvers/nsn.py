@@ -12,6 +12,12 @@ Options (besides the common ``tol``, ``max_iterations`` (default 100), ``history
   unit-free: the method does not change when the scene's units do).
 - ``linesearch``: ``armijo`` (default), ``goldstein`` (Goldstein-Price, Siconos's default) or
   ``none`` (full Newton steps).
+- ``fallback``: ``nsgs`` (default: a stalled Newton iteration is continued by NSGS sweeps from
+  its iterate and, at a second stall, a raised ``rho``; the module docstring of
+  :mod:`~contactopt.solvers.alart_curnier`, "Globalization") or ``none``. ``raw`` records
+  ``newton_steps``, ``fallback_sweeps`` and ``rho_increases``; the message says the sweeps
+  ("converged in 6 Newton steps and 20 NSGS sweeps"); ``iterations`` counts Newton steps. The
+  sweeps of one solve are at most NSGS's own default budget (50000).
 
 The zero of the Alart-Curnier function is Coulomb's law exactly (no CCP hover), and W need not
 be symmetric. The history adds the column ``merit`` (``1/2 ||Phi||^2``), which the line searches
@@ -31,6 +37,8 @@ from contactopt.programs.coulomb import local_scaling
 from contactopt.solvers.alart_curnier import LINESEARCHES, semismooth_newton
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch
 from contactopt.solvers.coulomb_run import COMMON_OPTIONS, Monitor, coulomb_program, finish, integer_option
+from contactopt.solvers.nsgs import DEFAULT_MAX_ITERATIONS as NSGS_BUDGET
+from contactopt.solvers.nsgs import sweeper
 
 SPEC = SolverSpec(
     name="nsn",
@@ -44,8 +52,10 @@ SPEC = SolverSpec(
     history=True,
 )
 
-OPTIONS = COMMON_OPTIONS | {"rho", "linesearch"}
+OPTIONS = COMMON_OPTIONS | {"rho", "linesearch", "fallback"}
 DEFAULT_MAX_ITERATIONS = 100
+#: What answers a stall: NSGS sweeps and a raised rho (default), or nothing (``none``).
+FALLBACKS = ("nsgs", "none")
 
 
 def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
@@ -60,17 +70,23 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         rho = _rho(solved.contacts, options.get("rho"))
         if rho is None:
             rho = local_scaling(solved)
+        fallback = options.get("fallback", "nsgs")
+        if fallback not in FALLBACKS:
+            raise OptionError(f"solver 'nsn': fallback must be one of {', '.join(FALLBACKS)}, got {fallback!r}")
         monitor = Monitor("nsn", solved, options)
-    with watch.time("solve"), np.errstate(over="ignore", invalid="ignore"):
+        sweeps = sweeper(solved, monitor.tol) if fallback == "nsgs" else None
+    with watch.time("solve"), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         result = semismooth_newton(solved.W, solved.q, solved.mu, solved.dim, rho, r0, max_iterations, linesearch,
-                                   lambda k, r, u, merit: monitor.stop(k, r, u, merit=merit))
+                                   lambda k, r, u, merit: monitor.stop(k, r, u, merit=merit), sweeps,
+                                   NSGS_BUDGET)
     stalled = not result.stopped and result.iterations < max_iterations
     if stalled:
         note = "; stopped: no step along the Newton or Levenberg-Marquardt directions decreases the merit" + note
+    what = f"Newton steps and {result.sweeps} NSGS sweeps" if result.sweeps else "Newton steps"
     raw = {"linesearch": linesearch, "linesearch_failures": result.linesearch_failures,
-           "regularized": result.regularized, "stalled": stalled}
-    return finish("nsn", program, monitor, result.r, result.iterations, result.stopped, watch, "Newton steps",
-                  note, raw)
+           "regularized": result.regularized, "stalled": stalled, "newton_steps": result.iterations,
+           "fallback": fallback, "fallback_sweeps": result.sweeps, "rho_increases": result.rho_increases}
+    return finish("nsn", program, monitor, result.r, result.iterations, result.stopped, watch, what, note, raw)
 
 
 def _rho(contacts: int, value: Any) -> np.ndarray | None:
