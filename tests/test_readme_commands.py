@@ -103,6 +103,12 @@ def _every_cell_completed_or_refused(folder: Path, output: str) -> None:
         assert any(str(solver).startswith("qpsolvers") for solver in table["solver"])
 
 
+def _exactly_the_pairs(folder: Path, output: str) -> None:
+    table = pd.read_csv(folder / "runs" / "compare-box_slide" / "table.csv")
+    assert sorted(zip(table["formulation"], table["solver"], strict=True)) == [
+        ("anitescu:form=dual", "osqp"), ("ccp", "clarabel"), ("lcp", "lemke")]
+
+
 def _peers_within_budget(folder: Path, output: str) -> None:
     summary = json.loads((folder / "peers-out" / "summary.json").read_text())
     solvers = {row["solver"] for row in summary["rows"]}
@@ -154,8 +160,15 @@ PLANS: dict[str, Plan] = {
     "contactopt bench exports/table-qp/npz --solvers clarabel,osqp,pgs,qpsolvers:proxqp --profiles "
     "default,high_accuracy": Plan(r"solves in", needs=("qpsolvers", "proxsuite"), before=(EXPORT_QP,),
                                   check=_bench_summary("qpsolvers:proxqp")),
-    "contactopt bench ../shared/data/fclib/siconos_text_converted --solvers clarabel --symmetrize --out "
-    "bench-siconos": Plan(r"solves in", files=("bench-siconos/results.csv",)),
+    "contactopt bench FCLIB_FOLDER --solvers clarabel --symmetrize --out bench-siconos": Plan(
+        r"solves in", files=("bench-siconos/results.csv",),
+        replace=(("FCLIB_FOLDER", "../shared/data/fclib/siconos_text_converted"),)),
+    EXPORT_TABLE + " --resume": Plan(r"resumed: its completed step files are reused", shorten=("--duration", "0.005"),
+                                     before=(EXPORT_TABLE,), files=("exports/table/fclib/table_four_legs",)),
+    "contactopt compare box_slide --pairs lcp/lemke,ccp/clarabel,anitescu:form=dual/osqp": Plan(
+        r"wrote runs/compare-box_slide/", shorten=SHORT, check=_exactly_the_pairs),
+    "python experiments/coulomb_transitions.py --quick": Plan(r"wrote transitions-out", needs=("mujoco",),
+                                                              shorten=("--out", "transitions-out")),
     "contactopt run problems/mjcf/limited_arm.xml -f regularized -o params=model": Plan(WROTE_RUN, shorten=SHORT,
                                                                                          needs=("mujoco",)),
     RUN_CART: Plan(r"wrote runs/cart_wall-gauss-clarabel/", files=("runs/cart_wall-gauss-clarabel/trajectory.npz",
@@ -255,7 +268,7 @@ def _skip_reason(command: str, plan: Plan) -> str | None:
     missing = [name for name in plan.needs if importlib.util.find_spec(name) is None]
     if missing:
         return f"needs {', '.join(missing)}"
-    if "../shared/" in command and not SHARED.is_dir():
+    if "../shared/" in " ".join([command, *(new for _, new in plan.replace)]) and not SHARED.is_dir():
         return f"needs the project's shared data beside the clone ({SHARED})"
     return None
 
