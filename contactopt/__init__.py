@@ -13,8 +13,7 @@ from typing import Any
 
 from contactopt import derivatives, formulations, programs, solvers, systems
 from contactopt._version import __version__
-from contactopt.derivatives import gradient
-from contactopt.errors import (
+from contactopt.core.errors import (
     ContactoptError,
     OptionError,
     SceneError,
@@ -23,7 +22,8 @@ from contactopt.errors import (
     UnknownNameError,
     UnsupportedProgramError,
 )
-from contactopt.model import Bilateral, Contacts, Dynamics, State, StepProblem
+from contactopt.gradients import gradient
+from contactopt.model.step import Bilateral, Contacts, Dynamics, State, StepProblem
 from contactopt.programs import (
     LCP,
     SOC,
@@ -40,9 +40,9 @@ from contactopt.programs import (
     qp_to_lcp,
     save_program,
 )
-from contactopt.records import StepRecord, Trajectory
-from contactopt.scenes import Scene, load_scene
-from contactopt.simulate import formulate, simulate
+from contactopt.records.trajectory import StepRecord, Trajectory
+from contactopt.scenes.loading import Scene, load_scene
+from contactopt.simulation import formulate, simulate
 from contactopt.solvers import solve
 
 

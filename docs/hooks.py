@@ -1,5 +1,5 @@
 """MkDocs hooks (mkdocs.yml ``hooks:``): the pages written at build time, so that they cannot
-drift from the code: the scene-file reference (:mod:`contactopt.scene_reference`, from the
+drift from the code: the scene-file reference (:mod:`contactopt.scenes.reference`, from the
 validators) and the gallery of the figures the experiments wrote (``experiments/out/``)."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def gallery(config: Any, files: Files) -> str:
 
 
 def on_files(files: Files, config: Any) -> Files:
-    from contactopt.scene_reference import scene_reference
+    from contactopt.scenes.reference import scene_reference
 
     files.append(File.generated(config, "scene-reference.md", content=scene_reference()))
     files.append(File.generated(config, "gallery.md", content=gallery(config, files)))

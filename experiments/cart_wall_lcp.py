@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 import contactopt as co
 from contactopt.integrators import TimeStepping
-from contactopt.model import State
+from contactopt.model.step import State
 
 M_CART, H, U = 1.0, 0.1, 0.0
 OUT = Path(__file__).resolve().parent / "out" / "cart_wall_lcp"

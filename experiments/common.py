@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 from tqdm import tqdm
 
 import contactopt as co
-from contactopt.tables import format_table
+from contactopt.core.tables import format_table
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "out"
@@ -48,7 +48,7 @@ def run_cases(scene: co.Scene, cases: Sequence[Case], **simulate_args: Any) -> d
 
 
 def print_table(rows: Sequence[Mapping[str, Any]]) -> None:
-    """Print ``rows`` with contactopt's table printer (:func:`contactopt.tables.format_table`)."""
+    """Print ``rows`` with contactopt's table printer (:func:`contactopt.core.tables.format_table`)."""
     if rows:
         print(format_table(rows))
 

@@ -14,7 +14,7 @@ Runs, for both solvers at their default FCLIB tolerance (1e-8):
 
 Per run: completed steps, the failure (if any), and at the *transition steps* -- steps where a
 contact with friction switches between sticking and sliding (by the Alart-Curnier mode of its
-answer, :func:`contactopt.solvers.alart_curnier.alart_curnier` with ``rho = 1 / max diag W_cc``:
+answer, :func:`contactopt.solvers.coulomb.alart_curnier.alart_curnier` with ``rho = 1 / max diag W_cc``:
 ``||z_T|| < mu z_N`` sticks, else it slides; a step whose contact set changed counts when its
 numbers of sticking or sliding contacts change) -- the median Newton steps of nsn (and its
 fallback's NSGS sweeps) and the median sweeps of nsgs, beside their medians over all steps.
@@ -44,7 +44,7 @@ from robot_models import dm_control_models, gymnasium_models
 import contactopt as co
 from contactopt.analysis.cell_limits import CellTimeLimitReached, cell_deadline
 from contactopt.programs.coulomb import CoulombProgram, local_scaling
-from contactopt.solvers.alart_curnier import alart_curnier
+from contactopt.solvers.coulomb.alart_curnier import alart_curnier
 
 G = 9.81
 SOLVERS = ("nsn", "nsgs")
@@ -79,7 +79,7 @@ class Recorder:
 
 def modes(program: CoulombProgram, r: np.ndarray) -> np.ndarray:
     """The mode of each contact with ``mu > 0`` at the answer ``r`` (the cases of
-    :func:`~contactopt.solvers.alart_curnier.alart_curnier`'s generalized Jacobian)."""
+    :func:`~contactopt.solvers.coulomb.alart_curnier.alart_curnier`'s generalized Jacobian)."""
     _, blocks = alart_curnier(r, program.velocity(r), program.mu, local_scaling(program), program.dim)
     tangent = blocks[:, 1:, 1:]
     stick = np.all(np.isclose(tangent, np.eye(program.dim - 1), rtol=0, atol=0), axis=(1, 2))

@@ -39,7 +39,7 @@ from common import OUT, print_table, write_results
 import contactopt as co
 from contactopt.formulations import get
 from contactopt.integrators.time_stepping import build_step_problem
-from contactopt.mujoco.system import MjcfSystem
+from contactopt.systems.mjcf.system import MjcfSystem
 
 MODELS = ["hopper", "walker", "cheetah", "humanoid", "ball_in_cup", "quadruped", "finger", "manipulator"]
 METHODS: dict[str, tuple[str, str, dict[str, Any]]] = {

@@ -11,7 +11,7 @@ of ``bench_step.py``, issue 10), measured rather than assumed.
 3. **Warm starts** on steps 1..19 (each step's program set up afresh, as its contact set
    differs from the previous step's): cold, from the previous step's ``x = v'`` only, and from
    ``x`` plus the previous edge impulses ``y`` carried over contact by contact (contacts
-   matched by MuJoCo geom pair, :meth:`contactopt.mujoco.system.MjcfSystem.contact_keys`).
+   matched by MuJoCo geom pair, :meth:`contactopt.systems.mjcf.system.MjcfSystem.contact_keys`).
 
 Writes ``experiments/out/osqp_pile/summary.json`` (and ``summary.csv``, the per-step rows).
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's contactopt, not an installed on
 from common import OUT, print_table, write_results  # noqa: E402
 
 import contactopt as co  # noqa: E402
-from contactopt.solvers.osqp_ import DEFAULTS  # noqa: E402
+from contactopt.solvers.backends.osqp import DEFAULTS  # noqa: E402
 
 SWEEP: list[dict[str, Any]] = [
     {}, {"rho": 1.0}, {"rho": 10.0}, {"adaptive_rho_tolerance": 2.0, "adaptive_rho_interval": 100},
@@ -62,7 +62,7 @@ def osqp_run(program: co.ConicProgram, settings: dict[str, Any], x0: Any = None,
 
 def per_step(scene: co.Scene, steps: int) -> tuple[list[dict[str, Any]], list[co.ConicProgram], Any]:
     """Rows of a ``simulate`` with anitescu/osqp, the programs it solved, and its trajectory."""
-    import contactopt.solvers.osqp_ as backend
+    import contactopt.solvers.backends.osqp as backend
 
     programs: list[co.ConicProgram] = []
     solve = backend.solve

@@ -19,8 +19,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.programs.coulomb_error import FclibAnswer, fclib_merit
 from contactopt.programs.fclib import FclibLocal
-from contactopt.programs.fclib_coulomb import FclibAnswer, fclib_merit
 
 Row = dict[str, Any]
 

@@ -6,7 +6,7 @@ contactopt, never a dependency: Debian's ``python3-siconos`` runs under Debian's
 (``/usr/bin/python3``) in a subprocess that serves one problem per request (the protocol is in
 the runner's docstring). The client hands it ``W, q, mu`` through an HDF5 file and reads back the
 impulses ``r``; FCLIB's error of ``r`` is computed here, by contactopt's own
-:func:`contactopt.programs.fclib_coulomb.fclib_merit` on ``u = W r + q`` recomputed here, never
+:func:`contactopt.programs.coulomb_error.fclib_merit` on ``u = W r + q`` recomputed here, never
 taken from Siconos. A crash or a hang of Siconos on one problem is that problem's error, and
 the next problem gets a fresh process.
 """

@@ -7,7 +7,7 @@ so its motion is the same for every mass (``m vdot = -mu m g``); a known force `
 mass observable (``vdot = F / m - mu g`` while pushed, ``-mu g`` after), and pushing for only
 part of the run separates ``mu`` from ``m`` (two accelerations, two unknowns). ``rigid3d``
 takes no control input, so :class:`PushedRigid3D` adds one: a force along world x on the
-first body, the input ``u`` of :mod:`contactopt.control` (zero-order hold over each step).
+first body, the input ``u`` of :mod:`contactopt.scenes.control` (zero-order hold over each step).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from common import ROOT
 from numpy.typing import ArrayLike, NDArray
 
 import contactopt as co
-from contactopt.model import Dynamics
+from contactopt.model.step import Dynamics
 from contactopt.systems.rigid3d import Rigid3D
 
 FloatArray = NDArray[np.float64]

@@ -1,5 +1,5 @@
 """Every write is atomic (a temporary name in the same folder, then ``os.replace``:
-:func:`contactopt.outputs.atomic_path`): a process killed in the middle of a write, or a write
+:func:`contactopt.core.outputs.atomic_path`): a process killed in the middle of a write, or a write
 that fails on a full disk, leaves the earlier file or none under the final name, never half of
 one; ``export`` refuses a non-empty folder unless ``--force`` (replace) or ``--resume`` (keep
 the completed step files); ``save("noext")`` and ``load("noext")`` agree.
@@ -25,9 +25,9 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.errors import OutputError
-from contactopt.outputs import atomic_path, is_partial, write_text
-from contactopt.run_folders import EXPORT_OUTPUTS, open_run_folder
+from contactopt.core.errors import OutputError
+from contactopt.core.outputs import atomic_path, is_partial, write_text
+from contactopt.core.run_folders import EXPORT_OUTPUTS, open_run_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "experiments") not in sys.path:

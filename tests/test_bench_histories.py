@@ -11,7 +11,7 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.solvers import spec
 
 

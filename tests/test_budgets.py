@@ -1,4 +1,4 @@
-"""Budgets and bounds (contactopt.budgets): loud limits instead of hangs, huge allocations and
+"""Budgets and bounds (contactopt.core.budgets): loud limits instead of hangs, huge allocations and
 silent acceptance.
 
 * A run over the step budget (``duration / dt`` > 10**6 by default) or with ``dt > duration``
@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt import budgets
 from contactopt.cli import main
-from contactopt.errors import BudgetError, OptionError
+from contactopt.core import budgets
+from contactopt.core.errors import BudgetError, OptionError
 
 ROOT = Path(__file__).resolve().parents[1]
 

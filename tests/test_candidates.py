@@ -8,7 +8,7 @@ import numpy as np
 
 import contactopt as co
 from contactopt.formulations import get
-from contactopt.model import Bilateral, Contacts, Dynamics, State, StepProblem
+from contactopt.model.step import Bilateral, Contacts, Dynamics, State, StepProblem
 
 
 def step(contacts: Contacts) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.solvers import cvxpy_
+from contactopt.solvers.backends import cvxpy as cvxpy_
 
 M_CART, H = 1.0, 0.1
 

@@ -1,4 +1,4 @@
-"""The compiled per-contact row combinations (:mod:`contactopt.programs.combine_kernel`) equal
+"""The compiled per-contact row combinations (:mod:`contactopt.formulations.combine_kernel`) equal
 scipy's ``S @ J`` (the product :meth:`ActiveContacts.combine` forms) array for array, entry
 order included: on the MJCF pile's pyramid edges and tangent directions, on the sphere grid's
 Anitescu edges, and on random rows stored out of order with duplicates, explicit zeros and
@@ -19,10 +19,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import contactopt as co
-from contactopt.formulations import common
+from contactopt.formulations import combine_kernel, common
 from contactopt.formulations.anitescu import edge_rows
 from contactopt.formulations.regularized import pyramid_edges
-from contactopt.programs import combine_kernel
 
 pytestmark = pytest.mark.skipif(not combine_kernel.COMPILED, reason="numba not installed")
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"

@@ -13,7 +13,7 @@ import pytest
 
 import contactopt as co
 from contactopt.analysis.compare import compare, plan
-from contactopt.run_folders import CELL_STORE, COMPARE_OUTPUTS
+from contactopt.core.run_folders import CELL_STORE, COMPARE_OUTPUTS
 
 # Columns that depend on the machine's timing, not on the physics or the solver's answer.
 TIMING = {"wall_time", "build_time_total", "solve_time_total", "time_per_step", "cached", "traceback"}
@@ -186,7 +186,7 @@ def test_warm_up_runs_each_distinct_cell_once_in_the_parent(monkeypatch: pytest.
     def counting(scene: Any, **kwargs: Any) -> None:
         calls.append((kwargs["formulation"], kwargs["solver"], kwargs["duration"]))
 
-    monkeypatch.setattr(sys.modules["contactopt.simulate"], "simulate", counting)  # the module, not co.simulate
+    monkeypatch.setattr(sys.modules["contactopt.simulation"], "simulate", counting)  # the module, not co.simulate
     scene = co.load_scene("box_slide")
     cells = [Cell("lcp", "lcp", (), "lemke", dt, 1.0) for dt in (1e-3, 2e-3)]
     cells += [Cell("ccp", "ccp", (), "pgs", 1e-3, 1.0)]

@@ -16,7 +16,7 @@ import contactopt as co
 from contactopt.analysis import compare as compare_module
 from contactopt.analysis.explain import STATUS_MEANINGS, run_notes
 from contactopt.analysis.legend import DEFINITIONS
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.programs import Status
 
 NEVER = [("lcp", "clarabel"), ("ccp", "lemke"), ("sap", "lemke")]

@@ -19,7 +19,7 @@ from scipy.integrate import solve_ivp
 import contactopt as co
 from contactopt import integrators
 from contactopt.analysis import compare, metrics
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.compliant import clipped_restitution, restitution_damping_ratio
 from contactopt.integrators.impacts import (
     impact_program,
@@ -29,9 +29,9 @@ from contactopt.integrators.impacts import (
     sticking_impact,
     sticking_impact_matrix,
 )
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.programs import Status
-from contactopt.records import Trajectory
+from contactopt.records.trajectory import Trajectory
 
 G = 9.81
 

@@ -25,7 +25,7 @@ import contactopt as co
 
 mujoco = pytest.importorskip("mujoco")
 
-from contactopt.mujoco.contacts import Chains, contact_jacobian, declared_condims, rotational_rows  # noqa: E402
+from contactopt.systems.mjcf.contacts import Chains, contact_jacobian, declared_condims, rotational_rows  # noqa: E402
 
 H, G = 0.002, 9.81
 RADIUS, MASS = 0.1, 1.0

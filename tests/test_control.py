@@ -30,7 +30,7 @@ import pytest
 from scipy.optimize import fsolve
 
 import contactopt as co
-from contactopt.control import ControlError
+from contactopt.scenes.control import ControlError
 
 ROOT = Path(__file__).resolve().parents[1]
 TIME_STEPPING = [("gauss", "clarabel"), ("lcp", "lemke"), ("anitescu", "clarabel"), ("ccp", "clarabel"),

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 import contactopt as co
 from contactopt.analysis.bench.run import run_benchmark
 from contactopt.analysis.export import export_run
-from contactopt.errors import ContactoptError, UnsupportedProgramError
+from contactopt.core.errors import ContactoptError, UnsupportedProgramError
 from contactopt.integrators.time_stepping import build_step_problem
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.coulomb_lcp import CoulombToLCP

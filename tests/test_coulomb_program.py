@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from fclib_data import FCLIB_DATA, MISSING, present
 
 import contactopt as co
-from contactopt.errors import ShapeError, UnsupportedProgramError
+from contactopt.core.errors import ShapeError, UnsupportedProgramError
 from contactopt.programs.coulomb import (
     CoulombProgram,
     coulomb_believed,

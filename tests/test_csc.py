@@ -144,7 +144,7 @@ def test_symmetric_part_is_trusted_by_programs_until_its_arrays_change(monkeypat
     """``symmetric_part``'s output is symmetric by construction, so a program takes it without
     the O(nnz) symmetry check; a matrix whose arrays were replaced loses the mark, and a
     non-symmetric P is still refused (always, and under CONTACTOPT_DEBUG=1 for marked ones)."""
-    from contactopt.errors import ShapeError
+    from contactopt.core.errors import ShapeError
     from contactopt.programs import ConicProgram, Nonneg
     from contactopt.programs import conic as conic_module
     from contactopt.programs.csc import symmetric_by_construction, symmetric_part

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from conftest import PROBLEMS
 
 import contactopt as co
+from contactopt.core.errors import OptionError, ShapeError
 from contactopt.derivatives import (
     CoulombDerivative,
     NondifferentiableWarning,
@@ -31,9 +32,8 @@ from contactopt.derivatives import (
     StepDerivative,
     program_derivative,
 )
-from contactopt.errors import OptionError, ShapeError
 from contactopt.integrators import make_stepper
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.programs import CoulombProgram
 from contactopt.programs.coulomb import local_scaling
 from contactopt.systems.base import System

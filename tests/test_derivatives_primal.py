@@ -21,9 +21,9 @@ import scipy.sparse as sp
 from conftest import PROBLEMS
 
 import contactopt as co
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.derivatives import NondifferentiableWarning, PrimalDerivative, program_derivative
 from contactopt.derivatives.conic import ConicDerivative
-from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs.cone_projection import project
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
 

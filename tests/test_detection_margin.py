@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 
 mujoco = pytest.importorskip("mujoco")
 
-from contactopt.mujoco.candidates import colliding_condims  # noqa: E402
-from contactopt.mujoco.system import MjcfSystem  # noqa: E402
+from contactopt.systems.mjcf.candidates import colliding_condims  # noqa: E402
+from contactopt.systems.mjcf.system import MjcfSystem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MARGINS = Path(__file__).resolve().parent / "data" / "geom_margins.xml"

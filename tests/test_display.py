@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import contactopt as co
-from contactopt.errors import SceneError
+from contactopt.core.errors import SceneError
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 #: The cart 0.1 m from its wall moving at -2 m/s, h = 0.1 (Tedrake 2022, "Time-stepping LCP:

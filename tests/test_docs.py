@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from contactopt import expressions, integrators, systems
-from contactopt.control import CONTROL_KEYS
-from contactopt.observable_kinds import KINDS
-from contactopt.observables import COMMON_KEYS
-from contactopt.scene_reference import scene_reference
-from contactopt.scenes import INITIAL_KEYS, SCENE_KEYS, SCENE_TABLES
+from contactopt import integrators, systems
+from contactopt.scenes import expressions
+from contactopt.scenes.control import CONTROL_KEYS
+from contactopt.scenes.loading import INITIAL_KEYS, SCENE_KEYS, SCENE_TABLES
+from contactopt.scenes.observable_kinds import KINDS
+from contactopt.scenes.observables import COMMON_KEYS
+from contactopt.scenes.reference import scene_reference
 from contactopt.systems.base import CONTACT_PARAMETERS
 from contactopt.systems.rigid3d_bodies import BODY_KEYS
 

@@ -187,7 +187,7 @@ def test_qpsolvers_registry_and_errors() -> None:
         solvers.kinds("qpsolvers:nosuchsolver")
     program = _step_programs("cart_wall", "gauss", {}, [0])[0]
     with pytest.raises(co.SolverUnavailableError, match="installed:.*" + INNER[0]):
-        from contactopt.solvers import qpsolvers_
+        from contactopt.solvers.backends import qpsolvers as qpsolvers_
 
         qpsolvers_.solve(program, "nosuchsolver", {})
     with pytest.raises(co.UnsupportedProgramError):
@@ -354,7 +354,9 @@ def test_pgs_at_high_accuracy_succeeds_where_its_residuals_meet_the_profile(benc
 def test_profiles_never_ask_a_solver_for_less_than_its_default() -> None:
     from contactopt.analysis.bench import solver_options
     from contactopt.analysis.bench.profiles import INNER_TOLERANCES, declared
-    from contactopt.solvers import clarabel_, osqp_, pgs
+    from contactopt.solvers.backends import clarabel as clarabel_
+    from contactopt.solvers.backends import osqp as osqp_
+    from contactopt.solvers.pgs import solver as pgs
 
     names = [*co.solvers.available(), *(f"cvxpy:{inner}" for inner in INNER_TOLERANCES)]
     for solver in names:
@@ -394,7 +396,7 @@ def test_a_plugin_declares_how_it_takes_tolerances(monkeypatch: pytest.MonkeyPat
     from contactopt.solvers.base import SolverSpec, Tolerance
 
     registry = dict(solvers._BACKENDS.items())
-    registry["precise"] = SolverSpec(name="precise", kinds=frozenset({"qp"}), module="contactopt.solvers.pgs",
+    registry["precise"] = SolverSpec(name="precise", kinds=frozenset({"qp"}), module="contactopt.solvers.pgs.solver",
                                      requires=None, install_hint="", description="a plugin",
                                      tolerances=(Tolerance("precision", 1e-5),), time_limit="seconds")
     monkeypatch.setattr(solvers, "_BACKENDS", registry)

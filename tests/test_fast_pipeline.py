@@ -13,8 +13,8 @@ import pytest
 import scipy.sparse as sp
 
 import contactopt as co
-from contactopt.errors import ShapeError
-from contactopt.model import Contacts, Dynamics
+from contactopt.core.errors import ShapeError
+from contactopt.model.step import Contacts, Dynamics
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 
@@ -158,7 +158,7 @@ def test_pgs_compiled_and_numpy_sweeps_agree(monkeypatch: pytest.MonkeyPatch, sc
     """The numba kernel and the NumPy sweep perform the same floating-point operations in the
     same order (the compiled one skips only exact-zero terms of H), so their answers agree to
     1e-12 (in practice bit for bit), Nonneg rows and SOC blocks alike."""
-    from contactopt.solvers import pgs_kernel
+    from contactopt.solvers.pgs import kernel as pgs_kernel
 
     if not pgs_kernel.COMPILED:
         pytest.skip("numba is not installed")
@@ -223,7 +223,7 @@ def test_clarabel_takes_list_views_with_the_same_result(scene_name: str, formula
     faster conversion) returns exactly what it returns from the scipy matrices; a Clarabel that
     reads more than the list view gives falls back to the scipy matrices."""
     clarabel = pytest.importorskip("clarabel")
-    from contactopt.solvers import clarabel_
+    from contactopt.solvers.backends import clarabel as clarabel_
 
     scene = co.load_scene(PROBLEMS / f"{scene_name}.toml")
     program = co.formulate(scene.system, scene.q0, scene.v0, scene.dt, formulation, options=options)
@@ -239,7 +239,7 @@ def test_clarabel_takes_list_views_with_the_same_result(scene_name: str, formula
 
 def test_clarabel_falls_back_to_scipy_matrices(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("clarabel")
-    from contactopt.solvers import clarabel_
+    from contactopt.solvers.backends import clarabel as clarabel_
 
     class Incomplete:  # lacks what Clarabel reads: the constructor raises, the scipy matrices are used
         @classmethod
@@ -274,9 +274,11 @@ def test_kernels_compile_once_under_concurrent_first_calls() -> None:
 
     code = """
 import threading
-from contactopt.mujoco import contacts
-from contactopt.programs import combine_kernel, delassus_kernel
-from contactopt.solvers import newton_kernels, newton_sparse
+from contactopt.systems.mjcf import contacts
+from contactopt.formulations import combine_kernel
+from contactopt.programs import delassus_kernel
+from contactopt.solvers.newton import kernels as newton_kernels
+from contactopt.solvers.newton import sparse as newton_sparse
 barrier, found, errors = threading.Barrier(8), [], []
 def first_calls():
     barrier.wait()

@@ -20,10 +20,10 @@ from test_fclib_read import G_, H_, H_FRAME, M_, MU, _parser, point_on_plane, wr
 
 import contactopt as co
 from contactopt.analysis.bench import run_benchmark
-from contactopt.errors import AmbiguousTripletsWarning
+from contactopt.core.errors import AmbiguousTripletsWarning
 from contactopt.programs import fclib_merit, read_fclib
+from contactopt.programs.coulomb_error import answer_of
 from contactopt.programs.fclib import FclibGlobal, FclibLocal, condense, fclib_program
-from contactopt.programs.fclib_coulomb import answer_of
 from contactopt.programs.fclib_io import HDF5_SIGNATURE
 from contactopt.programs.fclib_matrix import SYMMETRY_TOLERANCE
 

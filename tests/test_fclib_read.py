@@ -31,7 +31,7 @@ from contactopt.analysis.bench import run_benchmark
 from contactopt.cli.bench import add_bench_parser
 from contactopt.cli.common import _Parser
 from contactopt.programs import fclib_merit, read_fclib, solve_coulomb
-from contactopt.programs.fclib_coulomb import answer_of
+from contactopt.programs.coulomb_error import answer_of
 
 M_, G_, H_, MU = 2.0, 9.81, 0.01, 0.3
 
@@ -192,7 +192,7 @@ H_FRAME = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
 
 
 # a 3 x 3 permutation H in triplets reads validly both ways (test_fclib_files: the warning)
-@pytest.mark.filterwarnings("ignore::contactopt.errors.AmbiguousTripletsWarning")
+@pytest.mark.filterwarnings("ignore::contactopt.core.errors.AmbiguousTripletsWarning")
 @pytest.mark.parametrize(("form", "solver"), [("primal", "clarabel"), ("dual", "clarabel"), ("dual", "pgs")])
 def test_global_point_sliding(tmp_path: Path, form: str, solver: str) -> None:
     """M v = H r + f with f = m (v0 + h g): Coulomb's answer v = (v0 - mu g h, 0, 0),
@@ -260,7 +260,7 @@ def _parser() -> _Parser:
     return parser
 
 
-@pytest.mark.filterwarnings("ignore::contactopt.errors.AmbiguousTripletsWarning")  # H_FRAME, as above
+@pytest.mark.filterwarnings("ignore::contactopt.core.errors.AmbiguousTripletsWarning")  # H_FRAME, as above
 def test_bench_reads_fclib_files_and_refuses_idle_solvers(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "collection"
@@ -296,7 +296,7 @@ def test_bench_reads_fclib_files_and_refuses_idle_solvers(tmp_path: Path,
 def test_cone_projection_is_the_moreau_decomposition(dim: int) -> None:
     """FCLIB's error projects onto the Coulomb cones: x = P(x) + d with P(x) in the cone, d in
     its polar cone {mu ||d_T|| <= -d_N} and P(x) . d = 0 (Moreau), mu = 0 (a ray) included."""
-    from contactopt.programs.fclib_coulomb import project_cones
+    from contactopt.programs.coulomb_error import project_cones
 
     rng = np.random.default_rng(7)
     X = rng.normal(size=(4000, dim))

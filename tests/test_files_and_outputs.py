@@ -25,7 +25,7 @@ import pytest
 import contactopt as co
 from contactopt.analysis.cells import INDEX_NAME
 from contactopt.cli import main
-from contactopt.errors import ContactoptError, OutputError, SceneError, StoredCellWarning
+from contactopt.core.errors import ContactoptError, OutputError, SceneError, StoredCellWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 CART = ROOT / "problems" / "cart_wall.toml"
@@ -270,7 +270,7 @@ def test_a_scene_name_that_could_escape_its_folder_is_refused(tmp_path: Path, na
 
 def test_a_scene_object_with_an_escaping_name_still_writes_inside_runs(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from contactopt.outputs import safe_component
+    from contactopt.core.outputs import safe_component
 
     assert "/" not in safe_component("../../x") and not safe_component("..").startswith(".")
     monkeypatch.chdir(tmp_path)

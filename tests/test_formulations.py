@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.model import Bilateral, Contacts, Dynamics, State, StepProblem
+from contactopt.model.step import Bilateral, Contacts, Dynamics, State, StepProblem
 
 # Interior point at 1e-10 and exact pivoting, on well-conditioned random problems.
 AGREE = 1e-6

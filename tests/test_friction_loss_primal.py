@@ -16,7 +16,7 @@ from contactopt.integrators.time_stepping import build_step_problem
 
 pytest.importorskip("mujoco")
 
-from contactopt.mujoco.system import MjcfSystem
+from contactopt.systems.mjcf.system import MjcfSystem
 
 MJCF = Path(__file__).resolve().parent.parent / "problems" / "mjcf"
 
@@ -42,7 +42,7 @@ def one_step(system: MjcfSystem, q: np.ndarray, v: np.ndarray, h: float, formula
     return spec.recover(problem, program, solution)
 
 
-@pytest.mark.filterwarnings("ignore::contactopt.mujoco.system.UnmodelledFrictionWarning")
+@pytest.mark.filterwarnings("ignore::contactopt.systems.mjcf.system.UnmodelledFrictionWarning")
 def test_regularized_primal_equals_its_dual_with_frictionloss() -> None:
     """limited_arm.xml: 4 dofs and a tendon with frictionloss, limits, contacts. From rest
     (rows stuck) and from a swing (rows slipping), the primal's step (newton and Clarabel)

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import contactopt as co
 from contactopt import solvers
-from contactopt.errors import ContactoptError, SceneError
+from contactopt.core.errors import ContactoptError, SceneError
 from contactopt.programs import LCP, ConicProgram, Nonneg, Status, Zero, residuals
 from contactopt.programs.conic import SOC
 from contactopt.solvers.base import INACCURATE_LEVEL

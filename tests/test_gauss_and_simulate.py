@@ -15,7 +15,7 @@ import pytest
 
 import contactopt as co
 from contactopt.formulations import FrictionIgnoredWarning
-from contactopt.model import Bilateral, Contacts, Dynamics, State, StepProblem
+from contactopt.model.step import Bilateral, Contacts, Dynamics, State, StepProblem
 
 # Interior point at tolerance 1e-10 vs exact pivoting, on well-scaled random problems.
 IDENTITY_TOL = 1e-6

@@ -37,7 +37,7 @@ from conftest import PROBLEMS
 import contactopt as co
 from contactopt.derivatives import NondifferentiableWarning, StepDerivative
 from contactopt.integrators.time_stepping import TimeStepping
-from contactopt.model import State
+from contactopt.model.step import State
 
 G = 9.81
 MU, V0 = 0.5, 1.0

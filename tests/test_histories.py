@@ -9,10 +9,10 @@ import pytest
 import scipy.sparse as sp
 
 import contactopt as co
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.programs.coulomb import CoulombProgram, coulomb_to_fclib
+from contactopt.programs.coulomb_error import answer_of, fclib_merit
 from contactopt.programs.fclib import fclib_program
-from contactopt.programs.fclib_coulomb import answer_of, fclib_merit
 from contactopt.solvers.history import Recorder, as_arrays
 
 

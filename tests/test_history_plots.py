@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from contactopt.analysis.bench.histories import history_table, median_curve, plot_histories, write_histories
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 
 
 def _synthetic() -> dict[str, list[dict[str, np.ndarray]]]:

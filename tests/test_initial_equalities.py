@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import contactopt as co
-from contactopt.errors import InitialEqualityViolationWarning
+from contactopt.core.errors import InitialEqualityViolationWarning
 from contactopt.integrators.initial_penetration import check_initial_penetration
 
 #: Two free spheres; at qpos0 body b is 0.2 m from a along x, the keyframe puts it at x = 1.2.

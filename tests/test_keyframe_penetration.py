@@ -2,9 +2,9 @@
 body 15 mm in the floor and a joint 0.1 rad past its range (``tests/data/sunk_keyframe.xml``),
 loaded by name through ``[system] keyframe = "sunk"`` (``tests/data/sunk_keyframe.toml``).
 
-* Step 0 warns: one :class:`~contactopt.errors.InitialPenetrationWarning` naming the contact
+* Step 0 warns: one :class:`~contactopt.core.errors.InitialPenetrationWarning` naming the contact
   (MuJoCo's geom names, ``floor|crate``) and its depth, one
-  :class:`~contactopt.errors.InitialLimitViolationWarning` naming the limit and its violation
+  :class:`~contactopt.core.errors.InitialLimitViolationWarning` naming the limit and its violation
   (:mod:`contactopt.integrators.initial_penetration`); the model's in-range keyframe warns of nothing.
 * No launch under ``ccp``, ``anitescu``, ``lcp``: each rigid row asks ``n v' >= min(-phi / h,
   v_max)`` (:mod:`contactopt.formulations.recovery`) with ``v_max`` = MJCF's documented default
@@ -25,7 +25,7 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.errors import InitialLimitViolationWarning, InitialPenetrationWarning
+from contactopt.core.errors import InitialLimitViolationWarning, InitialPenetrationWarning
 
 pytest.importorskip("mujoco")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from contactopt.tables import format_table
+from contactopt.core.tables import format_table
 
 PACKAGE = Path(__file__).resolve().parents[1] / "contactopt"
 

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 
 # The one tolerance of this file. Lemke's method pivots exactly and contactopt re-solves the
 # final basis directly (M_SS z_S = -q_S), so the errors are rounding errors: about

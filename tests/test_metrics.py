@@ -12,9 +12,9 @@ from numpy.typing import ArrayLike
 
 import contactopt as co
 from contactopt.analysis import metrics
-from contactopt.model import Contacts, Dynamics
+from contactopt.model.step import Contacts, Dynamics
 from contactopt.programs import Residuals, Status
-from contactopt.records import StepRecord, Trajectory
+from contactopt.records.trajectory import StepRecord, Trajectory
 from contactopt.systems.base import System
 
 H = 0.1  # step of the hand-made trajectories

@@ -20,7 +20,7 @@ import pytest
 import contactopt as co
 
 mujoco = pytest.importorskip("mujoco")
-from contactopt.mujoco.reproduce import reproduce  # noqa: E402
+from contactopt.analysis.reproduce import reproduce  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MJCF = ROOT / "problems" / "mjcf"

@@ -1,4 +1,4 @@
-"""Actuator activations (MuJoCo's ``act``, :mod:`contactopt.mujoco.activations`) carried by the
+"""Actuator activations (MuJoCo's ``act``, :mod:`contactopt.systems.mjcf.activations`) carried by the
 state: every time-stepping formulation advances them as ``mj_step`` does, the ``mujoco`` method
 returns MuJoCo's own, a keyframe's ``act`` and ``ctrl`` start the run, and what cannot carry
 them (continuous-time methods, derivatives through ``act``) is refused before step 0."""
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import ContactoptError, OptionError
-from contactopt.model import State
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.model.step import State
 
 mujoco = pytest.importorskip("mujoco")
 

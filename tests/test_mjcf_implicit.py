@@ -1,4 +1,4 @@
-"""The step matrix ``M - h D`` of MuJoCo's integrators (:mod:`contactopt.mujoco.derivatives`):
+"""The step matrix ``M - h D`` of MuJoCo's integrators (:mod:`contactopt.systems.mjcf.derivatives`):
 actuator ``kv``, velocity actuators, tendon-actuator and tendon damping implicit as MuJoCo's
 ``Euler``/``implicitfast``/``implicit`` take them; one step of ``regularized -o params=model``
 equals ``mj_step``; every formulation receives the same step matrix; a stiff position servo
@@ -17,12 +17,12 @@ import pytest
 import contactopt as co
 from contactopt.formulations import get
 from contactopt.integrators.time_stepping import build_step_problem
-from contactopt.model import to_dense
+from contactopt.model.step import to_dense
 
 mujoco = pytest.importorskip("mujoco")
 
-from contactopt.mujoco.derivatives import NonsymmetricStepWarning, StepMatrixError  # noqa: E402
-from contactopt.mujoco.system import MjcfSystem  # noqa: E402
+from contactopt.systems.mjcf.derivatives import NonsymmetricStepWarning, StepMatrixError  # noqa: E402
+from contactopt.systems.mjcf.system import MjcfSystem  # noqa: E402
 
 INTEGRATORS = ("Euler", "implicitfast", "implicit")
 

@@ -1,4 +1,4 @@
-"""MJCF keyframes (:mod:`contactopt.mujoco.keyframes`): a scene starts at keyframe 0 or the
+"""MJCF keyframes (:mod:`contactopt.systems.mjcf.keyframes`): a scene starts at keyframe 0 or the
 named one, holding its ``ctrl`` as ``mj_resetDataKeyframe`` sets it, so that a robot holds
 its pose under ``regularized -o params=model`` as under ``mj_step``."""
 
@@ -12,7 +12,7 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.errors import InitialLimitViolationWarning, SceneError
+from contactopt.core.errors import InitialLimitViolationWarning, SceneError
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -1,5 +1,5 @@
 """MuJoCo's noslip pass (``opt.noslip_iterations > 0``) is not part of the convex program
-``regularized -o params=model`` solves (:class:`contactopt.mujoco.native.NoslipNotReproducedWarning`):
+``regularized -o params=model`` solves (:class:`contactopt.systems.mjcf.native.NoslipNotReproducedWarning`):
 one warning names it, and the steps equal ``mj_step`` with the pass off, not with it on (a box
 held on a slope by soft friction creeps down under the regularization; noslip stops the creep)."""
 
@@ -14,7 +14,7 @@ import pytest
 import contactopt as co
 
 mujoco = pytest.importorskip("mujoco")
-from contactopt.mujoco.native import NoslipNotReproducedWarning  # noqa: E402
+from contactopt.systems.mjcf.native import NoslipNotReproducedWarning  # noqa: E402
 
 #: A box resting on a 20 degree slope (gravity tilted) with mu = 1: it sticks, up to MuJoCo's creep.
 SLOPE = """

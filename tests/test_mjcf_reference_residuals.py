@@ -1,6 +1,6 @@
 """The ``mujoco`` reference row judged fairly: contactopt's residuals of MuJoCo's own answer
 are at MuJoCo's solver tolerance on models with ``frictionloss`` (dof and tendon boxes), and
-its recorded time is ``mj_step`` alone (:mod:`contactopt.mujoco.stepper`)."""
+its recorded time is ``mj_step`` alone (:mod:`contactopt.integrators.mujoco_stepper`)."""
 
 from __future__ import annotations
 

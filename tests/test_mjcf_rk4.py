@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators import time_stepping
 from contactopt.programs import Status
 

@@ -19,15 +19,15 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 from contactopt.formulations import get
 from contactopt.integrators.time_stepping import build_step_problem
-from contactopt.model import to_dense
+from contactopt.model.step import to_dense
 from contactopt.systems.base import ParameterError
 
 mujoco = pytest.importorskip("mujoco")
 
-from contactopt.mujoco.system import MjcfSystem  # noqa: E402
+from contactopt.systems.mjcf.system import MjcfSystem  # noqa: E402
 
 MJCF = Path(__file__).resolve().parent.parent / "problems" / "mjcf"
 
@@ -236,7 +236,7 @@ def test_condim_above_three_has_its_rows_or_is_kept_sliding_on_request() -> None
     rolling rows enter the program (``Contacts.angular``, tests/test_condim.py);
     ``extra_friction = "sliding"`` keeps its sliding friction only (said once); params=model
     takes MuJoCo's own rows."""
-    from contactopt.mujoco.system import UnmodelledFrictionWarning
+    from contactopt.systems.mjcf.system import UnmodelledFrictionWarning
 
     model = mujoco.MjModel.from_xml_path(str(MJCF / "limited_arm.xml"))
     data = mujoco.MjData(model)

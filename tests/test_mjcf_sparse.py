@@ -1,7 +1,7 @@
 """The MJCF step's sparse pieces (issue 10): the contact Jacobian built for all contacts at once
-(:mod:`contactopt.mujoco.contacts`) against MuJoCo's own per-point ``mj_jac`` and against finite
+(:mod:`contactopt.systems.mjcf.contacts`) against MuJoCo's own per-point ``mj_jac`` and against finite
 differences of the contact points, ``M`` and its block-diagonal inverse
-(:mod:`contactopt.mujoco.mass`), and the sparse Delassus blocks against the dense ones.
+(:mod:`contactopt.systems.mjcf.mass`), and the sparse Delassus blocks against the dense ones.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import scipy.sparse as sp
 
 import contactopt as co
 from contactopt.formulations.common import delassus, delassus_blocks
-from contactopt.model import Dynamics, to_dense
+from contactopt.model.step import Dynamics, to_dense
 
 mujoco = pytest.importorskip("mujoco")
-from contactopt.mujoco import compat  # noqa: E402
-from contactopt.mujoco.contacts import contact_jacobian  # noqa: E402
-from contactopt.mujoco.system import MjcfSystem  # noqa: E402
+from contactopt.systems.mjcf import compat  # noqa: E402
+from contactopt.systems.mjcf.contacts import contact_jacobian  # noqa: E402
+from contactopt.systems.mjcf.system import MjcfSystem  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MJCF = ROOT / "problems" / "mjcf"
@@ -196,7 +196,7 @@ def test_compiled_contact_rows_equal_the_numpy_rows_bit_for_bit(xml: str, monkey
     """The compiled assembly of the sparse contact rows (numba) is the NumPy path's arithmetic
     in loops: the same CSR arrays bit for bit, for body pairs on separate trees, on the world,
     and on one tree (shared ancestors: a dof met twice, its two terms summed)."""
-    import contactopt.mujoco.contacts as contacts_module
+    import contactopt.systems.mjcf.contacts as contacts_module
 
     if not contacts_module.COMPILED or contacts_module._compiled() is None:
         pytest.skip("numba is not installed: only the NumPy path exists")

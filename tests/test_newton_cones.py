@@ -13,9 +13,10 @@ import pytest
 
 import contactopt as co
 from contactopt.programs.cone_projection import ConeLayout, Group, project
-from contactopt.solvers import newton, newton_sparse
-from contactopt.solvers import newton_kernels as kernels
-from contactopt.solvers import newton_kernels_cones as cones
+from contactopt.solvers.newton import kernels
+from contactopt.solvers.newton import kernels_cones as cones
+from contactopt.solvers.newton import solver as newton
+from contactopt.solvers.newton import sparse as newton_sparse
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 REGIMES = ("stick", "no_contact", "boundary_up", "boundary_down", "pole")

@@ -17,14 +17,14 @@ from test_sap import reference_solve, relative
 
 import contactopt as co
 from contactopt.programs.primal import PrimalProgram
-from contactopt.solvers.newton import DEFAULTS
+from contactopt.solvers.newton.solver import DEFAULTS
 
 # l'(alpha) / |l'(0)| where the search stops inside (0, alpha_max): ls_tol = 1e-6 plus rounding.
 LINE_SLOPE = 1e-5
 
 
 def check_history(program: co.ConicProgram, solution: co.Solution) -> list[dict[str, Any]]:
-    """The record's invariants (see :func:`contactopt.solvers.newton.record`)."""
+    """The record's invariants (see :func:`contactopt.solvers.newton.solver.record`)."""
     history = solution.raw["history"]
     assert len(history) == solution.iterations + 1
     primal = PrimalProgram.from_conic(program)
@@ -67,7 +67,7 @@ def test_pile_line_search_is_exact_and_iterations_bounded(numba: bool, monkeypat
     # SAP's near-rigid defaults on the pile (MuJoCo's settled penetrations pushed out within a
     # step): 19-36 iterations per step over the first 20 steps, every line search exact. The
     # bound (45) is a regression guard with a margin, not a target.
-    from contactopt.solvers import newton_kernels
+    from contactopt.solvers.newton import kernels as newton_kernels
 
     if not numba:
         monkeypatch.setattr(newton_kernels, "AVAILABLE", False)
@@ -110,7 +110,8 @@ def test_sparse_pattern_takes_all_blocks_only_when_they_share_columns() -> None:
     # ones span most column sets: on the pyramidal regularized pile (four edge blocks per
     # contact, one column set) it ends holding all blocks' entries; on SAP's pile, whose
     # candidate list keeps ~240 separated pairs, it keeps only what the solve used.
-    from contactopt.solvers import newton_kernels, newton_sparse
+    from contactopt.solvers.newton import kernels as newton_kernels
+    from contactopt.solvers.newton import sparse as newton_sparse
 
     if not newton_kernels.AVAILABLE:
         pytest.skip("numba is not installed: only the NumPy path exists")

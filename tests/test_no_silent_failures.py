@@ -19,7 +19,7 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.errors import OptionError, PartialTrajectoryWarning, UnsupportedProgramError
+from contactopt.core.errors import OptionError, PartialTrajectoryWarning, UnsupportedProgramError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -30,10 +30,12 @@ import pytest
 import scipy.sparse as sp
 
 import contactopt as co
-from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import Status, read_fclib, solve_coulomb
 from contactopt.programs.coulomb import CoulombProgram, coulomb_from_fclib, coulomb_residuals
-from contactopt.solvers import nsgs, nsgs_kernel, nsgs_local
+from contactopt.solvers.coulomb.nsgs import kernel as nsgs_kernel
+from contactopt.solvers.coulomb.nsgs import local as nsgs_local
+from contactopt.solvers.coulomb.nsgs import solver as nsgs
 
 # The local solves are exact to rounding (the sliding root to 1e-14 relative), and nsgs stops at
 # FCLIB error 1e-12 where asked below: closed forms hold to 1e-10 relative with margin.
@@ -263,7 +265,7 @@ def test_without_numba_at_all(random_answer: tuple[CoulombProgram, co.Solution],
     script = (
         "import sys, numpy as np, scipy.sparse as sp, contactopt as co\n"
         "from contactopt.programs.coulomb import CoulombProgram\n"
-        "from contactopt.solvers import nsgs_kernel\n"
+        "from contactopt.solvers.coulomb.nsgs import kernel as nsgs_kernel\n"
         "assert not nsgs_kernel.AVAILABLE\n"
         "d = np.load(sys.argv[1])\n"
         "p = CoulombProgram(W=sp.csc_matrix(d['W']), q=d['q'], mu=d['mu'], dim=3)\n"

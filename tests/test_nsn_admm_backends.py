@@ -11,11 +11,11 @@ import scipy.sparse as sp
 from test_nsn_admm import box_problem, sphere_stack
 
 import contactopt as co
-from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import Status
 from contactopt.programs.coulomb import CoulombProgram, coulomb_criteria
+from contactopt.programs.coulomb_error import solve_coulomb
 from contactopt.programs.fclib import fclib_program
-from contactopt.programs.fclib_coulomb import solve_coulomb
 from contactopt.programs.fclib_io import FclibLocal
 
 SOLVERS = ("nsn", "admm")

@@ -1,5 +1,5 @@
 """``nsn`` at stick-slip transitions (issue 35, item 1): the semismooth Newton's stall fallback
-(NSGS sweeps, then a raised rho: :mod:`contactopt.solvers.alart_curnier`, "Globalization"),
+(NSGS sweeps, then a raised rho: :mod:`contactopt.solvers.coulomb.alart_curnier`, "Globalization"),
 on the box slide's stop and dm_hopper's flat foot, and NSGS's cone projection with mu = 0
 (the joint-limit rows of the coulomb programs)."""
 
@@ -20,11 +20,12 @@ import scipy.sparse as sp
 
 import contactopt as co
 from contactopt.integrators import make_stepper
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.programs import Status
 from contactopt.programs.coulomb import CoulombProgram
-from contactopt.solvers import nsgs_kernel, nsgs_local
-from contactopt.solvers.nsgs import sweeper
+from contactopt.solvers.coulomb.nsgs import kernel as nsgs_kernel
+from contactopt.solvers.coulomb.nsgs import local as nsgs_local
+from contactopt.solvers.coulomb.nsgs.solver import sweeper
 
 ROOT = Path(__file__).resolve().parent.parent
 G = 9.81

@@ -12,12 +12,12 @@ import pytest
 from scipy.integrate import quad
 
 import contactopt as co
-from contactopt import expressions
 from contactopt.analysis import metrics
 from contactopt.analysis.observations import measure_all
-from contactopt.errors import SceneError
-from contactopt.observable_kinds import local_maxima
-from contactopt.records import Trajectory
+from contactopt.core.errors import SceneError
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes import expressions
+from contactopt.scenes.observable_kinds import local_maxima
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 #: Benchmark scenes without a closed form (MJCF robots and piles); every other scene is a

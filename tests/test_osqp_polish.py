@@ -1,4 +1,4 @@
-"""OSQP's reused workspace and polishing (contactopt/solvers/osqp_.py): the kept iterate seeds
+"""OSQP's reused workspace and polishing (contactopt/solvers/backends/osqp.py): the kept iterate seeds
 the next program only when it was a polished (exact) answer, a warm start that ends unpolished
 is solved once more from a cold start, the reported iterations are those of every ADMM run
 made for the program, and the message says how polishing ended."""

@@ -19,7 +19,7 @@ import contactopt as co
 from contactopt.analysis.explain import cell_notes, shown_solver
 from contactopt.analysis.observations import metadata
 from contactopt.cli import main
-from contactopt.tables import DEFAULT_WIDTH, MIN_WIDTH, format_table, terminal_width
+from contactopt.core.tables import DEFAULT_WIDTH, MIN_WIDTH, format_table, terminal_width
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -135,7 +135,7 @@ def test_qpsolvers_rows_name_the_inner_solver(compared: tuple[Path, str, str]) -
     assert len(shown) == 1
     inner = next(iter(shown))
     assert inner.startswith("qpsolvers:") and inner in compact
-    assert inner.split(":")[1] in importlib.import_module("contactopt.solvers.qpsolvers_").installed_variants()
+    assert inner.split(":")[1] in importlib.import_module("contactopt.solvers.backends.qpsolvers").installed_variants()
 
 
 def test_compliant_and_mujoco_runs_do_not_name_the_scenes_solver(tmp_path: Path,
@@ -182,7 +182,7 @@ def test_settotalmass_applied_by_scaling_gives_the_total_mass(tmp_path: Path) ->
     """dm-control's cheetah sets <compiler settotalmass="14"/>: the model compiled without the
     deprecated attribute has the same total mass (the attribute's definition), inertias scaled alike."""
     mujoco = pytest.importorskip("mujoco")
-    from contactopt.mujoco.compat import model_from_file
+    from contactopt.systems.mjcf.compat import model_from_file
 
     xml = tmp_path / "two.xml"
     xml.write_text('<mujoco><compiler settotalmass="3"/><worldbody><body><freejoint/>'

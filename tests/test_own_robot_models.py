@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import InitialLimitViolationWarning, InitialPenetrationWarning
+from contactopt.core.errors import InitialLimitViolationWarning, InitialPenetrationWarning
 
 #: Why the test below fails (pinned: strict, so a fix shows).
 UNDRIVEN_LIMIT = ("known limit: the verdict reads the rows of a dof no force drives in its own round-off; "

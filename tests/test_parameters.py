@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import ParameterValueError, UnknownNameError
-from contactopt.model import to_dense
+from contactopt.core.errors import ParameterValueError, UnknownNameError
+from contactopt.model.step import to_dense
 from contactopt.systems import Brick, System
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
@@ -142,7 +142,7 @@ def _mujoco_mass(model: object, q: np.ndarray) -> np.ndarray:
     data = mujoco.MjData(model)
     data.qpos[:] = q
     mujoco.mj_forward(model, data)
-    from contactopt.mujoco.compat import full_mass_matrix
+    from contactopt.systems.mjcf.compat import full_mass_matrix
 
     return full_mass_matrix(mujoco, model, data)
 

@@ -28,9 +28,9 @@ import pytest
 import scipy.sparse as sp
 
 import contactopt as co
-from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import Cone
-from contactopt.solvers import pgs
+from contactopt.solvers.pgs import solver as pgs
 
 # Tolerances of this file.
 # pgs stops when the natural-map residual ||z - max(0, z - (Mz + q))||_inf is below

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 import contactopt as co
-from contactopt import plugins
-from contactopt.errors import RegistrationError
+from contactopt.core import plugins
+from contactopt.core.errors import RegistrationError
 from contactopt.formulations.lcp import StewartTrinkleLCP
 from contactopt.systems.cart import Cart
 

@@ -28,7 +28,7 @@ import pytest
 import scipy.sparse as sp
 
 import contactopt as co
-from contactopt.errors import ConversionError, ShapeError
+from contactopt.core.errors import ConversionError, ShapeError
 from contactopt.programs import conic_residuals, lcp_residuals
 
 # Absolute tolerance on x, on y and on residuals.worst, per solver.

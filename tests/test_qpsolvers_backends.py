@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import UnsupportedProgramError
+from contactopt.core.errors import UnsupportedProgramError
 from contactopt.programs import Status
 
 qpsolvers = pytest.importorskip("qpsolvers")

@@ -32,8 +32,8 @@ import contactopt as co
 
 pytest.importorskip("mujoco")
 
-pytestmark = [pytest.mark.filterwarnings("ignore::contactopt.errors.InitialPenetrationWarning"),
-              pytest.mark.filterwarnings("ignore::contactopt.errors.InitialLimitViolationWarning")]
+pytestmark = [pytest.mark.filterwarnings("ignore::contactopt.core.errors.InitialPenetrationWarning"),
+              pytest.mark.filterwarnings("ignore::contactopt.core.errors.InitialLimitViolationWarning")]
 
 MODEL = Path(__file__).resolve().parent / "data" / "recovery_cap.xml"
 H, DEPTH, VIOLATION, V_MAX = 0.002, 0.01, 0.2, 0.1

@@ -15,7 +15,7 @@ import contactopt as co
 
 pytest.importorskip("mujoco")
 
-pytestmark = [pytest.mark.filterwarnings("ignore::contactopt.errors.InitialPenetrationWarning"),
+pytestmark = [pytest.mark.filterwarnings("ignore::contactopt.core.errors.InitialPenetrationWarning"),
               pytest.mark.filterwarnings("ignore::contactopt.formulations.gauss.FrictionIgnoredWarning")]
 
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"

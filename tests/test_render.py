@@ -17,7 +17,7 @@ from contactopt.analysis import render as render_module
 from contactopt.analysis.render import frame_indices, render
 from contactopt.analysis.render_frames import contact_arrows
 from contactopt.cli import main
-from contactopt.model import Contacts, Dynamics
+from contactopt.model.step import Contacts, Dynamics
 from contactopt.systems.base import System
 from contactopt.systems.drawing import Dot, Drawing, Segment
 from contactopt.systems.drawings import drawing_of

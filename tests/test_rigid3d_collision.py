@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import InitialPenetrationWarning, OptionError, SceneError
+from contactopt.core.errors import InitialPenetrationWarning, OptionError, SceneError
 from contactopt.systems import Rigid3D
 from contactopt.systems.geometry import quat_to_matrix, tangent_basis
 

@@ -27,7 +27,7 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.mujoco import suite
+from contactopt.systems.mjcf import suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ["cartpole", "hopper", "walker", "cheetah", "humanoid", "finger", "ball_in_cup"]
@@ -48,7 +48,7 @@ def test_dm_control_suite_models_load_and_run(name: str) -> None:
         warnings.simplefilter("ignore")
         ours = co.simulate(scene, formulation="regularized", solver="clarabel", duration=5 * scene.dt)
         # residuals=False: contactopt's re-solve of MuJoCo's problem does not take the
-        # frictionloss rows of finger (contactopt.mujoco.reproduce)
+        # frictionloss rows of finger (contactopt.analysis.reproduce)
         ref = co.simulate(scene, formulation="mujoco", duration=5 * scene.dt, options={"residuals": False})
     assert ours.completed and ref.completed and np.all(np.isfinite(ours.q))
     assert ours.controls().shape == (5, model.nu) and np.array_equal(ours.controls(), ref.controls())

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from contactopt.cli import main
-from contactopt.errors import StoredCellWarning
-from contactopt.run_folders import RUN_OUTPUTS, next_run_folder
+from contactopt.core.errors import StoredCellWarning
+from contactopt.core.run_folders import RUN_OUTPUTS, next_run_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 #: A comparison of four cells of 10 steps each (cart_wall: h = 0.1, 1 s).

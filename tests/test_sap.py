@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from conftest import PROBLEMS
 
 import contactopt as co
-from contactopt.errors import ShapeError
+from contactopt.core.errors import ShapeError
 from contactopt.programs import SOC, ConicProgram
 from contactopt.programs.cone_projection import cone_layout, project
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram, why_not_primal
@@ -313,7 +313,7 @@ def test_compiled_and_numpy_paths_agree(problem: str, monkeypatch: pytest.Monkey
     # Same algorithm, same iterates: only rounding differs (1e-12 relative, far below AGREE).
     # The box runs the whole compiled loop (dense), the pile the compiled projection and line
     # search around the sparse factorization; AVAILABLE = False is what a missing numba gives.
-    from contactopt.solvers import newton_kernels
+    from contactopt.solvers.newton import kernels as newton_kernels
 
     if not newton_kernels.AVAILABLE:
         pytest.skip("numba is not installed: only the NumPy path exists")
@@ -331,7 +331,7 @@ def test_active_hessian_solves_with_the_full_hessian() -> None:
     # Blocks with G = 0 leave the pattern; the answer must be that of the whole A + J'GJ
     # (dense solve) as blocks switch on and off, the pattern growing (1e-10: two direct solves
     # of a matrix with condition number ~1e3).
-    from contactopt.solvers.newton_linalg import ActiveHessian
+    from contactopt.solvers.newton.linalg import ActiveHessian
 
     rng = np.random.default_rng(3)
     nv, nb = 12, 10
@@ -357,7 +357,8 @@ def test_pile_sparse_path_across_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     # kept across steps while MuJoCo's contact list changes: each step must equal the NumPy
     # path (same iterates to rounding), reach Clarabel's optimum to 1e-8 relative, and take a
     # bounded number of Newton iterations (about 28 on these rigid-limit steps, see newton).
-    from contactopt.solvers import newton_kernels, newton_sparse
+    from contactopt.solvers.newton import kernels as newton_kernels
+    from contactopt.solvers.newton import sparse as newton_sparse
 
     if not newton_kernels.AVAILABLE:
         pytest.skip("numba is not installed: only the NumPy path exists")
@@ -380,7 +381,9 @@ def test_cholmod_and_qdldl_factorizations_give_the_same_newton_steps(monkeypatch
     # factorized by CHOLMOD's supernodal code where cvxopt is installed, SAP's active patterns
     # (~7 per unknown) by QDLDL: both are exact factorizations of the same matrix, so the
     # Newton iterates agree to rounding and the iteration counts are equal.
-    from contactopt.solvers import newton_kernels, newton_pattern, newton_sparse
+    from contactopt.solvers.newton import kernels as newton_kernels
+    from contactopt.solvers.newton import pattern as newton_pattern
+    from contactopt.solvers.newton import sparse as newton_sparse
 
     if not newton_kernels.AVAILABLE or newton_pattern._cholmod() is None:
         pytest.skip("needs numba (the sparse compiled path) and cvxopt (CHOLMOD)")
@@ -404,7 +407,7 @@ def test_cholmod_and_qdldl_factorizations_give_the_same_newton_steps(monkeypatch
 
 
 def test_cholmod_refuses_an_indefinite_hessian_like_qdldl() -> None:
-    from contactopt.solvers import newton_pattern
+    from contactopt.solvers.newton import pattern as newton_pattern
 
     if newton_pattern._cholmod() is None:
         pytest.skip("cvxopt (CHOLMOD) is not installed")
@@ -428,7 +431,8 @@ def test_local_blocks_equal_the_dense_restriction_of_each_block(shared: bool) ->
     # rows restricted to them; blocks whose rows share increasing columns take a shortcut.
     import scipy.sparse as sp
 
-    from contactopt.solvers import newton_kernels, newton_sparse
+    from contactopt.solvers.newton import kernels as newton_kernels
+    from contactopt.solvers.newton import sparse as newton_sparse
 
     if not newton_kernels.AVAILABLE:
         pytest.skip("numba is not installed: the sparse compiled path does not run")

@@ -9,10 +9,10 @@ import pytest
 import scipy.sparse as sp
 
 import contactopt as co
-from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.programs.coulomb import CoulombProgram, coulomb_believed, coulomb_to_fclib
-from contactopt.programs.fclib_coulomb import solve_coulomb
-from contactopt.solvers import staggered_kernel
+from contactopt.programs.coulomb_error import solve_coulomb
+from contactopt.solvers.coulomb.staggered import kernel as staggered_kernel
 
 INNERS = ["gauss_seidel", "clarabel"]
 MASS = 2.0

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from contactopt.core.errors import NonconvexProgramError
 from contactopt.derivatives.step import RELATIVE_STEP, StepDerivative
-from contactopt.errors import NonconvexProgramError
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.programs import ConicProgram
 from contactopt.programs.convexity import vouched
 from contactopt.systems.rigid3d import Rigid3D

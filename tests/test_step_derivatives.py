@@ -36,7 +36,7 @@ from contactopt.derivatives import StepDerivative
 from contactopt.derivatives.trajectory import step_derivative
 from contactopt.formulations.gauss import FrictionIgnoredWarning
 from contactopt.integrators.time_stepping import TimeStepping
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.solvers.choice import takers
 from contactopt.systems.base import System
 

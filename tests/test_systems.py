@@ -21,7 +21,7 @@ import pytest
 
 import contactopt as co
 from contactopt import systems
-from contactopt.errors import SceneError
+from contactopt.core.errors import SceneError
 from contactopt.systems import Brick, ParameterError, PlanarBall, PlanarBody, Rigid3D, System
 from contactopt.systems.geometry import quat_exp, quat_multiply, quat_to_matrix, rot2, tangent_basis
 

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.errors import SceneError
+from contactopt.core.errors import SceneError
 from contactopt.systems import (
     CartesianPendulum,
     CartPole,

@@ -19,8 +19,8 @@ import pytest
 from conftest import PROBLEMS
 
 import contactopt as co
+from contactopt.core.errors import OptionError
 from contactopt.derivatives import final_state_loss, tracking_loss
-from contactopt.errors import OptionError
 
 AGREE = 1e-9
 

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 
 import contactopt as co
 from contactopt import solvers
-from contactopt.errors import NonconvexProgramError
+from contactopt.core.errors import NonconvexProgramError
 from contactopt.programs import Nonneg, Status, residuals
 from contactopt.solvers.base import SolverSpec
 

@@ -18,7 +18,7 @@ import pytest
 
 import contactopt as co
 from contactopt.cli import main
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 
 pytest.importorskip("meshcat", reason="the viewer needs meshcat (pip install 'contactopt[viewer]')")
 

@@ -65,7 +65,7 @@ STEP_CASES = [("lcp", "lemke", {}), ("anitescu", "clarabel", {}), ("ccp", "clara
 def _step_problem(with_welded: bool) -> co.StepProblem:
     """A 6-dof body on four ground contacts (two approaching), and optionally a fifth contact
     16 cm in penetration whose Jacobian block is zero (a welded pair: nothing moves it)."""
-    from contactopt.model import Bilateral, Contacts, Dynamics, State
+    from contactopt.model.step import Bilateral, Contacts, Dynamics, State
 
     rng = np.random.default_rng(7)
     nv, dim = 6, 3
@@ -126,7 +126,7 @@ def test_a_contact_whose_normal_row_is_zero(formulation: str, solver: str, optio
     phi[4] = -1e-17
     mus = np.full(5, 0.5)
     mus[4] = mu
-    from contactopt.model import Contacts
+    from contactopt.model.step import Contacts
 
     contacts = Contacts(phi=phi, J=J, mu=mus, restitution=np.zeros(5), dim=3)
     problem = co.StepProblem(problem.state, problem.dt, problem.dynamics, contacts, problem.bilateral)

@@ -4,7 +4,7 @@
 ``OUT/cells/ID.parquet`` (its per-step trace), and records the SHA-256 of both in
 ``OUT/cells-index.json``. A re-run loads a cell only when its files are exactly the ones
 recorded: a deleted trace, an edited row, a half-written file or an index that cannot be read
-all make the cell run again, with one :class:`~contactopt.errors.StoredCellWarning` line
+all make the cell run again, with one :class:`~contactopt.core.errors.StoredCellWarning` line
 naming the file, so that the tables of a resumed sweep always hold every cell, computed.
 """
 
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from contactopt.errors import OutputError, StoredCellWarning
-from contactopt.outputs import atomic_path, output_errors, write_bytes
+from contactopt.core.errors import OutputError, StoredCellWarning
+from contactopt.core.outputs import atomic_path, output_errors, write_bytes
 
 if TYPE_CHECKING:
     from contactopt.analysis.compare import Cell

@@ -6,7 +6,7 @@ local process pool or on Dask, and returns a tidy :class:`pandas.DataFrame` with
 cell: ``formulation``, ``solver``, ``dt``, ``status`` (``completed`` | ``stopped`` | ``error`` |
 ``refused``: the solver cannot take the formulation's programs, decided before step 0 by
 :func:`refusal`, no step run), the run's metrics (:mod:`contactopt.analysis.metrics`), the
-scene's observables (:mod:`contactopt.observables`: columns ``NAME``, ``NAME_ref`` and ``NAME_err``;
+scene's observables (:mod:`contactopt.scenes.observables`: columns ``NAME``, ``NAME_ref`` and ``NAME_err``;
 their units and tolerances in ``table.attrs["observables"]``; one row per cell and observable:
 :func:`contactopt.analysis.observations.long_table`), the error text if any and wall time.
 
@@ -45,7 +45,7 @@ from contactopt.analysis import metrics, observations
 from contactopt.analysis.cell_limits import CellTimeLimitReached, Deadline, cell_deadline
 from contactopt.analysis.cells import CellStore
 from contactopt.analysis.workers import execute
-from contactopt.arguments import (
+from contactopt.core.arguments import (
     ArgumentTypeError,
     check_mapping,
     check_names,
@@ -54,10 +54,10 @@ from contactopt.arguments import (
     check_step_sizes,
     given,
 )
-from contactopt.errors import ContactoptError, OptionError
-from contactopt.outputs import atomic_path, output_errors, writable_folder
-from contactopt.scenes import Scene
-from contactopt.simulate import formulate, simulate
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.core.outputs import atomic_path, output_errors, writable_folder
+from contactopt.scenes.loading import Scene
+from contactopt.simulation import formulate, simulate
 
 __all__ = ["REFUSED", "Cell", "compare", "default_formulations", "parse_formulation", "plan", "plan_grid", "refusal",
            "solver_used"]
@@ -351,7 +351,7 @@ def compare(
     ``scene`` may be a scene file or a bundled problem name; ``formulations`` and ``solvers``
     one comma-separated string (``"gauss,lcp"``, as the CLI's); ``dts`` one step size.
     Arguments of the wrong type are refused by name before any run
-    (:class:`~contactopt.arguments.ArgumentTypeError`).
+    (:class:`~contactopt.core.arguments.ArgumentTypeError`).
     """
     scene = check_scene(scene, "compare")
     formulations = check_names(formulations, "formulations", "compare", "gauss,lcp")

@@ -50,7 +50,7 @@ Non-contact work. ``tau - tau_g`` holds the forces that the energy does not: act
 MuJoCo's ``qfrc_actuator``), applied forces, dampers (``qfrc_passive`` less the springs, whose
 potential is in ``E`` as gravity's is) and the velocity-product terms. A system that names the
 first three (a ``nonpotential_force(q, v)`` method ``f``, evaluated with the step's control;
-MJCF: :func:`contactopt.mujoco.derivatives.nonpotential_force`) has their work counted at the
+MJCF: :func:`contactopt.systems.mjcf.derivatives.nonpotential_force`) has their work counted at the
 same ``v̄``, with the implicit part of its step (``S = M - h D``,
 :meth:`~contactopt.systems.base.System.step_dynamics`: ``M (v' - v) = h tau + (M - S)(v' - v) +
 J^T r``, damping and ``kv`` at ``v'``) and the impulses ``sigma`` of the joint limit and
@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.records import StepRecord
+from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
@@ -120,7 +120,7 @@ def step_applied_work(system: System, record: StepRecord, q: FloatArray, v: Floa
                       h: float) -> float:
     """:func:`applied_work` of one recorded step from ``(q, v)`` to ``v_next``, with the step's
     control held; ``f`` from the system's ``nonpotential_force(q, v)`` where it has one (MJCF:
-    :func:`contactopt.mujoco.derivatives.nonpotential_force`), the limit and dry-friction rows
+    :func:`contactopt.systems.mjcf.derivatives.nonpotential_force`), the limit and dry-friction rows
     where the record's impulses match the system's rows at ``q``."""
     if record.control.size:
         system.set_control(record.control)

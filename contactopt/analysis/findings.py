@@ -35,7 +35,7 @@ def findings(long: pd.DataFrame, table: pd.DataFrame, descriptions: dict[str, st
     :func:`~contactopt.analysis.observations.long_table` of ``table`` (which gives the
     ``time_per_step`` of each cell); ``descriptions`` the observables' descriptions."""
     if not len(long):
-        return ["- The scene declares no observables (see `contactopt.observables`): nothing to compare "
+        return ["- The scene declares no observables (see `contactopt.scenes.observables`): nothing to compare "
                 "against a reference."]
     lines: list[str] = []
     several_dt = long["dt"].nunique() > 1

@@ -1,4 +1,4 @@
-"""Physics and solver metrics of a :class:`~contactopt.records.Trajectory`, per step and per run.
+"""Physics and solver metrics of a :class:`~contactopt.records.trajectory.Trajectory`, per step and per run.
 
 Notation (per step ``i``, from ``t[i]`` to ``t[i+1]``, step length ``h``; per contact ``c``):
 
@@ -68,8 +68,8 @@ from numpy.typing import NDArray
 from contactopt.analysis.cones import RHO, desaxce_residual, project_cone
 from contactopt.analysis.energy import balance as energy_balance
 from contactopt.analysis.energy import impacts, step_applied_work
-from contactopt.records import Trajectory
-from contactopt.scenes import Scene
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.loading import Scene
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -255,7 +255,7 @@ def _reduce_max(n: int, index: IntArray, values: FloatArray, evaluated: NDArray[
 
 
 def step_metrics(scene: Scene, traj: Trajectory) -> pd.DataFrame:
-    """One row per :class:`~contactopt.records.StepRecord` of ``traj`` (columns
+    """One row per :class:`~contactopt.records.trajectory.StepRecord` of ``traj`` (columns
     :data:`STEP_COLUMNS`; definitions, units and sources in the module docstring).
 
     Step ``i`` uses its record (``phi``, impulses, status, times, iterations,

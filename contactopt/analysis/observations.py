@@ -1,4 +1,4 @@
-"""The observables of a scene (:mod:`contactopt.observables`) measured on runs, in tables.
+"""The observables of a scene (:mod:`contactopt.scenes.observables`) measured on runs, in tables.
 
 * :func:`measure_all`: one run's columns ``NAME`` (the value), ``NAME_ref`` (the reference for
   the run's step and duration) and ``NAME_err`` (relative or absolute error, as declared);
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contactopt.expressions import ExpressionError
-from contactopt.observables import Observable
-from contactopt.records import Trajectory
-from contactopt.scenes import Scene
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.expressions import ExpressionError
+from contactopt.scenes.loading import Scene
+from contactopt.scenes.observables import Observable
 
 __all__ = ["LONG_COLUMNS", "describe", "display_table", "long_table", "measure_all", "metadata"]
 

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from contactopt.analysis.quantities import MAX_SERIES, coordinate_panels, units_of, velocity_curve
 from contactopt.analysis.style import dt_text, new_figure, save, series_style
-from contactopt.records import Trajectory
+from contactopt.records.trajectory import Trajectory
 from contactopt.systems.base import System
 
 __all__ = ["plot_trajectory"]

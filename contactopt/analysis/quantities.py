@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.records import Trajectory
+from contactopt.records.trajectory import Trajectory
 from contactopt.systems.base import unit_of_name
 
 FloatArray = NDArray[np.float64]
@@ -46,7 +46,7 @@ class Panel:
 
 def units_of(traj: Trajectory, velocities: bool) -> tuple[list[str], list[str]]:
     """(names, units) of ``traj``'s coordinates (``velocities``: of ``v``) from the run's
-    ``info`` (``q_units``, written by :func:`contactopt.simulate` from the system's
+    ``info`` (``q_units``, written by :func:`contactopt.simulation.simulate` from the system's
     :meth:`~contactopt.systems.base.System.coordinate_units`), else read from the names."""
     values = traj.v if velocities else traj.q
     prefix = "v" if velocities else "q"

@@ -45,8 +45,8 @@ from contactopt.analysis.render_frames import (
     paint_frames,
     playback_speed,
 )
-from contactopt.errors import ContactoptError, ContactoptWarning, OptionError
-from contactopt.records import Trajectory
+from contactopt.core.errors import ContactoptError, ContactoptWarning, OptionError
+from contactopt.records.trajectory import Trajectory
 from contactopt.systems.base import System
 from contactopt.systems.drawing import Drawing, Plane
 from contactopt.systems.drawings import drawing_of

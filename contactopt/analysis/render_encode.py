@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import OptionError
-from contactopt.outputs import PARTIAL_PREFIX
+from contactopt.core.errors import OptionError
+from contactopt.core.outputs import PARTIAL_PREFIX
 
 __all__ = ["FORMATS", "VideoWriter", "check_video_path"]
 
@@ -43,7 +43,7 @@ def check_video_path(path: str | Path) -> Path:
 
 class VideoWriter:
     """Context manager appending frames to ``path`` (see the module docstring). The frames go
-    to a temporary name beside ``path`` (:data:`contactopt.outputs.PARTIAL_PREFIX`), renamed
+    to a temporary name beside ``path`` (:data:`contactopt.core.outputs.PARTIAL_PREFIX`), renamed
     to ``path`` once the video is closed complete; a failed or killed render leaves none."""
 
     def __init__(self, path: Path, fps: float) -> None:

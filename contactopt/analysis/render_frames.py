@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.records import Trajectory
+from contactopt.records.trajectory import Trajectory
 from contactopt.systems.drawing import Drawing
 
 FloatArray = NDArray[np.float64]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 
 FloatArray = NDArray[np.float64]
 

@@ -19,9 +19,9 @@ from contactopt.analysis.figures import METRICS, plot_metrics, plot_time_per_ste
 from contactopt.analysis.findings import findings
 from contactopt.analysis.legend import DEFINITIONS
 from contactopt.analysis.observations import display_table, long_table
-from contactopt.outputs import write_text
-from contactopt.scenes import Scene
-from contactopt.tables import format_table
+from contactopt.core.outputs import write_text
+from contactopt.core.tables import format_table
+from contactopt.scenes.loading import Scene
 
 __all__ = ["METRICS", "plot_metrics", "plot_time_per_step", "plot_trajectories", "write_report"]
 
@@ -57,7 +57,7 @@ def write_report(title: str, table: pd.DataFrame, traces: pd.DataFrame, folder: 
                                      if column in DEFINITIONS]
     if len(long):
         lines += ["", "## Observables", "", "Value (error against the reference; `ok` within tolerance, "
-                  "`OFF` outside). Definitions: `contactopt.observables`; one row per cell and "
+                  "`OFF` outside). Definitions: `contactopt.scenes.observables`; one row per cell and "
                   "observable: `observables.csv`.", "",
                   format_table(display_table(shown), markdown=True, digits=4), ""]
     if len(fitted):

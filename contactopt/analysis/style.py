@@ -120,11 +120,11 @@ def new_figure(width: float, height: float) -> Figure:
 
 def save(fig: Figure, path: str | Path | None, dpi: int = 110) -> Path | None:
     """Write ``fig`` to ``path`` (parents created) if a path is given, atomically
-    (:func:`~contactopt.outputs.atomic_path`: a killed run or a full disk leaves no half image
+    (:func:`~contactopt.core.outputs.atomic_path`: a killed run or a full disk leaves no half image
     under ``path``); the format is ``path``'s suffix (png without one)."""
     if path is None:
         return None
-    from contactopt.outputs import atomic_path, output_errors
+    from contactopt.core.outputs import atomic_path, output_errors
 
     path = Path(path)
     with output_errors(path, "figure"):

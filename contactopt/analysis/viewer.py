@@ -37,9 +37,9 @@ from contactopt.analysis.render_frames import clip as _clip
 from contactopt.analysis.render_frames import contact_arrows as _arrows
 from contactopt.analysis.viewer_page import ViewPage, page_html
 from contactopt.analysis.viewer_shapes import ShapeModel, lift, model_shapes, rotation_onto
-from contactopt.errors import ContactoptError, OptionError
-from contactopt.records import Trajectory
-from contactopt.scenes import Scene
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.loading import Scene
 from contactopt.systems.base import System
 from contactopt.systems.drawing import Drawing
 from contactopt.systems.drawings import drawing_of

@@ -12,8 +12,8 @@ import os
 import time
 from typing import Any
 
-from contactopt.errors import ContactoptError
-from contactopt.records import Trajectory
+from contactopt.core.errors import ContactoptError
+from contactopt.records.trajectory import Trajectory
 from contactopt.systems.base import System
 
 __all__ = ["replay"]

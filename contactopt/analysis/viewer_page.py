@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contactopt.errors import ContactoptError
-from contactopt.outputs import writable_file, write_text
+from contactopt.core.errors import ContactoptError
+from contactopt.core.outputs import writable_file, write_text
 
 __all__ = ["ViewPage", "label_png", "make_server", "page_html"]
 

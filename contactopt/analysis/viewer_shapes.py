@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 from contactopt.systems.drawing import Ball, Box, Disk, Dot, Drawing, Line, Plane, Polygon, Segment, Shape, Tube
 
 FloatArray = NDArray[np.float64]

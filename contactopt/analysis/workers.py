@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 
 if TYPE_CHECKING:
     from contactopt.analysis.compare import Cell
-    from contactopt.scenes import Scene
+    from contactopt.scenes.loading import Scene
 
 __all__ = ["execute", "exit_with_parent"]
 
@@ -97,7 +97,7 @@ def warm_up(scene: Scene, todo: list[tuple[str, Cell]], extra: Mapping[str, Any]
     kernels; spawned ones (Dask) load them from numba's on-disk cache (``cache=True``), which
     this pass fills."""
     from contactopt.analysis.compare import NO_SOLVER
-    from contactopt.simulate import simulate
+    from contactopt.simulation import simulate
 
     seen: set[tuple[str, str, str]] = set()
     for _, cell in todo:

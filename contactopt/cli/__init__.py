@@ -30,13 +30,13 @@ from contactopt.cli.common import (
     positive_float,
     with_max_steps,
 )
-from contactopt.errors import ContactoptError, PartialTrajectoryWarning, SimulationError
-from contactopt.outputs import output_errors, safe_component, write_text
+from contactopt.core.errors import ContactoptError, PartialTrajectoryWarning, SimulationError
+from contactopt.core.outputs import output_errors, safe_component, write_text
+from contactopt.core.run_folders import RUN_OUTPUTS, open_run_folder, removed_if_failed
 from contactopt.programs import save_program
-from contactopt.records import Trajectory
-from contactopt.run_folders import RUN_OUTPUTS, open_run_folder, removed_if_failed
-from contactopt.scenes import Scene
-from contactopt.simulate import formulate, simulate
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.loading import Scene
+from contactopt.simulation import formulate, simulate
 
 EXIT_ERROR = 1
 EXIT_STOPPED = 3
@@ -111,7 +111,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))
     from contactopt.analysis.legend import fill
-    from contactopt.tables import terminal_width
+    from contactopt.core.tables import terminal_width
 
     print(fill(folder.describe(), terminal_width()))
     print(f"{scene.name}:")
@@ -121,7 +121,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from contactopt.analysis.legend import wrapped
         from contactopt.analysis.metrics import run_metrics
         from contactopt.analysis.observations import describe, measure_all, metadata
-        from contactopt.tables import terminal_width
+        from contactopt.core.tables import terminal_width
 
         metrics = run_metrics(scene, traj)
         duration = float(args.duration or scene.duration)
@@ -138,7 +138,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         write_text(out / "summary.json", json.dumps({**summary_json, "observables": values}, indent=2, default=str),
                    "summary file")
     if traj.sensitivities:
-        from contactopt.cli.views import print_sensitivities
+        from contactopt.cli.printout import print_sensitivities
 
         print_sensitivities(scene, traj)
     if traj.info.get("solver_choice"):
@@ -165,7 +165,7 @@ def _print_run_table(row: dict[str, Any], traj: Trajectory, wide: bool) -> None:
     import pandas as pd
 
     from contactopt.analysis.explain import run_notes
-    from contactopt.cli.views import print_view
+    from contactopt.cli.printout import print_view
 
     shown = dict(row)
     if not wide:
@@ -179,7 +179,7 @@ def _print_run_table(row: dict[str, Any], traj: Trajectory, wide: bool) -> None:
 
 
 def _value(value: Any) -> str:
-    from contactopt.tables import format_table
+    from contactopt.core.tables import format_table
 
     if isinstance(value, float | np.floating):
         return f"{float(value):.4g}"

@@ -23,8 +23,8 @@ from contactopt.analysis.bench import (
 from contactopt.analysis.bench.folder import bench_folder
 from contactopt.analysis.bench.inputs import SKIPPED
 from contactopt.analysis.legend import legend
-from contactopt.outputs import atomic_path
-from contactopt.tables import format_table, terminal_width
+from contactopt.core.outputs import atomic_path
+from contactopt.core.tables import format_table, terminal_width
 
 # --- command line ------------------------------------------------------------------------
 

@@ -8,11 +8,11 @@ import tomllib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from contactopt.errors import OptionError
-from contactopt.scenes import load_scene
+from contactopt.core.errors import OptionError
+from contactopt.scenes.loading import load_scene
 
 if TYPE_CHECKING:
-    from contactopt.scenes import Scene
+    from contactopt.scenes.loading import Scene
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +69,7 @@ def formulation_options(items: Sequence[str] | None, scene: Scene) -> dict[str, 
 
 
 def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
-    """``--max-steps N``: the step budget of the runs (contactopt.budgets; default 10**6)."""
+    """``--max-steps N``: the step budget of the runs (contactopt.core.budgets; default 10**6)."""
     parser.add_argument("--max-steps", type=int, metavar="N",
                         help="refuse runs of more than N steps (duration / dt) before starting (default: the "
                         "scene's max_steps, else 1000000)")
@@ -77,7 +77,7 @@ def add_max_steps_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_keyframe_argument(parser: argparse.ArgumentParser) -> None:
     """``--keyframe NAME``: the MJCF keyframe a scene starts from, its ``ctrl`` held
-    (contactopt.mujoco.keyframes; default: keyframe 0 when the model has one), and
+    (contactopt.systems.mjcf.keyframes; default: keyframe 0 when the model has one), and
     ``--system-option KEY=VALUE``: any key of the scene's ``[system]`` table (:func:`load_scene_of`)."""
     parser.add_argument("--keyframe", metavar="NAME",
                         help="MJCF scenes: start from this keyframe, holding its ctrl (default: keyframe 0 "
@@ -89,7 +89,7 @@ def add_keyframe_argument(parser: argparse.ArgumentParser) -> None:
 
 def load_scene_of(target: str, args: argparse.Namespace) -> Scene:
     """The scene ``target`` with the ``--keyframe`` and ``--system-option`` values of ``args``
-    (:func:`contactopt.scenes.load_scene`, which validates them as the file's own keys)."""
+    (:func:`contactopt.scenes.loading.load_scene`, which validates them as the file's own keys)."""
     return load_scene(target, keyframe=args.keyframe, system_options=_options(args.system_option, "--system-option"))
 
 

@@ -1,10 +1,10 @@
 """``contactopt compare``: one scene under many formulations, solvers and step sizes.
 
-Each comparison writes a new run folder (:mod:`contactopt.run_folders`): ``runs/compare-SCENE``,
+Each comparison writes a new run folder (:mod:`contactopt.core.run_folders`): ``runs/compare-SCENE``,
 then ``-2``, ``-3``, ...; ``--out DIR`` names one (refused when not empty unless ``--force``);
 ``--resume`` reuses the cells an earlier comparison stored there. The command says which folder
 it wrote and how many runs it computed and reused, prints the compact tables
-(:mod:`contactopt.cli.views`) and writes the tables, figures and report.
+(:mod:`contactopt.cli.printout`) and writes the tables, figures and report.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from contactopt.analysis.legend import fill, wrapped
 from contactopt.cli.common import _options, load_scene_of, positive_float, with_max_steps
 from contactopt.cli.grid import check_grid, split_list, step_size
-from contactopt.errors import OptionError
-from contactopt.outputs import atomic_path, safe_component, writable_file
-from contactopt.run_folders import CELL_STORE, COMPARE_OUTPUTS, open_run_folder, removed_if_failed
-from contactopt.tables import format_table, terminal_width
+from contactopt.core.errors import OptionError
+from contactopt.core.outputs import atomic_path, safe_component, writable_file
+from contactopt.core.run_folders import CELL_STORE, COMPARE_OUTPUTS, open_run_folder, removed_if_failed
+from contactopt.core.tables import format_table, terminal_width
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -170,7 +170,7 @@ def _print_tables(table: pd.DataFrame, wide: bool, out: Path, left_out: Sequence
     """The metrics table, the observables table and the convergence orders, each with its
     legend and notes (``left_out``: notes on formulations a default comparison leaves out);
     ``convergence.csv`` written when orders were fitted."""
-    from contactopt.cli.views import compare_notes, metrics_view, observables_legend, observables_view, print_view
+    from contactopt.cli.printout import compare_notes, metrics_view, observables_legend, observables_view, print_view
 
     width = terminal_width()
     view, same, explained = metrics_view(table, wide)

@@ -19,9 +19,9 @@ from contactopt.cli.common import (
     positive_float,
     with_max_steps,
 )
-from contactopt.errors import ContactoptError, OptionError
-from contactopt.outputs import output_errors, safe_component, write_text
-from contactopt.run_folders import EXPORT_OUTPUTS, open_run_folder, removed_if_failed
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.core.outputs import output_errors, safe_component, write_text
+from contactopt.core.run_folders import EXPORT_OUTPUTS, open_run_folder, removed_if_failed
 
 #: The arguments that decide what an export writes: a resumed export must have the same ones.
 DECIDING = ("formulation", "solver", "dt", "duration", "max_steps", "keyframe", "option", "format",
@@ -91,7 +91,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_export(args: argparse.Namespace) -> int:
     """Handler of ``contactopt export``: simulate, export, print what was written."""
-    from contactopt.simulate import simulate
+    from contactopt.simulation import simulate
 
     scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     formats = parse_formats(args.format) if args.format else None

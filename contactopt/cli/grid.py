@@ -9,9 +9,9 @@ import math
 import warnings
 from collections.abc import Sequence
 
-from contactopt.budgets import plan_steps
-from contactopt.errors import ContactoptError, OptionError
-from contactopt.scenes import Scene
+from contactopt.core.budgets import plan_steps
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.scenes.loading import Scene
 
 
 def split_list(text: str | None, option: str) -> list[str] | None:

@@ -1,5 +1,5 @@
 """``contactopt list``: bundled problems, formulations, solvers and system types, each entry
-wrapped to the terminal's width (:func:`contactopt.tables.terminal_width`) under aligned
+wrapped to the terminal's width (:func:`contactopt.core.tables.terminal_width`) under aligned
 names, with a line saying what the columns are."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import textwrap
 from collections.abc import Sequence
 
 from contactopt import solvers, systems
-from contactopt.errors import ContactoptError
-from contactopt.scenes import load_scene, problems_dir
-from contactopt.tables import terminal_width
+from contactopt.core.errors import ContactoptError
+from contactopt.core.tables import terminal_width
+from contactopt.scenes.loading import load_scene, problems_dir
 
 __all__ = ["run_list"]
 
@@ -49,7 +49,7 @@ def _problems(width: int) -> str:
             scene = load_scene(path)
             rows.append((path.stem, scene.system.type_name, scene.description))
         except ContactoptError as exc:
-            from contactopt.mujoco.suite import INSTALL_HINT
+            from contactopt.systems.mjcf.suite import INSTALL_HINT
 
             if INSTALL_HINT in str(exc):  # a dm-control suite scene without the package
                 rows.append((path.stem, "mjcf", f"(needs dm-control: {INSTALL_HINT})"))

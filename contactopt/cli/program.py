@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.budgets import plan_steps
 from contactopt.cli.common import formulation_options, load_scene_of, with_max_steps
-from contactopt.control import make_controller
-from contactopt.errors import ContactoptError, OptionError
-from contactopt.outputs import writable_file
+from contactopt.core.budgets import plan_steps
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.core.outputs import writable_file
+from contactopt.core.tables import format_table, terminal_width
 from contactopt.programs import LCP, ConicProgram, save_program
-from contactopt.simulate import formulate, simulate
-from contactopt.tables import format_table, terminal_width
+from contactopt.scenes.control import make_controller
+from contactopt.simulation import formulate, simulate
 
 __all__ = ["MATRIX_MAX", "program_matrices", "run_program"]
 

@@ -24,11 +24,17 @@ from contactopt.cli.common import (
     positive_float,
     with_max_steps,
 )
-from contactopt.errors import ContactoptError, ContactoptWarning, OptionError, PartialTrajectoryWarning, SimulationError
-from contactopt.outputs import output_errors, safe_component, writable_file
-from contactopt.records import Trajectory
-from contactopt.scenes import Scene, find_problem, load_scene, problems_dir
-from contactopt.simulate import simulate
+from contactopt.core.errors import (
+    ContactoptError,
+    ContactoptWarning,
+    OptionError,
+    PartialTrajectoryWarning,
+    SimulationError,
+)
+from contactopt.core.outputs import output_errors, safe_component, writable_file
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.loading import Scene, find_problem, load_scene, problems_dir
+from contactopt.simulation import simulate
 from contactopt.systems.base import System
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from contactopt.cli.common import (
 )
 from contactopt.cli.grid import split_list
 from contactopt.cli.render import _is_run, _simulate, system_of_run
-from contactopt.errors import OptionError
-from contactopt.outputs import safe_component, writable_file
-from contactopt.records import Trajectory
+from contactopt.core.errors import OptionError
+from contactopt.core.outputs import safe_component, writable_file
+from contactopt.records.trajectory import Trajectory
 from contactopt.systems.base import System
 
 __all__ = ["add_view_parser"]

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import overload
 
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.derivatives.conic import (
     ConicDerivative,
     ConicGradient,
@@ -42,13 +43,12 @@ from contactopt.derivatives.conic import (
     residual_map,
 )
 from contactopt.derivatives.coulomb import CoulombDerivative, CoulombGradient, CoulombTangent
-from contactopt.derivatives.gradient import Gradient, final_state_loss, gradient, tracking_loss
 from contactopt.derivatives.lcp import LCPDerivative, LCPGradient, LCPTangent
 from contactopt.derivatives.linear import NotDifferentiableError, RankDeficientWarning
 from contactopt.derivatives.primal import PrimalDerivative, why_not_primal_derivative
 from contactopt.derivatives.projection import BRANCHES, DegeneratePoint
 from contactopt.derivatives.step import StepCotangent, StepDerivative, StepTangent
-from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.gradients import Gradient, final_state_loss, gradient, tracking_loss
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.lcp import LCP

@@ -34,9 +34,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.core.errors import ContactoptWarning, ShapeError
 from contactopt.derivatives.linear import LinearSolve, NotDifferentiableError
 from contactopt.derivatives.projection import DegeneratePoint, project, projection_derivative
-from contactopt.errors import ContactoptWarning, ShapeError
 from contactopt.programs.conic import DENSE_PRODUCT_ENTRIES, ConicProgram
 from contactopt.programs.solution import Solution, Status
 

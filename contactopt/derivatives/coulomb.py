@@ -5,7 +5,7 @@ The exact Coulomb problem is the optimality condition of no convex program, but 
 are the zeros of the Alart-Curnier function (Alart & Curnier, "A mixed formulation for
 frictional contact problems prone to Newton like solution methods", CMAME 92, 1991), ``Phi(r)
 = r - g(z)``, ``z_c = r_c - rho_c u_c``, ``u = W r + q``, with ``g`` the piecewise smooth map of
-:mod:`contactopt.solvers.alart_curnier` (whose ``alart_curnier`` gives ``Phi`` and the blocks
+:mod:`contactopt.solvers.coulomb.alart_curnier` (whose ``alart_curnier`` gives ``Phi`` and the blocks
 ``G_c`` of an element of its generalized Jacobian, reused here). Differentiating
 ``Phi(r; W, q, mu) = 0`` (``G = dg/dz``, ``g_mu = dg/dmu``) ::
 
@@ -47,7 +47,7 @@ four corners) gives the minimum-norm derivative (:mod:`.linear`). Its velocities
 unique ones along the changes a step's data make (``dW``, ``dq`` in ``W``'s range, one ``mu`` for
 the redundant contacts); a change that lifts the redundancy (different ``dmu`` on the four
 corners) selects one of the many solutions, and ``du`` then depends on which. ``J`` is
-assembled by :class:`~contactopt.solvers.alart_curnier.BlockPattern` and factored once per
+assembled by :class:`~contactopt.solvers.coulomb.alart_curnier.BlockPattern` and factored once per
 :class:`CoulombDerivative`.
 """
 
@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.core.errors import OptionError, ShapeError
 from contactopt.derivatives.conic import (
     NondifferentiableWarning,
     _matrix_product,
@@ -69,11 +70,10 @@ from contactopt.derivatives.conic import (
 )
 from contactopt.derivatives.linear import LinearSolve, NotDifferentiableError
 from contactopt.derivatives.projection import BRANCHES, DegeneratePoint
-from contactopt.errors import OptionError, ShapeError
 from contactopt.programs.conic import DENSE_PRODUCT_ENTRIES
 from contactopt.programs.coulomb import CoulombProgram, local_scaling
 from contactopt.programs.solution import Solution, Status
-from contactopt.solvers.alart_curnier import BlockPattern, alart_curnier
+from contactopt.solvers.coulomb.alart_curnier import BlockPattern, alart_curnier
 
 FloatArray = NDArray[np.float64]
 
@@ -221,7 +221,7 @@ def _boundary_points(program: CoulombProgram, R: FloatArray, U: FloatArray, tol:
 
 def _one_sided_block(kind: str, branch: str, z: FloatArray, mu: float) -> FloatArray:
     """``G_c`` of the piece ``branch`` picks at a boundary point (module docstring): the stick,
-    take-off or slide formula of :mod:`contactopt.solvers.alart_curnier` at the boundary."""
+    take-off or slide formula of :mod:`contactopt.solvers.coulomb.alart_curnier` at the boundary."""
     dim = z.shape[0]
     if branch == "active" and kind != "take_off":
         return np.eye(dim)  # closed and sticking

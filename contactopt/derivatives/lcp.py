@@ -33,10 +33,10 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.core.errors import OptionError, ShapeError
 from contactopt.derivatives.conic import NondifferentiableWarning, NotDifferentiableError, _vector
 from contactopt.derivatives.linear import LinearSolve
 from contactopt.derivatives.projection import BRANCHES
-from contactopt.errors import OptionError, ShapeError
 from contactopt.programs.lcp import LCP
 from contactopt.programs.solution import Solution, Status
 

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError, ContactoptWarning
+from contactopt.core.errors import ContactoptError, ContactoptWarning
 
 FloatArray = NDArray[np.float64]
 

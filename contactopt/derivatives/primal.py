@@ -38,7 +38,7 @@ solve with the same factorization: for the cotangents ``(g_v, g_sigma, g_y, g_s)
 and the data gradient pairs ``w1 = (-z, u - R^{-1} g_sigma)``, ``w2 = S^{-1} u`` with ``r``
 (:func:`~.conic.data_gradient`: the same dense or pattern-shaped ``P`` and ``A`` gradients as
 :class:`~.conic.ConicDerivative`). ``H`` (``nv x nv``, positive definite) is assembled by
-:class:`contactopt.solvers.newton_linalg.Hessian` over the blocks with ``G != 0`` and factored
+:class:`contactopt.solvers.newton.linalg.Hessian` over the blocks with ``G != 0`` and factored
 once (LAPACK's Cholesky when small or nearly full, else QDLDL's sparse LDL^T), against the
 ``(n + m)``-sized sparse LU of the general derivative.
 
@@ -67,6 +67,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.derivatives.conic import (
     ConicGradient,
     ConicTangent,
@@ -77,12 +78,11 @@ from contactopt.derivatives.conic import (
     data_residual,
 )
 from contactopt.derivatives.projection import BRANCHES, DegeneratePoint, soc_block_derivative
-from contactopt.errors import OptionError, UnsupportedProgramError
 from contactopt.programs.cone_projection import ConeLayout, Group, project
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
 from contactopt.programs.solution import Solution, Status
-from contactopt.solvers.newton_linalg import Hessian
+from contactopt.solvers.newton.linalg import Hessian
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]

@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.programs.conic import Cone
 
 FloatArray = NDArray[np.float64]

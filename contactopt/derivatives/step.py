@@ -46,15 +46,15 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.core.errors import OptionError, ParameterValueError, ShapeError
 from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError, _vector
 from contactopt.derivatives.coulomb import CoulombDerivative
 from contactopt.derivatives.differences import StepProgram, combination, dense, kinked
 from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.primal import PrimalDerivative
-from contactopt.errors import OptionError, ParameterValueError, ShapeError
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
-from contactopt.model import State, StepProblem
+from contactopt.model.step import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution, Status
 from contactopt.programs.convexity import vouched
 from contactopt.systems.base import System

@@ -23,7 +23,7 @@ Names a user differentiates by: ``"q0"``, ``"v0"``, ``"u"`` (the input of every 
 ``"dt"``, and the system's own (:meth:`System.differentiable_parameters`: ``"mu"``, masses, ...).
 
 **Actuator activations** (``State.act``, an MJCF model with ``na > 0``) are not in ``x``: the
-step's forces use ``act_n``, which the past inputs and ``dt`` set (:mod:`contactopt.mujoco.activations`)
+step's forces use ``act_n``, which the past inputs and ``dt`` set (:mod:`contactopt.systems.mjcf.activations`)
 but not the state nor the contact parameters. So with an open-loop input (none, constant,
 sinusoid) ``act_n`` is the same along every perturbation of ``q0``, ``v0`` and the parameters,
 and their sensitivities are exact; ``"u"``, ``"dt"`` and a state-feedback controller would need
@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core.errors import OptionError
 from contactopt.derivatives.step import RELATIVE_STEP, StepDerivative
-from contactopt.errors import OptionError
 from contactopt.integrators.time_stepping import TimeStepping
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
@@ -54,7 +54,7 @@ __all__ = ["INITIAL_STATE", "OPEN_LOOP_CONTROLS", "Sensitivities", "StepLineariz
 
 #: Names of the initial state's blocks.
 INITIAL_STATE = ("q0", "v0")
-#: ``[control]`` types whose input does not read the state (:mod:`contactopt.control`).
+#: ``[control]`` types whose input does not read the state (:mod:`contactopt.scenes.control`).
 OPEN_LOOP_CONTROLS = ("constant", "sinusoid")
 
 

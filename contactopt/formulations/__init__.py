@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from contactopt import plugins
-from contactopt.errors import RegistrationError, UnknownNameError
+from contactopt.core import plugins
+from contactopt.core.errors import RegistrationError, UnknownNameError
 from contactopt.formulations.anitescu import Anitescu
 from contactopt.formulations.base import Formulation, StepResult
 from contactopt.formulations.ccp import ConeComplementarity
@@ -134,7 +134,7 @@ def register(formulation: _F) -> _F:
     ``compare`` and the CLI. Takes a :class:`Formulation` subclass (instantiated without
     arguments) or an instance; returns it unchanged, so it works as a class decorator.
 
-    Raises :class:`~contactopt.errors.RegistrationError` if the name is taken or malformed.
+    Raises :class:`~contactopt.core.errors.RegistrationError` if the name is taken or malformed.
     Installed packages can instead declare the class in the entry-point group
     ``contactopt.formulations`` (see ``docs/extending.md``).
     """

@@ -4,7 +4,7 @@ MuJoCo documentation, "Computation: contact" and "Modeling: contact parameters":
 condim 4 adds a torsional row (the relative angular velocity about the normal), condim 6 also
 two rolling rows (about the tangents), each with its own coefficient ``mu_i`` (a length:
 ``contact.friction = [sliding, sliding, torsional, rolling, rolling]``), all sharing the
-contact's normal impulse (:class:`contactopt.model.AngularFriction`).
+contact's normal impulse (:class:`contactopt.model.step.AngularFriction`).
 
 **Elliptic cone** (``ccp``, ``sap``, ``regularized`` with ``cone = "elliptic"``): MuJoCo's ::
 
@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.formulations.common import ActiveContacts
-from contactopt.model import Contacts, Matrix, is_sparse
+from contactopt.model.step import Contacts, Matrix, is_sparse
 from contactopt.programs import SOC, Cone, Nonneg, Zero
 from contactopt.programs.csc import diagonal_csc, rows_of
 

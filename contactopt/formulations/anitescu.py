@@ -37,7 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from contactopt.budgets import check_allocation
+from contactopt.core.budgets import check_allocation
 from contactopt.formulations.angular_friction import angular_edges, edge_impulses, scatter_angular, vstack_rows
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
@@ -56,7 +56,7 @@ from contactopt.formulations.common import (
     tangent_directions,
 )
 from contactopt.formulations.recovery import normal_target, recovery_speed
-from contactopt.model import StepProblem
+from contactopt.model.step import StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
 

@@ -1,7 +1,7 @@
 """What a time-stepping formulation is: ``build`` a program from a step, ``recover`` the step.
 
 Like a cvxpy reduction, a formulation has two halves: :meth:`Formulation.build` turns a
-:class:`~contactopt.model.StepProblem` into an explicit program (ConicProgram, LCP or CoulombProgram) whose
+:class:`~contactopt.model.step.StepProblem` into an explicit program (ConicProgram, LCP or CoulombProgram) whose
 variable and row blocks are named, and :meth:`Formulation.recover` maps a solver's
 :class:`~contactopt.programs.Solution` back to the next velocity and the contact impulses.
 """
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import OptionError
-from contactopt.model import StepProblem
+from contactopt.core.errors import OptionError
+from contactopt.model.step import StepProblem
 from contactopt.programs import LCP, ConicProgram, Solution
 from contactopt.programs.coulomb import CoulombProgram
 

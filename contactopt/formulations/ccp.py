@@ -53,7 +53,7 @@ from contactopt.formulations.common import (
     select_contacts,
 )
 from contactopt.formulations.recovery import normal_target, recovery_speed
-from contactopt.model import StepProblem, is_sparse
+from contactopt.model.step import StepProblem, is_sparse
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
 from contactopt.programs.csc import csc, to_csr
 

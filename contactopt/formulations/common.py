@@ -19,7 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError, OptionError, SkippedContactWarning
+from contactopt.core.errors import ContactoptError, OptionError, SkippedContactWarning
+from contactopt.formulations import combine_kernel
 from contactopt.formulations.constraint_rows import (
     dual_program,
     dual_velocity,
@@ -29,8 +30,7 @@ from contactopt.formulations.constraint_rows import (
     require_no_friction_loss,
     row_impulses,
 )
-from contactopt.model import AngularFriction, Contacts, Dynamics, Matrix, is_sparse, to_dense
-from contactopt.programs import combine_kernel
+from contactopt.model.step import AngularFriction, Contacts, Dynamics, Matrix, is_sparse, to_dense
 from contactopt.programs.csc import csr, rows_of, to_csr
 
 __all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
@@ -50,7 +50,7 @@ def default_directions(dim: int) -> int:
 
 #: Most friction directions ``k`` accepted: a 1024-gon is within 5e-6 (relative) of the circle,
 #: so more only costs memory and time (the program's size also is checked before it is made,
-#: :func:`contactopt.budgets.check_allocation`).
+#: :func:`contactopt.core.budgets.check_allocation`).
 MAX_DIRECTIONS = 1024
 
 

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.formulations.recovery import limit_target
-from contactopt.model import Dynamics, Matrix, StepProblem, is_sparse, to_dense
+from contactopt.model.step import Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero, delassus_kernel
 from contactopt.programs.csc import (
     add_diagonal,
@@ -236,7 +236,7 @@ def require_no_friction_loss(problem: StepProblem, formulation: str, why: str) -
 
 
 def raise_refusal(formulation: str, what: str) -> None:
-    from contactopt.errors import ContactoptError
+    from contactopt.core.errors import ContactoptError
 
     raise ContactoptError(f"formulation {formulation!r} cannot take {what}")
 

@@ -64,11 +64,11 @@ from contactopt.formulations.common import (
 from contactopt.formulations.constraint_rows import raise_refusal
 from contactopt.formulations.lcp import Constrained
 from contactopt.formulations.recovery import normal_target, recovery_speed
-from contactopt.model import StepProblem
-from contactopt.mujoco.candidates import ANGULAR_FRICTION, FRICTION_LOSS
+from contactopt.model.step import StepProblem
 from contactopt.programs import Block, Solution
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.csc import symmetric_part
+from contactopt.systems.mjcf.candidates import ANGULAR_FRICTION, FRICTION_LOSS
 
 FloatArray = np.ndarray
 

@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import SkippedContactWarning
+from contactopt.core.errors import SkippedContactWarning
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     dual_program,
@@ -50,7 +50,7 @@ from contactopt.formulations.common import (
     row_impulses,
 )
 from contactopt.formulations.recovery import normal_target, recovery_speed
-from contactopt.model import Contacts, StepProblem
+from contactopt.model.step import Contacts, StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
 
@@ -115,7 +115,7 @@ def _moving_normals(contacts: Contacts) -> IntArray | None:
     with its normal along the lever arm, or two geoms of one welded body) reads
     ``phi/h + 0 v' >= 0``: nothing in the step can satisfy it when ``phi < 0``, and its impulse
     acts only through ``n^T lambda = 0``, so it is left out (zero impulse in the record, with the
-    :class:`~contactopt.errors.SkippedContactWarning` the other formulations give)."""
+    :class:`~contactopt.core.errors.SkippedContactWarning` the other formulations give)."""
     moving = moving_blocks(contacts, np.arange(contacts.count), rigid=True)
     if moving.all():
         return None

@@ -67,7 +67,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from contactopt.budgets import check_allocation
+from contactopt.core.budgets import check_allocation
 from contactopt.formulations.angular_friction import scatter_angular, vstack_rows
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
@@ -81,7 +81,7 @@ from contactopt.formulations.common import (
 )
 from contactopt.formulations.lcp_selection import least_norm_on_face
 from contactopt.formulations.recovery import limit_target, normal_target, recovery_speed
-from contactopt.model import StepProblem, to_dense
+from contactopt.model.step import StepProblem, to_dense
 from contactopt.programs import LCP, Solution
 from contactopt.programs.conic import blocks_from_sizes
 

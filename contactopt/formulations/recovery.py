@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import OptionError
-from contactopt.model import StepProblem
+from contactopt.core.errors import OptionError
+from contactopt.model.step import StepProblem
 
 FloatArray = NDArray[np.float64]
 

@@ -51,7 +51,7 @@ constraint problem at the state, on the model as written (every row MuJoCo build
 ``efc_R`` and ``efc_aref`` from the per-row solref/solimp/margin, friction combined by its
 rules, condim 1-6, the model's cone unless ``cone`` is given), and the velocity step is its
 integrator's (Euler: ``(M + h D)^{-1}``; implicitfast: ``(M - h dtau/dv)^{-1}``):
-:mod:`contactopt.mujoco.native`. On an ``RK4`` model the step is MuJoCo's four stages, each
+:mod:`contactopt.systems.mjcf.native`. On an ``RK4`` model the step is MuJoCo's four stages, each
 stage's constraint problem one program (:mod:`contactopt.integrators.runge_kutta`,
 :meth:`stage_tableau`); only ``params=model`` follows RK4, every other formulation (and
 ``params=contactopt``) takes its semi-implicit Euler step on such a model. One step matches
@@ -84,7 +84,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.formulations import regularized_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.ccp import friction_cone_rows
@@ -104,7 +104,7 @@ from contactopt.formulations.recovery import capped_spring, recovery_speed
 from contactopt.formulations.regularized_model import model_program, model_recover
 from contactopt.formulations.regularized_unmoved import unmoved_rows, unmoved_rows_regularized
 from contactopt.integrators.runge_kutta import RK4, Tableau
-from contactopt.model import Dynamics, StepProblem, is_sparse
+from contactopt.model.step import Dynamics, StepProblem, is_sparse
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc, empty_csc
 from contactopt.systems.base import System

@@ -44,7 +44,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.model import Matrix, StepProblem
+from contactopt.model.step import Matrix, StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
 

@@ -1,5 +1,5 @@
 """``regularized -o params=model``: the system's own constraint problem as the step's program
-and MuJoCo's velocity update from its answer (:mod:`contactopt.mujoco.native` builds the rows;
+and MuJoCo's velocity update from its answer (:mod:`contactopt.systems.mjcf.native` builds the rows;
 Todorov 2014; MuJoCo documentation, "Computation: Constraint model" and "Numerical integration")."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import dataclasses
 
 import numpy as np
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.formulations.base import StepResult
-from contactopt.model import StepProblem
+from contactopt.model.step import StepProblem
 from contactopt.programs import ConicProgram, Solution
 
 
 def model_program(problem: StepProblem, name: str) -> ConicProgram:
     """``params = model``: the system's own constraint problem (MuJoCo's, on the model as
-    written: :mod:`contactopt.mujoco.native`), in impulses."""
+    written: :mod:`contactopt.systems.mjcf.native`), in impulses."""
     native = problem.native
     if native is None:
         raise OptionError(f"formulation {name!r}: params=model needs the system's own constraint problem "

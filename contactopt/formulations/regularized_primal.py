@@ -48,7 +48,7 @@ from contactopt.formulations.regularized import (
     soft_rows,
 )
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
-from contactopt.model import StepProblem
+from contactopt.model.step import StepProblem
 from contactopt.programs import ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import rows_of
 from contactopt.programs.primal import PrimalConicProgram

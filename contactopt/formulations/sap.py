@@ -49,7 +49,7 @@ e.g. the sphere pile at up to 0.7 mm): in the rigid limit with ``tau_d = 0`` (S8
 penetration within one step, ``v_hat_n = -phi / h`` (0.3 m/s for the pile; ``max_recovery_speed``,
 below, caps it), which throws the spheres apart (0.5 m/s, spinning at 10 rad/s) and makes every
 step a sliding-to-stiction problem for ``newton`` (about 28 iterations; why:
-:mod:`contactopt.solvers.newton`, "Iteration counts"). Pick ``dissipation_time_scale = 0.05``
+:mod:`contactopt.solvers.newton.solver`, "Iteration counts"). Pick ``dissipation_time_scale = 0.05``
 (``epsilon = 0``): the penetration is resolved over ``h + tau_d`` instead, the pile stays at
 rest (6 mm/s, 0.2 rad/s over 40 steps; MuJoCo's own mj_step: 0.03 m/s, 0.8 rad/s) and newton
 takes about 10 iterations. A finite ``stiffness`` (1e4-1e5 N/m) with that ``tau_d`` behaves
@@ -81,7 +81,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.formulations.angular_friction import PrimalCone, primal_cone, scatter_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
@@ -93,7 +93,7 @@ from contactopt.formulations.common import (
     select_contacts,
 )
 from contactopt.formulations.recovery import normal_target, recovery_speed
-from contactopt.model import Dynamics, StepProblem
+from contactopt.model.step import Dynamics, StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
 from contactopt.programs.csc import rows_of, to_csr
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram

@@ -17,22 +17,22 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from contactopt import formulations
-from contactopt.errors import UnknownNameError
+from contactopt.core.errors import UnknownNameError
 from contactopt.integrators.compliant import CompliantContact
 from contactopt.integrators.drift import Drift, project
 from contactopt.integrators.hybrid import HybridSimulation
 from contactopt.integrators.ode import ConstrainedODE
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.integrators.variational import VariationalIntegrator
-from contactopt.model import State
-from contactopt.records import StepRecord
+from contactopt.model.step import State
+from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 
 __all__ = ["CompliantContact", "ConstrainedODE", "Drift", "HybridSimulation", "Stepper", "TimeStepping",
            "VariationalIntegrator", "build_step_problem", "describe", "make_stepper", "names", "project"]
 
 def _mujoco_stepper(*args: Any) -> Any:  # imported lazily: mujoco is an optional extra
-    from contactopt.mujoco.stepper import MujocoStepper
+    from contactopt.integrators.mujoco_stepper import MujocoStepper
 
     return MujocoStepper(*args)
 

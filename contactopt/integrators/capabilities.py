@@ -7,7 +7,7 @@ depend on the configuration.
 **Model features.** A formulation declares the rows it cannot hold (``Formulation.refuses``:
 feature name -> why), a system the elements that can produce them whatever the state
 (:meth:`System.declared_features`: an MJCF model's condim 4/6 geom pairs, its frictionloss
-dofs and tendons, :mod:`contactopt.mujoco.candidates`). :func:`refuse_model_features` matches
+dofs and tendons, :mod:`contactopt.systems.mjcf.candidates`). :func:`refuse_model_features` matches
 the two before step 0, so that a model is refused by name at once, not at the step where a
 condim 6 contact first appears.
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from contactopt.errors import OptionError
-from contactopt.model import State
+from contactopt.core.errors import OptionError
+from contactopt.model.step import State
 from contactopt.systems.base import System
 
 __all__ = ["FEATURES", "refuse_activation_states", "refuse_contacts", "refuse_model_features"]

@@ -64,14 +64,14 @@ from numpy.typing import NDArray
 from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, OdeSolver, Radau
 from scipy.optimize import brentq
 
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.capabilities import refuse_activation_states
 from contactopt.integrators.drift import Drift
 from contactopt.integrators.ode import accelerations
 from contactopt.integrators.options import choice, merge_options, number, optional_number
-from contactopt.model import Contacts, Dynamics, State
+from contactopt.model.step import Contacts, Dynamics, State
 from contactopt.programs import Residuals, Status
-from contactopt.records import StepRecord
+from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 from contactopt.systems.dense import dense_view
 

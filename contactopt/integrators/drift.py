@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError, OptionError
-from contactopt.model import Bilateral
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.model.step import Bilateral
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]

@@ -40,7 +40,7 @@ At an event, and at the start of a run, the modes are settled:
    uses the program for every case). A collision slower than ``rest_velocity`` is plastic
    (``e = 0``): bounces whose apex heights fall by ``e^2`` would otherwise never end (Zeno),
    so once the approach speed is below this threshold the contact becomes active instead.
-   Each collision is recorded (:class:`~contactopt.records.Impact`: time, contacts, ``v-``,
+   Each collision is recorded (:class:`~contactopt.records.trajectory.Impact`: time, contacts, ``v-``,
    ``v+``, impulses) in the record of the step in which it happens.
 2. touching contacts that neither approach nor separate become active: ``stick`` if
    ``mu = inf`` or their slip speed is numerically zero (``1e-7 m/s``), otherwise ``slide``.
@@ -68,7 +68,7 @@ from numpy.typing import NDArray
 from scipy.integrate import solve_ivp
 
 from contactopt import solvers
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.capabilities import refuse_activation_states
 from contactopt.integrators.hybrid_modes import (
     APPROACH_TOLERANCE,
@@ -86,9 +86,9 @@ from contactopt.integrators.hybrid_modes import (
 )
 from contactopt.integrators.impacts import select_impact_set, solve_impact
 from contactopt.integrators.options import choice, integer, merge_options, number
-from contactopt.model import Contacts, State
+from contactopt.model.step import Contacts, State
 from contactopt.programs import Status
-from contactopt.records import Impact, StepRecord
+from contactopt.records.trajectory import Impact, StepRecord
 from contactopt.systems.base import System
 from contactopt.systems.dense import dense_view
 

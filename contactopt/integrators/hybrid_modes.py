@@ -16,9 +16,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.integrators.drift import Drift
-from contactopt.model import Contacts
+from contactopt.model.step import Contacts
 from contactopt.programs import Residuals
-from contactopt.records import Impact
+from contactopt.records.trajectory import Impact
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]

@@ -64,7 +64,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt import solvers
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 from contactopt.programs import SOC, ConicProgram, Nonneg, Residuals, Zero
 from contactopt.programs.conic import Cone, blocks_from_sizes
 

@@ -2,7 +2,7 @@
 ground) are pushed apart by the first steps at whatever speed closes the gap in one step
 (``-phi / h``: a box 1 m under the ground at h = 1e-3 leaves at 1000 m/s), which no program
 reports as a failure. ``simulate`` therefore looks once at ``system.contacts(q0)`` before
-step 0 and issues one :class:`~contactopt.errors.InitialPenetrationWarning` when some contact
+step 0 and issues one :class:`~contactopt.core.errors.InitialPenetrationWarning` when some contact
 has ``phi < -tolerance`` (docs/architecture.md: ``phi >= 0`` is separation), naming the deepest contact
 (``system.contact_names(q0)`` where the system has names, e.g. ``"box.corner(-,-,-)"`` or
 ``"bottom|top[0]"``), its depth and how many others penetrate.
@@ -17,13 +17,13 @@ worth a word; ``simulate(..., penetration_tolerance=...)`` changes it
 ``system.limits(q0)`` with ``phi < -tolerance``, in the joint's own units, rad or m) is pushed
 back at about ``violation / dt``, at most ``max_recovery_speed`` (rad/s or m/s; a thumb 0.26 rad
 outside its range would spin at 0.26/h rad/s without it: :mod:`contactopt.formulations.recovery`);
-one :class:`~contactopt.errors.InitialLimitViolationWarning` names the worst limit
+one :class:`~contactopt.core.errors.InitialLimitViolationWarning` names the worst limit
 (``system.limit_names(q0)`` where the system has them, e.g. ``"joint 'thumb' upper"``), its
 violation and how many others are violated.
 
 **Equalities** too (an MJCF ``connect`` or ``weld`` whose two frames start apart: the system's
 ``equality_violations(q0)``, in m or rad): the first steps pull them together at about
-``violation / dt``; one :class:`~contactopt.errors.InitialEqualityViolationWarning` names the
+``violation / dt``; one :class:`~contactopt.core.errors.InitialEqualityViolationWarning` names the
 worst and its violation.
 """
 
@@ -35,7 +35,7 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactopt.errors import (
+from contactopt.core.errors import (
     InitialEqualityViolationWarning,
     InitialLimitViolationWarning,
     InitialPenetrationWarning,
@@ -120,8 +120,8 @@ def initial_equality_message(system: System, q0: ArrayLike, tolerance: float = I
 
 def check_initial_penetration(system: System, q0: ArrayLike, tolerance: float = INITIAL_PENETRATION_TOLERANCE,
                               label: str = "") -> None:
-    """Warn once (:class:`~contactopt.errors.InitialPenetrationWarning`) if ``q0`` penetrates,
-    and once (:class:`~contactopt.errors.InitialLimitViolationWarning`) if it violates a limit."""
+    """Warn once (:class:`~contactopt.core.errors.InitialPenetrationWarning`) if ``q0`` penetrates,
+    and once (:class:`~contactopt.core.errors.InitialLimitViolationWarning`) if it violates a limit."""
     message = initial_penetration_message(system, q0, tolerance, label)
     if message is not None:
         warnings.warn(message, InitialPenetrationWarning, stacklevel=3)

@@ -32,12 +32,12 @@ from numpy.typing import NDArray
 from scipy.integrate import solve_ivp
 
 from contactopt import solvers
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.capabilities import refuse_activation_states, refuse_contacts
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.programs import ConicProgram, Residuals, Status, Zero
-from contactopt.records import StepRecord
+from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 from contactopt.systems.dense import dense_view
 

@@ -1,6 +1,6 @@
 """Option checking shared by the continuous-time baselines (``compliant``, ``hybrid``).
 
-Every check raises :class:`~contactopt.errors.OptionError` whose message names the method
+Every check raises :class:`~contactopt.core.errors.OptionError` whose message names the method
 and the key, so a bad scene or command line fails before the first step.
 """
 
@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 
 
 def merge_options(owner: str, defaults: Mapping[str, Any], given: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ rate ``K_j = dexp^{-1}_{-theta_j}(w_j)``, ``theta_j`` the stage's rotation vecto
 (Munthe-Kaas 1998, "Runge-Kutta methods on Lie groups", BIT 38; Iserles et al., "Lie-group
 methods", Acta Numerica 2000). This reproduces ``mj_step`` of MuJoCo 4.0 exactly; MuJoCo's
 earlier RK4 combined the ``w_j`` themselves (second order in orientation), and under such a
-MuJoCo the system names no rotation dofs (:func:`contactopt.mujoco.compat.lie_group_rk4`), so
+MuJoCo the system names no rotation dofs (:func:`contactopt.systems.mjcf.compat.lie_group_rk4`), so
 that the stages here do the same.
 
 Here each stage's constraint problem is a program of the step's formulation at the stage state
@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]

@@ -7,7 +7,7 @@ Bilateral constraints follow the ``drift`` option (:mod:`contactopt.integrators.
 the velocity target of their rows (Baumgarte) and a projection after the step.
 Actuator activations (``State.act``, MuJoCo's ``act``) are the system's during the step
 (:meth:`System.set_activation`: the forces of step ``n`` use ``act_n``) and advance by
-:meth:`System.next_activation` (:mod:`contactopt.mujoco.activations`), whatever the contact solve.
+:meth:`System.next_activation` (:mod:`contactopt.systems.mjcf.activations`), whatever the contact solve.
 
 **Stage programs.** Where the formulation declares a Runge-Kutta tableau for the system
 (:meth:`Formulation.stage_tableau`: MuJoCo's RK4 under ``regularized -o params=model``) a step
@@ -29,16 +29,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from contactopt import formulations, solvers
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.formulations.base import Formulation, Program
 from contactopt.integrators import runge_kutta
 from contactopt.integrators.capabilities import refuse_model_features
 from contactopt.integrators.drift import DRIFT_DEFAULTS, Drift, project
 from contactopt.integrators.runge_kutta import Tableau
-from contactopt.model import State, StepProblem
+from contactopt.model.step import State, StepProblem
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status
 from contactopt.programs.coulomb import CoulombProgram
-from contactopt.records import StepRecord
+from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 
 
@@ -102,7 +102,7 @@ class TimeStepping:
         solvers.parse_name(solver)
         spec = solvers.spec(solver)
         if not spec.is_available():
-            from contactopt.errors import SolverUnavailableError
+            from contactopt.core.errors import SolverUnavailableError
 
             raise SolverUnavailableError(f"solver {spec.name!r} is not installed: {spec.install_hint}")
         self.solver_options = dict(solver_options or {})

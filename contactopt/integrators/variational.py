@@ -36,11 +36,11 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.integrators.capabilities import refuse_activation_states, refuse_contacts
-from contactopt.model import State
+from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
-from contactopt.records import StepRecord
+from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 from contactopt.systems.manipulator import ManipulatorSystem
 

@@ -3,8 +3,8 @@
 from contactopt.programs.conic import SOC, Block, Cone, ConicProgram, Nonneg, Zero
 from contactopt.programs.convert import LCPToQP, NonnegQPToLCP, QPToLCP, lcp_to_qp, qp_to_lcp
 from contactopt.programs.coulomb import CoulombProgram, coulomb_criteria, coulomb_residuals
+from contactopt.programs.coulomb_error import fclib_merit, solve_coulomb
 from contactopt.programs.fclib import FclibGlobal, FclibLocal, fclib_program, read_fclib
-from contactopt.programs.fclib_coulomb import fclib_merit, solve_coulomb
 from contactopt.programs.io import load_program, save_program
 from contactopt.programs.lcp import LCP
 from contactopt.programs.residuals import conic_residuals, lcp_residuals, residuals

@@ -22,9 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt import display
-from contactopt.arrays import debug_checks
-from contactopt.errors import ContactoptError, NonconvexProgramError, ShapeError
+from contactopt.core import display
+from contactopt.core.arrays import debug_checks
+from contactopt.core.errors import ContactoptError, NonconvexProgramError, ShapeError
 from contactopt.programs.convexity import is_vouched, smallest_eigenvalue_if_nonconvex
 from contactopt.programs.csc import (
     attached_upper,
@@ -293,7 +293,7 @@ class ConicProgram:
         return f"{self.kind.upper()}: n={self.n} variables, m={self.m} rows, cones {cones}"
 
     def __repr__(self) -> str:
-        """One line: kind, sizes, cones, nonzeros, the formulation (:mod:`contactopt.display`)."""
+        """One line: kind, sizes, cones, nonzeros, the formulation (:mod:`contactopt.core.display`)."""
         return display.program_text(self)
 
     def _repr_html_(self) -> str:

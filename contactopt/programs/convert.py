@@ -34,7 +34,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ConversionError
+from contactopt.core.errors import ConversionError
 from contactopt.programs.conic import Block, ConicProgram, Nonneg
 from contactopt.programs.lcp import LCP
 from contactopt.programs.residuals import conic_residuals, lcp_residuals

@@ -40,9 +40,9 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.errors import ShapeError
+from contactopt.core.errors import ShapeError
 from contactopt.programs.conic import Block, _check_blocks, _find
-from contactopt.programs.fclib_coulomb import natural_map, project_cones
+from contactopt.programs.coulomb_error import natural_map, project_cones
 from contactopt.programs.relative import FLOOR
 from contactopt.programs.solution import Residuals
 

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ConversionError
+from contactopt.core.errors import ConversionError
 from contactopt.programs.conic import blocks_from_sizes
 from contactopt.programs.coulomb import CoulombProgram, coulomb_residuals
 from contactopt.programs.lcp import LCP
@@ -78,7 +78,7 @@ class CoulombToLCP:
         reason = self.accepts(program)
         if reason is not None:
             raise ConversionError(f"cannot convert the Coulomb problem to an LCP: {reason}")
-        from contactopt.budgets import check_allocation
+        from contactopt.core.budgets import check_allocation
         from contactopt.formulations.common import tangent_directions
 
         k, dim, nc = self.directions(program), program.dim, program.contacts

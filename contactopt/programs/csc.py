@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.arrays import debug_checks
+from contactopt.core.arrays import debug_checks
 
 FloatArray = NDArray[np.float64]
 IndexArray = NDArray[np.int32]

@@ -28,9 +28,9 @@ whose optimality conditions are ``C*_mu ∋ u ⟂ r ∈ C_mu`` (impulses ``r = x
 ``r_c = diag(1, mu_c, mu_c) y_c`` from the cone duals and ``lambda = -y`` on the equality rows in
 the primal form). A CCP solution solves FCLIB's problem exactly where no contact slides with a
 nonzero impulse (``u_cT = 0`` or ``r_c = 0``); a sliding contact gets ``u_cN = mu_c ||u_cT|| > 0``
-instead of 0. :func:`contactopt.programs.fclib_coulomb.solve_coulomb` solves FCLIB's own
+instead of 0. :func:`contactopt.programs.coulomb_error.solve_coulomb` solves FCLIB's own
 problem as a sequence of such convex programs (the fixed point on De Saxcé's term), and
-:func:`~contactopt.programs.fclib_coulomb.fclib_merit` is FCLIB's error measure, computed here.
+:func:`~contactopt.programs.coulomb_error.fclib_merit` is FCLIB's error measure, computed here.
 
 **Symmetry.** The program's ``P`` (``W``, ``R`` or ``M``) must be symmetric (its objective only
 sees the symmetric part). The problem types keep a file's matrices as stored
@@ -51,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError, UnsupportedProgramError
+from contactopt.core.errors import ContactoptError, UnsupportedProgramError
 from contactopt.programs.conic import SOC, Block, Cone, ConicProgram, Nonneg, Zero
 from contactopt.programs.fclib_io import (
     FclibGlobal,
@@ -202,7 +202,7 @@ def fclib_program(problem: FclibProblem, form: Form | None = None, source: str =
     (velocities, the default: keeps M sparse) or ``"dual"`` (condensed to the local problem).
     The program needs ``W`` (``R``, ``M``) symmetric: one within the stored precision is replaced
     by its symmetric part, said in ``metadata["symmetrized"]``; one beyond it is refused
-    (:class:`~contactopt.errors.UnsupportedProgramError` naming the file and the matrix) unless
+    (:class:`~contactopt.core.errors.UnsupportedProgramError` naming the file and the matrix) unless
     ``symmetrize``, which takes its symmetric part and says so likewise. ``metadata`` also has
     ``symmetric``, ``asymmetry`` (relative, per matrix) and, for triplet files, ``triplets``.
     """

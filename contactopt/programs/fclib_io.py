@@ -53,7 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 from contactopt.programs.fclib_matrix import (
     SYMMETRY_TOLERANCE,
     read_stored_matrix,

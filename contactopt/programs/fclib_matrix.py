@@ -19,7 +19,7 @@ A reading is *valid* when its row indices lie in ``[0, m)`` and its column indic
 matrix admits one reading only (``H`` of Box_Stacks: 450 x 246 with ``i`` up to 389), the whole
 file follows it (its square ``M``, valid both ways, included); where no matrix decides, a
 matrix valid both ways whose two readings differ beyond the stored precision (below) is read
-the default way with an :class:`~contactopt.errors.AmbiguousTripletsWarning` naming the file
+the default way with an :class:`~contactopt.core.errors.AmbiguousTripletsWarning` naming the file
 and the matrix; readings that agree need no decision. The choice is recorded per matrix.
 
 **Symmetry** (:func:`relative_asymmetry`, :data:`SYMMETRY_TOLERANCE`): ``max |A_ij - A_ji| /
@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import AmbiguousTripletsWarning, ContactoptError
+from contactopt.core.errors import AmbiguousTripletsWarning, ContactoptError
 from contactopt.programs.file_checks import checked_csc_parts
 
 __all__ = ["CSPARSE", "FCLIB", "SYMMETRY_TOLERANCE", "StoredMatrix", "read_stored_matrix", "relative_asymmetry",

@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 
 __all__ = ["checked_csc", "checked_csc_parts", "checked_dense"]
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from contactopt.errors import ContactoptError
-from contactopt.outputs import atomic_path, existing_npz, npz_path, writable_file
+from contactopt.core.errors import ContactoptError
+from contactopt.core.outputs import atomic_path, existing_npz, npz_path, writable_file
 from contactopt.programs.conic import Block, Cone, ConicProgram
 from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.file_checks import checked_csc, checked_dense
@@ -39,7 +39,7 @@ def _sparse_arrays(prefix: str, matrix: sp.csc_matrix) -> dict[str, np.ndarray]:
 def save_program(program: ConicProgram | LCP | CoulombProgram, path: str | Path) -> Path:
     """Write ``program`` to ``path`` (``.npz`` appended if missing: ``"step"`` -> ``step.npz``,
     which :func:`load_program` of ``"step"`` finds) and return the path. The file appears under
-    its name only complete (:func:`~contactopt.outputs.atomic_path`)."""
+    its name only complete (:func:`~contactopt.core.outputs.atomic_path`)."""
     path = npz_path(path)
     writable_file(path, "program file")
     header: dict[str, Any] = {"format": "contactopt-program", "version": FORMAT_VERSION,

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt import display
-from contactopt.errors import ShapeError
+from contactopt.core import display
+from contactopt.core.errors import ShapeError
 from contactopt.programs.conic import Block, _check_blocks, _find
 
 FloatArray = NDArray[np.float64]
@@ -83,7 +83,7 @@ class LCP:
         return f"LCP: n={self.n}"
 
     def __repr__(self) -> str:
-        """One line: size, symmetry of M, the formulation (:mod:`contactopt.display`)."""
+        """One line: size, symmetry of M, the formulation (:mod:`contactopt.core.display`)."""
         return display.lcp_text(self)
 
     def _repr_html_(self) -> str:

@@ -55,7 +55,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.errors import ShapeError
+from contactopt.core.errors import ShapeError
 from contactopt.programs.cone_projection import ConeLayout, cone_layout, project, regularizer_cost, with_box_rows
 from contactopt.programs.conic import Block, Cone, ConicProgram, Nonneg
 from contactopt.programs.csc import csc, csr, csr_to_csc, to_csc, to_csr

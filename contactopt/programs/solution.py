@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt import display
+from contactopt.core import display
 
 FloatArray = NDArray[np.float64]
 
@@ -138,7 +138,7 @@ class Solution:
     history: dict[str, FloatArray] | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
-        """One line: status, solver, iterations, time, worst residual (:mod:`contactopt.display`)."""
+        """One line: status, solver, iterations, time, worst residual (:mod:`contactopt.core.display`)."""
         return display.solution_text(self)
 
     def _repr_html_(self) -> str:

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from contactopt import plugins
-from contactopt.arguments import check_mapping, check_name
-from contactopt.errors import (
+from contactopt.core import plugins
+from contactopt.core.arguments import check_mapping, check_name
+from contactopt.core.errors import (
     OptionError,
     RegistrationError,
     SolverUnavailableError,
@@ -34,9 +34,18 @@ from contactopt.programs.coulomb import CoulombProgram
 from contactopt.programs.coulomb_lcp import CoulombToLCP
 from contactopt.programs.normalize import Normalize
 from contactopt.programs.residuals import cone_violation
-from contactopt.solvers import admm, clarabel_, cvxpy_, fixed_point, lemke, nsgs, nsn, osqp_, pgs, qpsolvers_, staggered
-from contactopt.solvers import newton as _newton
+from contactopt.solvers import lemke
+from contactopt.solvers.backends import clarabel as clarabel_
+from contactopt.solvers.backends import cvxpy as cvxpy_
+from contactopt.solvers.backends import osqp as osqp_
+from contactopt.solvers.backends import qpsolvers as qpsolvers_
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, judge, make_solution
+from contactopt.solvers.coulomb import fixed_point, nsn
+from contactopt.solvers.coulomb.admm import solver as admm
+from contactopt.solvers.coulomb.nsgs import solver as nsgs
+from contactopt.solvers.coulomb.staggered import solver as staggered
+from contactopt.solvers.newton import solver as _newton
+from contactopt.solvers.pgs import solver as pgs
 
 __all__ = ["Solution", "SolverSpec", "Status", "available", "can_take", "can_take_kind", "comparison_defaults",
            "kinds", "names", "solve", "spec"]
@@ -358,7 +367,7 @@ def register(solver: SolverSpec) -> SolverSpec:
     ``solver`` is a :class:`SolverSpec` (or the backend module itself, which exposes
     ``SPEC``) whose ``module`` defines ``solve(program, variant, options) -> Solution``
     (see :mod:`contactopt.solvers.base`); the module is imported when the solver is first
-    used. Raises :class:`~contactopt.errors.RegistrationError` if the name is taken or the
+    used. Raises :class:`~contactopt.core.errors.RegistrationError` if the name is taken or the
     spec is malformed. Installed packages can instead declare the spec in the entry-point
     group ``contactopt.solvers`` (see ``docs/extending.md``).
     """

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.programs import LCP, ConicProgram, Residuals, Solution, Status, residuals
 from contactopt.programs.coulomb import CoulombProgram, coulomb_residuals
 from contactopt.programs.relative import conic_data_violation, lcp_data_violation

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from contactopt import solvers
-from contactopt.errors import OptionError, UnsupportedProgramError
+from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.solvers.base import Program
 
 __all__ = ["PREFERENCE", "check_solver_options", "choose", "takers"]

@@ -16,7 +16,7 @@ so that a recorded run's times are those of an unrecorded one) and the criteria:
   LCP, which for a symmetric ``M`` is the function PGS minimizes, Cottle, Pang & Stone 1992,
   section 5.2); for the CCP of an FCLIB local problem (its metadata ``format == "fclib"``,
   ``form == "dual"``, not condensed from a global one) also FCLIB's error ``fclib`` of the
-  impulses (:mod:`contactopt.programs.fclib_coulomb`: the CCP drops De Saxcé's term, so this
+  impulses (:mod:`contactopt.programs.coulomb_error`: the CCP drops De Saxcé's term, so this
   error goes to zero only where nothing slides).
 
 A row is made only when the option is on: a solver without it does no per-iteration work for
@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.programs.conic import ConicProgram
-from contactopt.programs.fclib_coulomb import natural_map
+from contactopt.programs.coulomb_error import natural_map
 from contactopt.programs.lcp import LCP
 from contactopt.programs.residuals import residuals
 

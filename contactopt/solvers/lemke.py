@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.budgets import count_option
-from contactopt.errors import OptionError
+from contactopt.core.budgets import count_option
+from contactopt.core.errors import OptionError
 from contactopt.programs import LCP, Solution, Status, lcp_residuals
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, check_options, make_solution
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import inspect
 from typing import TypeVar
 
-from contactopt import plugins
-from contactopt.errors import RegistrationError, UnknownNameError
-from contactopt.mujoco.system import MjcfSystem
+from contactopt.core import plugins
+from contactopt.core.errors import RegistrationError, UnknownNameError
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System
 from contactopt.systems.brick import Brick
 from contactopt.systems.cart import Cart
 from contactopt.systems.four_bar import FourBar
+from contactopt.systems.mjcf.system import MjcfSystem
 from contactopt.systems.pendulums import CartesianPendulum, CartPole, DoublePendulum, Pendulum
 from contactopt.systems.planar_body import PlanarBall, PlanarBody
 from contactopt.systems.point_mass import PointMass2D
@@ -65,7 +65,7 @@ def register(cls: _S) -> _S:
     """Make a :class:`System` subclass available to scene files as ``[system] type =
     cls.type_name``; returns it unchanged, so it works as a class decorator.
 
-    Raises :class:`~contactopt.errors.RegistrationError` if the type name is taken or the
+    Raises :class:`~contactopt.core.errors.RegistrationError` if the type name is taken or the
     class is incomplete. Installed packages can instead declare the class in the entry-point
     group ``contactopt.systems`` (see ``docs/extending.md``).
     """

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.errors import ContactoptError, ParameterValueError, UnknownNameError
-from contactopt.model import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral
+from contactopt.core.errors import ContactoptError, ParameterValueError, UnknownNameError
+from contactopt.model.step import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral
 
 if TYPE_CHECKING:
     from contactopt.systems.drawing import Drawing
@@ -89,7 +89,7 @@ MU_PARAMETER: Parameter = CONTACT_PARAMETERS[0]
 
 def checked_parameter_value(declared: Parameter, value: Any, system: str) -> float:
     """``value`` for ``declared`` of a ``system`` (its type name) as a float: a finite real number
-    within the declared bounds, else a :class:`~contactopt.errors.ParameterValueError` naming it."""
+    within the declared bounds, else a :class:`~contactopt.core.errors.ParameterValueError` naming it."""
     key = f"{system}.{declared.name}"
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise ParameterValueError(f"{key}: expected a number, got {value!r}")
@@ -125,9 +125,9 @@ def resolve_parameters(
 
 
 def unit_of_name(name: str) -> str:
-    """The SI unit a coordinate's name tells (:func:`contactopt.observable_kinds.coordinate_unit`;
+    """The SI unit a coordinate's name tells (:func:`contactopt.scenes.observable_kinds.coordinate_unit`;
     ``"1"`` for the quaternion components ``qw, qx, qy, qz``)."""
-    from contactopt.observable_kinds import coordinate_unit
+    from contactopt.scenes.observable_kinds import coordinate_unit
 
     return "1" if name.rsplit(".", 1)[-1] in ("qw", "qx", "qy", "qz") else coordinate_unit(name)
 
@@ -150,9 +150,9 @@ class System(ABC):
     q_names: tuple[str, ...]
     v_names: tuple[str, ...]
     #: The control input held over the current step (zero-order hold), set by ``simulate``
-    #: from a controller (:mod:`contactopt.control`); None: no input.
+    #: from a controller (:mod:`contactopt.scenes.control`); None: no input.
     control: FloatArray | None = None
-    #: ``na``: the actuators' own states (MuJoCo's ``act``; :class:`~contactopt.model.State`),
+    #: ``na``: the actuators' own states (MuJoCo's ``act``; :class:`~contactopt.model.step.State`),
     #: 0 for a system without them, and the activations its evaluations use (:meth:`set_activation`).
     na: int = 0
     activation: FloatArray = np.zeros(0)
@@ -280,7 +280,7 @@ class System(ABC):
 
     def declared_features(self) -> dict[str, list[str]]:
         """Per feature name (``"angular_friction"``, ``"friction_loss"``: the rows of
-        :mod:`contactopt.mujoco.candidates`) the elements of the system that declare it, read
+        :mod:`contactopt.systems.mjcf.candidates`) the elements of the system that declare it, read
         from its description alone so that a formulation that cannot hold those rows refuses
         the system before step 0 (:mod:`contactopt.integrators.capabilities`). None here."""
         return {}
@@ -308,7 +308,7 @@ class System(ABC):
     def coordinate_units(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """SI units of ``q`` and ``v`` (``"m"``, ``"rad"``, ``"m/s"``, ``"rad/s"``; ``"1"`` for
         quaternion components; ``""`` where unknown), by default read from the coordinate names
-        (:func:`contactopt.observable_kinds.coordinate_unit`). Figures put coordinates of one
+        (:func:`contactopt.scenes.observable_kinds.coordinate_unit`). Figures put coordinates of one
         unit on one axis; systems whose names do not tell the unit override this."""
         return tuple(unit_of_name(n) for n in self.q_names), tuple(unit_of_name(n) for n in self.v_names)
 
@@ -349,7 +349,7 @@ class System(ABC):
 
     def parameter_values(self, names: Iterable[str] | None = None) -> dict[str, float]:
         """The current value of each of ``names`` (None: every differentiable parameter); an
-        unknown name raises :class:`~contactopt.errors.UnknownNameError` listing the known ones."""
+        unknown name raises :class:`~contactopt.core.errors.UnknownNameError` listing the known ones."""
         table = self._parameter_table()
         chosen = list(table) if names is None else [names] if isinstance(names, str) else list(names)
         return {name: self._declared(name, table)[1] for name in chosen}
@@ -358,8 +358,8 @@ class System(ABC):
         """A **new** system with the parameters named in ``values`` set (``self`` unchanged):
         a shallow copy where the system reads its parameters at call time, a fresh construction
         (or fresh derived quantities) where it derives some at construction. An unknown name
-        raises :class:`~contactopt.errors.UnknownNameError`, a non-finite or out-of-bounds
-        value :class:`~contactopt.errors.ParameterValueError`, both naming it."""
+        raises :class:`~contactopt.core.errors.UnknownNameError`, a non-finite or out-of-bounds
+        value :class:`~contactopt.core.errors.ParameterValueError`, both naming it."""
         table = self._parameter_table()
         checked = {name: checked_parameter_value(self._declared(name, table)[0], value, self.type_name)
                    for name, value in values.items()}

@@ -9,7 +9,7 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from contactopt.model import Contacts, Dynamics, to_dense
+from contactopt.model.step import Contacts, Dynamics, to_dense
 
 
 class DenseView:

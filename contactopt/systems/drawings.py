@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import as_vector
+from contactopt.model.step import as_vector
 from contactopt.systems import rigid3d_contacts as kernels
 from contactopt.systems.base import System
 from contactopt.systems.cart import Cart
@@ -139,7 +139,7 @@ def _rigid3d(system: Rigid3D, q: FloatArray) -> Drawing:
 
 
 def _mjcf(system: System, q: FloatArray) -> Drawing:
-    from contactopt.mujoco.drawing import mjcf_drawing
+    from contactopt.systems.mjcf.drawing import mjcf_drawing
 
     return mjcf_drawing(system, q)
 
@@ -152,7 +152,7 @@ _BUILTIN: dict[type[System], Callable[[Any, FloatArray], Drawing]] = {
 
 
 def _builtin_for(cls: type) -> Callable[[Any, FloatArray], Drawing] | None:
-    from contactopt.mujoco.system import MjcfSystem
+    from contactopt.systems.mjcf.system import MjcfSystem
 
     for base in cls.__mro__:
         if base is MjcfSystem:

@@ -47,7 +47,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import Bilateral, as_vector
+from contactopt.model.step import Bilateral, as_vector
 from contactopt.systems.base import Parameter, ParameterError
 from contactopt.systems.manipulator import ManipulatorSystem
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.errors import ShapeError
+from contactopt.core.errors import ShapeError
 
 FloatArray = NDArray[np.float64]
 

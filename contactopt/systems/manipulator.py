@@ -14,7 +14,7 @@ from abc import abstractmethod
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.model.step import Contacts, Dynamics, as_vector
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import Bilateral, Contacts, as_vector
+from contactopt.model.step import Bilateral, Contacts, as_vector
 from contactopt.systems.base import (
     CONTACT_PARAMETERS,
     Parameter,

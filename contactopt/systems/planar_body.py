@@ -49,7 +49,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.model.step import Contacts, Dynamics, as_vector
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System, resolve_parameters
 from contactopt.systems.geometry import perp2, rot2
 

@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.model.step import Contacts, Dynamics, as_vector
 from contactopt.systems.base import Parameter, System
 
 

@@ -62,9 +62,9 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.arrays import SPARSE_FROM_NV
-from contactopt.errors import ShapeError
-from contactopt.model import Contacts, Dynamics, as_vector
+from contactopt.core.arrays import SPARSE_FROM_NV
+from contactopt.core.errors import ShapeError
+from contactopt.model.step import Contacts, Dynamics, as_vector
 from contactopt.systems import rigid3d_contacts as kernels
 from contactopt.systems import rigid3d_parameters
 from contactopt.systems import validation as validate

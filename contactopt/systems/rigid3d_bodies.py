@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.model import as_vector
+from contactopt.model.step import as_vector
 from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError
 from contactopt.systems.geometry import box_inertia, quat_normalize

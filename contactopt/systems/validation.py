@@ -1,5 +1,5 @@
 """Checks of the values read from scene files and ``[system]`` tables, shared by
-:mod:`contactopt.scenes` and the system types that read more than scalar parameters.
+:mod:`contactopt.scenes.loading` and the system types that read more than scalar parameters.
 
 Each raises :class:`~contactopt.systems.base.ParameterError` whose ``key`` is the full dotted
 key (``scene.dt``, ``system.bodies[1].mass``) and whose message starts with it;

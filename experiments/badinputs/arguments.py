@@ -2,7 +2,7 @@
 or a step past the run (issue 35, items 5 and 6): each refused before any work in one line
 naming the argument, what was given and what is expected; the friendlier forms that are
 accepted on purpose (a scene by name, one comma-separated string of names, one step size:
-:mod:`contactopt.arguments`) give the right answer."""
+:mod:`contactopt.core.arguments`) give the right answer."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:  # the worktree's contactopt, when run as a script
     sys.path.insert(0, str(ROOT))
 
 import contactopt as co  # noqa: E402
-from contactopt.errors import ContactoptError  # noqa: E402
+from contactopt.core.errors import ContactoptError  # noqa: E402
 
 VERDICTS = ("clear", "traceback", "silent", "wrong", "hang")
 

@@ -28,7 +28,7 @@ from badinputs.base import (
     corrupt_npz,
     edit_header,
 )
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 
 INDEX = "cells-index.json"
 

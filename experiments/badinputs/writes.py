@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from badinputs.base import ROOT, Case, api_call, cart_scene, cli_call, co, raw_scene
-from contactopt.outputs import is_partial
+from contactopt.core.outputs import is_partial
 
 # --- files that load completely ---------------------------------------------------------------
 
@@ -68,7 +68,7 @@ def _read_fully(path: Path) -> None:
 
 def incomplete_files(folder: Path) -> list[str]:
     """The files under ``folder`` with a final name that do not load completely, with why; a
-    temporary name of an unfinished write (:func:`contactopt.outputs.is_partial`) is allowed."""
+    temporary name of an unfinished write (:func:`contactopt.core.outputs.is_partial`) is allowed."""
     bad = []
     for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
         if not path.is_file() or is_partial(path.name) or path.name.startswith(".contactopt-probe-"):

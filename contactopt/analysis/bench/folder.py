@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from contactopt.errors import OptionError, OutputError
-from contactopt.outputs import is_partial, output_errors, writable_folder
-from contactopt.run_folders import next_run_folder, remove_unfinished
+from contactopt.core.errors import OptionError, OutputError
+from contactopt.core.outputs import is_partial, output_errors, writable_folder
+from contactopt.core.run_folders import next_run_folder, remove_unfinished
 
 __all__ = ["BENCH_OUTPUTS", "bench_folder"]
 

@@ -33,8 +33,8 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.analysis.style import new_figure, save
-from contactopt.errors import OptionError
-from contactopt.outputs import atomic_path, output_errors
+from contactopt.core.errors import OptionError
+from contactopt.core.outputs import atomic_path, output_errors
 
 __all__ = ["DISPLAY_FLOOR", "history_table", "median_curve", "plot_histories", "write_histories"]
 

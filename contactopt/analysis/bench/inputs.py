@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.errors import ContactoptError
-from contactopt.outputs import is_partial
+from contactopt.core.errors import ContactoptError
+from contactopt.core.outputs import is_partial
 from contactopt.programs import load_program
 from contactopt.programs.fclib import FclibProblem, fclib_program, read_fclib
 from contactopt.programs.fclib_io import HDF5_SIGNATURE

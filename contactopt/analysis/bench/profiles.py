@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 from contactopt.solvers import parse_name, spec
 from contactopt.solvers.base import Tolerance
 
@@ -76,7 +76,7 @@ def _asked(tolerances: tuple[Tolerance, ...], eps: float) -> dict[str, Any]:
 
 
 def _qpsolvers_inner(variant: str | None) -> str:
-    from contactopt.solvers.qpsolvers_ import default_variant
+    from contactopt.solvers.backends.qpsolvers import default_variant
 
     return (variant or default_variant()).lower()
 

@@ -27,10 +27,10 @@ from typing import Any
 
 from contactopt.analysis.bench.inputs import Input, load_inputs, skipped_summary
 from contactopt.analysis.bench.profiles import Profile, get_profile, solver_options
-from contactopt.errors import ContactoptError, OptionError, SolverUnavailableError, UnsupportedProgramError
+from contactopt.core.errors import ContactoptError, OptionError, SolverUnavailableError, UnsupportedProgramError
 from contactopt.programs.coulomb import coulomb_from_fclib
+from contactopt.programs.coulomb_error import answer_of, fclib_merit
 from contactopt.programs.fclib import FclibProblem
-from contactopt.programs.fclib_coulomb import answer_of, fclib_merit
 from contactopt.solvers import available, can_take, parse_name, spec
 from contactopt.solvers import solve as solve_program
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from contactopt.errors import OptionError
+from contactopt.core.errors import OptionError
 
 __all__ = ["SHIFT", "display_summary", "performance_profile", "performance_ratios", "shifted_geometric_mean",
            "summarize"]

@@ -2,7 +2,7 @@
 qpbenchmark test set.
 
 :func:`export_run` re-forms the program of every step the trajectory started (the failed last
-step included) from the recorded states with :func:`contactopt.simulate.formulate`, and writes
+step included) from the recorded states with :func:`contactopt.simulation.formulate`, and writes
 under ``folder``:
 
 ``npz``
@@ -38,11 +38,11 @@ from contactopt.analysis.export.fclib import (
 )
 from contactopt.analysis.export.qpbenchmark import qpbenchmark_class_name, slug, write_qpbenchmark
 from contactopt.analysis.export.steps import resolve_formulation, step_programs, write_npz
-from contactopt.errors import OptionError
-from contactopt.outputs import output_errors, writable_folder
+from contactopt.core.errors import OptionError
+from contactopt.core.outputs import output_errors, writable_folder
 from contactopt.programs import ConicProgram
-from contactopt.records import Trajectory
-from contactopt.scenes import Scene
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.loading import Scene
 
 __all__ = ["FCLIB_CONVENTION", "FORMATS", "FclibStep", "export_run", "fclib_local_problem",
            "parse_formats", "qpbenchmark_class_name", "step_programs", "write_fclib", "write_npz", "write_qpbenchmark"]
@@ -85,7 +85,7 @@ def export_run(scene: Scene, traj: Trajectory, folder: str | Path,
     with normal-only contacts, qpbenchmark without a QP) is skipped with a warning and left
     out; ``formats=None`` writes every format that applies (module docstring).
 
-    Every file is written atomically (:func:`~contactopt.outputs.atomic_path`): after a killed
+    Every file is written atomically (:func:`~contactopt.core.outputs.atomic_path`): after a killed
     export, a file under its final name is complete. ``resume=True`` keeps the step files
     already in ``folder`` (an export of the same run stopped midway) and writes the others;
     without it an earlier export's step files are replaced.

@@ -64,14 +64,14 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.analysis.export.steps import recorded_control, step_count
-from contactopt.errors import ContactoptError, OptionError
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.core.outputs import atomic_path
 from contactopt.formulations.common import active_contacts
 from contactopt.integrators.drift import Drift
 from contactopt.integrators.time_stepping import build_step_problem, split_drift_options
-from contactopt.outputs import atomic_path
 from contactopt.programs.fclib import FclibLocal, write_fclib_problem
-from contactopt.records import Trajectory
-from contactopt.scenes import Scene
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.loading import Scene
 
 __all__ = ["FCLIB_CONVENTION", "FclibStep", "fclib_local_problem", "write_coulomb_fclib", "write_fclib"]
 

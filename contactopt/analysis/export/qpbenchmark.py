@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
+from contactopt.core.outputs import atomic_path, write_text
 from contactopt.formulations.base import Program
-from contactopt.outputs import atomic_path, write_text
 from contactopt.programs import ConicProgram
-from contactopt.solvers.qpsolvers_ import to_qpsolvers_arrays
+from contactopt.solvers.backends.qpsolvers import to_qpsolvers_arrays
 
 __all__ = ["qpbenchmark_class_name", "slug", "write_qpbenchmark"]
 

@@ -10,13 +10,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from contactopt.errors import ContactoptError
+from contactopt.core.errors import ContactoptError
 from contactopt.formulations.base import Program
 from contactopt.integrators.drift import DRIFT_DEFAULTS
 from contactopt.programs import save_program
-from contactopt.records import Trajectory
-from contactopt.scenes import Scene
-from contactopt.simulate import formulate
+from contactopt.records.trajectory import Trajectory
+from contactopt.scenes.loading import Scene
+from contactopt.simulation import formulate
 
 __all__ = ["recorded_control", "resolve_formulation", "step_count", "step_programs", "write_npz"]
 

@@ -1,0 +1,1 @@
+"""The lowest layer: errors, array checks, budgets, atomic outputs, plugin registries, tables, display."""

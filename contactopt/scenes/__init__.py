@@ -1,0 +1,1 @@
+"""The scene-file language: loading, reference values, observables, expressions, control."""

@@ -1,0 +1,1 @@
+"""Third-party solver backends, one small module each (the package imported only inside ``solve``)."""

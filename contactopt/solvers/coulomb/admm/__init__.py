@@ -1,0 +1,1 @@
+"""ADMM on the De Saxcé-corrected cone complementarity problem: the solver and its compiled kernel."""

@@ -1,0 +1,1 @@
+"""Projected Gauss-Seidel (ours): the solver, its setup and its compiled sweep."""
