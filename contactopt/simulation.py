@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt import formulations
-from contactopt.core.arguments import ArgumentTypeError, check_mapping, check_name, check_number, check_scene, given
+from contactopt.core.arguments import ArgumentTypeError, check_mapping, check_name, check_number, given
 from contactopt.core.budgets import plan_steps
 from contactopt.core.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.formulations.base import Program
@@ -25,7 +25,7 @@ from contactopt.integrators.time_stepping import TimeStepping, build_step_proble
 from contactopt.model.step import State
 from contactopt.records.trajectory import StepRecord, Trajectory
 from contactopt.scenes.control import ControlError, Controller, ControlSpec, check_output, make_controller
-from contactopt.scenes.loading import Scene
+from contactopt.scenes.loading import Scene, as_scene
 from contactopt.solvers.choice import check_solver_options, choose
 from contactopt.systems.base import System
 
@@ -139,7 +139,7 @@ def simulate(
     ``options=[("form", "dual")]``) are refused by name before any work
     (:class:`~contactopt.core.arguments.ArgumentTypeError`).
     """
-    scene = check_scene(scene, "simulate")
+    scene = as_scene(scene, "simulate")
     for name, value in (("formulation", formulation), ("solver", solver), ("fallback", fallback)):
         if value is not None:
             check_name(value, name, "simulate", "clarabel" if name != "formulation" else "gauss")

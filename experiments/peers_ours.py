@@ -1,7 +1,7 @@
 """Our side of ``experiments/coulomb_peers.py``: contactopt's Coulomb solvers on one FCLIB problem.
 
 A solver name is either ``legacy_fixed_point``, the De Saxcé fixed point over CCP programs of
-:func:`contactopt.programs.coulomb_error.solve_coulomb` (Acary, Cadoux, Lemaréchal, Malick, ZAMM
+:func:`contactopt.solvers.coulomb.fclib_solve.solve_coulomb` (Acary, Cadoux, Lemaréchal, Malick, ZAMM
 91, 2011; each iteration one convex solve by ``conic``, Clarabel unless told), or any solver of
 ``co.solve`` on the file's Coulomb program (``co.load_program(path, form="coulomb")``; issue 25:
 ``nsgs``, ``nsn``, ``admm``, ``fixed_point``, ``staggered``), asked for FCLIB error ``tol``. The
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.programs.coulomb_error import solve_coulomb
 from contactopt.programs.fclib import FclibLocal
+from contactopt.solvers.coulomb.fclib_solve import solve_coulomb
 
 FAMILY: dict[str, str] = {"nsgs": "NSGS", "nsn": "NSN-AC", "admm": "ADMM", "fixed_point": "ACLMFP",
                           "legacy_fixed_point": "ACLMFP"}

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import contactopt as co
 from contactopt.formulations import combine_kernel, common
 from contactopt.formulations.anitescu import edge_rows
-from contactopt.formulations.regularized import pyramid_edges
+from contactopt.formulations.regularized_rows import pyramid_edges
 
 pytestmark = pytest.mark.skipif(not combine_kernel.COMPILED, reason="numba not installed")
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import contactopt as co
-from contactopt.analysis import compare as compare_module
+from contactopt.analysis import cell as cell_module
 from contactopt.analysis.explain import STATUS_MEANINGS, run_notes
 from contactopt.analysis.legend import DEFINITIONS
 from contactopt.core.errors import OptionError
@@ -39,13 +39,13 @@ def test_pairs_that_fail_at_the_first_contact_are_refused_before_step_0(monkeypa
             program = co.formulate(scene.system, scene.q0, scene.v0, scene.dt, formulation)
             assert co.solvers.can_take(program, solver), (formulation, solver)
     ran: list[tuple[str, str]] = []
-    real = compare_module.simulate
+    real = cell_module.simulate
 
     def counting(scene_: Any, formulation: str, solver: str, **kwargs: Any) -> Any:
         ran.append((formulation, solver))
         return real(scene_, formulation=formulation, solver=solver, **kwargs)
 
-    monkeypatch.setattr(compare_module, "simulate", counting)
+    monkeypatch.setattr(cell_module, "simulate", counting)
     table = co.compare(scene, ["lcp", "ccp", "sap"], ["clarabel", "lemke"], executor="serial")
     refused = table[table["status"] == "refused"]
     assert sorted(zip(refused["formulation"], refused["solver"], strict=True)) == sorted(NEVER)

@@ -18,7 +18,7 @@ from scipy.integrate import solve_ivp
 
 import contactopt as co
 from contactopt import integrators
-from contactopt.analysis import compare, metrics
+from contactopt.analysis import cell, compare, metrics
 from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.compliant import clipped_restitution, restitution_damping_ratio
 from contactopt.integrators.impacts import (
@@ -381,7 +381,7 @@ def test_every_method_runs_the_bouncing_ball_through_metrics_and_compare() -> No
         if not _runnable(scene, name, dt):
             continue  # e.g. variational (textbook systems only), mujoco (MJCF only)
         if name in ("ode", "variational", "compliant", "hybrid"):
-            solver = compare.NO_SOLVER
+            solver = cell.NO_SOLVER
         else:  # the first solver that can take the formulation's program
             cells, _ = compare.plan(scene, [name], None, [dt], duration)
             solver = cells[0].solver
@@ -391,14 +391,14 @@ def test_every_method_runs_the_bouncing_ball_through_metrics_and_compare() -> No
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            traj = co.simulate(scene, formulation=name, solver=solver if solver != compare.NO_SOLVER else None,
+            traj = co.simulate(scene, formulation=name, solver=solver if solver != cell.NO_SOLVER else None,
                                dt=dt, duration=duration)
         assert traj.completed, (name, traj.message)
         _, run = metrics.evaluate(scene, traj)
         for key in ("max_penetration", "max_signorini", "max_cone_violation", "max_abs_energy_drift",
                     "time_per_step"):
             assert math.isfinite(float(run[key])), (name, key, run[key])
-        row, trace = compare.run_cell(scene, compare.Cell(name, name, (), solver, dt, duration), {})
+        row, trace = cell.run_cell(scene, cell.Cell(name, name, (), solver, dt, duration), {})
         assert row["status"] == "completed", (name, row.get("error"))
         assert len(trace) == round(duration / dt)
         ran.append(name)

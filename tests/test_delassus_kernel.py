@@ -98,7 +98,7 @@ def test_declines_a_wrong_shaped_inverse() -> None:
     for inverse in (sp.identity(6, format="csc"), sp.identity(3, format="csc"), sp.csc_matrix(np.ones((4, 6)))):
         assert delassus_kernel.delassus_symmetric(rows, inverse, None) is None
         with pytest.raises(co.errors.ShapeError, match=r"Dynamics\.inverse_matrix"):  # refused where it is given
-            co.model.Dynamics(M=np.eye(4), tau=np.zeros(4), inverse_matrix=inverse)
+            co.Dynamics(M=np.eye(4), tau=np.zeros(4), inverse_matrix=inverse)
 
 
 def test_declines_without_a_stored_diagonal_entry() -> None:

@@ -80,7 +80,7 @@ def test_trajectory_plot_is_a_figure_ipython_shows_as_png_without_the_inline_bac
     ipython = pytest.importorskip("IPython.core.interactiveshell")
     scene = co.load_scene(PROBLEMS / "cart_wall.toml")
     traj = co.simulate(scene, duration=0.5)
-    figure = traj.plot()
+    figure = co.plot(traj)
     assert isinstance(figure, Figure)
     shell = ipython.InteractiveShell.instance()
     data, _ = shell.display_formatter.format(figure)  # what Jupyter receives for a cell's value

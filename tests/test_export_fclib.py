@@ -20,6 +20,7 @@ import contactopt as co
 from contactopt.analysis.export import export_run
 from contactopt.cli.bench import add_bench_parser
 from contactopt.cli.common import _Parser
+from contactopt.solvers.coulomb.fclib_solve import solve_coulomb
 
 STEPS = BOX_RUN_STEPS  # the box_run fixture's steps (tests/conftest.py)
 pytestmark = pytest.mark.filterwarnings("ignore:formulation 'gauss' is frictionless")
@@ -117,7 +118,7 @@ def test_exported_fclib_step_solved_for_coulomb(fclib_export: Path, solver: str)
     solution = co.solve(program, solver)
     ccp = program.variable(solution.x, "impulse").reshape(-1, 3).sum(axis=0)
     assert ccp[0] == pytest.approx(m * (g * h + mu * v0) / (1 + mu**2), rel=1e-6)
-    result = co.programs.solve_coulomb(problem, solver, tol=1e-9)
+    result = solve_coulomb(problem, solver, tol=1e-9)
     assert result.converged and result.error <= 1e-9
     total = result.answer.r.reshape(-1, 3).sum(axis=0)
     np.testing.assert_allclose(total, [m * g * h, -mu * m * g * h, 0.0], rtol=1e-6, atol=1e-10)
@@ -129,7 +130,7 @@ def test_exported_fclib_step_solved_for_coulomb(fclib_export: Path, solver: str)
     # smaller (homogeneity); solve_coulomb normalises the data so the solver's absolute
     # tolerance floors do not swamp it
     small = dataclasses.replace(problem, q=1e-6 * problem.q)
-    tiny = co.programs.solve_coulomb(small, solver, tol=1e-15, max_iter=20)
+    tiny = solve_coulomb(small, solver, tol=1e-15, max_iter=20)
     np.testing.assert_allclose(tiny.answer.r.reshape(-1, 3).sum(axis=0), 1e-6 * total, rtol=1e-6, atol=1e-16)
 
 

@@ -30,8 +30,9 @@ import contactopt as co
 from contactopt.analysis.bench import run_benchmark
 from contactopt.cli.bench import add_bench_parser
 from contactopt.cli.common import _Parser
-from contactopt.programs import fclib_merit, read_fclib, solve_coulomb
+from contactopt.programs import fclib_merit, read_fclib
 from contactopt.programs.coulomb_error import answer_of
+from contactopt.solvers.coulomb.fclib_solve import solve_coulomb
 
 M_, G_, H_, MU = 2.0, 9.81, 0.01, 0.3
 

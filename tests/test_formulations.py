@@ -190,7 +190,7 @@ def test_select_contacts_cache_cannot_be_changed_by_callers() -> None:
     afterwards gets a fresh selection, and the returned arrays are read-only."""
     from contactopt.formulations.common import select_contacts
 
-    contacts = co.model.Contacts(phi=np.array([0.0, 1.0, 2.0, 3.0]), J=np.eye(4 * 3)[:, :6] + 1.0,
+    contacts = co.Contacts(phi=np.array([0.0, 1.0, 2.0, 3.0]), J=np.eye(4 * 3)[:, :6] + 1.0,
                                  mu=np.array([0.1, 0.2, 0.3, 0.4]), restitution=np.zeros(4), dim=3)
     index = np.array([0, 1])
     first = select_contacts(contacts, index)

@@ -42,7 +42,7 @@ def one_step(system: MjcfSystem, q: np.ndarray, v: np.ndarray, h: float, formula
     return spec.recover(problem, program, solution)
 
 
-@pytest.mark.filterwarnings("ignore::contactopt.systems.mjcf.system.UnmodelledFrictionWarning")
+@pytest.mark.filterwarnings("ignore::contactopt.systems.mjcf.candidates.UnmodelledFrictionWarning")
 def test_regularized_primal_equals_its_dual_with_frictionloss() -> None:
     """limited_arm.xml: 4 dofs and a tendon with frictionloss, limits, contacts. From rest
     (rows stuck) and from a swing (rows slipping), the primal's step (newton and Clarabel)

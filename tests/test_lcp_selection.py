@@ -24,7 +24,7 @@ def test_two_contacts_sharing_a_load_take_the_least_norm_split() -> None:
     program = LCP(np.outer(r, r), -r)
     vertex = co.solve(program, "lemke")
     assert np.count_nonzero(vertex.x) == 1
-    chosen = least_norm_on_face(program, vertex, motion_only=False)  # r d = 0: same motion, selected anyway
+    chosen = least_norm_on_face(program, vertex, co.solve, motion_only=False)  # r d = 0: same motion, selected anyway
     np.testing.assert_allclose(chosen.x, [0.5, 0.25], rtol=0, atol=1e-15)
     assert lcp_residuals(program, chosen.x).relative <= 1e-15  # still an exact solution
     assert chosen.status is vertex.status
@@ -35,7 +35,7 @@ def test_a_unique_solution_is_returned_as_it_is() -> None:
     back the solver's own answer object, bit for bit."""
     program = LCP(np.array([[2.0, 1.0], [1.0, 2.0]]), np.array([-1.0, -1.0]))
     vertex = co.solve(program, "lemke")
-    assert least_norm_on_face(program, vertex) is vertex
+    assert least_norm_on_face(program, vertex, co.solve) is vertex
 
 
 def _box_spin(formulation: str, steps: int, options: dict[str, str] | None = None) -> tuple[np.ndarray, list]:
@@ -79,8 +79,8 @@ def test_a_face_that_moves_nothing_keeps_the_solvers_answer() -> None:
     rest = np.zeros(scene.system.nv)
     program = co.formulate(scene.system, scene.q0, rest, scene.dt, "lcp")
     vertex = co.solve(program, "lemke")
-    assert least_norm_on_face(program, vertex) is vertex
-    spread = least_norm_on_face(program, vertex, motion_only=False)
+    assert least_norm_on_face(program, vertex, co.solve) is vertex
+    spread = least_norm_on_face(program, vertex, co.solve, motion_only=False)
     assert spread is not vertex and lcp_residuals(program, spread.x).relative <= 1e-12
     delassus = np.asarray(program.M)[np.ix_(np.diag(program.M) > 0, np.diag(program.M) > 0)]
     impulse = np.diag(program.M) > 0

@@ -236,7 +236,7 @@ def test_condim_above_three_has_its_rows_or_is_kept_sliding_on_request() -> None
     rolling rows enter the program (``Contacts.angular``, tests/test_condim.py);
     ``extra_friction = "sliding"`` keeps its sliding friction only (said once); params=model
     takes MuJoCo's own rows."""
-    from contactopt.systems.mjcf.system import UnmodelledFrictionWarning
+    from contactopt.systems.mjcf.candidates import UnmodelledFrictionWarning
 
     model = mujoco.MjModel.from_xml_path(str(MJCF / "limited_arm.xml"))
     data = mujoco.MjData(model)

@@ -35,7 +35,7 @@ def test_getting_started_notebook_runs_and_shows_tables_and_an_inline_figure() -
     for last_line in ("scene", "traj", "prog", "sol"):
         assert data(last_line)["text/html"].startswith("<table>"), last_line
     assert re.match(r"Trajectory\(box_slide, lcp / lemke, dt = 0.001, 300 steps", data("traj")["text/plain"])
-    assert "image/png" in data("traj.plot()   # a matplotlib Figure: positions, velocities, normal impulses")
+    assert "image/png" in data("co.plot(traj)   # a matplotlib Figure: positions, velocities, normal impulses")
     table = data('table[["formulation", "solver", "status", "stop_distance", "stop_distance_ref", '
                  '"stop_distance_err"]]')["text/plain"]
     assert "lcp" in table and "anitescu" in table and "completed" in table

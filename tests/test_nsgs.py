@@ -31,8 +31,9 @@ import scipy.sparse as sp
 
 import contactopt as co
 from contactopt.core.errors import OptionError, UnsupportedProgramError
-from contactopt.programs import Status, read_fclib, solve_coulomb
+from contactopt.programs import Status, read_fclib
 from contactopt.programs.coulomb import CoulombProgram, coulomb_from_fclib, coulomb_residuals
+from contactopt.solvers.coulomb.fclib_solve import solve_coulomb
 from contactopt.solvers.coulomb.nsgs import kernel as nsgs_kernel
 from contactopt.solvers.coulomb.nsgs import local as nsgs_local
 from contactopt.solvers.coulomb.nsgs import solver as nsgs

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from contactopt.programs.coulomb_error import natural_map, project_cones, solve_coulomb
+from contactopt.programs.coulomb_error import natural_map, project_cones
 from contactopt.programs.fclib_io import FclibLocal
 from contactopt.solvers.coulomb.admm.kernel import admm
 from contactopt.solvers.coulomb.alart_curnier import LINESEARCHES, semismooth_newton
+from contactopt.solvers.coulomb.fclib_solve import solve_coulomb
 
 GRAVITY, DT = 9.81, 1e-3
 #: The solves stop at FCLIB error 1e-12, a natural-map residual of about 2e-12 for these data;

@@ -14,9 +14,9 @@ import contactopt as co
 from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import Status
 from contactopt.programs.coulomb import CoulombProgram, coulomb_criteria
-from contactopt.programs.coulomb_error import solve_coulomb
 from contactopt.programs.fclib import fclib_program
 from contactopt.programs.fclib_io import FclibLocal
+from contactopt.solvers.coulomb.fclib_solve import solve_coulomb
 
 SOLVERS = ("nsn", "admm")
 

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 import contactopt as co
 from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.programs.coulomb import CoulombProgram, coulomb_believed, coulomb_to_fclib
-from contactopt.programs.coulomb_error import solve_coulomb
+from contactopt.solvers.coulomb.fclib_solve import solve_coulomb
 from contactopt.solvers.coulomb.staggered import kernel as staggered_kernel
 
 INNERS = ["gauss_seidel", "clarabel"]

@@ -129,7 +129,7 @@ def test_rotation_onto_and_polygon_poses_are_exact() -> None:
 
 def test_api_names_notebook_display_and_server(scene: co.Scene, lcp_run: co.Trajectory, tmp_path: Path) -> None:
     assert co.analysis.view is view
-    page = lcp_run.view(scene, tmp_path / "page.html")
+    page = co.view(lcp_run, scene, tmp_path / "page.html")
     assert page.path == tmp_path / "page.html" and page.path.read_text(encoding="utf-8") == page.html
     assert page._repr_html_().startswith("<iframe srcdoc=")
     server = page.serve(0)

@@ -25,7 +25,7 @@ from contactopt.core.errors import OutputError, StoredCellWarning
 from contactopt.core.outputs import atomic_path, output_errors, write_bytes
 
 if TYPE_CHECKING:
-    from contactopt.analysis.compare import Cell
+    from contactopt.analysis.cell import Cell
 
 __all__ = ["INDEX_NAME", "CellStore"]
 

@@ -20,7 +20,7 @@ from matplotlib.ticker import NullFormatter
 
 from contactopt.analysis.style import Styles, dt_text, new_figure, save
 from contactopt.scenes.observables import Observable
-from contactopt.systems.base import unit_of_name
+from contactopt.systems.units import unit_of_name
 
 __all__ = ["METRICS", "METRIC_TOLERANCES", "plot_metrics", "plot_time_per_step", "plot_trajectories"]
 

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.records.trajectory import Trajectory
-from contactopt.systems.base import unit_of_name
+from contactopt.systems.units import unit_of_name
 
 FloatArray = NDArray[np.float64]
 

@@ -27,7 +27,7 @@ import pandas as pd
 from contactopt.core.errors import ContactoptError
 
 if TYPE_CHECKING:
-    from contactopt.analysis.compare import Cell
+    from contactopt.analysis.cell import Cell
     from contactopt.scenes.loading import Scene
 
 __all__ = ["execute", "exit_with_parent"]
@@ -71,14 +71,14 @@ def exit_with_parent(use_pdeathsig: bool = True) -> None:
 
 
 def _pool_task(args: tuple[Scene, Cell, Mapping[str, Any], float | None]) -> Result:
-    from contactopt.analysis.compare import run_cell
+    from contactopt.analysis.cell import run_cell
 
     return run_cell(*args)
 
 
 def _dask_task(scene: Scene, cell: Cell, extra: Mapping[str, Any], time_limit: float | None,
                local: bool) -> Result:
-    from contactopt.analysis.compare import run_cell
+    from contactopt.analysis.cell import run_cell
 
     if local:  # a worker of our LocalCluster (not of a scheduler someone else runs)
         exit_with_parent(use_pdeathsig=False)
@@ -96,7 +96,7 @@ def warm_up(scene: Scene, todo: list[tuple[str, Cell]], extra: Mapping[str, Any]
     would report the compilation as step time. Forked pool workers inherit the compiled
     kernels; spawned ones (Dask) load them from numba's on-disk cache (``cache=True``), which
     this pass fills."""
-    from contactopt.analysis.compare import NO_SOLVER
+    from contactopt.analysis.cell import NO_SOLVER
     from contactopt.simulation import simulate
 
     seen: set[tuple[str, str, str]] = set()
@@ -117,7 +117,7 @@ def execute(executor: str, address: str | None, workers: int | None, scene: Scen
             finished: Callable[[str, Result], None], advance: Callable[[int], Any]) -> None:
     """Run every cell of ``todo`` on ``executor``, handing each result to ``finished`` as it
     completes (so that it is stored at once, whatever happens to the others)."""
-    from contactopt.analysis.compare import run_cell
+    from contactopt.analysis.cell import run_cell
 
     if not todo:
         return

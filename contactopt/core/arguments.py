@@ -6,7 +6,7 @@ deep inside nor a value taken silently (``dt="0.1"``).
 What is accepted besides the documented types, on purpose:
 
 * a scene given as a file path or a bundled problem name (``simulate("cart_wall")``), loaded
-  by :func:`contactopt.scenes.loading.load_scene` as the CLI does;
+  by :func:`contactopt.scenes.loading.as_scene` as the CLI does;
 * a list of names given as one string: a comma-separated list, as the CLI's ``--formulations``
   (``formulations="gauss"`` is ``["gauss"]``, ``"gauss,lcp"`` two names);
 * a list of step sizes given as one number (``dts=0.1`` is ``[0.1]``).
@@ -19,18 +19,22 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from contactopt.core.errors import OptionError
 
-if TYPE_CHECKING:
-    from contactopt.scenes.loading import Scene
-
-__all__ = ["ArgumentTypeError", "check_mapping", "check_name", "check_names", "check_number", "check_scene",
-           "check_step_sizes", "given"]
+__all__ = [
+    "ArgumentTypeError",
+    "check_mapping",
+    "check_name",
+    "check_names",
+    "check_number",
+    "check_step_sizes",
+    "given",
+    "refuse",
+]
 
 
 class ArgumentTypeError(OptionError, TypeError):
@@ -45,7 +49,7 @@ def given(value: Any) -> str:
     return f"{type(value).__name__} {text if len(text) <= 60 else text[:59] + '…'}"
 
 
-def _refuse(function: str, name: str, value: Any, expected: str) -> ArgumentTypeError:
+def refuse(function: str, name: str, value: Any, expected: str) -> ArgumentTypeError:
     return ArgumentTypeError(f"{function}: {name} must be {expected}, got {given(value)}")
 
 
@@ -58,7 +62,7 @@ def check_number(value: Any, name: str, function: str, *, positive: bool = True)
     """``value`` as a float: a finite real number (> 0 with ``positive``). Not a number at all
     is an :class:`ArgumentTypeError`; a number out of range an :class:`OptionError`."""
     if not is_real(value):
-        raise _refuse(function, name, value, "a positive number" if positive else "a finite number")
+        raise refuse(function, name, value, "a positive number" if positive else "a finite number")
     number = float(value)
     if not math.isfinite(number) or (positive and not number > 0):
         raise OptionError(f"{function}: {name} must be a {'positive' if positive else 'finite'} number, "
@@ -69,7 +73,7 @@ def check_number(value: Any, name: str, function: str, *, positive: bool = True)
 def check_name(value: Any, name: str, function: str, example: str) -> str:
     """A name (a non-empty string), e.g. of a formulation or solver."""
     if not isinstance(value, str) or not value.strip():
-        raise _refuse(function, name, value, f"a name (a non-empty str, e.g. {example!r})")
+        raise refuse(function, name, value, f"a name (a non-empty str, e.g. {example!r})")
     return value
 
 
@@ -79,7 +83,7 @@ def check_mapping(value: Any, name: str, function: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         example = "{'max_iter': 100}" if "solver" in name else "{'form': 'dual'}"
-        raise _refuse(function, name, value, f"a mapping (dict) of option names to values, e.g. {example}")
+        raise refuse(function, name, value, f"a mapping (dict) of option names to values, e.g. {example}")
     bad = [key for key in value if not isinstance(key, str)]
     if bad:
         raise ArgumentTypeError(f"{function}: {name} must have option names (str) as keys, got the key {given(bad[0])}")
@@ -97,7 +101,7 @@ def check_names(value: Any, name: str, function: str, example: str) -> list[str]
                                     f"comma-separated list of names, e.g. {example!r})")
         return items
     if not isinstance(value, Sequence) or isinstance(value, bytes):
-        raise _refuse(function, name, value, f"a list of names (or one comma-separated str, e.g. {example!r})")
+        raise refuse(function, name, value, f"a list of names (or one comma-separated str, e.g. {example!r})")
     for index, item in enumerate(value):
         if not isinstance(item, str) or not item.strip():
             raise ArgumentTypeError(f"{function}: {name}[{index}] must be a name (a non-empty str), got {given(item)}")
@@ -111,17 +115,5 @@ def check_step_sizes(value: Any, name: str, function: str) -> list[float] | None
     if is_real(value):
         return [check_number(value, name, function)]
     if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
-        raise _refuse(function, name, value, "a list of step sizes (positive numbers) or one step size")
+        raise refuse(function, name, value, "a list of step sizes (positive numbers) or one step size")
     return [check_number(item, f"{name}[{index}]", function) for index, item in enumerate(value)]
-
-
-def check_scene(value: Any, function: str) -> Scene:
-    """A :class:`~contactopt.scenes.loading.Scene`, or a scene file path or bundled problem name, loaded."""
-    from contactopt.scenes.loading import Scene, load_scene
-
-    if isinstance(value, Scene):
-        return value
-    if isinstance(value, str | Path):
-        return load_scene(value)
-    raise _refuse(function, "scene", value, "a Scene (co.load_scene(...)), a scene file path or a bundled "
-                  "problem name such as 'cart_wall'")

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from contactopt.programs import LCP, Block, Cone, ConicProgram, Solution
-    from contactopt.scenes.loading import Scene
 
 __all__ = ["MATRIX_ENTRIES", "cone_summary", "html_table", "lcp_html", "lcp_text", "program_html",
            "program_text", "scene_html", "scene_text", "solution_html", "solution_text"]
@@ -45,7 +41,7 @@ def _matrix_html(name: str, matrix: np.ndarray) -> str:
             f"<table>{rows}</table></details>")
 
 
-def cone_summary(cones: Sequence[Cone]) -> str:
+def cone_summary(cones: Sequence[Any]) -> str:
     """``zero(6), soc(3) x 4``: consecutive equal cones counted, not listed; cones without rows
     (a formulation's empty block) left out."""
     parts: list[str] = []
@@ -62,7 +58,7 @@ def cone_summary(cones: Sequence[Cone]) -> str:
     return ", ".join(parts) or "none"
 
 
-def _blocks(blocks: Iterable[Block]) -> str:
+def _blocks(blocks: Iterable[Any]) -> str:
     return ", ".join(f"{b.name}[{b.start}:{b.stop}]" + (f" ({b.size // b.per} x {b.per})" if b.per > 1 else "")
                      for b in blocks) or "unnamed"
 
@@ -76,14 +72,14 @@ def _metadata(metadata: Mapping[str, Any], limit: int = 6) -> str:
 
 # --- programs ---------------------------------------------------------------------------------
 
-def program_text(program: ConicProgram) -> str:
+def program_text(program: Any) -> str:
     """``ConicProgram(QP: n=6, m=8, cones nonneg(8), nnz P=6 A=14; formulation=gauss, ...)``."""
     about = _metadata(program.metadata, limit=3)
     return (f"ConicProgram({program.kind.upper()}: n={program.n}, m={program.m}, cones {cone_summary(program.cones)}, "
             f"nnz P={program.P.nnz} A={program.A.nnz}" + (f"; {about}" if about else "") + ")")
 
 
-def program_html(program: ConicProgram) -> str:
+def program_html(program: Any) -> str:
     """The form, sizes, cones, named blocks and metadata; the matrices when small."""
     rows = {"form": "minimize 1/2 x'Px + c'x  subject to  A x + s = b,  s in K",
             "kind": program.kind.upper(), "variables n": program.n, "rows m": program.m,
@@ -97,14 +93,14 @@ def program_html(program: ConicProgram) -> str:
     return html_table("ConicProgram", rows, extra)
 
 
-def lcp_text(lcp: LCP) -> str:
+def lcp_text(lcp: Any) -> str:
     """``LCP(n=4, M symmetric; formulation=lcp)``."""
     about = _metadata(lcp.metadata, limit=3)
     symmetric = "symmetric" if lcp.is_symmetric() else "nonsymmetric"
     return f"LCP(n={lcp.n}, M {symmetric}" + (f"; {about}" if about else "") + ")"
 
 
-def lcp_html(lcp: LCP) -> str:
+def lcp_html(lcp: Any) -> str:
     rows = {"form": "find z >= 0 with w = M z + q >= 0 and z'w = 0", "n": lcp.n,
             "M": "symmetric" if lcp.is_symmetric() else "nonsymmetric",
             "variable blocks": _blocks(lcp.variables), "metadata": _metadata(lcp.metadata, limit=12)}
@@ -119,7 +115,7 @@ def _time(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
 
 
-def solution_text(solution: Solution) -> str:
+def solution_text(solution: Any) -> str:
     """``Solution(optimal, clarabel, 9 iterations, solve 0.2 ms, worst residual 1e-12, n=6)``."""
     claimed = f" (claimed {solution.claimed})" if solution.claimed is not None else ""
     via = f" via {solution.conversion}" if solution.conversion else ""
@@ -128,7 +124,7 @@ def solution_text(solution: Solution) -> str:
             f"n={solution.x.shape[0]})")
 
 
-def solution_html(solution: Solution) -> str:
+def solution_html(solution: Any) -> str:
     r = solution.residuals
     rows = {"status": str(solution.status) + (f" (claimed {solution.claimed})" if solution.claimed else ""),
             "solver": solution.solver, "conversion": solution.conversion or "none",
@@ -145,14 +141,14 @@ def solution_html(solution: Solution) -> str:
 
 # --- scenes -----------------------------------------------------------------------------------
 
-def scene_text(scene: Scene) -> str:
+def scene_text(scene: Any) -> str:
     """``Scene('box_slide', rigid3d nq=7 nv=6, dt=0.001 s, duration=1 s, anitescu / clarabel)``."""
     observables = f", {len(scene.observables)} observables" if scene.observables else ""
     return (f"Scene({scene.name!r}, {scene.system.type_name} nq={scene.system.nq} nv={scene.system.nv}, "
             f"dt={scene.dt:g} s, duration={scene.duration:g} s, {scene.formulation} / {scene.solver}{observables})")
 
 
-def scene_html(scene: Scene) -> str:
+def scene_html(scene: Any) -> str:
     system = scene.system
     rows = {"name": scene.name, "description": scene.description, "file": scene.source or "",
             "system": system.describe(), "coordinates q": ", ".join(system.q_names),

@@ -52,6 +52,7 @@ from contactopt.derivatives.coulomb import CoulombDerivative
 from contactopt.derivatives.differences import StepProgram, combination, dense, kinked
 from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.primal import PrimalDerivative
+from contactopt.derivatives.program import program_derivative
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model.step import State, StepProblem
@@ -129,8 +130,6 @@ class StepDerivative:
     def __init__(self, stepper: TimeStepping, state: State, control: ArrayLike | None,
                  problem: StepProblem, program: StepProgram, solution: Solution,
                  parameters: Sequence[str] = (), branch: str = "active") -> None:
-        from contactopt.derivatives import program_derivative
-
         if stepper.tableau is not None:
             from contactopt.integrators.runge_kutta import derivative_refusal
 

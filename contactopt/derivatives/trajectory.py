@@ -1,6 +1,6 @@
 """Derivatives of a whole trajectory (issue 26, item 3): forward sensitivities recorded by
 ``co.simulate(..., sensitivities=[...])`` and the reverse-mode (adjoint) gradient of a scalar
-loss, :func:`contactopt.gradient`.
+loss, :func:`contactopt.gradients.gradient`.
 
 With ``x_n = (q_n, v_n)``, the input ``u_n = f(t_n, x_n) + w_n`` of step ``n`` (``f`` the
 controller, ``w_n`` the open-loop perturbation a user differentiates by as ``"u"``) and the

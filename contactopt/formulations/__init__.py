@@ -20,7 +20,12 @@ from contactopt.formulations.sap import SAP
 if TYPE_CHECKING:
     from contactopt.systems.base import System
 
-__all__ = ["Formulation", "FrictionIgnoredWarning", "StepResult", "get", "names"]
+__all__ = ["METHOD_NAMES", "Formulation", "FrictionIgnoredWarning", "StepResult", "get", "names"]
+
+#: The built-in methods that are not time-stepping formulations (:mod:`contactopt.integrators`,
+#: the layer above, checks that it defines exactly these): formulations share the namespace of
+#: ``simulate`` with them, so a plugin may not take one of these names.
+METHOD_NAMES = ("ode", "variational", "compliant", "hybrid", "mujoco")
 
 _REGISTRY: dict[str, Formulation] = {
     f.name: f for f in (Gauss(), StewartTrinkleLCP(), Anitescu(), ConeComplementarity(), Regularized())
@@ -119,9 +124,7 @@ def _as_formulation(obj: object) -> tuple[str, Formulation]:
     name = plugins.check_name(getattr(obj, "name", None), "formulation")
     if not isinstance(getattr(obj, "description", None), str):
         raise RegistrationError(f"formulation {name!r}: needs a one-line `description` string")
-    from contactopt.integrators import continuous_names  # methods share the namespace of `simulate`
-
-    if name in continuous_names():
+    if name in METHOD_NAMES:
         raise RegistrationError(f"formulation {name!r}: the name is taken by a built-in method")
     return name, obj
 

@@ -9,7 +9,7 @@ variable and row blocks are named, and :meth:`Formulation.recover` maps a solver
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,11 +22,13 @@ from contactopt.programs import LCP, ConicProgram, Solution
 from contactopt.programs.coulomb import CoulombProgram
 
 if TYPE_CHECKING:
-    from contactopt.integrators.runge_kutta import Tableau
+    from contactopt.model.tableau import Tableau
     from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 Program = ConicProgram | LCP | CoulombProgram
+#: The solver registry's ``solve(program, solver)`` (:func:`contactopt.solvers.solve`).
+SolveFunction = Callable[[Any, str], Solution]
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,13 @@ class Formulation(ABC):
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         """The explicit program of one step (options already resolved)."""
 
-    def choose_solution(self, program: Program, solution: Solution, options: Mapping[str, Any]) -> Solution:
+    def choose_solution(self, program: Program, solution: Solution, options: Mapping[str, Any],
+                        solve: SolveFunction) -> Solution:
         """Among the solutions of ``program``, the one the formulation steps with (options
         resolved): the solver's answer, unless the formulation defines a selection where the
-        program's solution is not unique (``lcp -o impulses=min_norm``)."""
+        program's solution is not unique (``lcp -o impulses=min_norm``). ``solve(program,
+        solver)`` is the solver registry's (formulations never import the solvers: the driver
+        hands it over) for a selection that solves a program of its own."""
         return solution
 
     @abstractmethod

@@ -23,20 +23,19 @@ keeps scipy's product.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.core import jit
 from contactopt.programs import scipy_replay as replay
 
 FloatArray = NDArray[np.float64]
 
 #: Whether :func:`combine` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
-COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+COMPILED = jit.ENABLED
 _u = replay.UNSIGNED
 
 
@@ -81,4 +80,4 @@ def combine(coefficients: FloatArray, J: Any) -> sp.csr_matrix | None:
 
 
 #: The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk).
-_compiled = replay.LazyKernel(_loops)
+_compiled = jit.LazyKernel(_loops, before=replay.ensure_compiled)

@@ -8,7 +8,6 @@ Polyhedral cones (Tedrake 2022, "Anitescu's convex formulation", after Stewart &
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Mapping
@@ -30,8 +29,14 @@ from contactopt.formulations.constraint_rows import (
     require_no_friction_loss,
     row_impulses,
 )
+from contactopt.model.delassus import delassus
 from contactopt.model.step import AngularFriction, Contacts, Dynamics, Matrix, is_sparse, to_dense
 from contactopt.programs.csc import csr, rows_of, to_csr
+from contactopt.programs.friction_directions import (
+    check_directions,
+    default_directions,
+    tangent_directions,
+)
 
 __all__ = ["ActiveContacts", "active_contacts", "check_directions", "check_margin", "default_directions",
            "delassus", "delassus_blocks", "dual_program", "dual_velocity", "limit_index", "moving_blocks",
@@ -43,33 +48,6 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
 
-def default_directions(dim: int) -> int:
-    """Default number of friction directions: 4 in 3-D, 2 in 2-D, 0 without tangents."""
-    return {1: 0, 2: 2, 3: 4}[dim]
-
-
-#: Most friction directions ``k`` accepted: a 1024-gon is within 5e-6 (relative) of the circle,
-#: so more only costs memory and time (the program's size also is checked before it is made,
-#: :func:`contactopt.core.budgets.check_allocation`).
-MAX_DIRECTIONS = 1024
-
-
-def check_directions(k: Any, dim: int, formulation: str) -> int:
-    """Validate the ``k`` option for contacts of frame dimension ``dim``: an even integer in
-    ``[2, MAX_DIRECTIONS]``."""
-    if k is None:
-        return default_directions(dim)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2 or k % 2:
-        raise OptionError(f"formulation {formulation!r}: k must be an even integer >= 2, got {k!r}")
-    if k > MAX_DIRECTIONS:
-        raise OptionError(f"formulation {formulation!r}: k = {k} friction directions is more than the "
-                          f"{MAX_DIRECTIONS} allowed (a {MAX_DIRECTIONS}-gon is within 5e-6 of the circle)")
-    if dim == 2 and k != 2:
-        raise OptionError(f"formulation {formulation!r}: planar contacts have k = 2 directions (+t, -t), "
-                          f"got k = {k}")
-    return k if dim > 1 else 0
-
-
 def check_margin(options: Mapping[str, Any], formulation: str) -> float:
     epsilon = options["epsilon"]
     number = isinstance(epsilon, int | float) and not isinstance(epsilon, bool)
@@ -77,21 +55,6 @@ def check_margin(options: Mapping[str, Any], formulation: str) -> float:
         raise OptionError(f"formulation {formulation!r}: epsilon must be a number >= 0 (inf: every "
                           f"candidate contact), got {epsilon!r}")
     return float(epsilon)
-
-
-@functools.lru_cache(maxsize=32)
-def tangent_directions(dim: int, k: int) -> FloatArray:
-    """(k, dim - 1) coefficients of ``d_i`` in the tangent basis of the contact frame
-    (read-only: made once per ``(dim, k)``)."""
-    if dim == 1 or k == 0:
-        out = np.zeros((0, max(dim - 1, 0)))
-    elif dim == 2:
-        out = np.array([[1.0], [-1.0]])
-    else:
-        angles = 2.0 * np.pi * np.arange(k) / k
-        out = np.column_stack([np.cos(angles), np.sin(angles)])
-    out.setflags(write=False)
-    return out
 
 
 @dataclass(frozen=True)
@@ -286,30 +249,6 @@ def polyhedral_frame_impulses(active: ActiveContacts, normal: FloatArray, beta: 
 
 
 # --- non-contact rows (bilateral, limits, dry friction): contactopt.formulations.constraint_rows
-
-
-def delassus(dynamics: Dynamics, rows: Matrix) -> Matrix:
-    """``rows M^{-1} rows^T``. Contact rows touch few degrees of freedom: with sparse rows and
-    a sparse ``M^{-1}`` (block-diagonal M) it is a sparse product, linear in the contacts;
-    with sparse rows and a factorization only, one solve per row; for large dense rows the
-    outer product goes through the sparse rows (O(nnz(rows) x n) instead of O(n^2 nv))."""
-    if is_sparse(rows):
-        if dynamics.inverse_matrix is not None:
-            return (rows @ dynamics.inverse_matrix @ rows.T).tocsc()
-        return np.asarray(rows @ dynamics.solve_M(rows.T.toarray()))
-    solved = dynamics.solve_M(rows.T)
-    if rows.shape[0] * rows.shape[1] > 20_000:
-        sparse_rows = sp.csr_matrix(rows)
-        if sparse_rows.nnz < 0.25 * rows.size:
-            sparse_solved = sp.csr_matrix(solved)
-            if sparse_solved.nnz < 0.25 * solved.size:
-                # Sparse times sparse sums each entry's products in the same order as sparse
-                # times dense (only exact zeros are skipped): the same numbers, stored sparse.
-                W = (sparse_rows @ sparse_solved).tocsc()
-                W.eliminate_zeros()
-                return W
-            return np.asarray(sparse_rows @ solved)
-    return rows @ solved
 
 
 def delassus_blocks(dynamics: Dynamics, J: Matrix, dim: int) -> FloatArray:

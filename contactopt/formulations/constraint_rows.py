@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.formulations.recovery import limit_target
+from contactopt.model.delassus import delassus
 from contactopt.model.step import Dynamics, Matrix, StepProblem, is_sparse, to_dense
 from contactopt.programs import Block, Cone, ConicProgram, Nonneg, Zero, delassus_kernel
 from contactopt.programs.csc import (
@@ -244,10 +245,8 @@ def raise_refusal(formulation: str, what: str) -> None:
 def _delassus_P(dynamics: Dynamics, K: Matrix, diagonal: FloatArray | None) -> sp.csc_matrix:
     """``P = sym(K M^{-1} K^T + diag(diagonal))`` of a dual program: one compiled call for sparse
     rows and a sparse ``M^{-1}`` (:mod:`contactopt.programs.delassus_kernel`, the same arrays
-    as the scipy steps below), else :func:`~contactopt.formulations.common.delassus`,
+    as the scipy steps below), else :func:`~contactopt.model.delassus.delassus`,
     :func:`~contactopt.programs.csc.add_diagonal` and :func:`~contactopt.programs.csc.symmetric_part`."""
-    from contactopt.formulations.common import delassus
-
     if is_sparse(K) and dynamics.inverse_matrix is not None:
         fused = delassus_kernel.delassus_symmetric(K, dynamics.inverse_matrix, diagonal)
         if fused is not None:

@@ -69,7 +69,7 @@ import numpy as np
 
 from contactopt.core.budgets import check_allocation
 from contactopt.formulations.angular_friction import scatter_angular, vstack_rows
-from contactopt.formulations.base import Formulation, Program, StepResult
+from contactopt.formulations.base import Formulation, Program, SolveFunction, StepResult
 from contactopt.formulations.common import (
     active_contacts,
     check_directions,
@@ -162,12 +162,13 @@ class StewartTrinkleLCP(Formulation):
             "contacts": active.index.tolist(), "nv": problem.nv, "dim": contacts.dim,
             "limits": limits.tolist(), "friction_loss": nf})
 
-    def choose_solution(self, program: Program, solution: Solution, options: Mapping[str, Any]) -> Solution:
+    def choose_solution(self, program: Program, solution: Solution, options: Mapping[str, Any],
+                        solve: SolveFunction) -> Solution:
         """``impulses=min_norm``: the least-norm solution on the complementarity face of the
         solver's answer (:mod:`contactopt.formulations.lcp_selection`); ``vertex``: the answer."""
         if options["impulses"] == "vertex" or not isinstance(program, LCP):
             return solution
-        return least_norm_on_face(program, solution)
+        return least_norm_on_face(program, solution, solve)
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, LCP)

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.linalg as la
@@ -56,7 +57,9 @@ from numpy.typing import NDArray
 
 from contactopt.programs import LCP, Solution, lcp_residuals
 from contactopt.programs.conic import ConicProgram, Nonneg
-from contactopt.solvers import solve
+
+if TYPE_CHECKING:
+    from contactopt.formulations.base import SolveFunction
 
 FloatArray = NDArray[np.float64]
 
@@ -87,7 +90,7 @@ NULL_LEVEL = 1e-12
 STATIONARY_LEVEL = 1e-12
 
 
-def least_norm_on_face(program: LCP, solution: Solution, motion_only: bool = True) -> Solution:
+def least_norm_on_face(program: LCP, solution: Solution, solve: SolveFunction, motion_only: bool = True) -> Solution:
     """The least-norm solution of ``program`` on the complementarity face of ``solution``
     (module docstring); ``solution`` itself when that face is a single point, when the
     solution is not usable, or when the selection does not pass contactopt's residuals."""
@@ -105,7 +108,7 @@ def least_norm_on_face(program: LCP, solution: Solution, motion_only: bool = Tru
         return solution
     if motion_only and moves_nothing(M, free, null):  # the face's points share z0's velocity
         return solution
-    y, how = _least_norm_step(M, z0, w0, free, separated, null)
+    y, how = _least_norm_step(M, z0, w0, free, separated, null, solve)
     if y is None or how == "stationary":
         return _kept(solution, how, time.perf_counter() - start, quiet=y is not None)
     z = exact_on_active_set(M, q, z0, w0, free, separated, null, y)
@@ -153,7 +156,8 @@ def null_space(matrix: FloatArray) -> FloatArray:
 
 
 def _least_norm_step(M: FloatArray, z0: FloatArray, w0: FloatArray, free: NDArray[np.int_],
-                     separated: NDArray[np.int_], null: FloatArray) -> tuple[FloatArray | None, str]:
+                     separated: NDArray[np.int_], null: FloatArray,
+                     solve: SolveFunction) -> tuple[FloatArray | None, str]:
     """``y`` minimizing ``sum c_i (z0 + N y)_i^2`` over ``z0_F + N y >= 0``, ``w0_S + M_SF N y >= 0``
     (``N = null``), with how it was found; None and why when it was not."""
     weights = impulse_weights(M, free)

@@ -14,7 +14,7 @@ The dual of :mod:`contactopt.formulations.regularized` over the rows ``K`` below
 
 Each row takes its contact's impedance ``d(phi)`` and reference gains; the position term of
 ``a_ref`` is ``phi`` on normal rows and pyramid edges, 0 on friction rows (``R`` divided by
-``impratio`` there), exactly as the 3-row frames (:func:`.regularized.soft_rows`, per row).
+``impratio`` there), exactly as the 3-row frames (:func:`.regularized_rows.soft_rows`, per row).
 The primal form (``form = "primal"``) is the same program's unconstrained primal
 (:mod:`contactopt.formulations.regularized_primal`).
 """
@@ -44,6 +44,14 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.regularized_rows import (
+    damped_dynamics,
+    impedance,
+    pyramid_edges,
+    reference_gains,
+    row_terms,
+    soft_rows,
+)
 from contactopt.model.step import Matrix, StepProblem
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc
@@ -62,8 +70,6 @@ def contact_rows(active: ActiveContacts, cone: str, normal_units: bool = False
         normal = np.zeros(contact.shape[0], dtype=bool)
         normal[rows.frame[:, 0]] = True
         return rows.rows, contact, normal, ~normal
-    from contactopt.formulations.regularized import pyramid_edges
-
     edges, per = pyramid_edges(active)
     extra, extra_contact = angular_edges(active)
     contact = np.concatenate([np.repeat(np.arange(active.count), per), extra_contact])
@@ -75,8 +81,6 @@ def soft_terms(problem: StepProblem, options: Mapping[str, Any], active: ActiveC
                contact: IntArray, normal: NDArray[np.bool_], friction: NDArray[np.bool_]
                ) -> tuple[Any, FloatArray, FloatArray, FloatArray, FloatArray, tuple[float, float]]:
     """``(damped dynamics, v^-, R, v*_ref, R_eq, solref)`` of ``rows``, per row from its contact."""
-    from contactopt.formulations.regularized import damped_dynamics, impedance, reference_gains, soft_rows
-
     h = problem.dt
     damped, v_minus = damped_dynamics(problem, options["b"])
     d = impedance(active.phi, options["solimp"])
@@ -91,8 +95,6 @@ def soft_terms(problem: StepProblem, options: Mapping[str, Any], active: ActiveC
 def build_dual(problem: StepProblem, options: Mapping[str, Any], active: ActiveContacts,
                name: str) -> ConicProgram:
     """The dual (module docstring) of a step whose contacts have angular rows."""
-    from contactopt.formulations.regularized import row_terms
-
     rows, contact, normal, friction = contact_rows(active, options["cone"], normal_units=True)
     damped, v_minus, R, v_ref, R_eq, solref = soft_terms(problem, options, active, rows, contact, normal, friction)
     m = rows.shape[0]
@@ -130,8 +132,6 @@ def impulses_of(active: ActiveContacts, cone: str, values: FloatArray) -> tuple[
 
 
 def recover_dual(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:
-    from contactopt.formulations.regularized import damped_dynamics
-
     contacts = problem.contacts
     active = select_contacts(contacts, program.metadata["contacts"])
     damped, v_minus = damped_dynamics(problem, program.metadata["b"])

@@ -40,11 +40,12 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.formulations.regularized import (
+from contactopt.formulations.regularized_rows import (
     damped_dynamics,
     impedance,
     pyramid_edges,
     reference_gains,
+    row_terms,
     soft_rows,
 )
 from contactopt.formulations.sap import contact_rows, primal_step, recover_primal
@@ -95,8 +96,6 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
         if moving.shape[0] < rows.shape[0]:
             metadata["edge_count"], metadata["edge_rows"] = int(rows.shape[0]), moving.tolist()
             rows, scale, cones = rows[moving], scale[moving], ((Nonneg(moving.shape[0]),) if moving.shape[0] else ())
-    from contactopt.formulations.regularized import row_terms
-
     (limit_c, limit_R), (friction_c, friction_R) = row_terms(problem, options, damped, v_minus, solref)
     index = limit_index(problem, options["epsilon"])
     limit_ref = problem.unilateral.G[index] @ v_minus - limit_c  # the dual's linear term is J v^- - v_ref

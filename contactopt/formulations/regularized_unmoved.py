@@ -1,8 +1,8 @@
 """The rows of the ``regularized`` formulation's contacts that move nothing
-(:mod:`contactopt.formulations.regularized`, :func:`.regularized.soft_rows`): a tangent along a
+(:mod:`contactopt.formulations.regularized`, :func:`.regularized_rows.soft_rows`): a tangent along a
 locked direction, a pyramid edge ``n +- mu t`` whose lever arm about a hinge vanishes, a torsional
 or rolling row of a body that cannot turn. Their Delassus diagonal is 0 or its rounding, so
-MuJoCo's ``R = (1 - d)/d diag(A)`` (Todorov 2014; reference 000, "Todorov's regularization") is
+MuJoCo's ``R = (1 - d)/d diag(A)`` (Todorov 2014; Tedrake 2022, "MuJoCo's convex formulation") is
 too, and the step's program is not well posed without a positive ``R`` there."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def unmoved_rows_regularized(R: FloatArray, unmoved: NDArray[np.bool_], owner: I
     a zero ``R`` would leave it unbounded (the dual's answer not unique, or no answer where its
     reference asks it to move: the pyramid edges of a penetrating contact at a hinge, step 0's
     "unbounded"; the primal's ``1/R`` infinite). With no reference on that row
-    (:func:`.regularized.soft_rows`: ``v_ref = J v``) its impulse is the rounding of 0, as the primal (which
+    (:func:`.regularized_rows.soft_rows`: ``v_ref = J v``) its impulse is the rounding of 0, as the primal (which
     leaves such an edge out) and a zero block (:func:`.common.active_contacts`) give. A contact
     none of whose rows moves is not in the program (:func:`.common.moving_blocks`)."""
     moving = np.where(unmoved, 0.0, R)

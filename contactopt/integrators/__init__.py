@@ -43,6 +43,9 @@ _mujoco_stepper.defaults = {"cone": None, "solver": None, "iterations": None, "t
 
 _CONTINUOUS: dict[str, Any] = {"ode": ConstrainedODE, "variational": VariationalIntegrator,
                                "compliant": CompliantContact, "hybrid": HybridSimulation, "mujoco": _mujoco_stepper}
+if set(_CONTINUOUS) != set(formulations.METHOD_NAMES):  # the names the formulation registry keeps free
+    raise RuntimeError(f"contactopt.formulations.METHOD_NAMES {formulations.METHOD_NAMES} must name the "
+                       f"continuous-time methods {tuple(_CONTINUOUS)}")
 
 
 class Stepper(Protocol):
@@ -80,9 +83,3 @@ def make_stepper(system: System, formulation: str, solver: str, dt: float,
         known = ", ".join(names())
         raise UnknownNameError(f"unknown formulation {formulation!r}; known formulations: {known}")
     return TimeStepping(system, key, solver, dt, options, solver_options)
-
-
-def continuous_names() -> list[str]:
-    """The methods that are not time-stepping formulations (ode, variational, ...): a
-    registered formulation may not take one of these names."""
-    return list(_CONTINUOUS)

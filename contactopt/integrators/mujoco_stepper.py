@@ -11,7 +11,7 @@ the next state's ``act`` MuJoCo's own. The record holds MuJoCo's contact impulse
 limit and dry-friction impulses on the system's rows (:func:`row_impulses`: the energy balance
 counts their work), the
 solver's iteration count, and residuals that contactopt computes for MuJoCo's answer on the
-same constraint problem (:func:`contactopt.analysis.reproduce.program_from_mujoco`), so MuJoCo
+same constraint problem (:func:`contactopt.systems.mjcf.program.program_from_mujoco`), so MuJoCo
 is judged like any other solver. Options set MuJoCo's own: ``cone`` ("pyramidal" | "elliptic"), ``solver`` ("Newton" |
 "CG" | "PGS"), ``iterations``, ``tolerance`` (None keeps the model's).
 
@@ -134,7 +134,7 @@ class MujocoStepper:
     def _residuals(self) -> Residuals:
         """contactopt's residuals of MuJoCo's forces on the problem MuJoCo solved this step,
         with the duals that MuJoCo's forces imply (:func:`implied_duals`)."""
-        from contactopt.analysis.reproduce import program_from_mujoco
+        from contactopt.systems.mjcf.program import program_from_mujoco
 
         if int(self.data.nefc) == 0:
             return Residuals(0.0, 0.0, 0.0, 0.0)
@@ -145,7 +145,7 @@ class MujocoStepper:
 
 def implied_duals(program: ConicProgram, x: FloatArray) -> FloatArray:
     """The cone multipliers ``y`` of MuJoCo's impulses ``x``: stationarity ``P x + c + A^T y = 0``
-    row by row. Every row of ``A`` (:func:`contactopt.analysis.reproduce.cone_rows`) has one entry:
+    row by row. Every row of ``A`` (:func:`contactopt.systems.mjcf.program.cone_rows`) has one entry:
     a row that is alone on its force row takes ``y = -g / a`` (``g = P x + c``); the two rows of a
     dry-friction box (``+x <= h F``, ``-x <= h F``) split ``-g`` by its sign, each ``>= 0`` (the
     least-squares split ``y = -+g/2`` would make one of them negative: a dual residual of

@@ -160,7 +160,7 @@ class TimeStepping:
             solution = solvers.solve(program, self.solver, self._options_for(program))
         except ContactoptError as exc:
             return str(exc)
-        return self.formulation.choose_solution(program, solution, self.formulation_options)
+        return self.formulation.choose_solution(program, solution, self.formulation_options, solvers.solve)
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         prebuilt, self._prebuilt = self._prebuilt, None

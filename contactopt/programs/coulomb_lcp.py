@@ -62,7 +62,7 @@ class CoulombToLCP:
     check_target: bool = True
 
     def directions(self, program: CoulombProgram) -> int:
-        from contactopt.formulations.common import check_directions
+        from contactopt.programs.friction_directions import check_directions
 
         return check_directions(self.k, program.dim, "coulomb->lcp")
 
@@ -79,7 +79,7 @@ class CoulombToLCP:
         if reason is not None:
             raise ConversionError(f"cannot convert the Coulomb problem to an LCP: {reason}")
         from contactopt.core.budgets import check_allocation
-        from contactopt.formulations.common import tangent_directions
+        from contactopt.programs.friction_directions import tangent_directions
 
         k, dim, nc = self.directions(program), program.dim, program.contacts
         frictional = np.flatnonzero(program.mu > 0)

@@ -35,14 +35,13 @@ keeps the scipy expressions.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.core import jit
 from contactopt.programs import scipy_replay as replay
 
 FloatArray = NDArray[np.float64]
@@ -50,7 +49,7 @@ IndexArray = NDArray[np.int32]
 Arrays = tuple[Any, Any, FloatArray]  # CSC (indptr, indices, data)
 
 #: Whether :func:`delassus_symmetric` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
-COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+COMPILED = jit.ENABLED
 _u = replay.UNSIGNED  # unsigned indices in the hot loops (scipy_replay)
 
 
@@ -217,4 +216,4 @@ def delassus_symmetric(rows: Any, inverse: Any, diagonal: FloatArray | None) -> 
 
 
 #: The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk).
-_compiled = replay.LazyKernel(_loops)
+_compiled = jit.LazyKernel(_loops, before=replay.ensure_compiled)

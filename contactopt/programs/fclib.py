@@ -28,7 +28,7 @@ whose optimality conditions are ``C*_mu ∋ u ⟂ r ∈ C_mu`` (impulses ``r = x
 ``r_c = diag(1, mu_c, mu_c) y_c`` from the cone duals and ``lambda = -y`` on the equality rows in
 the primal form). A CCP solution solves FCLIB's problem exactly where no contact slides with a
 nonzero impulse (``u_cT = 0`` or ``r_c = 0``); a sliding contact gets ``u_cN = mu_c ||u_cT|| > 0``
-instead of 0. :func:`contactopt.programs.coulomb_error.solve_coulomb` solves FCLIB's own
+instead of 0. :func:`contactopt.solvers.coulomb.fclib_solve.solve_coulomb` solves FCLIB's own
 problem as a sequence of such convex programs (the fixed point on De Saxcé's term), and
 :func:`~contactopt.programs.coulomb_error.fclib_merit` is FCLIB's error measure, computed here.
 

@@ -45,7 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.programs.conic import ConicProgram
+from contactopt.programs.conic import ConicProgram, cone_row_indices
 from contactopt.programs.csc import csc, to_csc
 from contactopt.programs.lcp import LCP
 
@@ -183,8 +183,6 @@ def conic_relative_terms(program: ConicProgram, x: FloatArray, y: FloatArray, s:
     """:func:`conic_relative` term by term: the worst ``stationarity``, ``primal`` (rows of
     ``s`` outside ``K``), ``dual`` (``y`` outside ``K*``), ``complementarity`` and ``gap``, each
     relative to its own row (which one failed, when a step is judged)."""
-    from contactopt.programs.residuals import cone_row_indices
-
     abs_y = np.abs(y)
     reach, row_scale, column_scale, mobility, share = _scales(program, x, abs_y)
     y_weight = _weight(mobility, share, row_scale)
@@ -275,8 +273,6 @@ def conic_data_violation(program: ConicProgram, x: FloatArray, s: FloatArray) ->
     (Holding ``X0_j`` to what the rows ask where the reach is larger would catch the nearly
     flat infeasible QP of ``tests/test_fuzz.py``, but also refuse a cart at rest whose rows
     ask ``3e-32`` of round-off: both are violations within their program's own precision.)"""
-    from contactopt.programs.residuals import cone_row_indices
-
     zero, nonneg, socs = cone_row_indices(program)
     violation = np.zeros(program.m)
     violation[zero] = np.abs(s[zero])

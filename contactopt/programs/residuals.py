@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import operator
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.programs.conic import Cone, ConicProgram
+from contactopt.programs.conic import ConicProgram, cone_row_indices
 from contactopt.programs.lcp import LCP
 from contactopt.programs.relative import conic_relative, lcp_relative
 from contactopt.programs.solution import Residuals
@@ -47,43 +46,6 @@ def _violations(program: ConicProgram, stacked: FloatArray, with_zero: bool) -> 
     if with_zero and zero.size:
         out[0] = max(out[0], float(np.abs(stacked[0, zero]).max()))
     return out
-
-
-_ConeRows = tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]
-
-
-def cone_row_indices(program: ConicProgram) -> tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]:
-    """Row indices of the zero and nonnegative cones and, per SOC dimension, a (count, dim)
-    index array (read-only; computed once per program)."""
-    cached = program.__dict__.get("_cone_row_indices")
-    if cached is None:  # once per program
-        cached = _cone_row_indices(program.cones)
-        object.__setattr__(program, "_cone_row_indices", cached)  # a cache on a frozen program
-    return cast(_ConeRows, cached)  # a module-level alias: a subscripted type built per call costs ~5 us
-
-
-_KIND_CODE = {"zero": 0, "nonneg": 1, "soc": 2}
-_DIM, _KIND = operator.attrgetter("dim"), operator.attrgetter("kind")
-
-
-def _cone_row_indices(cones: tuple[Cone, ...]) -> tuple[NDArray[np.int_], NDArray[np.int_], list[NDArray[np.int_]]]:
-    # kinds as integer codes, attributes read by C-level maps: the cones' own hash (a Python
-    # method, ~20 us on the pile's 239 cones) and string arrays cost more than the indices
-    count = len(cones)
-    dims = np.fromiter(map(_DIM, cones), dtype=np.int_, count=count)
-    codes = np.fromiter(map(_KIND_CODE.__getitem__, map(_KIND, cones)), dtype=np.int8, count=count)
-    starts = np.cumsum(dims) - dims
-    code_of_row = np.repeat(codes, dims)
-    zero = np.flatnonzero(code_of_row == 0)
-    nonneg = np.flatnonzero(code_of_row == 1)
-    socs = []
-    soc = codes == 2
-    for dim in np.unique(dims[soc]):
-        first = starts[soc & (dims == dim)]
-        socs.append(first[:, None] + np.arange(dim)[None, :])
-    for array in (zero, nonneg, *socs):
-        array.setflags(write=False)
-    return zero, nonneg, socs
 
 
 def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Residuals, FloatArray]:

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core import jit
+
 FloatArray = NDArray[np.float64]
 
 # Indices are read as unsigned in the hot loops: numba then skips its negative-index
@@ -90,31 +92,7 @@ def ensure_compiled() -> None:
         return
     with _LOCK:
         if not _compiled:
-            import numba
-
-            jit = numba.njit(cache=True, nogil=True)
-            inlined = numba.njit(cache=True, nogil=True, inline="always")  # inner loops: a call each costs ~2x
-            accumulate, emit, transpose = inlined(accumulate), inlined(emit), jit(transpose)
+            # inner loops inlined: a call each costs ~2x
+            accumulate, emit = jit.njit(accumulate, inline="always"), jit.njit(emit, inline="always")
+            transpose = jit.njit(transpose)
             _compiled = True
-
-
-class LazyKernel:
-    """A kernel's loop function, compiled by numba at the first call of this object (after this
-    module's steps, which it may call), once: under a lock, as two threads' first calls would
-    otherwise compile it twice."""
-
-    def __init__(self, loops: Any) -> None:
-        self._loops = loops
-        self._kernel: Any = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> Any:
-        """The dispatcher."""
-        if self._kernel is None:  # checked again under the lock
-            ensure_compiled()
-            with self._lock:
-                if self._kernel is None:
-                    import numba
-
-                    self._kernel = numba.njit(cache=True, nogil=True)(self._loops)
-        return self._kernel

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.core.errors import ContactoptError
-
-if TYPE_CHECKING:
-    from contactopt.records.trajectory import Impact, StepRecord, Trajectory
+from contactopt.records.step import Impact, StepRecord
 
 FloatArray = NDArray[np.float64]
 
 
-def check_shapes(path: Path, traj: Trajectory) -> None:
+def check_shapes(path: Path, traj: Any) -> None:
     """The arrays of a loaded trajectory fit together (a damaged file is refused, not half-read)."""
     n = traj.t.shape[0]
     problems = []
@@ -53,7 +51,6 @@ def impact_arrays(steps: list[StepRecord], nv: int) -> dict[str, Any]:
 
 def read_impacts(a: Any, n_steps: int) -> list[tuple[Impact, ...]]:
     """The per-step impacts written by :func:`impact_arrays`; none for files without them."""
-    from contactopt.records.trajectory import Impact  # records imports this module
     if "impact_counts" not in a.files:
         return [() for _ in range(n_steps)]
     counts = a["impact_counts"]

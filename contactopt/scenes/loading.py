@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from contactopt import integrators, solvers, systems
 from contactopt.core import display
+from contactopt.core.arguments import refuse
 from contactopt.core.budgets import check_max_steps
 from contactopt.core.errors import ContactoptError, SceneError
 from contactopt.core.outputs import unsafe_name_reason
@@ -328,3 +329,13 @@ def _parse(data: Mapping[str, Any], path: Path) -> Scene:
     observables = parse_observables(data.get("observables"), data, system, scene.q0, scene.v0, scene.dt,
                                     scene.duration, path)
     return dataclasses.replace(scene, observables=observables) if observables else scene
+
+
+def as_scene(value: Any, function: str) -> Scene:
+    """A :class:`~contactopt.scenes.loading.Scene`, or a scene file path or bundled problem name, loaded."""
+    if isinstance(value, Scene):
+        return value
+    if isinstance(value, str | Path):
+        return load_scene(value)
+    raise refuse(function, "scene", value, "a Scene (co.load_scene(...)), a scene file path or a bundled "
+                  "problem name such as 'cart_wall'")

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.records.trajectory import Trajectory
+from contactopt.systems.units import coordinate_unit
 
 FloatArray = NDArray[np.float64]
 Measure = Callable[[Trajectory, Mapping[str, Any], Mapping[str, Any]], float]
@@ -34,22 +35,6 @@ class Kind:
         self.coordinate = coordinate  # "q", "v" or None: what ``coordinate`` names
         self.keys = keys  # optional keys besides the common ones
         self.unit = unit  # None: the coordinate's unit
-
-
-def coordinate_unit(name: str) -> str:
-    """The SI unit of a coordinate from its name (``box.x`` -> m, ``theta1dot`` -> rad/s;
-    quaternion components and unknown names -> "")."""
-    leaf = name.rsplit(".", 1)[-1]
-    if leaf in ("x", "y", "z"):
-        return "m"
-    if leaf in ("vx", "vy", "vz", "xdot", "ydot", "zdot"):
-        return "m/s"
-    angular = ("omega", "wx", "wy", "wz", "wx_body", "wy_body", "wz_body")  # wx_body: MJCF free joints
-    if (leaf.startswith("theta") and leaf.endswith("dot")) or leaf in angular:
-        return "rad/s"
-    if leaf.startswith("theta"):
-        return "rad"
-    return ""
 
 
 def local_maxima(t: FloatArray, x: FloatArray, resolution: float | None = None) -> tuple[FloatArray, FloatArray]:

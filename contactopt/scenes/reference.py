@@ -164,7 +164,8 @@ def _control() -> list[str]:
                                     for key, default in keys.items()))
             for kind, keys in CONTROL_KEYS.items()]
     return ["## [control]", "", "`type` picks the law; vectors have one entry per input (a number is used for "
-            "every input). See `contactopt.scenes.control` for the laws.", "", *_table(["type", "keys (default)"], rows)]
+            "every input). See `contactopt.scenes.control` for the laws.", "",
+            *_table(["type", "keys (default)"], rows)]
 
 
 def _observables() -> list[str]:

@@ -230,13 +230,21 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
     return _rejudge(program, route.invert(solution, data))
 
 
+def _call(backend: Any, program: Program, variant: str | None, options: dict[str, Any]) -> Solution:
+    """The backend's own ``solve``; a composite backend (``fixed_point``, ``staggered``) is handed
+    this registry (its :func:`solve` for the programs it solves inside)."""
+    if getattr(getattr(backend, "SPEC", None), "composite", False):
+        return backend.solve(program, variant, options, registry=sys.modules[__name__])
+    return backend.solve(program, variant, options)
+
+
 def _normalized_solve(program: Program, backend: Any, variant: str | None, options: dict[str, Any], own: bool,
                       refine: bool | str, normalize: bool | str, warm_start: str | None) -> Solution:
     """The backend's answer to ``program``, refined and judged; solved in the program's own
     units (:mod:`contactopt.programs.normalize`) always (``normalize=True``), or again when
     the answer as given falls short of optimal (``"auto"``), keeping the better of the two."""
     if normalize is not True:
-        first = _refined(program, _answer(program, backend.solve(program, variant, options), own), refine)
+        first = _refined(program, _answer(program, _call(backend, program, variant, options), own), refine)
         claim = first.claimed or first.status
         # an answer, or the backend's numerical trouble; not a budget the backend ran out of,
         # nor its certificate of infeasibility (a rescaled, nearly infeasible program can
@@ -248,11 +256,11 @@ def _normalized_solve(program: Program, backend: Any, variant: str | None, optio
     reduced = Normalize().apply(program)
     if reduced is None:
         return first if normalize == "auto" else _refined(
-            program, _answer(program, backend.solve(program, variant, options), own), refine)
+            program, _answer(program, _call(backend, program, variant, options), own), refine)
     scaled, scaling = reduced
     if warm_start is not None and options.get(warm_start) is not None:
         options = {**options, warm_start: scaling.x_to_scaled(options[warm_start])}
-    solution = _refined(scaled, _answer(scaled, backend.solve(scaled, variant, options), own), refine)
+    solution = _refined(scaled, _answer(scaled, _call(backend, scaled, variant, options), own), refine)
     x, y = Normalize.invert(solution.x, solution.y, scaling)
     watch = Stopwatch()
     watch.setup, watch.solve = solution.setup_time, solution.solve_time

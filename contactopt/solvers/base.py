@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,6 +43,22 @@ class Tolerance:
     option: str
     default: float
     relative: bool = False
+
+
+class Registry(Protocol):
+    """What a composite backend may ask of the solver registry (:mod:`contactopt.solvers`),
+    handed to its ``solve`` as ``registry``."""
+
+    def solve(self, program: Any, solver: str = ..., options: Mapping[str, Any] | None = ...,
+              **kwargs: Any) -> Solution: ...
+
+    def can_take(self, program: Any, solver: str) -> bool: ...
+
+    def available(self) -> list[str]: ...
+
+    def kinds(self, solver: str) -> frozenset[str]: ...
+
+    def spec(self, solver: str) -> SolverSpec: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,9 @@ class SolverSpec:
         history: whether it takes the option ``history=true`` and then records its iterations
             in ``Solution.history`` (:mod:`contactopt.solvers.history`); ``contactopt bench``
             asks only these for histories, and hands the option to no other backend.
+        composite: its programs are solved through other solvers (``fixed_point``, ``staggered``):
+            its ``solve`` takes the solver registry as the keyword ``registry`` (:class:`Registry`;
+            a backend never imports the registry that imports it).
     """
 
     name: str
@@ -95,6 +114,7 @@ class SolverSpec:
     tolerances: tuple[Tolerance, ...] = ()
     time_limit: str | None = None
     history: bool = False
+    composite: bool = False
 
     def is_available(self) -> bool:
         """Whether the backend's package is installed, without importing it. A package found

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from scipy.sparse.csgraph import structural_rank
 
 from contactopt.programs import ConicProgram
-from contactopt.programs.residuals import cone_row_indices
+from contactopt.programs.conic import cone_row_indices
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]

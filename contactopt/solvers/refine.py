@@ -40,8 +40,9 @@ import scipy.linalg as la
 import scipy.sparse as sp
 
 from contactopt.programs import ConicProgram, Solution
+from contactopt.programs.conic import cone_row_indices
 from contactopt.programs.relative import conic_row_measures
-from contactopt.programs.residuals import cone_row_indices, conic_check
+from contactopt.programs.residuals import conic_check
 from contactopt.solvers.polish import min_norm_solve, polish, regularized_kkt_solve
 
 __all__ = ["active_rows", "refine"]

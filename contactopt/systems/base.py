@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.core.errors import ContactoptError, ParameterValueError, UnknownNameError
 from contactopt.model.step import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral
+from contactopt.systems.units import unit_of_name
 
 if TYPE_CHECKING:
     from contactopt.systems.drawing import Drawing
@@ -122,14 +123,6 @@ def resolve_parameters(
         else:
             values[parameter.name] = parameter.default
     return values
-
-
-def unit_of_name(name: str) -> str:
-    """The SI unit a coordinate's name tells (:func:`contactopt.scenes.observable_kinds.coordinate_unit`;
-    ``"1"`` for the quaternion components ``qw, qx, qy, qz``)."""
-    from contactopt.scenes.observable_kinds import coordinate_unit
-
-    return "1" if name.rsplit(".", 1)[-1] in ("qw", "qx", "qy", "qz") else coordinate_unit(name)
 
 
 class System(ABC):
@@ -308,7 +301,7 @@ class System(ABC):
     def coordinate_units(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """SI units of ``q`` and ``v`` (``"m"``, ``"rad"``, ``"m/s"``, ``"rad/s"``; ``"1"`` for
         quaternion components; ``""`` where unknown), by default read from the coordinate names
-        (:func:`contactopt.scenes.observable_kinds.coordinate_unit`). Figures put coordinates of one
+        (:func:`coordinate_unit`). Figures put coordinates of one
         unit on one axis; systems whose names do not tell the unit override this."""
         return tuple(unit_of_name(n) for n in self.q_names), tuple(unit_of_name(n) for n in self.v_names)
 

@@ -21,14 +21,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from contactopt.systems.base import Parameter
-
-if TYPE_CHECKING:
-    from contactopt.systems.rigid3d import Rigid3D
 
 __all__ = ["GRAVITY_MAGNITUDE", "MASS_SUFFIX", "parameter_table", "replaced"]
 
@@ -44,7 +41,7 @@ def _mass(name: str) -> Parameter:
                      minimum=0.0, exclusive=True)
 
 
-def parameter_table(system: Rigid3D, base: Mapping[str, tuple[Parameter, float]]) -> dict[str, tuple[Parameter, float]]:
+def parameter_table(system: Any, base: Mapping[str, tuple[Parameter, float]]) -> dict[str, tuple[Parameter, float]]:
     """``base`` (``"mu"``) then ``"gravity"`` and ``"<body>.mass"`` with their current values."""
     table = dict(base)
     magnitude = float(np.linalg.norm(system.gravity))
@@ -55,7 +52,7 @@ def parameter_table(system: Rigid3D, base: Mapping[str, tuple[Parameter, float]]
     return table
 
 
-def replaced(system: Rigid3D, values: Mapping[str, float]) -> Rigid3D:
+def replaced(system: Any, values: Mapping[str, float]) -> Any:
     """A shallow copy of ``system`` with ``values`` (checked names and values) in place."""
     new = copy.copy(system)
     new.mu = values.get("mu", system.mu)

@@ -11,8 +11,8 @@ dropped is the convex CCP (Anitescu & Tasora 2010; the ``ccp`` formulation's dua
 
 whose optimality conditions are ``C* ∋ W r + q + [s_c, 0] ⟂ r ∈ C``: FCLIB's problem exactly
 when ``s_c = mu_c ||u_cT||`` for the ``u = W r + q`` it produces (De Saxcé & Feng 1991). The
-solver iterates ``s <- mu ||u_T||`` (:func:`contactopt.programs.coulomb_error.de_saxce_fixed_point`,
-the loop :func:`~contactopt.programs.coulomb_error.solve_coulomb` runs on FCLIB files), from
+solver iterates ``s <- mu ||u_T||`` (:func:`contactopt.solvers.coulomb.de_saxce.de_saxce_fixed_point`,
+the loop :func:`~contactopt.solvers.coulomb.fclib_solve.solve_coulomb` runs on FCLIB files), from
 ``s = 0`` (the plain CCP) or from the ``s`` of the warm start ``r0``, until FCLIB's error is at
 most ``tol`` and contactopt's judgement believes the answer
 (:func:`~contactopt.programs.coulomb.coulomb_believed`), or, FCLIB's error met, the relative
@@ -61,10 +61,11 @@ from contactopt.programs.coulomb import (
     coulomb_residuals,
     coulomb_to_fclib,
 )
-from contactopt.programs.coulomb_error import de_saxce_fixed_point, de_saxce_shift, load_normalization
+from contactopt.programs.coulomb_error import load_normalization
 from contactopt.programs.csc import mark_symmetric
 from contactopt.programs.fclib import fclib_program
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.base import Program, Registry, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.coulomb.de_saxce import de_saxce_fixed_point, de_saxce_shift
 from contactopt.solvers.coulomb.options import coulomb_program, real_option
 
 FloatArray = NDArray[np.float64]
@@ -72,7 +73,7 @@ FloatArray = NDArray[np.float64]
 SPEC = SolverSpec(
     name="fixed_point", kinds=frozenset({"coulomb"}), module=__name__, requires=None, install_hint="",
     description="De Saxce fixed point: Coulomb's problem as a sequence of CCPs, any conic solver inside (ours)",
-    warm_start="r0", normalize=False, history=True,
+    warm_start="r0", normalize=False, history=True, composite=True,
 )
 
 DEFAULTS: dict[str, Any] = {"tol": 1e-8, "max_iterations": 100, "history": False, "r0": None,
@@ -95,7 +96,8 @@ class _InnerFailure(Exception):
         self.solution = solution
 
 
-def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+def solve(program: Program, variant: str | None, options: Mapping[str, Any], *, registry: Registry) -> Solution:
+    """``registry``: the solver registry, whose ``solve`` takes each CCP."""
     used, warm, note = coulomb_program("fixed_point", program, options, set(DEFAULTS), needs_symmetry=True)
     r0 = None if options.get("r0") is None else warm  # None: from the plain CCP (s = 0)
     opts = {**DEFAULTS, **options}
@@ -106,7 +108,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         k = load_normalization(coulomb_to_fclib(used))
         base = fclib_program(coulomb_to_fclib(dataclasses.replace(used, q=k * used.q)))
         mark_symmetric(base.P)  # checked symmetric and convex once, by the line above
-        inner, inner_options, warm_option = _inner(base, opts)
+        inner, inner_options, warm_option = _inner(base, opts, registry)
     dim, m = used.dim, used.m
     history: dict[str, list[float]] | None = {} if opts["history"] else None
     start = time.perf_counter()
@@ -121,7 +123,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         given = dict(inner_options)
         if warm_option is not None and previous[0] is not None and warm_option not in given:
             given[warm_option] = previous[0]
-        solution = _inner_solve(ccp, inner, given)
+        solution = registry.solve(ccp, inner, given)
         if not solution.status.usable:
             raise _InnerFailure(solution)
         x = np.asarray(solution.x[:m], dtype=np.float64)
@@ -169,15 +171,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
                          raw={"inner": inner, "normalization": k}, history=history)
 
 
-def _inner_solve(ccp: ConicProgram, inner: str, options: Mapping[str, Any]) -> Solution:
-    from contactopt.solvers import solve as solve_program
-
-    return solve_program(ccp, inner, options)
-
-
-def _inner(ccp: ConicProgram, opts: Mapping[str, Any]) -> tuple[str, dict[str, Any], str | None]:
+def _inner(ccp: ConicProgram, opts: Mapping[str, Any], solvers: Registry) -> tuple[str, dict[str, Any], str | None]:
     """``(inner solver, its options, its warm-start option or None)``, checked against the CCP."""
-    from contactopt import solvers
 
     inner = opts["inner"]
     if not isinstance(inner, str) or not inner:

@@ -20,15 +20,12 @@ bound; its cost is Huber's, :func:`box_cost`) and, per row, ``scale`` (the facto
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
-import threading
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core import jit
 from contactopt.programs.cone_projection import ConeLayout
 from contactopt.solvers.newton import kernels_cones as cones
 
@@ -44,11 +41,10 @@ CRITERION, COST_FLOOR, NO_DESCENT, MAX_ITER, NONFINITE, NOT_PD = range(6)
 # ~0.4 s of import time that a CLI call without newton should not pay. The first compilation
 # takes 10-60 s (cached on disk afterwards, in __pycache__); CONTACTOPT_NO_NUMBA=1 keeps the
 # NumPy path, e.g. for a one-off run on a fresh checkout.
-AVAILABLE = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+AVAILABLE = jit.ENABLED
 _KERNELS = ("_soc_block", "project_blocks", "box_cost", "line_derivatives", "line_search", "_matvec",
             "_scaled_norm", "dense_newton")
 _compiled = False
-_LOCK = threading.Lock()
 
 
 def ensure_compiled() -> None:
@@ -57,22 +53,9 @@ def ensure_compiled() -> None:
     global _compiled
     if _compiled or not AVAILABLE:
         return
-    jit_in_place(vars(cones), cones.KERNELS)  # first: these kernels call them
-    jit_in_place(globals(), _KERNELS)
+    jit.jit_in_place(vars(cones), cones.KERNELS)  # first: these kernels call them
+    jit.jit_in_place(globals(), _KERNELS)
     _compiled = True
-
-
-def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
-    """Replace each ``namespace[name]`` by its numba dispatcher, once: under a lock, and a name
-    already replaced is left alone (two threads' first calls must not wrap a dispatcher again,
-    which raises)."""
-    import numba
-    from numba.core.dispatcher import Dispatcher
-
-    with _LOCK:
-        for name in names:
-            if not isinstance(namespace[name], Dispatcher):
-                namespace[name] = numba.njit(cache=True, nogil=True)(namespace[name])
 
 
 _CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC, "box": BOX, "soc_general": GENERAL, "soc_scaled": GENERAL}

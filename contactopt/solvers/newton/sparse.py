@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.core import jit
 from contactopt.solvers.newton import kernels
 from contactopt.solvers.newton import kernels_cones as cones
 from contactopt.solvers.newton.pattern import _PATTERNS, SparsePattern, block_keys, distinct_runs, pattern_for
@@ -41,7 +42,7 @@ def ensure_compiled() -> None:
     if _compiled:
         return
     kernels.ensure_compiled()
-    kernels.jit_in_place(globals(), _KERNELS)
+    jit.jit_in_place(globals(), _KERNELS)
     _compiled = True
 
 

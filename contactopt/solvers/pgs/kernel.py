@@ -11,12 +11,14 @@ given as arrays ``starts, stops, slopes, steps`` (slope ``-1`` marks a Nonneg ro
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from contactopt.core import jit
+from contactopt.programs import coulomb_cone
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -47,17 +49,10 @@ def sweep_numpy(HT: FloatArray, u: FloatArray, g: FloatArray, starts: IntArray, 
 
 
 def project_cone(v: FloatArray, slope: float) -> FloatArray:
-    """Euclidean projection of ``v = (a, t)`` onto the cone ``{||t|| <= slope a}``, slope > 0."""
-    a = v[0]
-    norm_t = math.sqrt(float(np.sum(v[1:] * v[1:])))
-    if norm_t <= slope * a:
-        return v.copy()
-    if slope * norm_t <= -a:
-        return np.zeros_like(v)
-    alpha = (a + slope * norm_t) / (1.0 + slope * slope)
-    out = np.empty_like(v)
-    out[0] = alpha
-    out[1:] = (alpha * slope / norm_t) * v[1:]
+    """The projection of ``v = (a, t)`` onto the cone ``{||t|| <= slope a}``, slope > 0, as a new
+    array (:func:`contactopt.programs.coulomb_cone.project_cone`)."""
+    out = np.array(v, dtype=np.float64)
+    coulomb_cone.project_cone(out, out.shape[0], float(slope))
     return out
 
 
@@ -86,22 +81,7 @@ def _sweep_loops(data: Any, indices: Any, indptr: Any, u: Any, g: Any, starts: A
             trial = np.empty(dim)
         for k in range(dim):
             trial[k] = u[start + k] - (omega * step) * g[start + k]
-        a = trial[0]
-        total = 0.0
-        for k in range(1, dim):
-            total += trial[k] * trial[k]
-        norm_t = math.sqrt(total)
-        if norm_t <= slope * a:
-            pass
-        elif slope * norm_t <= -a:
-            for k in range(dim):
-                trial[k] = 0.0
-        else:
-            alpha = (a + slope * norm_t) / (1.0 + slope * slope)
-            ratio = alpha * slope / norm_t
-            trial[0] = alpha
-            for k in range(1, dim):
-                trial[k] = ratio * trial[k]
+        coulomb_cone.project_cone(trial, dim, slope)
         for k in range(dim):
             d = trial[k] - u[start + k]
             if d != 0.0:
@@ -111,15 +91,14 @@ def _sweep_loops(data: Any, indices: Any, indptr: Any, u: Any, g: Any, starts: A
 
 
 def _compile() -> Callable[..., None] | None:
-    try:
-        import numba
-    except ImportError:
+    if not jit.ENABLED:
         return None
-    return numba.njit(cache=True, nogil=True)(_sweep_loops)
+    jit.jit_in_place(vars(coulomb_cone), coulomb_cone.KERNELS)  # the sweep calls the projection
+    return jit.njit(_sweep_loops)
 
 
 _COMPILED = _compile()
-#: Whether sweeps run compiled (numba installed).
+#: Whether sweeps run compiled (:data:`contactopt.core.jit.ENABLED`).
 COMPILED: bool = _COMPILED is not None
 
 

@@ -91,6 +91,7 @@ from numpy.typing import NDArray
 
 from contactopt.core.errors import OptionError, UnsupportedProgramError
 from contactopt.programs import ConicProgram, Solution, Status
+from contactopt.programs.coulomb_cone import project_cones
 from contactopt.solvers.base import (
     SolverSpec,
     Stopwatch,
@@ -298,43 +299,13 @@ def _sweep(setup: Setup, u: FloatArray, g: FloatArray, omega: float) -> None:
     pgs_kernel.sweep(setup.HT, rows, u, g, starts, stops, slopes, steps, omega)
 
 
-def _project_cone(v: FloatArray, slope: float) -> FloatArray:
-    """Euclidean projection of ``v = (a, t)`` onto the cone ``{||t|| <= slope a}``, slope > 0."""
-    a = float(v[0])
-    norm_t = float(np.linalg.norm(v[1:]))
-    if norm_t <= slope * a:
-        return v.copy()
-    if slope * norm_t <= -a:
-        return np.zeros_like(v)
-    alpha = (a + slope * norm_t) / (1.0 + slope * slope)
-    out = np.empty_like(v)
-    out[0] = alpha
-    out[1:] = (alpha * slope / norm_t) * v[1:]
-    return out
-
-
-def _project_cones(V: FloatArray, slopes: FloatArray) -> FloatArray:
-    """Row-wise :func:`_project_cone` of ``V`` (blocks x dim)."""
-    a = V[:, 0]
-    norm_t = np.linalg.norm(V[:, 1:], axis=1)
-    alpha = (a + slopes * norm_t) / (1.0 + slopes * slopes)
-    ratio = np.divide(alpha * slopes, norm_t, out=np.zeros_like(alpha), where=norm_t > 0)
-    out = np.empty_like(V)
-    out[:, 0] = alpha
-    out[:, 1:] = ratio[:, None] * V[:, 1:]
-    inside = norm_t <= slopes * a
-    out[inside] = V[inside]
-    out[slopes * norm_t <= -a] = 0.0
-    return out
-
-
 def _project(setup: Setup, v: FloatArray) -> FloatArray:
     """Projection onto the feasible set in ``u`` coordinates (all blocks at once)."""
     out = v.copy()
     out[setup.nonneg] = np.maximum(v[setup.nonneg], 0.0)
     out[setup.fixed] = 0.0
     for rows, slopes in setup.cone_groups:
-        out[rows] = _project_cones(v[rows], slopes)
+        out[rows] = project_cones(v[rows], slopes)
     return out
 
 

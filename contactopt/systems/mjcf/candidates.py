@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core.errors import ContactoptError, ContactoptWarning
 from contactopt.systems.mjcf import compat
 
 FloatArray = NDArray[np.float64]
@@ -187,3 +188,12 @@ def coordinate_units(mujoco: Any, model: Any, units: tuple[tuple[str, ...], tupl
             q_list[model.jnt_qposadr[j]] = "rad" if hinge else "m"
             v_list[model.jnt_dofadr[j]] = "rad/s" if hinge else "m/s"
     return tuple(q_list), tuple(v_list)
+
+
+class UnmodelledFrictionError(ContactoptError):
+    """Contacts whose friction the formulations cannot express (condim 4 and 6)."""
+
+
+class UnmodelledFrictionWarning(ContactoptWarning):
+    """An MJCF model's contacts have torsional or rolling friction (condim 4 or 6), which the
+    3-row contact frames of the formulations do not carry."""

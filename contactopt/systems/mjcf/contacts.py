@@ -13,8 +13,6 @@ geoms) have an empty chain and contribute nothing, as in ``mj_jac``.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import threading
 from typing import Any
 
@@ -22,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.core import jit
 from contactopt.model.step import AngularFriction
 from contactopt.programs.csc import csr
 
@@ -249,7 +248,7 @@ def _rows_loops(dofs: IntArray, cdof: FloatArray, offsets: FloatArray, frames: F
 
 #: Whether the sparse rows are assembled by the compiled :func:`_rows_loops` (numba installed
 #: and ``CONTACTOPT_NO_NUMBA`` unset; tests switch it off to compare the two paths).
-COMPILED = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+COMPILED = jit.ENABLED
 _KERNEL: Any = None
 _LOCK = threading.Lock()
 
@@ -260,10 +259,5 @@ def _compiled() -> Any:
     if _KERNEL is None:  # checked again under the lock: compiled once
         with _LOCK:
             if _KERNEL is None:
-                try:
-                    import numba
-                except ImportError:
-                    _KERNEL = False
-                else:
-                    _KERNEL = numba.njit(cache=True, nogil=True)(_rows_loops)
+                _KERNEL = jit.njit(_rows_loops) if jit.ENABLED else False
     return _KERNEL or None

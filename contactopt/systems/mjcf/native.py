@@ -3,7 +3,7 @@
 At ``(q, v)`` the **unmodified** model (no detection margin: margins, gaps, solref, solimp,
 friction and condim as the file writes them) is evaluated by ``mj_forward``; its constraint
 rows (``efc_J``, ``efc_R``, ``efc_aref``, ``efc_type``, contact dims and friction, cone
-``opt.cone``) give the regularized dual of :func:`contactopt.analysis.reproduce.program_from_mujoco`:
+``opt.cone``) give the regularized dual of :func:`contactopt.systems.mjcf.program.program_from_mujoco`:
 the same convex program MuJoCo's solver minimizes (Todorov 2014; MuJoCo documentation,
 "Computation: Constraint model" and "Solver"), in impulses ``x = h f``.
 
@@ -39,11 +39,11 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.analysis.reproduce import program_from_mujoco
 from contactopt.core.errors import ContactoptError, ContactoptWarning
 from contactopt.model.step import NativeRows
 from contactopt.systems.mjcf import compat, derivatives
 from contactopt.systems.mjcf.constraints import disabled, limit_keys, tendon_jacobian
+from contactopt.systems.mjcf.program import program_from_mujoco
 
 FloatArray = NDArray[np.float64]
 

@@ -29,16 +29,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.systems.base import MU_PARAMETER, Parameter
 from contactopt.systems.mjcf.candidates import dynamic_pairs
-
-if TYPE_CHECKING:
-    from contactopt.systems.mjcf.system import MjcfSystem
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -68,7 +65,7 @@ def _moving_bodies(model: Any) -> list[int]:
             if model.body(b).name and weld[b] != 0 and float(model.body_mass[b]) > 0.0]
 
 
-def parameter_table(system: MjcfSystem) -> dict[str, tuple[Parameter, float]]:
+def parameter_table(system: Any) -> dict[str, tuple[Parameter, float]]:
     """Per name (module docstring) its declaration and current value."""
     model = system.model
     geoms, pairs = frictional_elements(system.mujoco, model)
@@ -118,7 +115,7 @@ def write(mujoco: Any, model: Any, values: Mapping[str, float]) -> None:
         set_constants(mujoco, model)
 
 
-def replaced(system: MjcfSystem, values: Mapping[str, float]) -> MjcfSystem:
+def replaced(system: Any, values: Mapping[str, float]) -> Any:
     """A copy of ``system`` with checked ``values`` in a copy of its model (``system`` unchanged)."""
     new = object.__new__(type(system))  # copy.copy would reload the file (__getstate__ pickles by path)
     new.__dict__.update(system.__dict__)
@@ -130,7 +127,7 @@ def replaced(system: MjcfSystem, values: Mapping[str, float]) -> MjcfSystem:
     return new
 
 
-def restore(system: MjcfSystem, model: Any, arrays: Mapping[str, FloatArray] | None) -> None:
+def restore(system: Any, model: Any, arrays: Mapping[str, FloatArray] | None) -> None:
     """Write ``arrays`` (:data:`FIELDS` of a changed system; None: unchanged) into ``model``,
     a fresh load of the system's file, and recompute MuJoCo's constants if the masses differ."""
     if arrays is None:
@@ -142,7 +139,7 @@ def restore(system: MjcfSystem, model: Any, arrays: Mapping[str, FloatArray] | N
         set_constants(system.mujoco, model)
 
 
-def reload(system: MjcfSystem, arrays: Mapping[str, FloatArray] | None) -> None:
+def reload(system: Any, arrays: Mapping[str, FloatArray] | None) -> None:
     """Give ``system``, just loaded from its file (unpickled), the changed ``arrays`` it had."""
     restore(system, system.model, arrays)
     system.parameter_arrays = None if arrays is None else dict(arrays)

@@ -14,7 +14,8 @@ At a state ``(q, v)`` (MuJoCo's ``qpos``/``qvel`` layout) MuJoCo computes, throu
   with their own coefficients ``contact.friction[2:5]`` as ``Contacts.angular``
   (:func:`.contacts.angular_friction`, MuJoCo's ``efc_J`` rows), which every formulation puts in
   its cone (:mod:`contactopt.formulations.angular_friction`); ``[system] extra_friction =
-  "sliding"`` keeps their sliding friction only (said once by an :class:`UnmodelledFrictionWarning`).
+  "sliding"`` keeps their sliding friction only (said once by a
+  :class:`~.candidates.UnmodelledFrictionWarning`).
   Negative or non-finite friction coefficients are refused at load;
 
 and positions advance with MuJoCo's own ``mj_integratePos`` (quaternions for free and ball
@@ -64,7 +65,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.core.arrays import SPARSE_FROM_NV
-from contactopt.core.errors import ContactoptError, ContactoptWarning
+from contactopt.core.errors import ContactoptError
 from contactopt.model.step import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
 from contactopt.systems.base import Parameter, ParameterError, System
 from contactopt.systems.mjcf import activations, candidates, compat, derivatives, keyframes, parameters
@@ -74,21 +75,9 @@ from contactopt.systems.mjcf.mass import MassLayout
 
 FloatArray = NDArray[np.float64]
 
-
 #: What the formulations do with contacts of condim 4/6: their torsional/rolling rows as
 #: MuJoCo models them, or their sliding friction only.
 EXTRA_FRICTION = ("model", "sliding")
-
-
-class UnmodelledFrictionError(ContactoptError):
-    """Contacts whose friction the formulations cannot express (condim 4 and 6)."""
-
-
-class UnmodelledFrictionWarning(ContactoptWarning):
-    """An MJCF model's contacts have torsional or rolling friction (condim 4 or 6), which the
-    3-row contact frames of the formulations do not carry."""
-
-
 TOUCH_MARGIN = 1e-8  # default detection widening per metre of the model's extent (module docstring)
 
 
@@ -272,7 +261,7 @@ class MjcfSystem(System):
             self._warned_condim = True
             warnings.warn(f"{self.path.name}: contacts of condim {self._extra_condims}: their torsional/rolling "
                           "friction is left out (system.extra_friction = 'sliding'); regularized -o params=model "
-                          "solves MuJoCo's own rows", UnmodelledFrictionWarning, stacklevel=2)
+                          "solves MuJoCo's own rows", candidates.UnmodelledFrictionWarning, stacklevel=2)
         mu = np.where(dims > 1, np.asarray(found.friction)[:ncon][keep, 0], 0.0)
         angular = (angular_friction(self._chains, data, self.nv, found, keep, bodies, frames, mu, not self.sparse)
                    if self._extra_condims and self.extra_friction == "model" else None)

@@ -22,18 +22,17 @@ convex combination of two points of the cone stays in it).
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core import jit
+from contactopt.core.jit import jit_in_place
 from contactopt.programs.scipy_replay import UNSIGNED as _u  # unsigned indexing: no wraparound test
 from contactopt.solvers.coulomb.nsgs import local as nsgs_local
 from contactopt.solvers.coulomb.nsgs.local import local_solve, project_cone
-from contactopt.solvers.newton.kernels import jit_in_place
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -202,7 +201,7 @@ def run_numpy(W: Any, blocks: FloatArray, q: FloatArray, mu: FloatArray, dim: in
 # the compiled sweeps of this file calling the old local solver (edit this file too, or clear the
 # cache). numba is imported at the first compiled solve, not with contactopt (its import costs ~0.4 s);
 # CONTACTOPT_NO_NUMBA=1 keeps the NumPy path.
-AVAILABLE = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+AVAILABLE = jit.ENABLED
 #: Whether solves run compiled (tests may switch it off to run the NumPy path).
 COMPILED: bool = AVAILABLE
 _KERNELS = ("sweep", "fclib_error", "run", "rows_and_blocks")

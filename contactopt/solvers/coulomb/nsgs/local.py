@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from contactopt.programs.coulomb_cone import project_cone
+
 #: Outcomes of :func:`local_solve`, counted per sweep for the solver's report.
 TAKE_OFF, STICK, SLIDE, FRICTIONLESS, FALLBACK = 0, 1, 2, 3, 4
 OUTCOMES = ("take_off", "stick", "slide", "frictionless", "fallback")
@@ -110,24 +112,6 @@ def _stick(A: Any, dim: int, qp: Any, out: Any) -> bool:
     out[2] = -(c02 * qp[0] + c12 * qp[1] + c22 * qp[2]) / det
     return True
 
-
-def project_cone(x: Any, dim: int, mu: float) -> None:
-    """In place: Euclidean projection onto ``{||x_T|| <= mu x_N}`` (closed form: unchanged inside,
-    0 in the polar cone, else the nearest point of the boundary ray; as
-    :func:`contactopt.programs.coulomb_error.project_cones`, whose rule it follows)."""
-    n = x[0]
-    norm_t = math.sqrt(x[1] * x[1] + (x[2] * x[2] if dim == 3 else 0.0))
-    if norm_t <= mu * n and n >= 0.0:  # mu = 0: the ray, which no negative normal is on
-        return
-    if mu * norm_t <= -n:
-        for k in range(dim):
-            x[k] = 0.0
-        return
-    alpha = (n + mu * norm_t) / (1.0 + mu * mu)
-    ratio = alpha * mu / norm_t
-    x[0] = alpha
-    for k in range(1, dim):
-        x[k] = ratio * x[k]
 
 
 def _fallback(A: Any, dim: int, qp: Any, mu: float, out: Any) -> None:

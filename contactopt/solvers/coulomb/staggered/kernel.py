@@ -35,21 +35,15 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core import jit
+
 FloatArray = NDArray[np.float64]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 
-def _numba_jit() -> Callable[[Any], Any] | None:
-    try:
-        import numba
-    except ImportError:  # the same loops, interpreted
-        return None
-    return numba.njit(cache=True, nogil=True)
-
-
-_JIT = _numba_jit()
-#: Whether the stages run compiled (numba installed).
+_JIT: Callable[[Any], Any] | None = jit.njit if jit.ENABLED else None  # else the same loops, interpreted
+#: Whether the stages run compiled (:data:`contactopt.core.jit.ENABLED`).
 COMPILED: bool = _JIT is not None
 
 

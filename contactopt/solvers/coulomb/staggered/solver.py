@@ -59,7 +59,7 @@ from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.conic import SOC, Cone, Nonneg, Zero
 from contactopt.programs.coulomb import COULOMB_CONFIRM_LEVEL, CoulombProgram, coulomb_criteria, coulomb_residuals
 from contactopt.programs.coulomb_error import project_cones
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.base import Program, Registry, SolverSpec, Stopwatch, make_solution
 from contactopt.solvers.coulomb.options import coulomb_program
 from contactopt.solvers.coulomb.staggered import kernel
 from contactopt.solvers.history import Recorder
@@ -69,7 +69,7 @@ FloatArray = NDArray[np.float64]
 SPEC = SolverSpec(
     name="staggered", kinds=frozenset({"coulomb"}), module=__name__, requires=None, install_hint="(built in)",
     description="staggered projections: normal and friction QPs in turn (Kaufman et al. 2008; ours)",
-    warm_start="r0", normalize=False, history=True,
+    warm_start="r0", normalize=False, history=True, composite=True,
 )
 
 GAUSS_SEIDEL = "gauss_seidel"
@@ -77,17 +77,18 @@ DEFAULTS: dict[str, Any] = {"tol": 1e-8, "max_iterations": 200, "history": False
                             "inner": "gauss_seidel", "inner_options": None, "inner_tol": 1e-12, "inner_sweeps": 200}
 
 
-def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+def solve(program: Program, variant: str | None, options: Mapping[str, Any], *, registry: Registry) -> Solution:
+    """``registry``: the solver registry, whose ``solve`` takes the conic stages' QPs."""
     watch = Stopwatch()
     with watch.time("setup"):
         solved, start, note = coulomb_program("staggered", program, options, set(DEFAULTS), needs_symmetry=True)
-        opts = _checked({**DEFAULTS, **options})
+        opts = _checked({**DEFAULTS, **options}, registry)
         r = np.asarray(project_cones(start.reshape(-1, solved.dim), solved.mu).reshape(-1))  # a start in C_mu
         if opts["inner"] == GAUSS_SEIDEL:
             kernel.ensure_compiled()
             stage: _GaussSeidel | _ConicStages = _GaussSeidel(solved, opts)
         else:
-            stage = _ConicStages(solved, opts)
+            stage = _ConicStages(solved, opts, registry)
     recorder = Recorder() if opts["history"] else None
     with watch.time("solve"):
         if recorder is not None:
@@ -158,8 +159,9 @@ class _GaussSeidel:
 class _ConicStages:
     """Both QPs as conic programs solved by a contactopt solver (module docstring)."""
 
-    def __init__(self, program: CoulombProgram, opts: Mapping[str, Any]) -> None:
+    def __init__(self, program: CoulombProgram, opts: Mapping[str, Any], registry: Registry) -> None:
         self.program = program
+        self.registry = registry
         self.solver = str(opts["inner"])
         self.options = dict(opts["inner_options"] or {})
         d, nc = program.dim, program.contacts
@@ -171,9 +173,7 @@ class _ConicStages:
         self.inner_total = 0
 
     def _solve(self, qp: ConicProgram) -> FloatArray:
-        from contactopt.solvers import solve
-
-        solution = solve(qp, self.solver, self.options)
+        solution = self.registry.solve(qp, self.solver, self.options)
         self.inner_total += solution.iterations
         # the solver's own claim: contactopt's row-wise judgement of a QP whose data is all
         # rounding (the friction QP of contacts at rest) can refuse an exact answer, and the
@@ -229,7 +229,7 @@ def _project_disks(R: FloatArray, radius: FloatArray) -> FloatArray:
     return out
 
 
-def _checked(opts: dict[str, Any]) -> dict[str, Any]:
+def _checked(opts: dict[str, Any], registry: Registry) -> dict[str, Any]:
     """The options with their types checked (one error naming the option)."""
     for key in ("tol", "inner_tol"):
         value = opts[key]
@@ -246,12 +246,9 @@ def _checked(opts: dict[str, Any]) -> dict[str, Any]:
     inner = opts["inner"]
     if not isinstance(inner, str):
         raise OptionError(f"solver 'staggered': inner must be a solver name or {GAUSS_SEIDEL!r}, got {inner!r}")
-    if inner != GAUSS_SEIDEL:
-        from contactopt.solvers import kinds
-
-        if not {"qp", "socp"} <= kinds(inner):  # also raises for an unknown name
-            raise OptionError(f"solver 'staggered': inner solver {inner!r} does not take QPs with second-order "
-                              f"cones; use {GAUSS_SEIDEL!r} or a conic solver such as 'clarabel'")
+    if inner != GAUSS_SEIDEL and not {"qp", "socp"} <= registry.kinds(inner):  # also raises for an unknown name
+        raise OptionError(f"solver 'staggered': inner solver {inner!r} does not take QPs with second-order "
+                          f"cones; use {GAUSS_SEIDEL!r} or a conic solver such as 'clarabel'")
     if opts["inner_options"] is not None and not isinstance(opts["inner_options"], Mapping):
         raise OptionError("solver 'staggered': inner_options must be a mapping of option names to values")
     return opts

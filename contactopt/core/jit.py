@@ -1,0 +1,66 @@
+"""The one switch for contactopt's numba-compiled kernels, and the ways they are compiled.
+
+numba is optional (the ``fast`` extra). :data:`ENABLED` is true when it is installed and
+``CONTACTOPT_NO_NUMBA`` is unset; every kernel module reads it, and where it is false the same
+loops run as NumPy or plain Python (the results are the same numbers). numba itself is imported
+on a kernel's first use, never with contactopt (it costs ~0.4 s of import time); the first
+compilation of a kernel takes seconds and is cached on disk (``cache=True``, in __pycache__).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ENABLED", "LazyKernel", "jit_in_place", "njit"]
+
+#: Whether kernels run compiled: numba installed and ``CONTACTOPT_NO_NUMBA`` unset.
+ENABLED: bool = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
+
+_LOCK = threading.RLock()
+
+
+def njit(function: Callable[..., Any], **options: Any) -> Any:
+    """numba's dispatcher of ``function`` (compiled at its first call, cached on disk, without
+    the GIL); ``options`` go to ``numba.njit`` (``inline="always"`` for small inner loops)."""
+    import numba
+
+    return numba.njit(cache=True, nogil=True, **options)(function)
+
+
+def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Replace each ``namespace[name]`` by its numba dispatcher, once: under a lock, and a name
+    already replaced is left alone (two threads' first calls must not wrap a dispatcher again,
+    which raises). Kernels that call each other are replaced together, callees first: numba
+    resolves a kernel's globals when it compiles it."""
+    from numba.core.dispatcher import Dispatcher
+
+    with _LOCK:
+        for name in names:
+            if not isinstance(namespace[name], Dispatcher):
+                namespace[name] = njit(namespace[name])
+
+
+class LazyKernel:
+    """A kernel's loop function, compiled by numba at the first call of this object, once: under
+    a lock, as two threads' first calls would otherwise compile it twice. ``before`` runs first
+    (a module's own in-place compilation of the helpers the loops call)."""
+
+    def __init__(self, loops: Callable[..., Any], before: Callable[[], None] | None = None) -> None:
+        self._loops = loops
+        self._before = before
+        self._kernel: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        """The dispatcher."""
+        if self._kernel is None:  # checked again under the lock
+            if self._before is not None:
+                self._before()
+            with self._lock:
+                if self._kernel is None:
+                    self._kernel = njit(self._loops)
+        return self._kernel
