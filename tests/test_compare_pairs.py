@@ -124,7 +124,7 @@ def test_the_cli_prints_the_refused_count_and_why(tmp_path: Path, capsys: pytest
     code = main(["compare", "dm_hopper", "--pairs", "lcp/clarabel,lcp/lemke", "--duration", "0.01",
                  "--executor", "serial", "--no-progress", "--out", str(tmp_path / "out")])
     assert code == 0
-    printed = capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())  # notes wrap at the terminal's width
     assert "2 runs: 1 computed (serial), 1 refused before step 0" in printed
     assert "lcp/clarabel: refused before step 0, no step run: lcp: its program is an LCP whose M is not" in printed
     report = (tmp_path / "out" / "report.md").read_text()

@@ -16,6 +16,15 @@ the same bit for bit under every OpenBLAS kernel and thread count (checked with 
 SkylakeX and Prescott kernels, 1 and 2 threads), while the dense cases are replayed under the
 OpenBLAS kernels and threads they were recorded with (AVX2 "Haswell", 2 threads: pinned by
 tests/conftest.py before NumPy loads, and by experiments/make_reference_trajectories.py).
+
+The pile's arrays were recorded under MuJoCo :data:`REFERENCE_MUJOCO`. Another MuJoCo release
+(the ``dev`` extra pins 3.17, which dm-control needs) computes the keyframe's contacts to within
+a few ulps of it, and a one-ulp change of the pile's first program moves Clarabel's answer by up
+to 1e-7 (the degenerate steps above), amplified a few times a step: measured under 3.17, the
+first steps' velocities differ by 3e-7 (ccp dual) and 1e-8 (anitescu), positions by 1e-9. Under
+another release the pile is compared over its first :data:`OTHER_MUJOCO_STEPS` steps, at
+:data:`OTHER_MUJOCO_ATOL` (velocities) and a hundredth of it (positions): still far below what a
+modelling change moves within a step (0.1 m/s and more on the pile).
 """
 
 from __future__ import annotations
@@ -31,6 +40,18 @@ sys.path.insert(0, str(ROOT / "experiments"))
 from make_reference_trajectories import CASES, TARGET, key, run_case  # noqa: E402
 
 TOLERANCE = 1e-9
+#: The MuJoCo release the MJCF pile's arrays were recorded under (experiments/make_reference_trajectories.py).
+REFERENCE_MUJOCO = "4.0.0"
+OTHER_MUJOCO_STEPS = 3
+OTHER_MUJOCO_ATOL = 1e-5
+
+
+def _mujoco_version() -> str | None:
+    try:
+        import mujoco
+    except ImportError:
+        return None
+    return str(mujoco.__version__)
 
 
 @pytest.fixture(scope="module")
@@ -51,5 +72,8 @@ def test_trajectory_matches_reference(reference: dict[str, np.ndarray], index: i
         assert "relative to their rows" in traj.steps[-1].message and len(traj.steps) >= 5, traj.message
     steps = traj.q.shape[0]
     assert traj.q.shape[1:] == q_ref.shape[1:] and steps <= q_ref.shape[0]
-    np.testing.assert_allclose(traj.q, q_ref[:steps], rtol=0, atol=TOLERANCE)
-    np.testing.assert_allclose(traj.v, v_ref[:steps], rtol=0, atol=TOLERANCE)
+    atol_q = atol_v = TOLERANCE
+    if CASES[index][0].endswith("_mjcf") and _mujoco_version() != REFERENCE_MUJOCO:  # module docstring
+        steps, atol_q, atol_v = min(steps, OTHER_MUJOCO_STEPS + 1), OTHER_MUJOCO_ATOL / 100, OTHER_MUJOCO_ATOL
+    np.testing.assert_allclose(traj.q[:steps], q_ref[:steps], rtol=0, atol=atol_q)
+    np.testing.assert_allclose(traj.v[:steps], v_ref[:steps], rtol=0, atol=atol_v)
