@@ -185,3 +185,13 @@ def test_format_table_text_and_markdown() -> None:
     markdown = format_table(rows, ["name", "x"], markdown=True, digits=3).splitlines()
     assert markdown[0].replace(" ", "") == "|name|x|" and "a\\|b" in markdown[2] and "1.23" in markdown[2]
     assert format_table([]) == ""
+
+
+def test_bundled_problems_are_found_from_any_folder(tmp_path: Path) -> None:
+    """A scene named without a path is the repository's bundled file, from any working folder
+    (the scene loader moved one folder down, into contactopt/scenes/, and must still find it)."""
+    code = "import contactopt as co; s = co.load_scene('cart_wall'); print(s.source)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Path(done.stdout.strip()) == ROOT / "problems" / "cart_wall.toml"

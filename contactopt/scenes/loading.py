@@ -127,7 +127,7 @@ def problems_dir() -> Path:
     local = Path.cwd() / "problems"
     if local.is_dir():
         return local
-    return Path(__file__).resolve().parent.parent / "problems"
+    return Path(__file__).resolve().parents[2] / "problems"  # contactopt/scenes/loading.py -> the repository
 
 
 def find_problem(name_or_path: str | Path) -> Path:
