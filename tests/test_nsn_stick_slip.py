@@ -197,3 +197,17 @@ def test_coulomb_transitions_quick_run(tmp_path: Path) -> None:
         if row["solver"] == "nsn" and row["transitions"]:
             assert row["max_iterations_at_transitions"] <= 20
     assert (tmp_path / "summary.csv").is_file() and (tmp_path / "transitions.png").is_file()
+
+
+def test_a_round_off_answer_with_zero_merit_goes_to_the_sweeps() -> None:
+    """cart_wall's step 6 under coulomb/nsn, warm-started from the impact's impulse: Newton lands
+    one ulp from the exact answer (r_n = -q_n = 3.3e-16), where the Alart-Curnier merit is 0 in
+    floating point and cannot halve, while contactopt's row-wise judgement refuses the answer
+    (u_n = 1.1e-16 against terms of 4e-16). That is a stall too: the sweeps' exact local solve
+    ends it (before: 100 Newton steps and max_iterations; nsgs solved it in one sweep)."""
+    program = CoulombProgram(W=sp.csc_matrix(np.array([[1.0, 0.0], [0.0, 0.0]])),
+                             q=np.array([-3.33066907387547e-16, 0.0]), mu=np.array([0.0]), dim=2)
+    solution = co.solve(program, "nsn", r0=np.array([2.0, 0.0]))
+    assert solution.status is Status.OPTIMAL, solution.message
+    assert solution.raw["fallback_sweeps"] > 0 and solution.raw["newton_steps"] < 10
+    np.testing.assert_allclose(solution.x, [3.33066907387547e-16, 0.0], rtol=0, atol=1e-30)

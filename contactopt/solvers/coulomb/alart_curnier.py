@@ -271,7 +271,9 @@ def semismooth_newton(W: sp.csc_matrix | sp.csr_matrix, q: FloatArray, mu: Float
         k += 1
         stuck = not accepted and best[0] >= merit  # no direction decreases theta
         if not stuck:
-            slow = slow + 1 if best[0] > STALL_RATIO * merit else 0
+            # a merit already 0 in floating point (an answer one ulp from the exact one, which
+            # contactopt's row-wise judgement refuses) cannot halve: a stall too, for the sweeps
+            slow = slow + 1 if best[0] > STALL_RATIO * merit or best[0] >= merit else 0
             merit, r, u, phi, G = best
         if sweeps is None or swept >= sweep_budget:
             if stuck:
