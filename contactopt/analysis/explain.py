@@ -210,17 +210,15 @@ def run_notes(table: pd.DataFrame) -> list[str]:
     """One line per run that did not complete (stopped or error: what happened) and per run
     with steps not solved to the solver's tolerance."""
     lines = []
-    refused: set[tuple[str, str]] = set()
+    refused: dict[str, dict[str, str]] = {}  # formulation -> solver -> why (one per pair, whatever the dt)
     for _, row in table.iterrows():
         record = row.to_dict()
         label = str(record["formulation"]) + ("" if str(record.get("solver")) in ("-", "") else
                                               f"/{shown_solver(record)}")
         status = str(record.get("status", ""))
-        if status == "refused":  # one line per pair, whatever the step sizes
-            pair = (str(record["formulation"]), str(record.get("solver")))
-            if pair not in refused:
-                refused.add(pair)
-                lines.append(f"{label}: refused before step 0, no step run: {_first_line(record.get('message'), 240)}")
+        if status == "refused":
+            refused.setdefault(str(record["formulation"]), {}).setdefault(
+                shown_solver(record), _first_line(record.get("message"), 240))
             continue
         if "dt" in record and table["dt"].nunique() > 1:
             label += f" dt={float(record['dt']):g}"
@@ -232,4 +230,23 @@ def run_notes(table: pd.DataFrame) -> list[str]:
         if counts and status != "error":
             said = "; ".join(f"{name}: {status_meaning(name)}" for name, _ in counts)
             lines.append(f"{label}: steps not optimal: {not_optimal(record)} ({said})")
+    return lines + _refused_lines(refused)
+
+
+#: A formulation refused with more solvers than this gets one line for all of them.
+REFUSED_PER_PAIR = 3
+
+
+def _refused_lines(refused: dict[str, dict[str, str]]) -> list[str]:
+    """The pairs refused before step 0: a line each, or one line per formulation naming its
+    solvers (and the first one's reason) when it has more than :data:`REFUSED_PER_PAIR`."""
+    lines = []
+    for formulation, why in refused.items():
+        if len(why) <= REFUSED_PER_PAIR:
+            lines += [f"{formulation}/{solver}: refused before step 0, no step run: {reason}"
+                      for solver, reason in why.items()]
+            continue
+        first, reason = next(iter(why.items()))
+        lines.append(f"{formulation}: refused before step 0 with {len(why)} solvers that cannot take its programs "
+                     f"({', '.join(why)}), no step run; {first}: {reason}")
     return lines

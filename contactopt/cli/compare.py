@@ -129,7 +129,8 @@ def _refused_note(table: pd.DataFrame) -> str:
     """The one line under the tables and in the report about the pairs refused before step 0."""
     skipped = table.attrs.get("skipped", [])
     return (f"refused before step 0, no step run ({len(skipped)} formulation/solver pair(s): the solver cannot "
-            f"take the formulation's programs; why: below): {', '.join(skipped)}")
+            "take the formulation's programs; left out of the printed tables, kept in table.csv with status "
+            "refused; which and why: below)")
 
 
 def _what_ran(name: str, table: pd.DataFrame, executor: str, out: Path) -> str:
@@ -170,11 +171,15 @@ def _print_tables(table: pd.DataFrame, wide: bool, out: Path, left_out: Sequence
     """The metrics table, the observables table and the convergence orders, each with its
     legend and notes (``left_out``: notes on formulations a default comparison leaves out);
     ``convergence.csv`` written when orders were fitted."""
+    from contactopt.analysis.compare import REFUSED
     from contactopt.cli.printout import compare_notes, metrics_view, observables_legend, observables_view, print_view
 
     width = terminal_width()
-    view, same, explained = metrics_view(table, wide)
-    run_lines, cell_lines = compare_notes(table)
+    ran = table["status"].ne(REFUSED)
+    shown = table[ran] if ran.any() else table  # the refused pairs: a note each (below), not rows of nan
+    view, same, explained = metrics_view(shown, wide)
+    run_lines = compare_notes(table)[0]  # the refused pairs' notes among them
+    cell_lines = compare_notes(shown)[1]
     if table.attrs.get("skipped"):
         run_lines.insert(0, _refused_note(table))
     run_lines.extend(left_out)
@@ -184,7 +189,7 @@ def _print_tables(table: pd.DataFrame, wide: bool, out: Path, left_out: Sequence
         from contactopt.analysis.observations import long_table
 
         print(f"\nobservables of {table['scene'].iloc[0]}:")
-        print_view(observables_view(table, wide), width=width, legend_text=observables_legend(table, width, wide),
+        print_view(observables_view(shown, wide), width=width, legend_text=observables_legend(shown, width, wide),
                    notes=cell_lines)
         fitted = orders(long_table(table))
         if len(fitted):
