@@ -167,6 +167,7 @@ def test_open_run_folder_refuses_an_empty_out_and_resume_without_an_export(tmp_p
                         resumed_what="completed step files", command="export")
 
 
+@pytest.mark.slow  # the deterministic kill above checks the rename by default; this one, a random moment
 def test_kill_9_of_export_at_a_random_time_then_resume(tmp_path: Path) -> None:
     report = kill_and_finish("export", tmp_path, kills=1, seed=3)
     assert report.problems() is None

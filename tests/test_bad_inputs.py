@@ -34,10 +34,12 @@ def test_the_table_has_at_least_sixty_distinct_inputs() -> None:
 
 def _params() -> list[object]:
     """Every case; the unit-scaled boxes (each a few seconds, the same runs tests/test_units.py
-    makes in the default suite) and the kill -9 runs (each 10-30 s of subprocesses; a fast one
-    in tests/test_atomic_writes.py) under ``slow``."""
+    makes in the default suite), the kill -9 runs (each 10-30 s of subprocesses; a fast one
+    in tests/test_atomic_writes.py) and the full disk at 64 KiB (the 4 KiB one runs by default)
+    under ``slow``."""
+    slow = [pytest.mark.slow]
     return [pytest.param(case, id=f"{case.category}: {case.label}",
-                         marks=[pytest.mark.slow] if case.category in ("units", "kill -9") else [])
+                         marks=slow if case.category in ("units", "kill -9") or "64 KiB" in case.label else [])
             for case in BAD.cases()]  # type: ignore[attr-defined]
 
 

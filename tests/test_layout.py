@@ -148,6 +148,7 @@ def test_the_layers_contract_names_every_root_package() -> None:
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
+@pytest.mark.slow  # .ci/run runs lint-imports itself; the circle tests above check the graph by default
 @pytest.mark.skipif(importlib.util.find_spec("importlinter") is None or not LINT_IMPORTS.exists(),
                     reason="import-linter is not installed (pip install -e '.[dev]')")
 def test_lint_imports_keeps_the_layers() -> None:
