@@ -3,6 +3,7 @@ its violation, as a violated limit does (:mod:`contactopt.integrators.initial_pe
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 
@@ -12,15 +13,12 @@ import contactopt as co
 from contactopt.core.errors import InitialEqualityViolationWarning
 from contactopt.integrators.initial_penetration import check_initial_penetration
 
-#: Two free spheres; at qpos0 body b is 0.2 m from a along x, the keyframe puts it at x = 1.2.
-MODEL = """<mujoco>
-  <worldbody>
-    <body name="a" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
-    <body name="b" pos="0.2 0 1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
-  </worldbody>
-  <equality>{equality}</equality>
-  <keyframe><key qpos="0 0 1 1 0 0 0  {x} 0 1 1 0 0 0"/></keyframe>
-</mujoco>"""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+from badinputs.writes import CONNECT, JOINED, WELD
+
+#: Two free spheres; at qpos0 body b is 0.2 m from a along x, the keyframe puts it at ``x`` (the
+#: bad-input experiment's model, experiments/badinputs/writes.py).
+MODEL = JOINED
 
 
 def _scene(tmp_path: Path, equality: str, x: float) -> co.Scene:
@@ -29,8 +27,8 @@ def _scene(tmp_path: Path, equality: str, x: float) -> co.Scene:
 
 
 @pytest.mark.parametrize(("equality", "label"), [
-    ('<connect name="link" body1="a" body2="b" anchor="0.1 0 0"/>', "connect 'link'"),
-    ('<weld name="glue" body1="a" body2="b"/>', "weld 'glue'"),
+    (CONNECT, "connect 'link'"),
+    (WELD, "weld 'glue'"),
 ])
 def test_an_equality_violated_by_1_m_at_the_start_is_one_warning(tmp_path: Path, equality: str, label: str) -> None:
     """MuJoCo places the equality's second frame from qpos0 (b at x = 0.2): the keyframe moves b
@@ -46,7 +44,7 @@ def test_an_equality_violated_by_1_m_at_the_start_is_one_warning(tmp_path: Path,
 
 
 def test_an_equality_satisfied_at_the_start_says_nothing(tmp_path: Path) -> None:
-    scene = _scene(tmp_path, '<connect name="link" body1="a" body2="b" anchor="0.1 0 0"/>', 0.2)
+    scene = _scene(tmp_path, CONNECT, 0.2)
     (_, size), = scene.system.equality_violations(scene.q0)  # type: ignore[attr-defined]
     assert size < 1e-12
     with warnings.catch_warnings():
