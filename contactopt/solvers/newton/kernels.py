@@ -61,11 +61,12 @@ def ensure_compiled() -> None:
 _CODES = {"free": FREE, "nonneg": NONNEG, "soc": SOC, "box": BOX, "soc_general": GENERAL, "soc_scaled": GENERAL}
 
 
-def block_arrays(layout: ConeLayout) -> Blocks | None:
-    """``(start, dim, kind, mu, scale)`` of every block (``scale`` per row), or None when a
-    block has no kernel (a kind unknown here)."""
-    if any(group.kind not in _CODES for group in layout.groups):
-        return None
+def block_arrays(layout: ConeLayout) -> Blocks:
+    """``(start, dim, kind, mu, scale)`` of every block (``scale`` per row); every kind of
+    :class:`~contactopt.programs.cone_projection.Group` has its code."""
+    unknown = sorted({group.kind for group in layout.groups} - set(_CODES))
+    if unknown:
+        raise ValueError(f"no Newton kernel for cone block kind(s) {unknown}")
     scale = cones.row_scales(layout) if any(group.kind == "soc_scaled" for group in layout.groups) \
         else np.ones(layout.m)
     parts = [(group.rows[:, 0], group.rows.shape[1], _CODES[group.kind], group.mu) for group in layout.groups]

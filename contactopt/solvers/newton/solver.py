@@ -38,8 +38,9 @@ iteration around QDLDL's numeric refactorization, with ``H``'s sparsity pattern 
 columns of the active blocks) analysed once and kept across iterations and time steps, and a
 line search over the blocks that are not separated on the whole segment; every kind of block
 has its kernel (``soc_general`` and ``soc_scaled`` cones: :mod:`.newton_kernels_cones`). Without
-numba the same algorithm runs in NumPy, factorizing over the blocks active during the solve
-(:class:`.newton_linalg.ActiveHessian`).
+numba the same algorithm factorizes over the blocks active during the solve
+(:class:`.newton_linalg.ActiveHessian`), with the same projection and line search kernels run as
+plain Python loops.
 
 **Iteration counts** (checked against Drake's SapSolver, whose Newton step, Hessian ``G`` per
 regime, exact line search ``l'(alpha) = 0`` from ``alpha_max = 1.5`` and warm start from the
@@ -98,7 +99,7 @@ from numpy.typing import NDArray
 from contactopt.core.budgets import count_option
 from contactopt.core.errors import OptionError
 from contactopt.programs import ConicProgram, Solution, Status
-from contactopt.programs.cone_projection import ConeLayout, project, regularizer_cost
+from contactopt.programs.cone_projection import ConeLayout, regularizer_cost
 from contactopt.programs.primal import PrimalProgram, why_not_primal
 from contactopt.solvers.base import Program, SolverSpec, Stopwatch, Tolerance, believed, check_options, make_solution
 from contactopt.solvers.newton import kernels
@@ -148,13 +149,13 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
     with watch.time("setup"):
         primal = PrimalProgram.from_conic(program)
         layout = primal.cone_layout
-        blocks = kernels.block_arrays(layout) if kernels.AVAILABLE else None
-        if blocks is not None:
-            kernels.ensure_compiled()
+        blocks = kernels.block_arrays(layout)  # without numba its kernels run as plain Python
+        kernels.ensure_compiled()
         history: list[dict[str, Any]] | None = [] if opts["history"] else None
-        dense = (blocks is not None and history is None and primal.nv <= DENSE_KERNEL_MAX
+        dense = (kernels.AVAILABLE and history is None and primal.nv <= DENSE_KERNEL_MAX
                  and primal.nv * (primal.nv + primal.m) <= DENSE_PRODUCTS)
-        compiled_sparse = blocks is not None and not dense and newton_sparse.SparseNewton.fits(primal.J, blocks)
+        compiled_sparse = (kernels.AVAILABLE and not dense
+                           and newton_sparse.SparseNewton.fits(primal.J, blocks))
         if compiled_sparse:
             newton_sparse.ensure_compiled()
         hessian = None if dense or compiled_sparse else ActiveHessian(primal.A, primal.J, layout)
@@ -163,7 +164,6 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         start = time.perf_counter()
         gamma = None
         if hessian is None:
-            assert blocks is not None
             status, v, gamma, iterations, message = _minimize_compiled(primal, blocks, v, opts, dense, history)
         else:
             status, v, iterations, message = _minimize(primal, layout, hessian, v, opts, blocks, history)
@@ -177,8 +177,7 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
             if history:
                 history.pop()  # the continuation records this iterate again, as its start
             if hessian is None:
-                assert blocks is not None
-                more, v, gamma, extra, message = _minimize_compiled(primal, blocks, v, tight, dense, history)
+                    more, v, gamma, extra, message = _minimize_compiled(primal, blocks, v, tight, dense, history)
             else:
                 more, v, extra, message = _minimize(primal, layout, hessian, v, tight, blocks, history)
                 gamma = primal.impulses(v) if np.all(np.isfinite(v)) else np.full(primal.m, np.nan)
@@ -234,18 +233,18 @@ def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatAr
 
 
 def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian, v: FloatArray,
-              opts: Mapping[str, Any], blocks: kernels.Blocks | None = None,
+              opts: Mapping[str, Any], blocks: kernels.Blocks,
               history: list[dict[str, Any]] | None = None) -> tuple[Status, FloatArray, int, str]:
-    """Newton's method of the module docstring from ``v``: (status, v, iterations, message).
-    With ``blocks`` (:func:`.newton_kernels.block_arrays`) the projection and the line
-    search run compiled; the factorization is :class:`.ActiveHessian`'s either way."""
+    """Newton's method of the module docstring from ``v``: (status, v, iterations, message),
+    factorizing with :class:`.ActiveHessian`. The projection and the line search are the
+    kernels' (:func:`.kernels.project_blocks`, :func:`.kernels.line_search`: compiled with
+    numba, plain Python loops without it), so each exists once."""
     A, J, R, v_hat, c = _operators(primal)
     box = primal.box.shape[0] > 0  # Huber rows: l_R is no longer 1/2 gamma' R gamma once clipped
     JT = J.T
     d_inv = 1.0 / np.sqrt(primal.A.diagonal())
     c_norm = float(np.linalg.norm(d_inv * c))
-    project_step: Any = (_compiled_projection(layout, blocks, R) if blocks is not None
-                         else lambda y, want_G: project(layout, y, R, hessian=want_G))
+    project_step = _compiled_projection(layout, blocks, R)
     previous = np.inf
     last: tuple[float, float, FloatArray] | None = None  # (alpha, l'(0), dv) of the previous step
     for iteration in range(int(opts["max_iter"]) + 1):
@@ -277,13 +276,10 @@ def _minimize(primal: PrimalProgram, layout: ConeLayout, hessian: ActiveHessian,
             return Status.NUMERICAL_ERROR, v, iteration, f"Hessian factorization failed: {exc}"
         w = J @ step
         a, b, slope = float(step @ (A @ step)), float(step @ (Av + c)), float(step @ gradient)
-        if blocks is None:
-            alpha = _line_search(primal, layout, vc, w, a, b, slope, opts)
-        else:
-            m, dmax = primal.m, int(blocks[1].max(initial=1))
-            alpha = kernels.line_search(vc, w, R, v_hat, *blocks, a, b, slope, float(opts["alpha_max"]),
-                                        float(opts["ls_tol"]), int(opts["ls_max_iter"]), np.empty(m),
-                                        np.empty(m), np.zeros((dmax, dmax)))
+        m, dmax = primal.m, int(blocks[1].max(initial=1))
+        alpha = kernels.line_search(vc, w, R, v_hat, *blocks, a, b, slope, float(opts["alpha_max"]),
+                                    float(opts["ls_tol"]), int(opts["ls_max_iter"]), np.empty(m),
+                                    np.empty(m), np.zeros((dmax, dmax)))
         if alpha == 0.0:
             return Status.OPTIMAL, v, iteration, "no descent direction left (rounding floor)"
         v = v + alpha * step
@@ -323,51 +319,3 @@ def _operators(primal: PrimalProgram) -> tuple[Any, Any, FloatArray, FloatArray,
         return primal.A.toarray(), primal.J.toarray(), primal.R, primal.v_hat, primal.c
     return primal.A, primal.J, primal.R, primal.v_hat, primal.c
 
-
-def _line_search(primal: PrimalProgram, layout: ConeLayout, vc: FloatArray, w: FloatArray, a: float,
-                 b: float, slope: float, opts: Mapping[str, Any]) -> float:
-    """``argmin_alpha l(v + alpha dv)`` on (0, alpha_max]: ``w = J dv``, ``a = dv'A dv``,
-    ``b = dv'(A v + c)``, ``slope = l'(0)`` (see the module docstring)."""
-    R, v_hat = primal.R, primal.v_hat
-    if not slope < 0:
-        return 0.0
-
-    def derivative(alpha: float, second: bool) -> tuple[float, float]:
-        gamma, G = project(layout, (v_hat - vc - alpha * w) / R, R, hessian=second)
-        value = b + alpha * a - float(w @ gamma)
-        if not second:
-            return value, 0.0
-        curvature = a
-        for group, Gb in zip(layout.groups, G, strict=True):
-            local = w[group.rows]
-            curvature += float(np.sum(local * (Gb @ local[:, :, None])[:, :, 0]))
-        return value, curvature
-
-    tolerance = opts["ls_tol"] * abs(slope)
-    alpha_max = float(opts["alpha_max"])
-    alpha = 1.0
-    d = derivative(alpha, False)[0]  # the full step is usually the answer: no curvature yet
-    if abs(d) <= tolerance:
-        return alpha
-    d2 = derivative(alpha, True)[1]
-    if d < 0:
-        if alpha_max == 1.0 or derivative(alpha_max, False)[0] <= 0:
-            return alpha_max
-        low, high = 1.0, alpha_max
-    else:
-        low, high = 0.0, 1.0
-    for _ in range(int(opts["ls_max_iter"])):
-        candidate = alpha - d / d2 if d2 > 0 else -1.0
-        if not low < candidate < high:
-            candidate = 0.5 * (low + high)
-        alpha = candidate
-        d, d2 = derivative(alpha, True)
-        if abs(d) <= tolerance:
-            break
-        if d < 0:
-            low = alpha
-        else:
-            high = alpha
-        if high - low <= 1e-15 * high:
-            break
-    return alpha
