@@ -1,21 +1,15 @@
 """Per-contact combinations of contact rows, ``out[c R + r] = sum_j C[c, r, j] J[c dim + j]``,
-compiled, giving the *same arrays* as the scipy product it replaces (issue 10).
+in one compiled call.
 
 :meth:`contactopt.formulations.common.ActiveContacts.combine` forms the pyramid edges of
-``anitescu`` and ``regularized`` (``n + mu d_i``) and the tangent directions as ``S @ J`` with
-the block-diagonal ``S = blockdiag(C_c)`` built from triplets: scipy's construction of ``S``
-and its conversions around the product cost more than the product itself. :func:`combine` does
-the product's arithmetic in one numba call: the 1000-sphere grid's Anitescu edges 0.36 -> 0.15
-ms, the MJCF pile's 0.28 -> 0.13 ms (best of 20, this 2-core machine).
-
-**Why bit for bit.** Downstream products (the dual programs' ``J M^-1 J^T``) and the pile's
-reference trajectories depend on every bit and on the order in which each row lists its
-entries (``tests/test_reference_trajectories.py``). The kernel replays scipy's
-``csr_matmat`` (``scipy/sparse/sparsetools/csr.h``) on that ``S``: row ``(c, r)`` of ``S``
-holds ``C[c, r, 0..dim-1]`` in that order, explicit zeros included (the triplet conversion
-keeps them); each output entry is summed from zero over those ``j`` and over row ``c dim + j``
-of ``J`` in its stored order; a row lists its entries in reverse order of first touch, and
-exact-zero sums are dropped.
+``anitescu`` and ``regularized`` (``n + mu d_i``: Anitescu, "Optimization-based simulation of
+nonsmooth rigid multibody dynamics", sec. 2; the MuJoCo documentation, "Computation",
+pyramidal cones) and the tangent directions as ``S J`` with the block-diagonal
+``S = blockdiag(C_c)``. Built with scipy, the construction of ``S`` and the conversions around
+the product cost more than the product itself; :func:`combine` sums each output row in a dense
+scratch row and writes its entries in ascending column order (a canonical CSR matrix): the
+1000-sphere grid's Anitescu edges 0.36 -> 0.15 ms, the MJCF pile's 0.28 -> 0.13 ms. Entries that
+sum to exactly zero are not stored. The numbers equal scipy's product to rounding.
 
 Without numba (or with ``CONTACTOPT_NO_NUMBA`` set) :data:`COMPILED` is False and the caller
 keeps scipy's product.
@@ -30,13 +24,13 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from contactopt.core import jit
-from contactopt.programs import scipy_replay as replay
 
 FloatArray = NDArray[np.float64]
 
 #: Whether :func:`combine` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = jit.ENABLED
-_u = replay.UNSIGNED
+_u = jit.UNSIGNED
+_sort = jit.sort_small
 
 
 def _loops(coefficients: FloatArray, Jp: Any, Jj: Any, Jx: FloatArray, nv: int) -> tuple[Any, Any, FloatArray]:
@@ -48,26 +42,41 @@ def _loops(coefficients: FloatArray, Jp: Any, Jj: Any, Jx: FloatArray, nv: int) 
     Op = np.empty(na * per + 1, np.int32)
     Oj = np.empty(bound, np.int32)
     Ox = np.empty(bound, np.float64)
-    following = np.full(nv, -1, np.int64)
     sums = np.zeros(nv, np.float64)
+    mark = np.full(nv, -1, np.int64)
+    touched = np.empty(nv, np.int64)
     nnz = 0
     Op[0] = 0
     for c in range(na):
         for r in range(per):
-            head, length = -2, 0
+            row = c * per + r
+            n_touched = 0
             for j in range(dim):
-                head, length = replay.accumulate(coefficients[c, r, j], Jp, Jj, Jx, _u(c * dim + j), sums, following,
-                                                 head, length)
-            nnz = replay.emit(head, length, sums, following, Oj, Ox, nnz)
-            Op[c * per + r + 1] = nnz
+                weight = coefficients[c, r, j]
+                k = c * dim + j
+                for kk in range(_u(Jp[k]), _u(Jp[k + 1])):
+                    col = _u(Jj[kk])
+                    if mark[col] != row:
+                        mark[col] = row
+                        sums[col] = 0.0
+                        touched[n_touched] = col
+                        n_touched += 1
+                    sums[col] += weight * Jx[kk]
+            _sort(touched, n_touched)
+            for a in range(n_touched):
+                col = touched[a]
+                if sums[col] != 0.0:
+                    Oj[nnz] = col
+                    Ox[nnz] = sums[col]
+                    nnz += 1
+            Op[row + 1] = nnz
     return Op, Oj[:nnz].copy(), Ox[:nnz].copy()
 
 
 def combine(coefficients: FloatArray, J: Any) -> sp.csr_matrix | None:
-    """``S @ J`` as scipy computes it (a CSR matrix with the same arrays, entry order
-    included) for coefficients ``(na, R, dim)`` and the CSR contact rows ``J`` (``na dim``
-    rows); None where this kernel does not apply (numba missing, ``J`` not a float CSR matrix,
-    no rows)."""
+    """``S @ J`` as a canonical CSR matrix (sorted rows, no exact zeros) for coefficients
+    ``(na, R, dim)`` and the CSR contact rows ``J`` (``na dim`` rows); None where this kernel does
+    not apply (numba missing, ``J`` not a float CSR matrix, no rows)."""
     if not (COMPILED and isinstance(J, sp.csr_matrix) and J.dtype == np.float64):
         return None
     na, per, dim = coefficients.shape
@@ -75,9 +84,10 @@ def combine(coefficients: FloatArray, J: Any) -> sp.csr_matrix | None:
         return None
     indptr, indices, data = _compiled()(np.ascontiguousarray(coefficients, dtype=np.float64), J.indptr, J.indices,
                                         J.data, int(J.shape[1]))
-    # scipy's constructor (its checks, no sorting): like scipy's own product, rows are not sorted
-    return sp.csr_matrix((data, indices, indptr), shape=(na * per, int(J.shape[1])))
+    out = sp.csr_matrix((data, indices, indptr), shape=(na * per, int(J.shape[1])))
+    out.has_sorted_indices = True  # written in ascending order: scipy need not check it again
+    return out
 
 
 #: The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk).
-_compiled = jit.LazyKernel(_loops, before=replay.ensure_compiled)
+_compiled = jit.LazyKernel(_loops, before=lambda: jit.jit_in_place(globals(), ("_sort",)))

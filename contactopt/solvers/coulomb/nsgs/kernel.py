@@ -29,8 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.core import jit
+from contactopt.core.jit import UNSIGNED as _u  # unsigned indexing: no wraparound test
 from contactopt.core.jit import jit_in_place
-from contactopt.programs.scipy_replay import UNSIGNED as _u  # unsigned indexing: no wraparound test
 from contactopt.solvers.coulomb.nsgs import local as nsgs_local
 from contactopt.solvers.coulomb.nsgs.local import local_solve, project_cone
 
