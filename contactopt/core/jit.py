@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ENABLED", "UNSIGNED", "LazyKernel", "jit_in_place", "njit", "sort_small"]
+__all__ = ["ENABLED", "UNSIGNED", "LazyKernel", "compile_sparse_helpers", "gather_row", "jit_in_place", "njit",
+           "scatter_add", "sort_small"]
 
 #: Whether kernels run compiled: numba installed and ``CONTACTOPT_NO_NUMBA`` unset.
 ENABLED: bool = importlib.util.find_spec("numba") is not None and not os.environ.get("CONTACTOPT_NO_NUMBA")
@@ -27,6 +28,39 @@ ENABLED: bool = importlib.util.find_spec("numba") is not None and not os.environ
 UNSIGNED = np.uint64
 
 _LOCK = threading.RLock()
+
+
+def scatter_add(weight: float, Bp: Any, Bj: Any, Bx: Any, k: int, low: int, row: int, sums: Any, mark: Any,
+                touched: Any, n: int) -> int:
+    """``sums += weight * B[k]`` over the entries of row ``k`` of compressed ``B`` with column
+    ``>= low`` (a sparse accumulator: Gilbert, Moler & Schreiber, "Sparse matrices in MATLAB",
+    1992): a column first touched for output row ``row`` is zeroed, marked and listed in
+    ``touched``; returns the new count ``n``. The row is read from its end and, for ``low > 0``,
+    its columns must be ascending (the search stops below ``low``)."""
+    for kk in range(Bp[k + 1] - 1, Bp[k] - 1, -1):
+        col = Bj[kk]
+        if col < low:
+            break
+        if mark[col] != row:
+            mark[col] = row
+            sums[col] = 0.0
+            touched[n] = col
+            n += 1
+        sums[col] += weight * Bx[kk]
+    return n
+
+
+def gather_row(sums: Any, touched: Any, n: int, out_j: Any, out_x: Any, nnz: int) -> int:
+    """The accumulated row of :func:`scatter_add` written at ``nnz`` of ``(out_j, out_x)``, columns
+    ascending, exact zeros left out; returns the new ``nnz``."""
+    sort_small(touched, n)
+    for a in range(n):
+        col = touched[a]
+        if sums[col] != 0.0:
+            out_j[nnz] = col
+            out_x[nnz] = sums[col]
+            nnz += 1
+    return nnz
 
 
 def sort_small(values: Any, n: int) -> None:
@@ -87,3 +121,10 @@ class LazyKernel:
                 if self._kernel is None:
                     self._kernel = njit(self._loops)
         return self._kernel
+
+
+def compile_sparse_helpers() -> None:
+    """Replace :func:`sort_small`, :func:`scatter_add` and :func:`gather_row` here by their numba
+    dispatchers (callees first), before a kernel that calls them compiles; a kernel module then
+    reads them from this module (``jit.scatter_add``) after this call."""
+    jit_in_place(globals(), ("sort_small", "scatter_add", "gather_row"))

@@ -30,7 +30,8 @@ FloatArray = NDArray[np.float64]
 #: Whether :func:`combine` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = jit.ENABLED
 _u = jit.UNSIGNED
-_sort = jit.sort_small
+_gather = jit.gather_row
+_scatter = jit.scatter_add
 
 
 def _loops(coefficients: FloatArray, Jp: Any, Jj: Any, Jx: FloatArray, nv: int) -> tuple[Any, Any, FloatArray]:
@@ -52,23 +53,9 @@ def _loops(coefficients: FloatArray, Jp: Any, Jj: Any, Jx: FloatArray, nv: int) 
             row = c * per + r
             n_touched = 0
             for j in range(dim):
-                weight = coefficients[c, r, j]
-                k = c * dim + j
-                for kk in range(_u(Jp[k]), _u(Jp[k + 1])):
-                    col = _u(Jj[kk])
-                    if mark[col] != row:
-                        mark[col] = row
-                        sums[col] = 0.0
-                        touched[n_touched] = col
-                        n_touched += 1
-                    sums[col] += weight * Jx[kk]
-            _sort(touched, n_touched)
-            for a in range(n_touched):
-                col = touched[a]
-                if sums[col] != 0.0:
-                    Oj[nnz] = col
-                    Ox[nnz] = sums[col]
-                    nnz += 1
+                n_touched = _scatter(coefficients[c, r, j], Jp, Jj, Jx, c * dim + j, 0, row, sums, mark, touched,
+                                     n_touched)
+            nnz = _gather(sums, touched, n_touched, Oj, Ox, nnz)
             Op[row + 1] = nnz
     return Op, Oj[:nnz].copy(), Ox[:nnz].copy()
 
@@ -89,5 +76,11 @@ def combine(coefficients: FloatArray, J: Any) -> sp.csr_matrix | None:
     return out
 
 
+def _ensure_helpers() -> None:
+    global _scatter, _gather
+    jit.compile_sparse_helpers()
+    _scatter, _gather = jit.scatter_add, jit.gather_row
+
+
 #: The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk).
-_compiled = jit.LazyKernel(_loops, before=lambda: jit.jit_in_place(globals(), ("_sort",)))
+_compiled = jit.LazyKernel(_loops, before=_ensure_helpers)

@@ -38,7 +38,8 @@ Arrays = tuple[Any, Any, FloatArray]  # compressed (indptr, indices, data)
 #: Whether :func:`delassus_symmetric` runs (numba installed, ``CONTACTOPT_NO_NUMBA`` unset).
 COMPILED = jit.ENABLED
 _u = jit.UNSIGNED  # unsigned indices in the hot loops: numba skips its wraparound test
-_sort = jit.sort_small
+_gather = jit.gather_row
+_scatter = jit.scatter_add
 
 
 def transpose(n_row: int, n_col: int, Ap: Any, Aj: Any, Ax: FloatArray) -> tuple[Any, Any, FloatArray]:
@@ -84,33 +85,13 @@ def _loops(m: int, nv: int, Kp: Any, Kj: Any, Kx: FloatArray, inverse_csc: bool,
     for i in range(m):
         n_y = 0
         for jj in range(_u(Kp[i]), _u(Kp[i + 1])):
-            value = Kx[jj]
-            k = _u(Kj[jj])
-            for kk in range(_u(Mp[k]), _u(Mp[k + 1])):
-                col = _u(Mi[kk])
-                if y_mark[col] != i:
-                    y_mark[col] = i
-                    y[col] = 0.0
-                    y_cols[n_y] = col
-                    n_y += 1
-                y[col] += value * Mx[kk]
+            n_y = _scatter(Kx[jj], Mp, Mi, Mx, Kj[jj], 0, i, y, y_mark, y_cols, n_y)
         n_w = 1
         w_mark[i] = i
         w[i] = diagonal[i]
         w_cols[0] = i
-        for a in range(n_y):
-            col = _u(y_cols[a])
-            value = y[col]
-            for kk in range(Cp[col + 1] - 1, Cp[col] - 1, -1):  # j descending: stop below the diagonal
-                j = Ci[kk]
-                if j < i:
-                    break
-                if w_mark[j] != i:
-                    w_mark[j] = i
-                    w[j] = 0.0
-                    w_cols[n_w] = j
-                    n_w += 1
-                w[j] += value * Cx[kk]
+        for a in range(n_y):  # K's columns are ascending (transpose): only j >= i is read
+            n_w = _scatter(y[y_cols[a]], Cp, Ci, Cx, y_cols[a], i, i, w, w_mark, w_cols, n_w)
         if nnz + n_w > capacity:
             capacity = max(2 * capacity, nnz + n_w)
             grown_j = np.empty(capacity, np.int64)
@@ -118,13 +99,7 @@ def _loops(m: int, nv: int, Kp: Any, Kj: Any, Kx: FloatArray, inverse_csc: bool,
             grown_j[:nnz] = Uj[:nnz]
             grown_x[:nnz] = Ux[:nnz]
             Uj, Ux = grown_j, grown_x
-        _sort(w_cols, n_w)
-        for a in range(n_w):
-            j = w_cols[a]
-            if w[j] != 0.0:
-                Uj[nnz] = j
-                Ux[nnz] = w[j]
-                nnz += 1
+        nnz = _gather(w, w_cols, n_w, Uj, Ux, nnz)
         Up[i + 1] = nnz
     # CSR(U) = CSC(U^T) = CSC of the lower triangle; CSC(U) by one transposition
     Tp, Ti, Tx = transpose(m, m, Up, Uj, Ux)
@@ -171,7 +146,10 @@ def delassus_symmetric(rows: Any, inverse: Any, diagonal: FloatArray | None) -> 
 
 
 def _ensure_helpers() -> None:
-    jit.jit_in_place(globals(), ("transpose", "_sort"))
+    global _scatter, _gather
+    jit.compile_sparse_helpers()
+    _scatter, _gather = jit.scatter_add, jit.gather_row
+    jit.jit_in_place(globals(), ("transpose",))
 
 
 #: The numba dispatcher of :func:`_loops` (compiled at first call, cached on disk).
