@@ -37,9 +37,23 @@ def scatter_add(weight: float, Bp: Any, Bj: Any, Bx: Any, k: int, low: int, row:
     1992): a column first touched for output row ``row`` is zeroed, marked and listed in
     ``touched``; returns the new count ``n``. The row is read from its end and, for ``low > 0``,
     its columns must be ascending (the search stops below ``low``)."""
-    for kk in range(Bp[k + 1] - 1, Bp[k] - 1, -1):
-        col = Bj[kk]
-        if col < low:
+    first, end = UNSIGNED(Bp[k]), UNSIGNED(Bp[k + 1])  # unsigned: numba skips its wraparound test
+    if low == 0:
+        for kk in range(first, end):
+            col = UNSIGNED(Bj[kk])
+            if mark[col] != row:
+                mark[col] = row
+                sums[col] = 0.0
+                touched[n] = col
+                n += 1
+            sums[col] += weight * Bx[kk]
+        return n
+    bound = UNSIGNED(low)  # compared with unsigned columns (mixed signs would compare as floats)
+    kk = end
+    while kk > first:  # from the end: the columns past ``low`` only
+        kk -= UNSIGNED(1)
+        col = UNSIGNED(Bj[kk])
+        if col < bound:
             break
         if mark[col] != row:
             mark[col] = row
@@ -88,7 +102,7 @@ def njit(function: Callable[..., Any], **options: Any) -> Any:
     return numba.njit(cache=True, nogil=True, **options)(function)
 
 
-def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
+def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...], **options: Any) -> None:
     """Replace each ``namespace[name]`` by its numba dispatcher, once: under a lock, and a name
     already replaced is left alone (two threads' first calls must not wrap a dispatcher again,
     which raises). Kernels that call each other are replaced together, callees first: numba
@@ -98,7 +112,7 @@ def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
     with _LOCK:
         for name in names:
             if not isinstance(namespace[name], Dispatcher):
-                namespace[name] = njit(namespace[name])
+                namespace[name] = njit(namespace[name], **options)
 
 
 class LazyKernel:
@@ -127,4 +141,4 @@ def compile_sparse_helpers() -> None:
     """Replace :func:`sort_small`, :func:`scatter_add` and :func:`gather_row` here by their numba
     dispatchers (callees first), before a kernel that calls them compiles; a kernel module then
     reads them from this module (``jit.scatter_add``) after this call."""
-    jit_in_place(globals(), ("sort_small", "scatter_add", "gather_row"))
+    jit_in_place(globals(), ("sort_small", "scatter_add", "gather_row"), inline="always")  # in the hot loops
