@@ -35,12 +35,12 @@ def scatter_add(weight: float, Bp: Any, Bj: Any, Bx: Any, k: int, low: int, row:
     """``sums += weight * B[k]`` over the entries of row ``k`` of compressed ``B`` with column
     ``>= low`` (a sparse accumulator: Gilbert, Moler & Schreiber, "Sparse matrices in MATLAB",
     1992): a column first touched for output row ``row`` is zeroed, marked and listed in
-    ``touched``; returns the new count ``n``. The row is read from its end and, for ``low > 0``,
-    its columns must be ascending (the search stops below ``low``)."""
+    ``touched``; returns the new count ``n``. For ``low > 0`` the row is read from its end and its
+    columns must be ascending (the search stops below ``low``)."""
     first, end = UNSIGNED(Bp[k]), UNSIGNED(Bp[k + 1])  # unsigned: numba skips its wraparound test
     if low == 0:
         for kk in range(first, end):
-            col = UNSIGNED(Bj[kk])
+            col: Any = UNSIGNED(Bj[kk])
             if mark[col] != row:
                 mark[col] = row
                 sums[col] = 0.0
@@ -49,10 +49,10 @@ def scatter_add(weight: float, Bp: Any, Bj: Any, Bx: Any, k: int, low: int, row:
             sums[col] += weight * Bx[kk]
         return n
     bound = UNSIGNED(low)  # compared with unsigned columns (mixed signs would compare as floats)
-    kk = end
-    while kk > first:  # from the end: the columns past ``low`` only
-        kk -= UNSIGNED(1)
-        col = UNSIGNED(Bj[kk])
+    position: Any = end
+    while position > first:  # from the end: the columns past ``low`` only
+        position -= UNSIGNED(1)
+        col = UNSIGNED(Bj[position])
         if col < bound:
             break
         if mark[col] != row:
@@ -60,7 +60,7 @@ def scatter_add(weight: float, Bp: Any, Bj: Any, Bx: Any, k: int, low: int, row:
             sums[col] = 0.0
             touched[n] = col
             n += 1
-        sums[col] += weight * Bx[kk]
+        sums[col] += weight * Bx[position]
     return n
 
 
