@@ -127,10 +127,13 @@ def constraint_jacobian(model: Any, data: Any) -> FloatArray:
     if flat.size == nefc * nv and not _is_sparse(model, data):
         return flat.reshape(nefc, nv).copy()
     J = np.zeros((nefc, nv))
-    rownnz, rowadr, colind = data.efc_J_rownnz, data.efc_J_rowadr, data.efc_J_colind
-    for row in range(nefc):
-        start, count = int(rowadr[row]), int(rownnz[row])
-        J[row, colind[start : start + count]] = flat[start : start + count]
+    count = np.asarray(data.efc_J_rownnz, dtype=np.int_)[:nefc]
+    start = np.asarray(data.efc_J_rowadr, dtype=np.int_)[:nefc]
+    total = int(count.sum())
+    if total:  # each row's stored entries, gathered at once: positions start_r + 0..count_r-1
+        first = np.cumsum(count) - count
+        position = np.repeat(start - first, count) + np.arange(total)
+        J[np.repeat(np.arange(nefc), count), np.asarray(data.efc_J_colind)[position]] = flat[position]
     return J
 
 

@@ -114,34 +114,46 @@ def contact_map(system: Any, q: FloatArray, model: Any, data: Any) -> sp.csr_mat
     no place in the 3-row frame and are left out)."""
     mujoco = system.mujoco
     geoms, positions = system.contact_keys(q)
-    nefc = int(data.nefc)
-    kinds = mujoco.mjtConstraint
-    entries: list[tuple[int, int, float]] = []
-    for index in range(int(data.ncon)):
-        contact = data.contact[index]
-        address, dim = int(contact.efc_address), int(contact.dim)
-        if address < 0:
-            continue
-        same = np.flatnonzero((geoms[:, 0] == contact.geom[0]) & (geoms[:, 1] == contact.geom[1]))
-        if not same.size:
-            continue
-        target = int(same[np.argmin(np.linalg.norm(positions[same] - np.asarray(contact.pos), axis=1))])
-        kind = int(data.efc_type[address])
-        if kind == int(kinds.mjCNSTR_CONTACT_PYRAMIDAL):
-            mu = np.asarray(contact.friction)
-            for edge in range(2 * (dim - 1)):
-                entries.append((3 * target, address + edge, 1.0))
-                axis = edge // 2
-                if axis < 2:
-                    entries.append((3 * target + 1 + axis, address + edge, float(mu[axis]) * (1 - 2 * (edge % 2))))
-        else:  # elliptic or frictionless: rows [n, t1, t2, ...]
-            for j in range(min(dim, 3)):
-                entries.append((3 * target + j, address + j, 1.0))
+    nefc, ncon = int(data.nefc), int(data.ncon)
     shape = (3 * geoms.shape[0], nefc)
-    if not entries:
+    address = np.asarray(data.contact.efc_address, dtype=np.int_)[:ncon]
+    keep = np.flatnonzero(address >= 0)
+    if not keep.size or not geoms.shape[0]:
         return sp.csr_matrix(shape)
-    r, c, values = zip(*entries, strict=True)
-    return sp.csr_matrix((np.array(values), (np.array(r), np.array(c))), shape=shape)
+    pair = np.asarray(data.contact.geom, dtype=np.int_)[keep]
+    same = (pair[:, None, 0] == geoms[None, :, 0]) & (pair[:, None, 1] == geoms[None, :, 1])  # (contact, candidate)
+    distance = np.linalg.norm(np.asarray(data.contact.pos)[keep][:, None, :] - positions[None, :, :], axis=2)
+    matched = same.any(axis=1)
+    target = np.argmin(np.where(same, distance, np.inf), axis=1)[matched]  # the nearest candidate of the pair
+    keep, address = keep[matched], address[keep][matched]
+    dim = np.asarray(data.contact.dim, dtype=np.int_)[keep]
+    pyramidal = np.asarray(data.efc_type)[address] == int(mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL)
+    rows: list[NDArray[np.int_]] = []
+    cols: list[NDArray[np.int_]] = []
+    values: list[FloatArray] = []
+    # pyramidal edges e = 0..2(dim-1)-1 (pairs n + mu_i t_i, n - mu_i t_i): each adds to n, edges of
+    # the first two axes to t1, t2 with +-mu_i; torsional and rolling axes have no place in the frame
+    edges = np.where(pyramidal, 2 * (dim - 1), 0)
+    contact = np.repeat(np.arange(keep.size), edges)
+    edge = np.arange(int(edges.sum())) - np.repeat(np.cumsum(edges) - edges, edges)
+    column = address[contact] + edge
+    rows.append(3 * target[contact])
+    cols.append(column)
+    values.append(np.ones(column.size))
+    axis = edge // 2
+    tangent = axis < 2
+    mu = np.asarray(data.contact.friction, dtype=np.float64)[keep]
+    rows.append((3 * target[contact] + 1 + axis)[tangent])
+    cols.append(column[tangent])
+    values.append((mu[contact, np.minimum(axis, 4)] * (1 - 2 * (edge % 2)))[tangent])
+    # elliptic or frictionless: rows [n, t1, t2, ...], the first three in the frame
+    width = np.where(pyramidal, 0, np.minimum(dim, 3))
+    contact = np.repeat(np.arange(keep.size), width)
+    j = np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)
+    rows.append(3 * target[contact] + j)
+    cols.append(address[contact] + j)
+    values.append(np.ones(j.size))
+    return sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=shape)
 
 
 def row_maps(system: Any, q: FloatArray, model: Any, data: Any, J: FloatArray) -> dict[str, sp.csr_matrix]:

@@ -60,47 +60,39 @@ def cone_rows(mujoco: Any, data: Any, h: float) -> tuple[sp.csc_matrix, FloatArr
     lie in its constraint set (module docstring); ``h`` scales the dry-friction boxes."""
     nefc = int(data.nefc)
     kinds = mujoco.mjtConstraint
-    friction = (int(kinds.mjCNSTR_FRICTION_DOF), int(kinds.mjCNSTR_FRICTION_TENDON))
-    entries: list[tuple[int, int, float]] = []  # (cone row, efc row, coefficient)
-    offsets: list[float] = []
+    efc_type = np.asarray(data.efc_type)[:nefc]
+    efc_id = np.asarray(data.efc_id)[:nefc]
+    friction = (efc_type == int(kinds.mjCNSTR_FRICTION_DOF)) | (efc_type == int(kinds.mjCNSTR_FRICTION_TENDON))
+    elliptic = efc_type == int(kinds.mjCNSTR_CONTACT_ELLIPTIC)
+    coned = np.flatnonzero(~friction & (efc_type != int(kinds.mjCNSTR_EQUALITY)))  # one cone row each, in order
+    coefficient = -np.ones(coned.size)
     cones: list[Cone] = []
-    box_rows: list[tuple[int, float]] = []
-    row = 0
-    while row < nefc:
-        kind = int(data.efc_type[row])
-        if kind == int(kinds.mjCNSTR_EQUALITY):  # free multiplier: no cone row
-            row += 1
-        elif kind == int(kinds.mjCNSTR_CONTACT_ELLIPTIC):
-            # MuJoCo's elliptic cone f_n >= ||(f_i / mu_i)_i||, written [mu_1 f_n, (mu_1 / mu_i) f_i] in SOC
-            contact = data.contact[int(data.efc_id[row])]
-            dim = int(contact.dim)
-            mu = np.asarray(contact.friction, dtype=np.float64)[: dim - 1]
-            scale = np.concatenate([[mu[0]], mu[0] / mu])
-            for j in range(dim):
-                entries.append((len(offsets), row + j, -float(scale[j])))
-                offsets.append(0.0)
-            cones.append(SOC(dim))
-            row += dim
-        elif kind in friction:
-            box_rows.append((row, h * float(data.efc_frictionloss[row])))
-            row += 1
-        else:  # limits, pyramidal edges, frictionless contacts
-            entries.append((len(offsets), row, -1.0))
-            offsets.append(0.0)
-            cones.append(Nonneg(1))
-            row += 1
-    for sign in (1.0, -1.0):  # x <= h f_max, then -x <= h f_max
-        for efc_row, bound in box_rows:
-            entries.append((len(offsets), efc_row, sign))
-            offsets.append(bound)
-            cones.append(Nonneg(1))
-    rows = len(offsets)
-    if entries:
-        r, c, values = zip(*entries, strict=True)
-        A = sp.csc_matrix((np.array(values), (np.array(r), np.array(c))), shape=(rows, nefc))
+    if elliptic.any():
+        # MuJoCo's elliptic cone f_n >= ||(f_i / mu_i)_i||, written [mu_1 f_n, (mu_1 / mu_i) f_i] in SOC
+        on = elliptic[coned]
+        rows_on = coned[on]
+        contact = efc_id[rows_on]  # efc_id is a contact only on contact rows
+        j = rows_on - np.asarray(data.contact.efc_address, dtype=np.int_)[contact]  # 0 normal, i: friction i
+        mu = np.asarray(data.contact.friction, dtype=np.float64)[contact]
+        scale = np.where(j == 0, mu[:, 0], mu[:, 0] / mu[np.arange(rows_on.size), np.maximum(j - 1, 0)])
+        coefficient[on] = -scale
+        dims = np.zeros(coned.size, np.int_)
+        dims[on] = np.where(j == 0, np.asarray(data.contact.dim, dtype=np.int_)[contact], 0)
+        for position in range(coned.size):  # Nonneg(1) per row, SOC(dim) at each contact's first row
+            if not on[position]:
+                cones.append(Nonneg(1))
+            elif dims[position]:
+                cones.append(SOC(int(dims[position])))
     else:
-        A = sp.csc_matrix((0, nefc))
-    return A, np.array(offsets), _merge_nonneg(cones)
+        cones = [Nonneg(coned.size)] if coned.size else []
+    box = np.flatnonzero(friction)  # x <= h f_max, then -x <= h f_max
+    bound = h * np.asarray(data.efc_frictionloss, dtype=np.float64)[:nefc][box]
+    cones += [Nonneg(1)] * (2 * box.size)
+    rows = coned.size + 2 * box.size
+    A = sp.csc_matrix((np.concatenate([coefficient, np.ones(box.size), -np.ones(box.size)]),
+                       (np.arange(rows), np.concatenate([coned, box, box]))), shape=(rows, nefc))
+    offsets = np.concatenate([np.zeros(coned.size), bound, bound])
+    return A, offsets, _merge_nonneg(cones)
 
 
 def _merge_nonneg(cones: list[Cone]) -> tuple[Cone, ...]:
