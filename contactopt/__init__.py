@@ -37,6 +37,8 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     "errors": ("contactopt.core.errors", None),
     "formulate": ("contactopt.simulation", "formulate"),
     "simulate": ("contactopt.simulation", "simulate"),
+    "simulate_batch": ("contactopt.batch", "simulate_batch"),
+    "BatchTrajectory": ("contactopt.batch", "BatchTrajectory"),
     "solve": ("contactopt.solvers", "solve"),
     "gradient": ("contactopt.gradients", "gradient"),
     "compare": ("contactopt.analysis.compare", "compare"),

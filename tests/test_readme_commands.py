@@ -338,6 +338,7 @@ def test_readme_python_snippet_prints_its_results(tmp_path: Path) -> None:
     for row in completed:  # stop distance within 1 % of v0^2 / (2 mu g)
         assert abs(float(row[7])) < 0.01 and abs(float(row[5]) / float(row[6]) - 1) < 0.01
     assert any(line.startswith("Trajectory(cart_wall") for line in lines[9:])  # the loaded copy
+    assert "(2, 101, 7) (2, 100) [ True  True]" in lines  # simulate_batch: 2 box worlds, 100 steps each
     assert f"({1000}, 2)" in lines  # the double pendulum's controls: 1000 steps of 2 inputs
     assert any(line.startswith("Solution(optimal, clarabel") for line in lines)
     assert any(line.startswith("Solution(optimal, lemke via qp->lcp") for line in lines)
