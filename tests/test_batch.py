@@ -32,31 +32,31 @@ def single(scene: co.Scene, **kwargs: object) -> co.Trajectory:
 
 @pytest.mark.parametrize(("formulation", "solver"), [("anitescu", "clarabel"), ("sap", "newton"), ("lcp", "lemke")])
 def test_a_batch_equals_its_single_runs(box: co.Scene, formulation: str, solver: str) -> None:
-    B = 4
+    B = 3
     V0 = np.repeat(box.v0[None], B, axis=0)
-    V0[:, 0] = [0.3, 0.9, 1.5, 2.1]  # each world slides its own distance
-    batch = co.simulate_batch(box, v0=V0, formulation=formulation, solver=solver, duration=0.15)
-    steps = round(0.15 / box.dt)
+    V0[:, 0] = [0.3, 1.2, 2.1]  # each world slides its own distance
+    batch = co.simulate_batch(box, v0=V0, formulation=formulation, solver=solver, duration=0.06)
+    steps = round(0.06 / box.dt)
     assert len(batch) == B and batch.q.shape == (B, steps + 1, box.system.nq)
     assert batch.v.shape == (B, steps + 1, box.system.nv) and batch.status.shape == (B, steps)
     assert batch.completed.all() and batch.t.shape == (steps + 1,)
     for i in range(B):
-        alone = single(dataclasses.replace(box, v0=V0[i]), formulation=formulation, solver=solver, duration=0.15)
+        alone = single(dataclasses.replace(box, v0=V0[i]), formulation=formulation, solver=solver, duration=0.06)
         np.testing.assert_allclose(batch.q[i], alone.q, rtol=0, atol=TOL)
         np.testing.assert_allclose(batch.v[i], alone.v, rtol=0, atol=TOL)
         assert list(batch.status[i]) == [record.status for record in alone.steps]
         assert isinstance(batch[i], co.Trajectory) and batch[i].info["world"] == i
     # the worlds differ (the test would pass on B copies of one run otherwise)
-    assert np.abs(batch.q[0, -1] - batch.q[-1, -1]).max() > 0.1
+    assert np.abs(batch.q[0, -1] - batch.q[-1, -1]).max() > 0.05
 
 
 def test_per_world_parameters_equal_the_reparametrized_runs(box: co.Scene) -> None:
     mus = np.array([0.2, 0.5, 0.8])
-    batch = co.simulate_batch(box, parameters={"mu": mus}, formulation="ccp", solver="clarabel", duration=0.2)
+    batch = co.simulate_batch(box, parameters={"mu": mus}, formulation="ccp", solver="clarabel", duration=0.08)
     assert np.array_equal(batch.parameters["mu"], mus)
     for i, mu in enumerate(mus):
         scene = dataclasses.replace(box, system=box.system.with_parameters({"mu": float(mu)}))
-        alone = single(scene, formulation="ccp", solver="clarabel", duration=0.2)
+        alone = single(scene, formulation="ccp", solver="clarabel", duration=0.08)
         np.testing.assert_allclose(batch.q[i], alone.q, rtol=0, atol=TOL)
     # Coulomb's deceleration mu g: the slower stop of the smaller mu shows in the distance covered
     assert batch.q[0, -1, 0] > batch.q[1, -1, 0] > batch.q[2, -1, 0]
