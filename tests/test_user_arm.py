@@ -6,7 +6,11 @@ axis, ``n`` along the lever arm) move nothing: their Delassus diagonal is the ro
 ``R = 0`` there with ``c < 0`` and the regularized dual was unbounded at step 0 (clarabel, osqp:
 "unbounded", pgs: numerical error). Such a row now takes a moving row's ``R`` of its contact and
 no reference (:func:`contactopt.formulations.regularized_unmoved.unmoved_rows_regularized`); gauss leaves
-a contact whose normal row is zero out (its row ``phi/h >= 0`` was infeasible)."""
+a contact whose normal row is zero out (its row ``phi/h >= 0`` was infeasible). Near 0.6255 rad (step
+106 under the tests' pinned OpenBLAS kernel) MuJoCo reports a second shoulder contact, 3 cm deep, whose
+normal lever about the shoulder (3.75e-3) is below mu times its tangent's (0.085): no ``v'`` separates it
+in Anitescu's cone, and anitescu keeps its rows without ``phi/h`` there
+(:mod:`contactopt.formulations.anitescu_stabilization`; tests/test_anitescu_stabilization.py)."""
 
 from __future__ import annotations
 
@@ -36,13 +40,7 @@ def simulate(scene: co.Scene, formulation: str, steps: int = STEPS, **kwargs: ob
 
 
 @pytest.mark.parametrize("formulation", [
-    "gauss", "lcp",
-    pytest.param("anitescu", marks=pytest.mark.xfail(
-        strict=True, reason="step 106 (under the tests' pinned OpenBLAS kernel; the machine's default kernel "
-                            "completes the run) has a second shoulder contact 3 cm deep whose normal row's lever "
-                            "(3.75e-3) is below mu times its tangent's (0.085): no v' puts it in Anitescu's "
-                            "cone, so the program is infeasible (clarabel and osqp both say so)")),
-    "ccp", "regularized", "sap",
+    "gauss", "lcp", "anitescu", "ccp", "regularized", "sap",
     pytest.param("coulomb", marks=pytest.mark.xfail(
         strict=True, reason="nsgs stops at max_iterations (20000 sweeps, fclib 2e-8) at a step in 140-180 (the "
                             "run's rounding decides) where the forearm strikes the box; as much without the "

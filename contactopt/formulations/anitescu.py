@@ -28,6 +28,12 @@ Torsional and rolling rows ``e_i`` (MJCF condim 4 and 6) add the edges ``n +- mu
 (:mod:`contactopt.formulations.angular_friction`).
 ``phi / h`` of a penetrating contact or a violated limit is capped at ``-max_recovery_speed``
 (:mod:`contactopt.formulations.recovery`: off by default except on MJCF models).
+``stabilization``: ``"feasible"`` (default) keeps ``phi / h`` on every contact whose own cone
+edges can separate it and sets it to 0 on a penetrating contact whose edges cannot (some
+impulse of its cone moves nothing, so no ``v'`` meets its rows and the program is infeasible;
+:mod:`contactopt.formulations.anitescu_stabilization`, after Anitescu & Hart 2004's bounded
+stabilization); every program that had a solution is built as before. ``"full"``: the
+reference's ``phi / h`` on every contact.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import numpy as np
 
 from contactopt.core.budgets import check_allocation
 from contactopt.formulations.angular_friction import angular_edges, edge_impulses, scatter_angular, vstack_rows
+from contactopt.formulations.anitescu_stabilization import feasible_target
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
     ActiveContacts,
@@ -81,8 +88,9 @@ class Anitescu(Formulation):
     name: ClassVar[str] = "anitescu"
     description: ClassVar[str] = "Anitescu convex QP, polyhedral cone (primal in v' or dual in edge impulses)"
     defaults: ClassVar[Mapping[str, Any]] = {"form": "primal", "k": None, "epsilon": float("inf"),
-                                             "max_recovery_speed": None}
-    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual")}
+                                             "max_recovery_speed": None, "stabilization": "feasible"}
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"form": ("primal", "dual"),
+                                                        "stabilization": ("feasible", "full")}
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         contacts = problem.contacts
@@ -98,16 +106,19 @@ class Anitescu(Formulation):
         h = problem.dt
         v_max = recovery_speed(problem, options)
         target = normal_target(active.phi, h, v_max)  # phi / h
-        rhs = np.repeat(target, per)
+        owner = np.repeat(np.arange(active.count), per)  # the contact of each edge
         metadata = {"formulation": self.name, "form": options["form"], "dt": h, "t": problem.state.t,
                     "k": k, "contacts": active.index.tolist(), "nv": problem.nv}
         blocks = [("cone_edges", "impulse_edges", 0, rows, per)]
         if active.angular is not None:  # torsional/rolling rows: edges n +- mu_i e_i (.angular_friction)
             extra, contact = angular_edges(active)
             J_beta = vstack_rows([J_beta, extra])
-            rhs = np.concatenate([rhs, target[contact]])
+            owner = np.concatenate([owner, contact])
             blocks.append(("angular_edges", "impulse_angular_edges", rows, J_beta.shape[0], 2))
             rows = J_beta.shape[0]
+        if options["stabilization"] == "feasible":
+            target = feasible_target(active, J_beta, owner, target, contacts, metadata)
+        rhs = target[owner]
         if options["form"] == "primal":
             return primal_program(problem, -J_beta, rhs, (Nonneg(rows),),
                                   tuple(Block(name, start, stop, size) for name, _, start, stop, size in blocks),
