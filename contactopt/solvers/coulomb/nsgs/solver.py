@@ -22,7 +22,15 @@ linearly on the usual Delassus operators and is the field's reference method.
 normalisation, as Siconos's light error); when that is at most a threshold (``tol`` at first),
 FCLIB's error is computed (one more pass over ``W``'s rows) and, if it is above ``tol``, the
 threshold is lowered by the ratio of the two (error and change shrink together in the linear
-regime), so the costly check runs on few sweeps. The solve is OPTIMAL when FCLIB's error is at
+regime), so the costly check runs on few sweeps; it is also computed after sweeps 1, 2, 4, 8,
+... of each run of the kernel whatever the change (Siconos's adaptive error evaluation, the
+frequency doubled after each check that fails): a drift along ``W``'s null space keeps the
+change constant, and a threshold lowered below it had left the error, met after two sweeps,
+unchecked for 50000 (suite/walker's step 233). Such a drift (the sweeps' increment constant: a
+singular ``W`` whose sticking rows have no solution) is extrapolated to where a contact's mode
+changes (:mod:`contactopt.solvers.coulomb.nsgs.kernel`, "Drift"); ``raw`` counts
+``drift_jumps`` and ``drift_sweeps_skipped`` (the sweeps a jump stands for; ``iterations``
+counts the sweeps done). The solve is OPTIMAL when FCLIB's error is at
 most ``tol`` and contactopt's relative residual confirms (``coulomb_believed``); a budget of
 ``max_iterations`` sweeps spent ends in MAX_ITERATIONS with the error reached; a non-finite
 iterate in NUMERICAL_ERROR. With ``history=True`` every sweep is followed by
@@ -31,9 +39,10 @@ iterate in NUMERICAL_ERROR. With ``history=True`` every sweep is followed by
 
 Options: ``tol`` (FCLIB error to reach, default 1e-8), ``max_iterations`` (sweeps, default
 50000: the 100-sphere pile's first step, 486 closing contacts on 600 velocities, needs about
-12000 to FCLIB error 1e-8, as Siconos's NSGS needs 7500; dm_hopper's step 39 28334, its flat
-foot's two contacts making W singular: the sweeps drift along W's null space, 1.3e-5 of the
-impulse a sweep at a constant FCLIB error, until the toe's contact slides), ``history`` (default False), ``r0``
+12000 to FCLIB error 1e-8, as Siconos's NSGS needs 7500; dm_hopper's step 39 took 28334 before
+the drift's extrapolation, its flat foot's two contacts making W singular: the sweeps drift
+along W's null space, 1.3e-5 of the impulse a sweep at a constant FCLIB error, until the toe's
+contact slides), ``history`` (default False), ``r0``
 (warm start, projected onto the cones; an answer as warm start costs no sweep), ``symmetrize``
 (solve with ``(W + W^T) / 2``, said in the message; NSGS itself needs no symmetry), ``omega``
 (relaxation ``r_c <- omega r_c^local + (1 - omega) r_c``, in ``(0, 1]``, default 1).
@@ -98,7 +107,8 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         message += note
         raw = {"sweeps": sweeps, "fclib": error, "omega": omega, "compiled": system.compiled,
                "local_solves": dict(zip(nsgs_local.OUTCOMES, (int(n) for n in system.counts), strict=True)),
-               "symmetrized": symmetrize}
+               "symmetrized": symmetrize, "drift_jumps": int(system.drift[kernel.JUMPS]),
+               "drift_sweeps_skipped": float(system.drift[kernel.SKIPPED])}
         return make_solution(program, solver="nsgs", status=status, x=r.copy(), y=None, iterations=sweeps,
                              watch=watch, message=message, raw=raw, history=history)
 
@@ -136,14 +146,17 @@ class _System:
         self.q_scale = 1.0 + math.sqrt(float(np.linalg.norm(program.q)))
         self.slip = np.zeros(program.contacts)
         self.counts = np.zeros(len(nsgs_local.OUTCOMES), np.int64)
+        self.last = np.zeros(program.m)  # the last sweep's increment and the drift's state (kernel.run)
+        self.drift = kernel.drift_state()
 
-    def run(self, r: FloatArray, omega: float, sweeps: int, change_tol: float, tol: float) -> tuple[int, float, float]:
+    def run(self, r: FloatArray, omega: float, sweeps: int, change_tol: float, tol: float,
+            periodic: bool = True) -> tuple[int, float, float]:
         """Up to ``sweeps`` sweeps (:func:`contactopt.solvers.coulomb.nsgs.kernel.run`)."""
         if self.compiled:
-            return kernel.run(*self.rows, self.blocks, self.q, self.mu, self.dim, r, self.slip,
-                              omega, self.counts, sweeps, change_tol, tol, self.q_scale)
+            return kernel.run(*self.rows, self.blocks, self.q, self.mu, self.dim, r, self.slip, omega, self.counts,
+                              sweeps, change_tol, tol, self.q_scale, self.last, self.drift, periodic)
         return kernel.run_numpy(self.W, self.blocks, self.q, self.mu, self.dim, r, self.slip, omega, self.counts,
-                                sweeps, change_tol, tol, self.q_scale)
+                                sweeps, change_tol, tol, self.q_scale, self.last, self.drift, periodic)
 
     def error(self, r: FloatArray) -> float:
         """FCLIB's error of ``r`` (the kernel's, as the sweeps' own checks)."""
@@ -166,7 +179,7 @@ def sweeper(program: CoulombProgram, tol: float) -> Callable[[FloatArray, int], 
         error = system.error(r)
         if error <= threshold:
             threshold = 0.1 * error
-        done, _, _ = system.run(r, 1.0, n, threshold, threshold)
+        done, _, _ = system.run(r, 1.0, n, threshold, threshold, periodic=False)  # nsn checks after each block
         return done
 
     return sweeps
