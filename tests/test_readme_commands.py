@@ -144,6 +144,9 @@ PLANS: dict[str, Plan] = {
     "contactopt compare box_slide --out runs/mine --force": Plan(r"wrote runs/mine/", shorten=SHORT,
                                                                  files=("runs/mine/table.csv",)),
     "contactopt run bouncing_ball": Plan(WROTE_RUN),
+    "contactopt run problems/urdf/two_link_arm.urdf --duration 0.5": Plan(WROTE_RUN, needs=("mujoco",)),
+    "contactopt run problems/urdf/box.urdf --system-option floating_base=true --system-option ground=true "
+    "--duration 0.2": Plan(WROTE_RUN, needs=("mujoco",)),
     "contactopt run spinning_ball_hybrid": Plan(WROTE_RUN),
     "contactopt run box_drop -o stiffness=1e6 -o method=BDF": Plan(WROTE_RUN, needs=("mujoco",)),
     "contactopt run problems/mjcf/box_plane.xml": Plan(WROTE_RUN, shorten=SHORT, needs=("mujoco",)),

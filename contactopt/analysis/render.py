@@ -220,7 +220,7 @@ def video_frames(panels: Trajectory | Sequence[Panel], system: System, *, fps: f
         if q.ndim != 2 or q.shape[1] != system.nq or q.shape[0] == 0:
             raise ContactoptError(f"trajectory {item.title or ''!s} has states of shape {q.shape}; the "
                                   f"{system.type_name} system has nq = {system.nq}")
-    if renderer == "mujoco" and system.type_name != "mjcf":
+    if renderer == "mujoco" and system.type_name not in ("mjcf", "urdf"):
         raise OptionError(f"renderer 'mujoco' draws MJCF models; this is a {system.type_name} system "
                           "(use 'auto' or 'matplotlib')")
     t_ref = items[0].trajectory.t
@@ -234,7 +234,7 @@ def video_frames(panels: Trajectory | Sequence[Panel], system: System, *, fps: f
         drawings = [[_drawing(system, p.trajectory.q[i]) for i in idx] for p, idx in zip(items, samples, strict=True)]
     note = ""
     painter = None
-    kind = "plot" if drawings is None else ("image" if system.type_name == "mjcf" and renderer != "matplotlib"
+    kind = "plot" if drawings is None else ("image" if system.type_name in ("mjcf", "urdf") and renderer != "matplotlib"
                                             else f"{drawings[0][0].dim}d")
     layout = _Layout(len(items), size, kind, len(items) > 1 and any(item.title for item in items))
     if kind == "image":

@@ -22,7 +22,7 @@ __all__ = ["replay"]
 def replay(trajectory: Trajectory, system: System, *, loops: int | None = None) -> None:
     """Show ``trajectory`` of the MJCF ``system`` in MuJoCo's viewer (module docstring); ``loops``
     times (None: until the window closes)."""
-    if system.type_name != "mjcf":
+    if system.type_name not in ("mjcf", "urdf"):
         raise ContactoptError(f"MuJoCo's viewer shows MJCF models; this is a {system.type_name} system "
                               "(write the HTML page instead: drop --mujoco)")
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

@@ -154,8 +154,11 @@ def load_scene(path: str | Path, keyframe: str | None = None,
     overrides = _system_overrides(path, keyframe, system_options)
     if path.suffix.lower() == ".xml":
         return _mjcf_scene(path, overrides)
+    if path.suffix.lower() == ".urdf":
+        return _mjcf_scene(path, overrides, "urdf")
     if path.suffix.lower() != ".toml":
-        raise SceneError(f"{path}: unsupported scene format {path.suffix!r} (expected .toml or an MJCF .xml)")
+        raise SceneError(f"{path}: unsupported scene format {path.suffix!r} (expected .toml, an MJCF .xml or a "
+                         ".urdf)")
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
@@ -225,12 +228,13 @@ def _scene_name(meta: dict[str, Any], path: Path) -> str:
 MJCF_DURATION, MJCF_FORMULATION, MJCF_SOLVER = 1.0, "regularized", "clarabel"
 
 
-def _mjcf_scene(path: Path, overrides: Mapping[str, Any] | None = None) -> Scene:
-    """A scene straight from an MJCF file: MuJoCo's initial state (or the keyframe, 0 by
-    default, with its ``ctrl`` held), its ``opt.timestep`` as dt, 1 s of simulated time,
-    MuJoCo's own formulation by default; ``overrides``: ``[system]`` keys (:func:`load_scene`)."""
+def _mjcf_scene(path: Path, overrides: Mapping[str, Any] | None = None, kind: str = "mjcf") -> Scene:
+    """A scene straight from an MJCF file (``kind = "urdf"``: a URDF file, compiled by MuJoCo):
+    MuJoCo's initial state (or the keyframe, 0 by default, with its ``ctrl`` held), its
+    ``opt.timestep`` as dt, 1 s of simulated time, MuJoCo's own formulation by default;
+    ``overrides``: ``[system]`` keys (:func:`load_scene`)."""
     config = {"file": str(path), **(overrides or {})}
-    system_cls = systems.get("mjcf")
+    system_cls = systems.get(kind)
     try:
         validate.reject_unknown(config, system_cls.config_keys, "system")
         system = system_cls.from_config(config, {})
@@ -244,7 +248,8 @@ def _mjcf_scene(path: Path, overrides: Mapping[str, Any] | None = None) -> Scene
     q0, v0 = system.default_state()
     return Scene(system=system, q0=q0, v0=v0, dt=float(system.model.opt.timestep), duration=MJCF_DURATION,
                  formulation=MJCF_FORMULATION, solver=MJCF_SOLVER, name=path.stem,
-                 description=f"MJCF model {path.name}", source=path, control=_held_control(system))
+                 description=f"{'URDF robot' if kind == 'urdf' else 'MJCF model'} {path.name}", source=path,
+                 control=_held_control(system))
 
 
 def _held_control(system: System) -> ControlSpec | None:

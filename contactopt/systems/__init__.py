@@ -12,6 +12,7 @@ from contactopt.systems.brick import Brick
 from contactopt.systems.cart import Cart
 from contactopt.systems.four_bar import FourBar
 from contactopt.systems.mjcf.system import MjcfSystem
+from contactopt.systems.mjcf.urdf import UrdfSystem
 from contactopt.systems.pendulums import CartesianPendulum, CartPole, DoublePendulum, Pendulum
 from contactopt.systems.planar_body import PlanarBall, PlanarBody
 from contactopt.systems.point_mass import PointMass2D
@@ -20,11 +21,11 @@ from contactopt.systems.rigid3d import Rigid3D, RigidBody
 __all__ = ["CONTACT_PARAMETERS", "Brick", "Cart", "CartPole", "CartesianPendulum", "DoublePendulum",
            "FourBar", "MjcfSystem",
            "Parameter", "ParameterError", "Pendulum", "PlanarBall", "PlanarBody", "PointMass2D",
-           "Rigid3D", "RigidBody", "System", "get", "names"]
+           "Rigid3D", "RigidBody", "System", "UrdfSystem", "get", "names"]
 
 _REGISTRY: dict[str, type[System]] = {cls.type_name: cls for cls in (
     Cart, PointMass2D, Brick, PlanarBody, PlanarBall, Rigid3D,
-    Pendulum, DoublePendulum, CartPole, CartesianPendulum, FourBar, MjcfSystem)}
+    Pendulum, DoublePendulum, CartPole, CartesianPendulum, FourBar, MjcfSystem, UrdfSystem)}
 
 
 def names() -> list[str]:
