@@ -12,6 +12,9 @@ Options (besides the common ``tol``, ``max_iterations`` (default 100), ``history
   unit-free: the method does not change when the scene's units do).
 - ``linesearch``: ``armijo`` (default), ``goldstein`` (Goldstein-Price, Siconos's default) or
   ``none`` (full Newton steps).
+- ``last_resort``: ``fixed_point`` (default: an iteration that spends its budget is finished by
+  De Saxcé's fixed point from its last iterate, :mod:`contactopt.solvers.coulomb.last_resort`) or
+  ``none``.
 - ``fallback``: ``nsgs`` (default: a stalled Newton iteration is continued by NSGS sweeps from
   its iterate and, at a second stall, a raised ``rho``; the module docstring of
   :mod:`~contactopt.solvers.coulomb.alart_curnier`, "Globalization") or ``none``. ``raw`` records
@@ -34,7 +37,8 @@ import numpy as np
 from contactopt.core.errors import OptionError
 from contactopt.programs import Solution
 from contactopt.programs.coulomb import local_scaling
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch
+from contactopt.solvers.base import Program, Registry, SolverSpec, Stopwatch
+from contactopt.solvers.coulomb import last_resort
 from contactopt.solvers.coulomb.alart_curnier import LINESEARCHES, semismooth_newton
 from contactopt.solvers.coulomb.nsgs.solver import DEFAULT_MAX_ITERATIONS as NSGS_BUDGET
 from contactopt.solvers.coulomb.nsgs.solver import sweeper
@@ -50,15 +54,24 @@ SPEC = SolverSpec(
     warm_start="r0",
     normalize=False,
     history=True,
+    composite=True,  # its last resort (contactopt.solvers.coulomb.last_resort) is solved through the registry
 )
 
-OPTIONS = COMMON_OPTIONS | {"rho", "linesearch", "fallback"}
+OPTIONS = COMMON_OPTIONS | {"rho", "linesearch", "fallback", "last_resort"}
 DEFAULT_MAX_ITERATIONS = 100
 #: What answers a stall: NSGS sweeps and a raised rho (default), or nothing (``none``).
 FALLBACKS = ("nsgs", "none")
 
 
-def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+def solve(program: Program, variant: str | None, options: Mapping[str, Any], *,
+          registry: Registry | None = None) -> Solution:
+    """The semismooth Newton answer, or, where it spends its budget, De Saxcé's fixed point's
+    from its iterate (:mod:`contactopt.solvers.coulomb.last_resort`)."""
+    last_resort.last_resort_option("nsn", options)
+    return last_resort.finish("nsn", program, _solve(program, options), options, registry)
+
+
+def _solve(program: Program, options: Mapping[str, Any]) -> Solution:
     watch = Stopwatch()
     with watch.time("setup"):
         solved, r0, note = coulomb_program("nsn", program, options, OPTIONS, needs_symmetry=False)

@@ -45,7 +45,10 @@ along W's null space, 1.3e-5 of the impulse a sweep at a constant FCLIB error, u
 contact slides), ``history`` (default False), ``r0``
 (warm start, projected onto the cones; an answer as warm start costs no sweep), ``symmetrize``
 (solve with ``(W + W^T) / 2``, said in the message; NSGS itself needs no symmetry), ``omega``
-(relaxation ``r_c <- omega r_c^local + (1 - omega) r_c``, in ``(0, 1]``, default 1).
+(relaxation ``r_c <- omega r_c^local + (1 - omega) r_c``, in ``(0, 1]``, default 1),
+``last_resort`` (``fixed_point``, default: a budget spent without convergence is finished by De
+Saxcé's fixed point from the last iterate, :mod:`contactopt.solvers.coulomb.last_resort`; or
+``none``).
 """
 
 from __future__ import annotations
@@ -62,7 +65,8 @@ from contactopt.core.errors import OptionError
 from contactopt.programs import Solution, Status
 from contactopt.programs.coulomb import COULOMB_CONFIRM_LEVEL, CoulombProgram, coulomb_believed, coulomb_criteria
 from contactopt.programs.coulomb_error import project_cones
-from contactopt.solvers.base import Program, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.base import Program, Registry, SolverSpec, Stopwatch, make_solution
+from contactopt.solvers.coulomb import last_resort
 from contactopt.solvers.coulomb.nsgs import kernel
 from contactopt.solvers.coulomb.nsgs import local as nsgs_local
 from contactopt.solvers.coulomb.options import COMMON_OPTIONS, DEFAULT_TOL, coulomb_program, integer_option, real_option
@@ -72,15 +76,23 @@ FloatArray = NDArray[np.float64]
 SPEC = SolverSpec(
     name="nsgs", kinds=frozenset({"coulomb"}), module=__name__, requires=None, install_hint="(built in)",
     description="nonsmooth Gauss-Seidel over contacts with exact local solves, for the Coulomb problem (ours)",
-    normalize=False, warm_start="r0", history=True,
+    normalize=False, warm_start="r0", history=True, composite=True,  # composite: its last resort (last_resort)
 )
 
-OPTIONS = COMMON_OPTIONS | {"omega"}
+OPTIONS = COMMON_OPTIONS | {"omega", "last_resort"}
 DEFAULT_MAX_ITERATIONS = 50_000
 Finish = Callable[[Status, int, float], Solution]  # (status, sweeps, FCLIB error) -> the answer
 
 
-def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> Solution:
+def solve(program: Program, variant: str | None, options: Mapping[str, Any], *,
+          registry: Registry | None = None) -> Solution:
+    """NSGS's answer, or, where it spends its budget, De Saxcé's fixed point's from its iterate
+    (:mod:`contactopt.solvers.coulomb.last_resort`; ``registry``: the solver registry)."""
+    last_resort.last_resort_option("nsgs", options)
+    return last_resort.finish("nsgs", program, _solve(program, options), options, registry)
+
+
+def _solve(program: Program, options: Mapping[str, Any]) -> Solution:
     watch = Stopwatch()
     with watch.time("setup"):
         # the options and start every Coulomb solver shares (contactopt.solvers.coulomb.options)
