@@ -12,9 +12,9 @@ Options (besides the common ``tol``, ``max_iterations`` (default 100), ``history
   unit-free: the method does not change when the scene's units do).
 - ``linesearch``: ``armijo`` (default), ``goldstein`` (Goldstein-Price, Siconos's default) or
   ``none`` (full Newton steps).
-- ``last_resort``: ``fixed_point`` (default: an iteration that spends its budget is finished by
-  De Saxcé's fixed point from its last iterate, :mod:`contactopt.solvers.coulomb.last_resort`) or
-  ``none``.
+- ``last_resort``: ``nsgs+fixed_point`` (default: an iteration that spends its budget is
+  continued by plain NSGS from its last iterate, then by De Saxcé's fixed point,
+  :mod:`contactopt.solvers.coulomb.last_resort`), one of them, or ``none``.
 - ``fallback``: ``nsgs`` (default: a stalled Newton iteration is continued by NSGS sweeps from
   its iterate and, at a second stall, a raised ``rho``; the module docstring of
   :mod:`~contactopt.solvers.coulomb.alart_curnier`, "Globalization") or ``none``. ``raw`` records
