@@ -227,7 +227,7 @@ def test_refusals() -> None:
         CoulombDerivative(program, solution, rho=-1.0)
     with pytest.raises(ShapeError, match="rho"):
         CoulombDerivative(program, solution, rho=[1.0, 2.0])
-    failed = co.solve(program, "nsn", {"tol": 1e-14, "max_iterations": 0})
+    failed = co.solve(program, "nsn", {"tol": 1e-14, "max_iterations": 0, "last_resort": "none"})
     with pytest.raises(NotDifferentiableError, match="optimal"):
         CoulombDerivative(program, failed)
     with pytest.raises(ShapeError, match="dq"):
