@@ -120,6 +120,26 @@ def cases() -> list[Case]:
         Case(api, "compare dts as a NumPy array (accepted)", api_call(
             lambda: co.compare(_short_cart(), ["gauss"], ["clarabel"], dts=np.array([0.1]), executor="serial")),
              expect="answer", check=_rows_are([("gauss", "clarabel", 0.1)])),
+        # --- simulate_batch --------------------------------------------------------------------
+        Case(api, "simulate_batch q0 of the wrong width", api_call(
+            lambda: co.simulate_batch(scene(), q0=np.zeros((2, 5))))),
+        Case(api, "simulate_batch q0 and v0 for different numbers of worlds", api_call(
+            lambda: co.simulate_batch(scene(), q0=np.zeros((2, 1)), v0=np.zeros((3, 1))))),
+        Case(api, "simulate_batch without a number of worlds", api_call(lambda: co.simulate_batch(scene()))),
+        Case(api, "simulate_batch an unknown per-world parameter", api_call(
+            lambda: co.simulate_batch(scene(), parameters={"mass": [1.0, 2.0]}))),
+        Case(api, "simulate_batch parameters a list", api_call(
+            lambda: co.simulate_batch(scene(), parameters=[("mu", [0.1])]))),  # type: ignore[arg-type]
+        Case(api, "simulate_batch 3 controllers for 2 worlds", api_call(
+            lambda: co.simulate_batch(scene(), v0=np.zeros((2, 1)), controllers=[None, None, None]))),
+        Case(api, "simulate_batch a problem name, 2 worlds (accepted)", api_call(
+            lambda: co.simulate_batch("cart_wall", size=2)), expect="answer",
+             check=lambda batch: None if batch.completed.all() and batch.q.shape == (2, 21, 1)
+             and abs(float(batch.q[1, -1, 0])) < 1e-9 else f"{batch.q.shape}, completed {batch.completed}"),
+        # --- the Coulomb solvers' last resort --------------------------------------------------
+        Case(api, "nsgs last_resort='pgs'", api_call(
+            lambda: co.solve(co.formulate(scene().system, [1.0], [-1.0], 0.1, "coulomb"), "nsgs",
+                             {"last_resort": "pgs"}))),
         # --- CLI -----------------------------------------------------------------------------
         Case(cli, "run: -o form=dual -o form=primal", cli_call("run", "cart_wall", "-o", "form=dual",
                                                                 "-o", "form=primal")),
