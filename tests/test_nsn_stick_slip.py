@@ -61,7 +61,8 @@ def _stalling_step() -> tuple[int, CoulombProgram, dict[str, Any]]:
     singular, the merit flat (step 382 with OpenBLAS's default kernels, 419 with the Haswell
     ones this suite pins: the stall's place depends on rounding, not its existence)."""
     scene = box_slide()
-    stepper = make_stepper(scene.system, "coulomb", "nsn", scene.dt, solver_options={"fallback": "none", "last_resort": "none"})
+    stepper = make_stepper(scene.system, "coulomb", "nsn", scene.dt,
+                           solver_options={"fallback": "none", "last_resort": "none"})
     state: State | None = State(scene.q0, scene.v0, 0.0, scene.system.initial_activation())
     for index in range(500):
         assert state is not None
@@ -148,8 +149,8 @@ def test_dm_hopper_flat_foot_step() -> None:
     too, within its budget of 50000 sweeps (28334: the former 20000 stopped at 8.0e-7)."""
     recorder = _Recorder()
     scene = co.load_scene("dm_hopper")
-    traj = co.simulate(scene, formulation="coulomb", solver="nsn", solver_options={"fallback": "none", "last_resort": "none"},
-                       duration=0.25, _observer=recorder)
+    traj = co.simulate(scene, formulation="coulomb", solver="nsn",
+                       solver_options={"fallback": "none", "last_resort": "none"}, duration=0.25, _observer=recorder)
     assert not traj.completed and len(traj.steps) == 40, traj.message
     program = recorder.stepper.last_program
     assert isinstance(program, CoulombProgram)

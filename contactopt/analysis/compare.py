@@ -38,6 +38,7 @@ from contactopt import integrators, solvers
 from contactopt.analysis import observations
 from contactopt.analysis.cell import NO_SOLVER, Cell, cell_id, scene_fingerprint, solver_used
 from contactopt.analysis.cells import CellStore
+from contactopt.analysis.mujoco_distance import add_distance_to_mujoco
 from contactopt.analysis.workers import execute
 from contactopt.core.arguments import (
     ArgumentTypeError,
@@ -329,6 +330,7 @@ def compare(
     table.attrs["observables"] = observations.metadata(scene.observables)
     trace_table = pd.concat([traces[i] for i in order if i in traces and len(traces[i])], ignore_index=True) \
         if any(len(traces.get(i, ())) for i in order) else pd.DataFrame()
+    table = add_distance_to_mujoco(table, trace_table)  # where the mujoco row is in the table
     if folder is not None:
         write_tables(table, trace_table, folder)
     return (table, trace_table) if return_traces else table

@@ -56,6 +56,9 @@ DEFINITIONS: dict[str, str] = {
     "ms/step": "formulation build + solver setup + solve time per step [ms] (time_per_step in table.csv, "
                "seconds)",
     "error": "what made the run fail",
+    "dist_mujoco": "largest |q - q_mujoco| over the coordinates and the steps both runs recorded, against the "
+                   "mujoco row of the same dt (MJCF and URDF scenes: mj_step on the model as written)",
+    "dist_mujoco_t": "[s] when that distance first exceeds 1e-3 (blank: never)",
     "scene": "the scene's name", "method": "the formulation without its options",
     "duration": "[s] simulated time asked for",
     "solver_used": "the solver(s) the step records name (qpsolvers:INNER for qpsolvers)",
