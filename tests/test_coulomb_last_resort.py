@@ -1,12 +1,13 @@
 """``nsgs`` and ``nsn`` finish a spent budget by their last-resort chain from their last iterate
-(:mod:`contactopt.solvers.coulomb.last_resort`: nsgs then De Saxcé's fixed point, nsn plain NSGS
-then the fixed point). On dm-control's humanoid at step 52 (saved from
-``experiments/coulomb_transitions.py``: 29 contacts and limits on 27 dofs, a singular ``W``),
-where the sweeps drift at FCLIB error ~2e-8 and the semismooth Newton method stalls near 4e-6,
-and at step 189, where the semismooth Newton method ends at 1.2e-6 and the fixed point from its
-iterate stalls at 2.6e-8 while NSGS from it converges, both end OPTIMAL at FCLIB error <= 1e-8
-with contactopt's relative residual confirming, and say how; ``last_resort="none"`` keeps the
-bare method's MAX_ITERATIONS; a solve that converges never calls it."""
+(:mod:`contactopt.solvers.coulomb.last_resort`: the other method, then De Saxcé's fixed point).
+On dm-control's humanoid at step 52 (saved from ``experiments/coulomb_transitions.py``: 29
+contacts and limits on 27 dofs, a singular ``W``), where the sweeps drift at FCLIB error ~2e-8 and
+the semismooth Newton method stalls near 4e-6, and at step 189, where the semismooth Newton method
+ends at 1.2e-6 and the fixed point from its iterate stalls at 2.6e-8 while NSGS from it converges,
+both end OPTIMAL at FCLIB error <= 1e-8 with contactopt's relative residual confirming, and say
+how; ``last_resort="none"`` keeps the bare method's MAX_ITERATIONS; a solve that converges never
+calls it. On dm-control's CMU humanoid (``max_recovery_speed=0.001``, step 78) NSGS ends at 1.5e-5
+and one Newton step from its iterate reaches 2e-12."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_the_bare_method_spends_its_budget(humanoid: CoulombProgram) -> None:
 
 
 @pytest.mark.parametrize("solver", ["nsgs", "nsn"])
-def test_the_fixed_point_finishes_it(humanoid: CoulombProgram, solver: str) -> None:
+def test_the_chain_finishes_it(humanoid: CoulombProgram, solver: str) -> None:
     answer = co.solve(humanoid, solver, BUDGETS[solver])
     assert answer.status is co.Status.OPTIMAL and answer.solver == solver
     assert answer.residuals.fclib <= 1e-8 and answer.residuals.relative <= COULOMB_CONFIRM_LEVEL
@@ -53,7 +54,9 @@ def test_the_fixed_point_finishes_it(humanoid: CoulombProgram, solver: str) -> N
     # the chaotic path of a singular W. NSGS spends its budget under both.
     if solver == "nsgs" or "finished by" in answer.message:
         method = answer.raw["last_resort"]["solver"]
-        assert f"finished by {method} from the last iterate" in answer.message and method in ("nsgs", "fixed_point")
+        assert answer.message.endswith(f"; finished by {method}") and f"then {method} from the last iterate" in \
+            answer.message
+        assert method in ("nsgs", "nsn", "fixed_point") and method != solver
         assert answer.raw["last_resort"]["iterations"] >= 1
         assert answer.iterations == BUDGETS[solver]["max_iterations"]  # the method's own count
     r = answer.x.reshape(-1, 3)  # every contact's impulse in its friction cone
@@ -87,3 +90,12 @@ def test_the_option_is_checked() -> None:
     for solver in ("nsgs", "nsn"):
         with pytest.raises(co.OptionError, match=rf"solver .{solver}.: last_resort must be none or a chain of"):
             co.solve(program, solver, {"last_resort": "pgs"})
+
+
+def test_nsgs_is_finished_by_nsn() -> None:
+    program = saved("humanoid_cmu_step78_coulomb.npz")
+    bare = co.solve(program, "nsgs", {"last_resort": "none"})
+    assert bare.status is co.Status.MAX_ITERATIONS and bare.residuals.fclib > 1e-6
+    answer = co.solve(program, "nsgs")
+    assert answer.status is co.Status.OPTIMAL and answer.residuals.fclib <= 1e-8
+    assert answer.raw["last_resort"]["chain"] == ["nsn"] and answer.iterations == bare.iterations

@@ -1,7 +1,7 @@
-"""What ``nsgs`` and ``nsn`` do when their budget is spent without convergence: other methods from
-their last iterate (option ``last_resort``): ``nsgs`` runs De Saxcé's fixed point, ``nsn`` plain
-NSGS sweeps (its whole budget, with its drift extrapolation) and then the fixed point; ``"none"``
-keeps the bare method.
+"""What ``nsgs`` and ``nsn`` do when their budget is spent without convergence: the other method
+from their last iterate, then De Saxcé's fixed point (option ``last_resort``, default
+``"nsn+fixed_point"`` for ``nsgs`` and ``"nsgs+fixed_point"`` for ``nsn``; ``"none"`` keeps the
+bare method).
 
 Gauss-Seidel and the semismooth Newton method have no convergence guarantee on Coulomb's problem
 (Acary, Brémond & Huber, "On solving contact problems with Coulomb friction: formulations and
@@ -13,7 +13,10 @@ and so does not drift along ``W``'s null space as the sweeps do: on dm-control's
 semismooth Newton method at 3.9e-6, and the fixed point from NSGS's iterate reaches 7.0e-9 in 3
 convex solves (``tests/test_coulomb_last_resort.py``). At that humanoid's step 189 the semismooth
 Newton method (with its interleaved NSGS blocks) ends at 1.2e-6 and the fixed point stalls at
-2.6e-8 from there, while NSGS from the Newton iterate converges in 32 sweeps.
+2.6e-8 from there, while NSGS from the Newton iterate converges in 32 sweeps; on the CMU humanoid (``-o
+max_recovery_speed=0.001``) at step 78 NSGS ends at 1.5e-5, the fixed point from there at 3.5e-6
+after 100 convex solves (41 s), and one Newton step from NSGS's iterate reaches 2e-12: the two
+local methods fail in different places, and each finishes the other's iterate.
 
 The answer keeps the calling solver's name and iteration count (its own sweeps or Newton steps);
 the message says which method finished it and how, ``raw["last_resort"]`` holds that method's
@@ -34,8 +37,8 @@ from contactopt.programs import Solution, Status
 from contactopt.solvers.base import Program, Registry
 
 #: The methods a ``last_resort`` may name, and each solver's default chain.
-METHODS = ("nsgs", "fixed_point")
-DEFAULTS = {"nsgs": ("fixed_point",), "nsn": ("nsgs", "fixed_point")}
+METHODS = ("nsgs", "nsn", "fixed_point")
+DEFAULTS = {"nsgs": ("nsn", "fixed_point"), "nsn": ("nsgs", "fixed_point")}
 
 
 def last_resort_option(solver: str, options: Mapping[str, Any]) -> tuple[str, ...]:
@@ -63,7 +66,7 @@ def finish(solver: str, program: Program, solution: Solution, options: Mapping[s
     inner_options = {key: options[key] for key in ("tol", "symmetrize") if key in options}
     current, story = solution, []
     for method in chain:
-        extra = {"last_resort": "none"} if method == "nsgs" else {}  # the chain is run here, not nested
+        extra = {"last_resort": "none"} if method in ("nsgs", "nsn") else {}  # the chain is run here, not nested
         finished = registry.solve(program, method, {**inner_options, **extra, "r0": current.x})
         story.append((method, finished))
         if finished.status.usable:
@@ -80,4 +83,5 @@ def finish(solver: str, program: Program, solution: Solution, options: Mapping[s
     spent = sum(answer.setup_time + answer.solve_time for _, answer in story)
     return dataclasses.replace(finished, solver=solver, iterations=solution.iterations,
                                setup_time=solution.setup_time, solve_time=solution.solve_time + spent,
-                               message=f"{solution.message}; finished by {said}", raw=raw, history=solution.history)
+                               message=f"{solution.message}; then {said}; finished by {method}", raw=raw,
+                               history=solution.history)

@@ -46,9 +46,9 @@ contact slides), ``history`` (default False), ``r0``
 (warm start, projected onto the cones; an answer as warm start costs no sweep), ``symmetrize``
 (solve with ``(W + W^T) / 2``, said in the message; NSGS itself needs no symmetry), ``omega``
 (relaxation ``r_c <- omega r_c^local + (1 - omega) r_c``, in ``(0, 1]``, default 1),
-``last_resort`` (``fixed_point``, default: a budget spent without convergence is finished by De
-Saxcé's fixed point from the last iterate, :mod:`contactopt.solvers.coulomb.last_resort`; or
-``none``).
+``last_resort`` (``nsn+fixed_point``, default: a budget spent without convergence is continued
+by the semismooth Newton method from the last iterate, then by De Saxcé's fixed point,
+:mod:`contactopt.solvers.coulomb.last_resort`; one of them; or ``none``).
 """
 
 from __future__ import annotations
