@@ -1,0 +1,17 @@
+"""Parameter estimation as reference 004 teaches it ("Parameter Estimation"): lumped
+parameters, identifiable lumped parameters, least-squares estimation, power formulations and
+trajectory design.
+
+    lumped = lumped_parameters(system)           # names, values
+    Y = regressor(system, q, v, vdot)            # Y @ lumped.values = M vdot + C v - tau_g
+    basis = identifiable(system, data)           # base parameters by pivoted QR
+    est = estimate(system, data, method="equation_error")   # or "energy"
+"""
+
+from contactopt.identification.basis import Basis, identifiable
+from contactopt.identification.data import Samples, samples
+from contactopt.identification.estimation import Estimate, estimate
+from contactopt.identification.lumped import IdentificationError, Lumped, energy_regressor, lumped_parameters, regressor
+
+__all__ = ["Basis", "Estimate", "IdentificationError", "Lumped", "Samples", "energy_regressor", "estimate",
+           "identifiable", "lumped_parameters", "regressor", "samples"]
