@@ -6,12 +6,28 @@ trajectory design.
     Y = regressor(system, q, v, vdot)            # Y @ lumped.values = M vdot + C v - tau_g
     basis = identifiable(system, data)           # base parameters by pivoted QR
     est = estimate(system, data, method="equation_error")   # or "energy"
+    ex = excitation(system, duration=2.0, harmonics=3, limits={"q": 1.0})  # a controller for simulate
 """
 
 from contactopt.identification.basis import Basis, identifiable
 from contactopt.identification.data import Samples, samples
 from contactopt.identification.estimation import Estimate, estimate
+from contactopt.identification.excitation import Excitation, excitation, stacked_condition
 from contactopt.identification.lumped import IdentificationError, Lumped, energy_regressor, lumped_parameters, regressor
 
-__all__ = ["Basis", "Estimate", "IdentificationError", "Lumped", "Samples", "energy_regressor", "estimate",
-           "identifiable", "lumped_parameters", "regressor", "samples"]
+__all__ = [
+           "Basis",
+           "Estimate",
+           "Excitation",
+           "IdentificationError",
+           "Lumped",
+           "Samples",
+           "energy_regressor",
+           "estimate",
+           "excitation",
+           "identifiable",
+           "lumped_parameters",
+           "regressor",
+           "samples",
+           "stacked_condition",
+]
