@@ -366,3 +366,24 @@ def test_excitation_refuses_an_underactuated_system() -> None:
         excitation(_system(CartPole, {"mc": 1.0, "mp": 0.2, "l": 0.5}), 2.0)
     with pytest.raises(IdentificationError, match="unknown limit"):
         excitation(_system(Pendulum, {"m": 1.0, "l": 1.0}), 2.0, limits={"torque": 1.0})
+
+
+def test_mu_and_mass_of_a_pushed_box_from_recorded_impulses() -> None:
+    """The MJCF pushed box (slide joints), dropped from 3 cm and pushed back and forth by its
+    motor: in the air, then sliding, sticking and sliding back. From the recorded normal
+    impulses alone (the tangential ones are what mu sets), with the friction at the next
+    velocity's direction (the LCP's maximum dissipation), mass and mu come back to 1e-6; the
+    sticking steps are left out, the free-flight ones kept."""
+    from contactopt.identification import estimate_friction
+
+    system = MjcfSystem(ROOT / "problems" / "mjcf" / "pushed_box.xml", detection_margin=0.0)
+    system = system.with_parameters({"box.mass": 1.7, "mu": 0.35})
+    scene = Scene(system=system, q0=np.array([0.0, 0.0, 0.03]), v0=np.zeros(3), dt=0.002, duration=0.6,
+                  formulation="lcp", solver="lemke")
+    traj = co.simulate(scene, controller=lambda t, q, v: np.array([7.0 * np.sin(8.0 * t)]))
+    assert traj.completed
+    est = estimate_friction(system, traj)
+    assert est.names == ("box.m", "mu")  # slide joints: the mass alone of the ten, and mu
+    assert est.sliding > 50 and est.free > 20 and est.dropped > 20  # makes, breaks, sticks
+    np.testing.assert_allclose(est.values, [1.7, 0.35], rtol=1e-6)
+    assert est.mu == pytest.approx(0.35, rel=1e-6)

@@ -6,28 +6,17 @@ trajectory design.
     Y = regressor(system, q, v, vdot)            # Y @ lumped.values = M vdot + C v - tau_g
     basis = identifiable(system, data)           # base parameters by pivoted QR
     est = estimate(system, data, method="equation_error")   # or "energy"
+    fit = estimate_friction(system, traj)                    # mu with the inertia, from contact impulses
     ex = excitation(system, duration=2.0, harmonics=3, limits={"q": 1.0})  # a controller for simulate
 """
 
 from contactopt.identification.basis import Basis, identifiable
+from contactopt.identification.contact import FrictionEstimate, estimate_friction
 from contactopt.identification.data import Samples, samples
 from contactopt.identification.estimation import Estimate, estimate
 from contactopt.identification.excitation import Excitation, excitation, stacked_condition
 from contactopt.identification.lumped import IdentificationError, Lumped, energy_regressor, lumped_parameters, regressor
 
-__all__ = [
-           "Basis",
-           "Estimate",
-           "Excitation",
-           "IdentificationError",
-           "Lumped",
-           "Samples",
-           "energy_regressor",
-           "estimate",
-           "excitation",
-           "identifiable",
-           "lumped_parameters",
-           "regressor",
-           "samples",
-           "stacked_condition",
-]
+__all__ = ["Basis", "Estimate", "Excitation", "FrictionEstimate", "IdentificationError", "Lumped", "Samples",
+           "energy_regressor", "estimate", "estimate_friction", "excitation", "identifiable", "lumped_parameters",
+           "regressor", "samples", "stacked_condition"]
