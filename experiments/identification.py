@@ -1,11 +1,11 @@
-"""Parameter estimation as reference 004 teaches it ("Parameter Estimation"), on four systems:
+"""Parameter estimation along the topics of Tedrake 2020, "Parameter Estimation", on four systems:
 lumped parameters, the identifiable set, least-squares estimates against the truth under torque
 noise, equation error against the energy (power) form, and the condition number before and
 after excitation design (Swevers et al. 1997), with :mod:`contactopt.identification`.
 
 Cases:
 
-* ``double_pendulum``: reference 000's point-mass double pendulum, torques at both joints,
+* ``double_pendulum``: Tedrake 2022's point-mass double pendulum, torques at both joints,
   driven by sums of sines and then by an optimized excitation;
 * ``cartpole``: the cart-pole, a force on the cart only (the pole's row has ``F = 0``);
 * ``mjcf_chain``: an MJCF two-link chain with motors, joint damping and armature (base
@@ -171,7 +171,7 @@ def main() -> None:
         ax.loglog(levels, [max(float(r["max_rel_error"]), 1e-16) for r in chosen], "o-", label=" / ".join(key))
     ax.set_xlabel("noise level (relative to the force RMS; 0 drawn at 1e-6)")
     ax.set_ylabel("worst relative error of a base parameter")
-    ax.set_title("Least-squares identification (reference 004)")
+    ax.set_title("Least-squares identification (Tedrake 2020)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(FOLDER / "identification.png", dpi=120)

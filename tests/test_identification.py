@@ -1,5 +1,5 @@
 """contactopt.identification: lumped parameters, regressors, identifiable sets and estimates
-(reference 004, "Parameter Estimation").
+(Tedrake 2020, "Parameter Estimation").
 
 Tolerances: the regressor identities are exact algebra, so they hold to rounding (1e-12
 relative for the hand-derived textbook regressors; 1e-10 absolute against ``mj_inverse``,
@@ -46,7 +46,7 @@ def _system(cls: type, params: dict[str, float]) -> object:
 
 @pytest.mark.parametrize(("cls", "params"), TEXTBOOK, ids=[c.__name__ for c, _ in TEXTBOOK])
 def test_textbook_regressor_is_the_manipulator_equation(cls: type, params: dict[str, float]) -> None:
-    """``Y alpha = M vdot + C v - tau_g`` and ``h alpha = T + U`` at random states (reference 004,
+    """``Y alpha = M vdot + C v - tau_g`` and ``h alpha = T + U`` at random states (Tedrake 2020,
     "Lumped parameters"): the system's own M, C, tau_g and energy, not the regressor's algebra."""
     system = _system(cls, params)
     lumped = lumped_parameters(system)
@@ -64,7 +64,7 @@ def test_textbook_regressor_is_the_manipulator_equation(cls: type, params: dict[
 
 
 def test_double_pendulum_lumped_names_and_values() -> None:
-    """Reference 000's point-mass double pendulum: five lumped parameters, by name and value."""
+    """Tedrake 2022's point-mass double pendulum: five lumped parameters, by name and value."""
     lumped = lumped_parameters(_system(DoublePendulum, {"m1": 1.0, "m2": 2.0, "l1": 3.0, "l2": 5.0}))
     assert lumped.as_dict() == {"(m1+m2)*l1^2": 27.0, "m2*l2^2": 50.0, "m2*l1*l2": 30.0, "(m1+m2)*l1": 9.0,
                                 "m2*l2": 10.0}
@@ -132,7 +132,7 @@ def _random_data(system: object, n: int, seed: int) -> dict[str, np.ndarray]:
 
 
 def test_double_pendulum_all_five_identifiable() -> None:
-    """Reference 000's point-mass double pendulum: 5 lumped parameters and all 5 identifiable."""
+    """Tedrake 2022's point-mass double pendulum: 5 lumped parameters and all 5 identifiable."""
     system = _system(DoublePendulum, {"m1": 1.0, "m2": 1.0, "l1": 1.0, "l2": 1.0})
     basis = identifiable(system, _random_data(system, 30, 0))
     assert basis.rank == 5 and len(basis.lumped) == 5 and basis.dependent == ()
@@ -267,7 +267,7 @@ def _prescribed(system: DoublePendulum, n: int = 2001, duration: float = 4.0) ->
 
 
 def test_energy_method_recovers_the_same_values_without_accelerations() -> None:
-    """The power form (reference 004, "Parameter Estimation": power formulations): ``Delta H =
+    """The power form (Tedrake 2020, "Parameter Estimation": power formulations): ``Delta H =
     int u . v dt`` over windows, no accelerations, recovers the base parameters that the
     equation error recovers. Simpson's rule on h = 2 ms is O(h^4): 1e-8 relative."""
     system = _system(DoublePendulum, {"m1": 1.1, "m2": 0.7, "l1": 0.9, "l2": 1.3})
@@ -329,7 +329,7 @@ def test_facade_exposes_the_module() -> None:
 
 
 def test_excitation_lowers_the_condition_number_and_drives_simulate() -> None:
-    """Swevers et al. 1997 (reference 004, "Trajectory design"): the optimized Fourier series has
+    """Swevers et al. 1997 (Tedrake 2020, "Trajectory design"): the optimized Fourier series has
     a lower condition number of the stacked base regressor than its random start and than one
     sine per joint of the same amplitudes and base frequency; it keeps its limits at the design
     samples; as a controller it tracks its reference in ``simulate`` and the run's data give the

@@ -1,6 +1,8 @@
-"""Parameter estimation as reference 004 teaches it ("Parameter Estimation"): lumped
+"""Parameter estimation along the topics of Tedrake 2020, "Parameter Estimation": lumped
 parameters, identifiable lumped parameters, least-squares estimation, power formulations and
-trajectory design.
+trajectory design. That section of Tedrake 2020 lists these topics; the methods are those of
+the papers each module cites (Atkeson, An and Hollerbach 1986; Gautier and Khalil 1988, 1990;
+Gautier 1991; Swevers et al. 1997).
 
     lumped = lumped_parameters(system)           # names, values
     Y = regressor(system, q, v, vdot)            # Y @ lumped.values = M vdot + C v - tau_g

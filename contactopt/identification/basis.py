@@ -1,7 +1,9 @@
-"""Identifiable lumped parameters (reference 004, "Parameter Estimation", "Identifiable
+"""Identifiable lumped parameters (Tedrake 2020, "Parameter Estimation", "Identifiable
 lumped parameters"): the columns of the stacked regressor ``W`` (one ``Y(q_k, v_k, vdot_k)``
 per sample) are in general linearly dependent, so only combinations of the lumped parameters
-(the *base parameters* of Gautier and Khalil) are determined by data.
+(the *base parameters*: Gautier and Khalil 1990, "Direct calculation of minimum set of inertial
+parameters of serial robots"; by QR, Gautier 1991, "Numerical calculation of the base inertial
+parameters of robots") are determined by data.
 
 Pivoted QR of the column-equilibrated ``W`` (``W D P = Q R``, ``D`` scaling each column to unit
 norm, so that the tolerance does not depend on units; a column below ``tolerance`` times the
@@ -156,7 +158,7 @@ def identifiable(system: System, data: Any, tolerance: float = DEFAULT_TOLERANCE
     """The identifiable combinations of the lumped parameters of ``system`` that ``data`` (a
     :class:`~contactopt.records.trajectory.Trajectory` or a mapping of arrays ``t, q, v, u``;
     :mod:`contactopt.identification.data`) determines: base parameters by pivoted QR with
-    relative ``tolerance`` (reference 004, "Parameter Estimation", "Identifiable lumped
+    relative ``tolerance`` (Tedrake 2020, "Parameter Estimation", "Identifiable lumped
     parameters"; module docstring)."""
     check_system(system, "identifiable")
     if not (isinstance(tolerance, float | int) and 0.0 < float(tolerance) < 1.0):

@@ -1,6 +1,6 @@
-"""Friction and inertia together from a trajectory with contact (reference 004, "Parameter
+"""Friction and inertia together from a trajectory with contact (Tedrake 2020, "Parameter
 Estimation", least squares, extended to the contact impulses the step programs record; the
-friction law is Coulomb's, reference 000, "The Dynamics of Contact"/"Time-stepping LCP: Coulomb
+friction law is Coulomb's, Tedrake 2022, "The Dynamics of Contact"/"Time-stepping LCP: Coulomb
 Friction": a sliding contact's friction impulse is ``-mu lambda_n`` along its sliding direction).
 
 The recorded normal impulses are used, the tangential ones are not (their size is what ``mu``

@@ -1,6 +1,6 @@
 """Identification data: the samples ``(q, v, vdot)`` and the generalized force ``F`` each
 needs, from a simulated :class:`~contactopt.records.trajectory.Trajectory` or from recorded
-arrays (reference 004, "Parameter Estimation", "Least-squares estimation": stack one
+arrays (Tedrake 2020, "Parameter Estimation", "Least-squares estimation": stack one
 regressor per sample, ``W alpha = F``).
 
 * A ``Trajectory``: the time-stepping scheme's own discrete equation (docs/architecture.md,

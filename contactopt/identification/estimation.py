@@ -1,12 +1,13 @@
-"""Least-squares estimation of the identifiable lumped parameters (reference 004, "Parameter
+"""Least-squares estimation of the identifiable lumped parameters (Tedrake 2020, "Parameter
 Estimation", "Least-squares estimation" and the power formulation).
 
 * ``"equation_error"``: the stacked manipulator equation ``W alpha = F`` (one regressor per
   sample, :mod:`contactopt.identification.data`), restricted to the base regressor ``W_i``
   (:mod:`contactopt.identification.basis`): ``theta = argmin |W_i theta - F|^2``, the base
-  parameters. "Because the lumped parameters enter linearly, this is a linear least-squares
-  problem" (reference 004): one solve, no iteration, no initial guess.
-* ``"energy"``: the power form, which needs no accelerations: along the motion
+  parameters. The lumped parameters enter linearly, so this is one linear least-squares problem:
+  one solve, no iteration, no initial guess.
+* ``"energy"``: the power form (Gautier and Khalil 1988, "On the identification of the inertial
+  parameters of robots": the energy model), which needs no accelerations: along the motion
   ``dH/dt = F . v`` (the input's power, plus that of contact and constraint impulses where
   recorded; ideal closure constraints do no work), and ``H = h(q, v) alpha`` is linear in the
   same lumped parameters (:func:`~contactopt.identification.lumped.energy_regressor`). Over each
@@ -146,7 +147,7 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
     """Estimate the identifiable lumped parameters of ``system`` from ``data`` (a
     :class:`~contactopt.records.trajectory.Trajectory` or a mapping of arrays ``t, q, v, u``;
     :mod:`contactopt.identification.data`) by ``method`` ``"equation_error"`` or ``"energy"``
-    (reference 004, "Parameter Estimation"; module docstring). ``noise``: the standard deviation
+    (Tedrake 2020, "Parameter Estimation"; module docstring). ``noise``: the standard deviation
     of the noise in the measured force (``B u``) [N or N m], for the covariance (None: from the
     residuals); ``tolerance``: the rank tolerance of :func:`~contactopt.identification.identifiable`;
     ``window``: sample intervals per energy row."""

@@ -1,4 +1,4 @@
-"""Excitation trajectories (reference 004, "Parameter Estimation", "Trajectory design"; Swevers,
+"""Excitation trajectories (Tedrake 2020, "Parameter Estimation", "Trajectory design"; Swevers,
 Ganseman, Tukel, De Schutter and Van Brussel 1997, "Optimal robot excitation and identification"):
 a periodic reference per joint, a finite Fourier series with base frequency ``w_f = 2 pi /
 duration``::

@@ -1,13 +1,13 @@
-"""Lumped parameters and the regressor of the textbook systems (reference 004, "Parameter
-Estimation", "Lumped parameters"): the manipulator equation
+"""Lumped parameters and the regressor of the textbook systems (Tedrake 2020, "Parameter
+Estimation", its first topic, "lumped parameters"): the manipulator equation
 
     M(q) vdot + C(q, v) v - tau_g(q) = Y(q, v, vdot) alpha
 
 is linear in a set of *lumped parameters* ``alpha``, products and sums of the system's masses
-and lengths ("even though the dynamics are nonlinear in the original parameters, they are
-linear in the lumped parameters"). Every system parameter except ``g`` is taken as unknown, so
-a lumped parameter is a monomial (or a sum of monomials that always occur together); ``g`` is
-a known constant of the regressor.
+and lengths (Atkeson, An and Hollerbach 1986, "Estimation of inertial parameters of manipulator
+loads and links": the dynamics are nonlinear in the physical parameters, linear in these).
+Every system parameter except ``g`` is taken as unknown, so a lumped parameter is a monomial (or
+a sum of monomials that always occur together); ``g`` is a known constant of the regressor.
 
 The regressors below are derived by hand from each system's own ``M``, ``C`` and ``tau_g``
 (contactopt/systems/pendulums.py, four_bar.py); ``tests/test_identification.py`` checks
@@ -15,7 +15,7 @@ The regressors below are derived by hand from each system's own ``M``, ``C`` and
 ``s2 = sin(theta2)``, ``s1 = sin(theta1)``, ``s12 = sin(theta1 + theta2)``:
 
 * ``pendulum``: ``alpha = [m l^2, m l]``, ``Y = [thetadd, g sin(theta)]``;
-* ``double_pendulum`` (reference 000, "Manipulator Equation form of the Simple Double
+* ``double_pendulum`` (Tedrake 2022, "Manipulator Equation form of the Simple Double
   Pendulum"): ``alpha = [(m1 + m2) l1^2, m2 l2^2, m2 l1 l2, (m1 + m2) l1, m2 l2]``::
 
       Y = [[qdd1, qdd1 + qdd2, c2 (2 qdd1 + qdd2) - s2 (2 qd1 qd2 + qd2^2), g s1, g s12],
@@ -39,7 +39,7 @@ The regressors below are derived by hand from each system's own ``M``, ``C`` and
 
   (the loop-closure force is a bilateral impulse, not part of ``Y``).
 
-The total energy ``H = T + U`` is linear in the same ``alpha`` (reference 004, "Parameter
+The total energy ``H = T + U`` is linear in the same ``alpha`` (Tedrake 2020, "Parameter
 Estimation", the power/energy formulation): :func:`energy_regressor` returns ``h`` with
 ``H = h(q, v) alpha``. Its kinetic part is read off the regressor, ``T = 1/2 v^T M v`` with
 ``M v = Y(q, 0, v) - Y(q, 0, 0)``; its potential part is given per system (the systems'
@@ -73,7 +73,7 @@ class IdentificationError(ContactoptError, ValueError):
 
 @dataclass(frozen=True)
 class Lumped:
-    """The lumped parameters of a system (reference 004, "Parameter Estimation", "Lumped
+    """The lumped parameters of a system (Tedrake 2020, "Parameter Estimation", "Lumped
     parameters"): ``names[i]`` is a readable combination of the system's parameters and
     ``values[i]`` its value at the system's current parameters."""
 
@@ -209,7 +209,7 @@ def check_system(system: object, function: str) -> System:
 
 
 def lumped_parameters(system: System) -> Lumped:
-    """The lumped parameters of ``system`` and their values at its parameters (reference 004,
+    """The lumped parameters of ``system`` and their values at its parameters (Tedrake 2020,
     "Parameter Estimation", "Lumped parameters"; module docstring). MJCF models: the standard
     ten per moving body and the joints' damping, armature and friction loss
     (:mod:`contactopt.identification.mjcf`)."""
@@ -230,7 +230,7 @@ def _state(system: System, q: ArrayLike, v: ArrayLike, vdot: ArrayLike) -> tuple
 
 def regressor(system: System, q: ArrayLike, v: ArrayLike, vdot: ArrayLike) -> FloatArray:
     """``Y(q, v, vdot)``, (nv, p): ``Y @ lumped_parameters(system).values`` is the generalized
-    force the motion needs, ``M vdot + C v - tau_g`` (reference 004, "Parameter Estimation",
+    force the motion needs, ``M vdot + C v - tau_g`` (Tedrake 2020, "Parameter Estimation",
     "Lumped parameters"; module docstring), which equals ``B u`` plus the constraint and
     contact forces (:func:`contactopt.identification.applied_force`). MJCF models: MuJoCo's
     inverse dynamics ``mj_inverse`` without constraints, less the part that no parameter
@@ -246,7 +246,7 @@ def regressor(system: System, q: ArrayLike, v: ArrayLike, vdot: ArrayLike) -> Fl
 
 
 def energy_regressor(system: System, q: ArrayLike, v: ArrayLike) -> FloatArray:
-    """``h(q, v)``, (p,): the total energy ``H = T + U = h @ alpha`` (reference 004, "Parameter
+    """``h(q, v)``, (p,): the total energy ``H = T + U = h @ alpha`` (Tedrake 2020, "Parameter
     Estimation", the power formulation; module docstring)."""
     check_system(system, "energy_regressor")
     qv, vv, _ = _state(system, q, v, np.zeros(system.nv))

@@ -1,6 +1,7 @@
 """The regressor of an MJCF model from MuJoCo's inverse dynamics, by exact linearity.
 
-Reference 004, "Parameter Estimation", "Lumped parameters": for a rigid-body tree the
+Tedrake 2020, "Parameter Estimation" (lumped parameters); Atkeson, An and Hollerbach 1986,
+"Estimation of inertial parameters of manipulator loads and links": for a rigid-body tree the
 manipulator equation is linear in the *standard parameters* of each body,
 
     phi_b = [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz],
