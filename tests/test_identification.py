@@ -253,6 +253,25 @@ def test_equation_error_mjcf_chain_with_damping_and_armature(tmp_path: Path) -> 
     np.testing.assert_allclose(est.values, est.identifiable.values, rtol=1e-8)
 
 
+def test_applied_force_closes_the_step_equation() -> None:
+    """``regressor @ values`` at a step's ``(q_k, v_k, (v_{k+1} - v_k) / h)`` equals
+    ``applied_force`` of its control and bilateral impulses (the Cartesian pendulum's rod), to
+    rounding of the step's own solve."""
+    from contactopt.identification import applied_force
+
+    system = _system(CartesianPendulum, {"m": 0.8, "l": 1.0})
+    traj = _simulate(system, lambda t, q, v: np.array([np.sin(2.0 * t), 0.0]), np.array([np.sin(0.5), -np.cos(0.5)]),
+                     duration=0.2)
+    values = lumped_parameters(system).values
+    for k, record in enumerate(traj.steps):
+        h = traj.t[k + 1] - traj.t[k]
+        needed = regressor(system, traj.q[k], traj.v[k], (traj.v[k + 1] - traj.v[k]) / h) @ values
+        given = applied_force(system, traj.q[k], traj.v[k], u=record.control, bilateral=record.bilateral, dt=h)
+        np.testing.assert_allclose(needed, given, rtol=1e-9, atol=1e-9)
+    with pytest.raises(IdentificationError, match="dt > 0"):
+        applied_force(system, traj.q[0], traj.v[0], bilateral=traj.steps[0].bilateral)
+
+
 def test_equation_error_four_bar_with_loop_closure_impulses() -> None:
     """The four-bar (one degree of freedom, three coordinates): with its two loop-closure rows'
     recorded impulses in ``F``, all seven lumped parameters of the tree are identifiable and come

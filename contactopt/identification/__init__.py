@@ -14,11 +14,11 @@ Gautier 1991; Swevers et al. 1997).
 
 from contactopt.identification.basis import Basis, identifiable
 from contactopt.identification.contact import FrictionEstimate, estimate_friction
-from contactopt.identification.data import Samples, samples
+from contactopt.identification.data import Samples, applied_force, samples
 from contactopt.identification.estimation import Estimate, estimate
 from contactopt.identification.excitation import Excitation, excitation, stacked_condition
 from contactopt.identification.lumped import IdentificationError, Lumped, energy_regressor, lumped_parameters, regressor
 
 __all__ = ["Basis", "Estimate", "Excitation", "FrictionEstimate", "IdentificationError", "Lumped", "Samples",
-           "energy_regressor", "estimate", "estimate_friction", "excitation", "identifiable", "lumped_parameters",
-           "regressor", "samples", "stacked_condition"]
+           "applied_force", "energy_regressor", "estimate", "estimate_friction", "excitation", "identifiable",
+           "lumped_parameters", "regressor", "samples", "stacked_condition"]

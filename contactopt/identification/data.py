@@ -23,16 +23,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from contactopt.core.arrays import to_dense
 from contactopt.identification.lumped import IdentificationError, _is_mjcf
+from contactopt.model.step import as_vector
 from contactopt.records.trajectory import Trajectory
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Samples", "samples"]
+__all__ = ["Samples", "applied_force", "samples"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,30 @@ def input_matrix(system: System, q: FloatArray, v: FloatArray, u: FloatArray) ->
 
         return mjcf_regressor(system).actuator_force(q, v, u)
     return np.asarray(system.B @ u, dtype=np.float64)  # type: ignore[attr-defined]
+
+
+def applied_force(system: System, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None,
+                  impulses: ArrayLike | None = None, bilateral: ArrayLike | None = None, dt: float | None = None,
+                  t: float = 0.0) -> FloatArray:
+    """The generalized force that :func:`~contactopt.identification.regressor` ``@ values`` equals
+    over a step: ``B u`` (MJCF: ``qfrc_actuator``) plus ``(J(q)^T impulses + H(q)^T bilateral) / dt``
+    for the contact impulses ``(nc, dim)`` and bilateral impulses ``(nh,)`` of a step of length
+    ``dt`` (docs/architecture.md, "Time stepping"; the discrete equation of the module docstring)."""
+    qv, vv = as_vector(q, "q", system.nq), as_vector(v, "v", system.nv)
+    force = np.zeros(system.nv)
+    if u is not None:
+        force += input_matrix(system, qv, vv, as_vector(u, "u", system.control_size))
+    for name, value in (("impulses", impulses), ("bilateral", bilateral)):
+        if value is None:
+            continue
+        if dt is None or not dt > 0:
+            raise IdentificationError(f"applied_force: {name} need the step length dt > 0")
+        lam = np.asarray(value, dtype=np.float64).reshape(-1)
+        rows = to_dense(system.contacts(qv).J if name == "impulses" else system.constraints(qv, vv, t).H)
+        if rows.shape[0] != lam.size:
+            raise IdentificationError(f"applied_force: {lam.size} {name} but {rows.shape[0]} rows at q")
+        force += rows.T @ lam / dt
+    return force
 
 
 def _euler_damping(system: System) -> bool:
