@@ -22,7 +22,9 @@ MuJoCo's ``mj_inverse`` with constraints disabled gives ``qfrc_inverse = M vdot 
 passive``, an affine function ``f(phi) = Y phi + f0`` of all the parameters (``f0``: the
 forces no parameter multiplies, springs). Each column of ``Y`` is therefore the exact
 difference ``(f(phi + s e_k) - f(phi)) / s`` for any step ``s`` (rounding only), evaluated on a
-private copy of the model whose body arrays are set from ``phi`` as above. Friction loss is a
+private copy of the model whose body arrays are set from ``phi`` as above (with MuJoCo's
+``body_sameframe`` shortcut off there, which would take the inertial frame to be the body's
+whatever ``body_iquat`` says). Friction loss is a
 constraint in MuJoCo, not part of ``mj_inverse``; its column ``sign(v_j)`` is the Coulomb law.
 The total energy ``H = T + U`` (MuJoCo's ``mj_energyPos`` + ``mj_energyVel``, gravity and
 kinetic; springs are in ``f0``'s energy) is affine in ``phi`` the same way.
@@ -115,6 +117,7 @@ class MjcfRegressor:
         model = copy.deepcopy(system.model)
         model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
         model.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+        model.body_sameframe[:] = 0  # MuJoCo's shortcut "inertial frame = body frame" would ignore a new iquat/ipos
         self.model = model
         self.data = mujoco.MjData(model)
         self.original = {f: np.array(getattr(model, f)) for f in ("body_mass", "body_ipos", "body_iquat",
