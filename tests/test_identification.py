@@ -336,6 +336,20 @@ def test_energy_method_recovers_the_same_values_without_accelerations() -> None:
     np.testing.assert_allclose(equation.values, truth[list(equation.identifiable.independent)], rtol=1e-10)
 
 
+def test_recorded_data_without_accelerations_use_the_stated_filter() -> None:
+    """A log ``t, q, v, u`` without ``vdot``: accelerations by ``numpy.gradient`` (second-order
+    central differences), so the estimate's error is O(h^2): a step four times smaller divides
+    it by about 16 (between 10 and 20), and at h = 2 ms it is below 2e-5 (measured 9.3e-6)."""
+    system = _system(DoublePendulum, {"m1": 1.1, "m2": 0.7, "l1": 0.9, "l2": 1.3})
+    errors = []
+    for n in (501, 2001):
+        log = {k: v for k, v in _prescribed(system, n=n).items() if k != "vdot"}
+        est = estimate(system, log)
+        errors.append(np.max(np.abs(est.values / est.identifiable.values - 1.0)))
+    assert 10.0 < errors[0] / errors[1] < 20.0
+    assert errors[1] < 2e-5
+
+
 def test_covariance_is_calibrated_over_50_seeds() -> None:
     """Gaussian noise on the measured torques (equation error, known regressor): the error of
     each base parameter divided by its reported standard error is standard normal, so over 50
