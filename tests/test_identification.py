@@ -391,6 +391,9 @@ def test_bad_arguments_are_refused() -> None:
                  method="energy")
     with pytest.raises(IdentificationError, match="tolerance"):
         identifiable(system, data, tolerance=2.0)
+    arm = MjcfSystem(ARM)  # damped joints: the energy rows would miss the dissipated power
+    with pytest.raises(IdentificationError, match="dissipate"):
+        estimate(arm, _random_data(arm, 30, 0), method="energy")
 
 
 def test_facade_exposes_the_module() -> None:

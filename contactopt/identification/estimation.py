@@ -111,7 +111,7 @@ def _integral(t: FloatArray, f: FloatArray) -> float:
 
 
 def _energy_rows(system: System, data: Samples, window: int) -> tuple[FloatArray, FloatArray]:
-    if data.discrete:  # a trajectory: the power of the step's held force at its mean velocity
+    if data.discrete:  # a trajectory's steps: no exact discrete power balance (message)
         raise IdentificationError("estimate: method='energy' takes recorded data (a mapping t, q, v, u): the "
                                   "time-stepping scheme has no exact discrete energy balance; use "
                                   "method='equation_error' for a Trajectory")
@@ -148,8 +148,9 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
     :class:`~contactopt.records.trajectory.Trajectory` or a mapping of arrays ``t, q, v, u``;
     :mod:`contactopt.identification.data`) by ``method`` ``"equation_error"`` or ``"energy"``
     (Tedrake 2020, "Parameter Estimation"; module docstring). ``noise``: the standard deviation
-    of the noise in the measured force (``B u``) [N or N m], for the covariance (None: from the
-    residuals); ``tolerance``: the rank tolerance of :func:`~contactopt.identification.identifiable`;
+    of the noise in the regression's right-hand side (the measured force ``B u`` for the equation
+    error, the input's work over a window for the energy method), for the covariance (None: from
+    the residuals); ``tolerance``: the rank tolerance of :func:`~contactopt.identification.identifiable`;
     ``window``: sample intervals per energy row."""
     check_system(system, "estimate")
     if method not in METHODS:
@@ -161,7 +162,8 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
     lumped = lumped_parameters(system)
     if method == "energy":
         if _is_mjcf(system) and mjcf_damped(system):
-            raise IdentificationError("estimate: method='energy' does not model the dampers' dissipated power")
+            raise IdentificationError("estimate: method='energy' does not model the power that joint damping and "
+                                      "friction loss dissipate; use method='equation_error'")
         data_set = samples(system, data, "estimate", accelerations=False)
         A, b = _energy_rows(system, data_set, window)
         W, rhs = A, b
@@ -184,6 +186,7 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
 
 
 def mjcf_damped(system: System) -> bool:
-    """Whether an MJCF model has damped dofs (their power is not in the energy rows)."""
-    return bool(np.any(np.asarray(system.model.dof_damping) != 0.0))  # type: ignore[attr-defined]
+    """Whether an MJCF model has damped or dry-friction dofs (their power is not in the energy rows)."""
+    model = system.model  # type: ignore[attr-defined]
+    return bool(np.any(np.asarray(model.dof_damping) != 0.0) or np.any(np.asarray(model.dof_frictionloss) != 0.0))
 
