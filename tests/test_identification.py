@@ -194,6 +194,9 @@ def test_planar_chain_base_count(tmp_path: Path, links: int) -> None:
     in_null, *_ = np.linalg.lstsq(basis.null, regroup, rcond=None)
     assert np.linalg.norm(basis.null @ in_null - regroup) < 1e-9  # an unidentifiable direction
     assert np.linalg.norm(basis.combination @ regroup) < 1e-9  # no base parameter sees it
+    outer = "".join(f" + 0.09*link{j}.m" for j in range(1, links))  # every outer link's mass at L = 0.3
+    assert f"link0.Iyy{outer}" in basis.names  # Gautier and Khalil's ZZ_1R = ZZ_1 + L^2 (M_2 + ... + M_n)
+    assert f"link0.m*cx{outer.replace('0.09', '0.3')}" in basis.names
     horizontal = _planar_chain(tmp_path, links, "0 0 0")
     assert identifiable(horizontal, _random_data(horizontal, 20 * links, 2)).rank == 3 * links - 2
 

@@ -7,14 +7,17 @@ parameters of robots") are determined by data.
 
 Pivoted QR of the column-equilibrated ``W`` (``W D P = Q R``, ``D`` scaling each column to unit
 norm, so that the tolerance does not depend on units; a column below ``tolerance`` times the
-largest column norm is rounding noise, a parameter the data do not excite): the rank ``r`` is the number of
-``|R_ii| > tolerance |R_00|`` (default ``tolerance = 1e-8``); the first ``r`` pivoted columns
-are independent and the rest regroup onto them, ``W_d = W_i beta`` with ``beta =
-R_11^{-1} R_12`` (rescaled). The base parameters are ``alpha_i + beta alpha_d``: each named
-``"alpha_i + c * alpha_d + ..."``; the unidentifiable directions are the columns of
-``[-beta; I]`` (``W`` times them is zero). ``condition`` is the 2-norm condition number of
-``W_i`` (the base regressor, unscaled), the measure that excitation design minimizes
-(Swevers et al. 1997).
+largest column norm is rounding noise, a parameter the data do not excite) decides the rank
+``r``: the number of ``|R_ii| > tolerance |R_00|`` (default ``tolerance = 1e-8``). The ``r``
+independent columns are then chosen by the same criterion (distance from the span of those
+kept) in a stated preference order (:func:`_preference`: an MJCF body's inertia before its
+first moments before its mass, so that the names read as Gautier and Khalil write them; the
+pivoted QR's own columns where the two disagree), and the rest regroup onto them,
+``W_d = W_i beta`` (least squares on the scaled columns, rescaled).
+The base parameters are ``alpha_i + beta alpha_d``, each named ``"alpha_i + c * alpha_d + ..."``;
+the unidentifiable directions are the columns of ``[-beta; I]`` (``W`` times them is zero).
+``condition`` is the 2-norm condition number of ``W_i`` (the base regressor, unscaled), the
+measure that excitation design minimizes (Swevers et al. 1997).
 """
 
 from __future__ import annotations
@@ -117,6 +120,37 @@ def stacked(system: System, data: Samples) -> tuple[FloatArray, FloatArray, Floa
     return np.concatenate(rows, axis=0), data.F.reshape(-1), offsets.reshape(-1)
 
 
+def _preference(names: tuple[str, ...]) -> list[int]:
+    """The order in which columns are offered as base parameters: an MJCF body's inertia, then
+    its first moments, then its mass, then the joints' parameters (so that a child's mass
+    regroups onto its parent's inertia and first moment, ``I_yy + L^2 m``, ``m c_x + L m``, as
+    Gautier and Khalil 1990 write the base parameters); the textbook systems' own order."""
+    def rank(name: str) -> int:
+        suffix = name.rsplit(".", 1)[-1] if "." in name else ""
+        return {"m": 2, "m*cx": 1, "m*cy": 1, "m*cz": 1}.get(suffix, 0 if suffix.startswith("I") else 3)
+    return sorted(range(len(names)), key=lambda j: (rank(names[j]), j)) if any("." in n for n in names) \
+        else list(range(len(names)))
+
+
+def _preferred_columns(scaled: FloatArray, order: list[int], tolerance: float) -> list[int]:
+    """Greedy Gram-Schmidt in ``order``: a column is kept when its distance from the span of the
+    kept ones exceeds ``tolerance`` (unit columns: the pivoted QR's criterion)."""
+    basis: list[FloatArray] = []
+    kept: list[int] = []
+    for j in order:
+        column = scaled[:, j].copy()
+        if not np.any(column):
+            continue
+        for _ in range(2):  # twice is enough (Gram-Schmidt, re-orthogonalized)
+            for b in basis:
+                column -= (b @ column) * b
+        norm = float(np.linalg.norm(column))
+        if norm > tolerance:
+            basis.append(column / norm)
+            kept.append(j)
+    return sorted(kept, key=order.index)
+
+
 def decompose(lumped: Lumped, W: FloatArray, tolerance: float) -> Basis:
     """The :class:`Basis` of the stacked regressor ``W`` (module docstring)."""
     p = W.shape[1]
@@ -134,11 +168,17 @@ def decompose(lumped: Lumped, W: FloatArray, tolerance: float) -> Basis:
     W = np.where(excited, W, 0.0)
     if rank == 0:
         raise IdentificationError("identifiable: the data excite no lumped parameter (the regressor is zero)")
-    independent = tuple(int(j) for j in perm[:rank])
-    dependent = tuple(int(j) for j in perm[rank:])
-    beta_scaled = scipy.linalg.solve_triangular(R[:rank, :rank], R[:rank, rank:]) if dependent else np.zeros((rank, 0))
-    beta = beta_scaled * scale[list(dependent)][None, :] / scale[list(independent)][:, None] if dependent \
-        else beta_scaled
+    scaled = np.where(excited, W, 0.0) / scale
+    chosen = _preferred_columns(scaled, _preference(lumped.names), tolerance)
+    if len(chosen) != rank:  # a borderline column decided differently: keep the pivoted QR's choice
+        chosen = [int(j) for j in perm[:rank]]
+    independent = tuple(chosen)
+    dependent = tuple(j for j in (int(i) for i in perm) if j not in independent)
+    if dependent:
+        beta_scaled = np.linalg.lstsq(scaled[:, list(independent)], scaled[:, list(dependent)], rcond=None)[0]
+        beta = beta_scaled * scale[list(dependent)][None, :] / scale[list(independent)][:, None]
+    else:
+        beta = np.zeros((rank, 0))
     beta = np.where(np.abs(beta) > 1e-12 * max(1.0, float(np.max(np.abs(beta), initial=0.0))), beta, 0.0)
     combination = np.zeros((rank, p))
     combination[np.arange(rank), list(independent)] = 1.0
