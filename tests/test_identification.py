@@ -142,9 +142,9 @@ def test_mjcf_body_parameters_are_the_parallel_axis_theorem(tmp_path: Path) -> N
                   [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
     inertia = R @ np.diag([0.01, 0.02, 0.025]) @ R.T + m * (c @ c * np.eye(3) - np.outer(c, c))
     assert values["forearm.m"] == pytest.approx(m, rel=1e-12)
-    assert [values[f"forearm.m*c{k}"] for k in "xyz"] == pytest.approx(m * c, rel=1e-9)
-    assert values["forearm.Ixy"] == pytest.approx(inertia[0, 1], rel=1e-6)  # MuJoCo stores the quat in float64
-    assert values["forearm.Iyy"] == pytest.approx(inertia[1, 1], rel=1e-6)
+    assert [values[f"forearm.m*c{k}"] for k in "xyz"] == pytest.approx(m * c, rel=1e-12)
+    assert values["forearm.Ixy"] == pytest.approx(inertia[0, 1], rel=1e-12)
+    assert values["forearm.Iyy"] == pytest.approx(inertia[1, 1], rel=1e-12)
 
 
 def _random_data(system: object, n: int, seed: int) -> dict[str, np.ndarray]:
