@@ -462,3 +462,39 @@ def test_mu_and_mass_of_a_pushed_box_from_recorded_impulses() -> None:
     assert est.sliding > 50 and est.free > 20 and est.dropped > 20  # makes, breaks, sticks
     np.testing.assert_allclose(est.values, [1.7, 0.35], rtol=1e-6)
     assert est.mu == pytest.approx(0.35, rel=1e-6)
+
+
+def test_rigid3d_regressor_is_its_newton_euler_equation() -> None:
+    """``rigid3d`` bodies (a box and a sphere of ``problems/box_stack.toml``-like scenes): the ten
+    standard parameters per body, ``Y phi = M vdot - tau`` of the system's own dynamics and
+    ``h phi = T + U`` at random states (random orientations) to 1e-12; a free body's wrench
+    identifies all ten (Atkeson, An and Hollerbach 1986: a rigid body's full wrench determines
+    its ten inertial parameters)."""
+    from contactopt.core.arrays import to_dense
+
+    system = co.systems.get("rigid3d").from_config({
+        "gravity": [0.0, 0.0, -9.81],
+        "bodies": [{"name": "box", "shape": "box", "size": [0.1, 0.2, 0.3], "mass": 1.3, "position": [0, 0, 1]},
+                   {"name": "ball", "shape": "sphere", "size": [0.2], "mass": 0.7, "position": [1, 0, 1]}]}, {})
+    lumped = lumped_parameters(system)
+    assert len(lumped.names) == 20 and lumped.names[:2] == ("box.m", "box.m*cx")
+    rng = np.random.default_rng(11)
+    for _ in range(10):
+        q = rng.normal(size=system.nq)
+        for b in range(2):
+            q[7 * b + 3 : 7 * b + 7] /= np.linalg.norm(q[7 * b + 3 : 7 * b + 7])
+        v, a = rng.normal(size=(2, system.nv))
+        dyn = system.dynamics(q, v)
+        expected = to_dense(dyn.M) @ a - dyn.tau
+        np.testing.assert_allclose(regressor(system, q, v, a) @ lumped.values, expected, rtol=1e-12,
+                                   atol=1e-12 * np.abs(expected).max())
+        kinetic, potential = system.energy(q, v)
+        assert energy_regressor(system, q, v) @ lumped.values == pytest.approx(kinetic + potential, rel=1e-12,
+                                                                                abs=1e-12)
+    n = 20
+    states = rng.normal(size=(n, system.nq))
+    for b in range(2):
+        states[:, 7 * b + 3 : 7 * b + 7] /= np.linalg.norm(states[:, 7 * b + 3 : 7 * b + 7], axis=1, keepdims=True)
+    data = {"t": np.arange(n) * 0.01, "q": states, "v": rng.normal(size=(n, system.nv)),
+            "vdot": rng.normal(size=(n, system.nv)), "u": np.zeros((n, 0))}
+    assert identifiable(system, data).rank == 20

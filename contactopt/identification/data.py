@@ -69,13 +69,17 @@ def _array(data: Mapping[str, Any], key: str, shape: tuple[int, ...], function: 
 
 
 def input_matrix(system: System, q: FloatArray, v: FloatArray, u: FloatArray) -> FloatArray:
-    """The generalized force of the input ``u``: ``B u`` (textbook) or MuJoCo's
-    ``qfrc_actuator`` (MJCF, gains and biases of its actuators)."""
+    """The generalized force of the input ``u``: ``B u`` (textbook), MuJoCo's ``qfrc_actuator``
+    (MJCF, gains and biases of its actuators), ``u`` itself for a system without ``B``, zero
+    for a system without inputs."""
+    if system.control_size == 0:
+        return np.zeros(system.nv)
     if _is_mjcf(system):
         from contactopt.identification.mjcf import mjcf_regressor
 
         return mjcf_regressor(system).actuator_force(q, v, u)
-    return np.asarray(system.B @ u, dtype=np.float64)  # type: ignore[attr-defined]
+    B = getattr(system, "B", None)
+    return np.asarray(u if B is None else B @ u, dtype=np.float64)  # no B: u is a generalized force
 
 
 def applied_force(system: System, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None,

@@ -187,6 +187,12 @@ def _textbook(system: System) -> tuple[_Names, _Y, _U] | None:
     return None
 
 
+def _is_rigid3d(system: object) -> bool:
+    from contactopt.systems.rigid3d import Rigid3D
+
+    return isinstance(system, Rigid3D)
+
+
 def _is_mjcf(system: object) -> bool:
     from contactopt.systems.mjcf.system import MjcfSystem
 
@@ -196,14 +202,15 @@ def _is_mjcf(system: object) -> bool:
 def _refuse(system: object, function: str) -> IdentificationError:
     known = ", ".join(sorted(cls.type_name for cls in TEXTBOOK))
     name = getattr(system, "type_name", type(system).__name__)
-    return IdentificationError(f"{function}: no lumped parameters for a {name!r} system; known: {known} and mjcf")
+    return IdentificationError(f"{function}: no lumped parameters for a {name!r} system; known: {known}, "
+                               "rigid3d and mjcf")
 
 
 def check_system(system: object, function: str) -> System:
     """``system`` if identification knows it (a textbook system above or an MJCF model)."""
     if not isinstance(system, System):
         raise IdentificationError(f"{function}: system must be a contactopt System, got {type(system).__name__}")
-    if _textbook(system) is None and not _is_mjcf(system):
+    if _textbook(system) is None and not _is_mjcf(system) and not _is_rigid3d(system):
         raise _refuse(system, function)
     return system
 
@@ -212,8 +219,13 @@ def lumped_parameters(system: System) -> Lumped:
     """The lumped parameters of ``system`` and their values at its parameters (Tedrake 2020,
     "Parameter Estimation", "Lumped parameters"; module docstring). MJCF models: the standard
     ten per moving body and the joints' damping, armature and friction loss
-    (:mod:`contactopt.identification.mjcf`)."""
+    (:mod:`contactopt.identification.mjcf`); ``rigid3d`` bodies likewise, ten each
+    (:mod:`contactopt.identification.rigid3d`)."""
     check_system(system, "lumped_parameters")
+    if _is_rigid3d(system):
+        from contactopt.identification.rigid3d import rigid3d_lumped
+
+        return Lumped(*rigid3d_lumped(system))
     entry = _textbook(system)
     if entry is None:
         from contactopt.identification.mjcf import mjcf_regressor
@@ -237,6 +249,10 @@ def regressor(system: System, q: ArrayLike, v: ArrayLike, vdot: ArrayLike) -> Fl
     multiplies (springs; :func:`contactopt.identification.mjcf.MjcfRegressor.at`)."""
     check_system(system, "regressor")
     qv, vv, av = _state(system, q, v, vdot)
+    if _is_rigid3d(system):
+        from contactopt.identification.rigid3d import rigid3d_regressor
+
+        return rigid3d_regressor(system, qv, vv, av)
     entry = _textbook(system)
     if entry is None:
         from contactopt.identification.mjcf import mjcf_regressor
@@ -250,6 +266,10 @@ def energy_regressor(system: System, q: ArrayLike, v: ArrayLike) -> FloatArray:
     Estimation", the power formulation; module docstring)."""
     check_system(system, "energy_regressor")
     qv, vv, _ = _state(system, q, v, np.zeros(system.nv))
+    if _is_rigid3d(system):
+        from contactopt.identification.rigid3d import rigid3d_energy
+
+        return rigid3d_energy(system, qv, vv)
     entry = _textbook(system)
     if entry is None:
         from contactopt.identification.mjcf import mjcf_regressor
