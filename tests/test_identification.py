@@ -498,3 +498,20 @@ def test_rigid3d_regressor_is_its_newton_euler_equation() -> None:
     data = {"t": np.arange(n) * 0.01, "q": states, "v": rng.normal(size=(n, system.nv)),
             "vdot": rng.normal(size=(n, system.nv)), "u": np.zeros((n, 0))}
     assert identifiable(system, data).rank == 20
+
+
+def test_mu_and_mass_of_a_sliding_rigid3d_box() -> None:
+    """``problems/box_slide.toml`` (a rigid3d cube launched at 1 m/s on its four bottom corners,
+    mu = 0.5, 1 kg) under the LCP: the recorded normal impulses carry the weight, so the mass is
+    observable without a push; mass and mu come back to 1e-6 from the sliding steps (the
+    sticking ones after it stops are left out), and the first moments it sees are zero (the
+    frame is at the centre of mass)."""
+    from contactopt.identification import estimate_friction
+
+    scene = co.load_scene(ROOT / "problems" / "box_slide.toml")
+    traj = co.simulate(scene, formulation="lcp", solver="lemke", duration=0.3)
+    est = estimate_friction(scene.system, traj)
+    values = dict(zip(est.names, est.values, strict=True))
+    assert values["box.m"] == pytest.approx(1.0, rel=1e-6) and est.mu == pytest.approx(0.5, rel=1e-6)
+    assert est.sliding > 150 and est.dropped > 50
+    assert all(abs(value) < 1e-9 for name, value in values.items() if "m*c" in name)
