@@ -33,7 +33,7 @@ _PUBLIC: dict[str, tuple[str, str | None]] = {
     **{name: ("contactopt.records.trajectory", name) for name in ("StepRecord", "Trajectory")},
     **{name: ("contactopt.scenes.loading", name) for name in ("Scene", "load_scene")},
     **{name: (f"contactopt.{name}", None) for name in (
-        "analysis", "derivatives", "formulations", "programs", "solvers", "systems")},
+        "analysis", "derivatives", "formulations", "identification", "programs", "solvers", "systems")},
     "errors": ("contactopt.core.errors", None),
     "formulate": ("contactopt.simulation", "formulate"),
     "simulate": ("contactopt.simulation", "simulate"),
@@ -66,6 +66,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "LCP",
     "SOC",
+    "BatchTrajectory",
     "Bilateral",
     "Block",
     "ConicProgram",
@@ -97,6 +98,7 @@ __all__ = [
     "formulate",
     "formulations",
     "gradient",
+    "identification",
     "lcp_to_qp",
     "load_program",
     "load_scene",
@@ -105,6 +107,7 @@ __all__ = [
     "qp_to_lcp",
     "save_program",
     "simulate",
+    "simulate_batch",
     "solve",
     "solvers",
     "systems",
@@ -112,10 +115,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, imported eagerly
-    from contactopt import analysis, derivatives, formulations, programs, solvers, systems
+    from contactopt import analysis, derivatives, formulations, identification, programs, solvers, systems
     from contactopt.analysis.compare import compare
     from contactopt.analysis.plotting import plot_trajectory as plot
     from contactopt.analysis.viewer import view
+    from contactopt.batch import BatchTrajectory, simulate_batch
     from contactopt.core import errors
     from contactopt.core.errors import (
         ContactoptError,

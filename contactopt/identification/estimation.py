@@ -1,0 +1,192 @@
+"""Least-squares estimation of the identifiable lumped parameters (Tedrake 2020, "Parameter
+Estimation", "Least-squares estimation" and the power formulation).
+
+* ``"equation_error"``: the stacked manipulator equation ``W alpha = F`` (one regressor per
+  sample, :mod:`contactopt.identification.data`), restricted to the base regressor ``W_i``
+  (:mod:`contactopt.identification.basis`): ``theta = argmin |W_i theta - F|^2``, the base
+  parameters. The lumped parameters enter linearly, so this is one linear least-squares problem:
+  one solve, no iteration, no initial guess.
+* ``"energy"``: the power form (Gautier and Khalil 1988, "On the identification of the inertial
+  parameters of robots": the energy model), which needs no accelerations: along the motion
+  ``dH/dt = F . v`` (the input's power, plus that of contact and constraint impulses where
+  recorded; ideal closure constraints do no work), and ``H = h(q, v) alpha`` is linear in the
+  same lumped parameters (:func:`~contactopt.identification.lumped.energy_regressor`). Over each
+  window ``[t_a, t_b]`` of ``window`` sample intervals, ``(h(t_b) - h(t_a)) alpha = int F . v dt``,
+  the integral by the composite Simpson rule on uniform samples (trapezoid where a window has an
+  odd number of intervals or the samples are not uniform); the rows are then regressed as above.
+
+The covariance of ``theta`` is ``sigma^2 (W_i^T W_i)^{-1}`` with ``sigma`` the stated standard
+deviation of the noise in ``F`` (``noise=``) or, without it, the residual estimate
+``sigma^2 = |r|^2 / (rows - r)`` (the standard result for ordinary least squares with
+independent, equal-variance errors). Physical consistency of the textbook lumped parameters
+(positive masses and lengths make every lumped parameter positive) is reported in
+``Estimate.consistent``; MJCF models: positive mass for every
+body mass that is identifiable on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from contactopt.identification.basis import DEFAULT_TOLERANCE, Basis, decompose, stacked
+from contactopt.identification.data import Samples, samples
+from contactopt.identification.lumped import (
+    IdentificationError,
+    _is_mjcf,
+    check_system,
+    energy_regressor,
+    lumped_parameters,
+    regressor,
+)
+from contactopt.systems.base import System
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["METHODS", "Estimate", "estimate"]
+
+METHODS = ("equation_error", "energy")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The estimated base parameters (module docstring).
+
+    Attributes:
+        values: the base parameters, in the order of ``names``.
+        names: their combinations of lumped names (``identifiable.names``).
+        identifiable: the :class:`~contactopt.identification.basis.Basis` of the data.
+        covariance: (r, r) of ``values``.
+        condition: condition number of the regression matrix.
+        method: ``"equation_error"`` or ``"energy"``.
+        sigma: the noise standard deviation used in ``covariance``.
+        residual: root-mean-square residual of the fit.
+        consistent: per check its outcome (module docstring).
+    """
+
+    values: FloatArray
+    names: tuple[str, ...]
+    identifiable: Basis
+    covariance: FloatArray
+    condition: float
+    method: str
+    sigma: float
+    residual: float
+    system: System = field(repr=False)
+    consistent: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def standard_errors(self) -> FloatArray:
+        """``sqrt(diag(covariance))``."""
+        return np.sqrt(np.diag(self.covariance))
+
+    def predict(self, q: ArrayLike, v: ArrayLike, vdot: ArrayLike) -> FloatArray:
+        """The generalized force ``Y_i(q, v, vdot) theta`` the motion needs; arrays of states
+        ``(N, nq)``, ``(N, nv)``, ``(N, nv)`` give ``(N, nv)``."""
+        qa, va, aa = (np.asarray(x, dtype=np.float64) for x in (q, v, vdot))
+        single = qa.ndim == 1
+        qa, va, aa = np.atleast_2d(qa), np.atleast_2d(va), np.atleast_2d(aa)
+        columns = list(self.identifiable.independent)
+        out = np.array([regressor(self.system, qa[k], va[k], aa[k])[:, columns] @ self.values
+                        for k in range(qa.shape[0])])
+        if _is_mjcf(self.system):  # the forces no parameter multiplies (springs)
+            from contactopt.identification.mjcf import mjcf_regressor
+
+            layout = mjcf_regressor(self.system)
+            out += np.array([layout.at(qa[k], va[k], aa[k])[1] for k in range(qa.shape[0])])
+        return out[0] if single else out
+
+
+def _integral(t: FloatArray, f: FloatArray) -> float:
+    """``int f dt`` over the samples: composite Simpson on an even number of uniform intervals,
+    the trapezoid rule otherwise."""
+    h = np.diff(t)
+    n = h.size
+    if n >= 2 and n % 2 == 0 and np.allclose(h, h[0], rtol=1e-9, atol=0.0):
+        return float(h[0] / 3.0 * (f[0] + f[-1] + 4.0 * f[1:-1:2].sum() + 2.0 * f[2:-1:2].sum()))
+    return float(np.sum(0.5 * h * (f[1:] + f[:-1])))
+
+
+def _energy_rows(system: System, data: Samples, window: int) -> tuple[FloatArray, FloatArray]:
+    if data.discrete:  # a trajectory's steps: no exact discrete power balance (message)
+        raise IdentificationError("estimate: method='energy' takes recorded data (a mapping t, q, v, u): the "
+                                  "time-stepping scheme has no exact discrete energy balance; use "
+                                  "method='equation_error' for a Trajectory")
+    n = len(data)
+    if n < window + 1:
+        raise IdentificationError(f"estimate: method='energy' needs more than window = {window} samples, got {n}")
+    h = np.array([energy_regressor(system, data.q[k], data.v[k]) for k in range(n)])
+    power = np.einsum("ki,ki->k", data.F, data.v)
+    starts = range(0, n - window, window)
+    A = np.array([h[s + window] - h[s] for s in starts])
+    b = np.array([_integral(data.t[s : s + window + 1], power[s : s + window + 1]) for s in starts])
+    return A, b
+
+
+def _consistency(system: System, lumped_names: tuple[str, ...], combination: FloatArray,
+                 values: FloatArray, basis: Basis) -> dict[str, bool]:
+    """Physical consistency of the estimate where it can be read off (module docstring)."""
+    checks: dict[str, bool] = {}
+    if _is_mjcf(system):
+        for r, i in enumerate(basis.independent):
+            name = lumped_names[i]
+            if name.endswith(".m") and not np.any(combination[r, list(basis.dependent)]):
+                checks[f"{name} > 0"] = bool(values[r] > 0)
+        return checks
+    for r, name in enumerate(basis.names):
+        if " " not in name:  # a lumped parameter on its own: positive for positive masses and lengths
+            checks[f"{name} > 0"] = bool(values[r] > 0)
+    return checks
+
+
+def estimate(system: System, data: Any, method: str = "equation_error", noise: float | None = None, *,
+             tolerance: float = DEFAULT_TOLERANCE, window: int = 20) -> Estimate:
+    """Estimate the identifiable lumped parameters of ``system`` from ``data`` (a
+    :class:`~contactopt.records.trajectory.Trajectory` or a mapping of arrays ``t, q, v, u``;
+    :mod:`contactopt.identification.data`) by ``method`` ``"equation_error"`` or ``"energy"``
+    (Tedrake 2020, "Parameter Estimation"; module docstring). ``noise``: the standard deviation
+    of the noise in the regression's right-hand side (the measured force ``B u`` for the equation
+    error, the input's work over a window for the energy method), for the covariance (None: from
+    the residuals); ``tolerance``: the rank tolerance of :func:`~contactopt.identification.identifiable`;
+    ``window``: sample intervals per energy row."""
+    check_system(system, "estimate")
+    if method not in METHODS:
+        raise IdentificationError(f"estimate: method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+    if noise is not None and not (isinstance(noise, float | int) and not isinstance(noise, bool) and noise >= 0):
+        raise IdentificationError(f"estimate: noise must be a number >= 0 or None, got {noise!r}")
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise IdentificationError(f"estimate: window must be a positive integer, got {window!r}")
+    lumped = lumped_parameters(system)
+    if method == "energy":
+        if _is_mjcf(system) and mjcf_damped(system):
+            raise IdentificationError("estimate: method='energy' does not model the power that joint damping and "
+                                      "friction loss dissipate; use method='equation_error'")
+        data_set = samples(system, data, "estimate", accelerations=False)
+        A, b = _energy_rows(system, data_set, window)
+        W, rhs = A, b
+    else:
+        data_set = samples(system, data, "estimate")
+        W, F, f0 = stacked(system, data_set)
+        rhs = F - f0
+    basis = decompose(lumped, W, tolerance)
+    Wi = W[:, list(basis.independent)]
+    theta = np.asarray(np.linalg.lstsq(Wi, rhs, rcond=None)[0], dtype=np.float64)
+    residual = rhs - Wi @ theta
+    dof = W.shape[0] - basis.rank
+    sigma = float(noise) if noise is not None else (
+        float(np.sqrt(residual @ residual / dof)) if dof > 0 else float("nan"))
+    covariance = np.asarray(sigma**2 * np.linalg.inv(Wi.T @ Wi), dtype=np.float64)
+    return Estimate(values=theta, names=basis.names, identifiable=basis, covariance=covariance,
+                    condition=basis.condition, method=method, sigma=sigma,
+                    residual=float(np.sqrt(np.mean(residual**2))), system=system,
+                    consistent=_consistency(system, lumped.names, basis.combination, theta, basis))
+
+
+def mjcf_damped(system: System) -> bool:
+    """Whether an MJCF model has damped or dry-friction dofs (their power is not in the energy rows)."""
+    model = system.model  # type: ignore[attr-defined]
+    return bool(np.any(np.asarray(model.dof_damping) != 0.0) or np.any(np.asarray(model.dof_frictionloss) != 0.0))
+
