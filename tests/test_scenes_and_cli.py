@@ -193,11 +193,18 @@ def test_interrupted_run_writes_the_steps_it_finished(tmp_path: Path) -> None:
 
     out = tmp_path / "run"
     process = subprocess.Popen([sys.executable, "-m", "contactopt", "run", "box_slide", "--duration", "60",
-                                "--out", str(out), "--no-progress", "--no-plot"],
+                                "--out", str(out), "--no-plot"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    clock.sleep(4.0)  # imports, then a few hundred steps
+    assert process.stderr is not None
+    # interrupt once the loop runs: the progress bar's first counts (a fixed sleep raced the imports
+    # on a busy machine, where the signal landed before the run's handler existed)
+    seen = ""
+    while "step/s]" not in seen and process.poll() is None:
+        seen += process.stderr.read(1)
+    clock.sleep(0.5)  # a few hundred steps more
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
+    _, rest = process.communicate(timeout=120)
+    stderr = seen + rest
     assert process.returncode == 3, stderr
     assert "interrupted by the user" in stderr
     traj = co.Trajectory.load(out / "trajectory.npz")
