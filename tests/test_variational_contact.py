@@ -137,3 +137,18 @@ def test_variational_refuses_restitution_and_quaternion_states_before_step_0() -
         co.simulate(co.load_scene(ROOT / "problems" / "box_slide.toml"), formulation="variational", duration=0.01)
     with pytest.raises(OptionError, match="contact must be one of"):
         co.simulate(_brick(1e-2), options={"contact": "gauss"})
+
+
+def test_a_planar_box_on_its_four_corners_slides_to_the_same_stop_without_tipping() -> None:
+    """The planar box (q = [x, z, theta], four corner contacts whose rows depend on theta) from
+    1 m/s: stops at v0^2 / (2 mu g) within v0 h, with no tilt and no hover under lcp."""
+    system = PlanarBody({"m": 1.0, "g": G, "radius": 0.1, "half_width": 0.1, "half_height": 0.1},
+                        {"mu": MU, "restitution": 0.0}, shape="box")
+    h = 1e-2
+    scene = co.Scene(system=system, q0=np.array([0.0, 0.1, 0.0]), v0=np.array([V0, 0.0, 0.0]), dt=h,
+                     duration=0.4, formulation="variational", solver="lemke")
+    traj = co.simulate(scene, options={"contact": "lcp"})
+    assert traj.completed, traj.message
+    assert abs(traj.q[-1, 0] - V0**2 / (2 * MU * G)) <= V0 * h
+    assert np.abs(traj.q[:, 2]).max() <= 1e-12
+    np.testing.assert_allclose(traj.q[:, 1], 0.1, atol=1e-12)
