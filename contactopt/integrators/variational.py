@@ -34,8 +34,10 @@ formulation, ``contact_options``, its options, and ``contact_tol``). The systems
 manipulator systems and the planar ones of constant mass matrix whose forces depend on ``q``
 alone (``point_mass``, ``brick``, ``planar_body``, ``planar_ball``, ``cart``: ``L = 1/2 v^T M v``
 and their ``tau`` the discrete Lagrange-d'Alembert force at the midpoint). Refused before
-step 0: quaternion states (``rigid3d``, MJCF), restitution (the position-level Signorini law
-makes every impact plastic).
+step 0: quaternion states other than free ``rigid3d`` bodies (MJCF), restitution (the
+position-level Signorini law makes every impact plastic). ``rigid3d`` free bodies take the
+Lie-group variational integrator on unit quaternions of :mod:`contactopt.integrators.variational_rigid`
+(no contacts yet).
 """
 
 from __future__ import annotations
@@ -51,11 +53,13 @@ from numpy.typing import NDArray
 from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.capabilities import refuse_activation_states
 from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, Lagrangian, contact_step
+from contactopt.integrators.variational_rigid import rigid_step
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
 from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 from contactopt.systems.manipulator import ManipulatorSystem
+from contactopt.systems.rigid3d import Rigid3D
 
 FloatArray = NDArray[np.float64]
 
@@ -77,9 +81,10 @@ class VariationalIntegrator:
                  solver_options: Mapping[str, Any] | None = None) -> None:
         refuse_activation_states(system, 'variational')  # before step 0
         self.manipulator = isinstance(system, ManipulatorSystem)
-        if system.nq != system.nv or not (self.manipulator or _constant_mass_form(system)):
+        self.rigid = isinstance(system, Rigid3D)
+        if not self.rigid and (system.nq != system.nv or not (self.manipulator or _constant_mass_form(system))):
             raise OptionError(f"formulation 'variational' needs a textbook system with M(q), C(q, v), "
-                              f"tau_g(q) and qdot = v (or a constant M and forces of q alone); "
+                              f"tau_g(q) and qdot = v (or a constant M and forces of q alone, or rigid3d); "
                               f"{system.type_name!r} is not one")
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.defaults))
@@ -107,7 +112,10 @@ class VariationalIntegrator:
         self.solver_options = dict(solver_options or {})
         self.dt = float(dt)
         probe_q, probe_v = np.linspace(0.3, 0.7, system.nq), np.linspace(-0.5, 0.4, system.nv)
-        if isinstance(system, ManipulatorSystem):
+        if self.rigid:
+            self.nonconservative = False
+            self._M0 = np.zeros((0, 0))
+        elif isinstance(system, ManipulatorSystem):
             lagrangian = system.tau_g(probe_q) - system.C(probe_q, probe_v) @ probe_v
             extra = system.dynamics(probe_q, probe_v).tau - lagrangian
             self.nonconservative = bool(np.abs(extra).max() > 0)
@@ -167,6 +175,12 @@ class VariationalIntegrator:
         """Before step 0: restitution is refused, not ignored (the position-level Signorini law
         makes impacts plastic)."""
         contacts = self.system.contacts(state.q)
+        if self.rigid and (contacts.count or self.system.control is not None):
+            inputs = " and inputs" if self.system.control is not None else ""
+            raise OptionError(f"formulation 'variational' on rigid3d integrates free bodies only (Lie-group "
+                              f"variational integrator; contact is carried on the textbook systems only); "
+                              f"{self.system.describe()} has {contacts.count} contact candidate(s){inputs}: "
+                              f"set ground = false, or use a time-stepping formulation")
         if contacts.count and np.any(contacts.restitution > 0):
             raise OptionError(f"formulation 'variational' has plastic impacts (Signorini on phi(q_k+1)), "
                               f"and {self.system.type_name!r} has restitution "
@@ -174,6 +188,10 @@ class VariationalIntegrator:
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         system, h = self.system, self.dt
+        if isinstance(system, Rigid3D):
+            if system.contacts(state.q).count:
+                self.check_state(state)  # candidates appeared mid-run: one line, not ignored
+            return rigid_step(system, state, h, self.options["tol"], self.options["max_iter"])
         if system.contacts(state.q).count:
             return contact_step(system, self.lagrangian, state, h, self.options["contact"], self.solver,
                                 self.solver_options, self.options["contact_options"],
