@@ -1,4 +1,4 @@
-"""The variational integrator with contact (issue 38; reference 003, "Variational Integrator with
+"""The variational integrator with contact (issue 38; the "Lagrangian Mechanics" notes, "Variational Integrator with
 Contacts"; :mod:`contactopt.integrators.variational_contact`): closed forms of a drop, a slide,
 a stick on a slope and a pendulum swinging into a floor."""
 

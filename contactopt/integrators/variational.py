@@ -25,7 +25,7 @@ O(h)), then, if that stalls, with a finite-difference Jacobian; not converging w
 ``max_iter`` is a failed step (status ``max_iterations``).
 The method is symplectic: energy oscillates without secular drift (experiments/energy.py).
 
-**Contact** (reference 003, "Variational Integrator with Contacts"; Dojo, Howell et al. 2022):
+**Contact** (the "Lagrangian Mechanics" notes, "Variational Integrator with Contacts"; Dojo, Howell et al. 2022):
 on a system with contact candidates each step solves the discrete Lagrange-d'Alembert
 equations with the contact impulses at the end configuration, Signorini on ``phi(q_k+1)`` and
 Coulomb friction, by Newton iterates that are each a time-stepping program

@@ -2,7 +2,7 @@
 equations, each iterate an explicit convex program (``formulation="variational"`` on a scene
 with contact candidates).
 
-Reference 003, "Variational Integrator with Contacts": the contact impulses join the discrete
+The "Lagrangian Mechanics" notes, "Variational Integrator with Contacts": the contact impulses join the discrete
 Euler-Lagrange equations as a force to be solved for, ``D2 L_d(q_k-1, q_k) + D1 L_d(q_k, q_k+1)
 + h F = 0``. As in Dojo (Howell et al. 2022) the contact acts at the step's end configuration:
 with ``p_k = D2 L_d(q_k-1, q_k)`` (the discrete Legendre transform, :mod:`.variational`), the

@@ -2,7 +2,7 @@
 variational integrator on unit quaternions (``formulation="variational"`` on ``rigid3d``).
 
 Per body, translation: the midpoint discrete Lagrangian of ``L = 1/2 m |xdot|^2 + m g . x``
-(reference 003, "Variational Integrator", as in :mod:`.variational`) gives, in momentum form,
+(the "Lagrangian Mechanics" notes, "Variational Integrator", as in :mod:`.variational`) gives, in momentum form,
 ``m vd = m v_k + h/2 m g``, ``x_k+1 = x_k + h vd``, ``m v_k+1 = m vd + h/2 m g``.
 
 Rotation (Lee, Leok & McClamroch 2005, "A Lie group variational integrator for the attitude
