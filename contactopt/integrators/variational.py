@@ -24,6 +24,20 @@ leading-order Jacobian ``[[-M(qm)/h, h G^T], [G(q_k+1), 0]]`` (cheap; the neglec
 O(h)), then, if that stalls, with a finite-difference Jacobian; not converging within
 ``max_iter`` is a failed step (status ``max_iterations``).
 The method is symplectic: energy oscillates without secular drift (experiments/energy.py).
+
+**Contact** (the "Lagrangian Mechanics" notes, "Variational Integrator with Contacts"; Dojo, Howell et al. 2022):
+on a system with contact candidates each step solves the discrete Lagrange-d'Alembert
+equations with the contact impulses at the end configuration, Signorini on ``phi(q_k+1)`` and
+Coulomb friction, by Newton iterates that are each a time-stepping program
+(:mod:`contactopt.integrators.variational_contact`; options ``contact``, the iterate's
+formulation, ``contact_options``, its options, and ``contact_tol``). The systems: the textbook
+manipulator systems and the planar ones of constant mass matrix whose forces depend on ``q``
+alone (``point_mass``, ``brick``, ``planar_body``, ``planar_ball``, ``cart``: ``L = 1/2 v^T M v``
+and their ``tau`` the discrete Lagrange-d'Alembert force at the midpoint). Refused before
+step 0: quaternion states other than free ``rigid3d`` bodies (MJCF), restitution (the
+position-level Signorini law makes every impact plastic). ``rigid3d`` free bodies take the
+Lie-group variational integrator on unit quaternions of :mod:`contactopt.integrators.variational_rigid`
+(no contacts yet).
 """
 
 from __future__ import annotations
@@ -36,13 +50,16 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.core.errors import OptionError
-from contactopt.integrators.capabilities import refuse_activation_states, refuse_contacts
+from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.integrators.capabilities import refuse_activation_states
+from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, Lagrangian, contact_step
+from contactopt.integrators.variational_rigid import rigid_step
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
 from contactopt.records.trajectory import StepRecord
 from contactopt.systems.base import System
 from contactopt.systems.manipulator import ManipulatorSystem
+from contactopt.systems.rigid3d import Rigid3D
 
 FloatArray = NDArray[np.float64]
 
@@ -55,14 +72,20 @@ class VariationalIntegrator:
     # tol: relative to max(1, |p|). The step residual has a noise floor of ~1e-12 from the
     # finite-difference dM/dq, so 1e-10 is the tightest tolerance Newton reliably reaches;
     # it is far below the method's O(h^2) error.
-    defaults: ClassVar[Mapping[str, Any]] = {"tol": 1e-10, "max_iter": 30, "fd_step": 1e-6}
+    # contact_tol: the contact steps' DEL residual (relative to max(1, |p|)) and penetration [m];
+    # the iterates are conic programs, solved to about 1e-9 by an interior-point method.
+    defaults: ClassVar[Mapping[str, Any]] = {"tol": 1e-10, "max_iter": 30, "fd_step": 1e-6,
+                                             "contact": "anitescu", "contact_options": {}, "contact_tol": 1e-8}
 
     def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
         refuse_activation_states(system, 'variational')  # before step 0
-        if not isinstance(system, ManipulatorSystem) or system.nq != system.nv:
+        self.manipulator = isinstance(system, ManipulatorSystem)
+        self.rigid = isinstance(system, Rigid3D)
+        if not self.rigid and (system.nq != system.nv or not (self.manipulator or _constant_mass_form(system))):
             raise OptionError(f"formulation 'variational' needs a textbook system with M(q), C(q, v), "
-                              f"tau_g(q) and qdot = v; {system.type_name!r} is not one")
+                              f"tau_g(q) and qdot = v (or a constant M and forces of q alone, or rigid3d); "
+                              f"{system.type_name!r} is not one")
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.defaults))
         if unknown:
@@ -70,27 +93,54 @@ class VariationalIntegrator:
             raise OptionError(f"formulation 'variational': unknown option(s) {listed}; "
                               f"known: {', '.join(self.defaults)}")
         self.options = {**self.defaults, **given}
-        for key in ("tol", "fd_step"):
+        for key in ("tol", "fd_step", "contact_tol"):
             if not (isinstance(self.options[key], int | float) and self.options[key] > 0):
                 raise OptionError(f"formulation 'variational': {key} must be a positive number")
         if not (isinstance(self.options["max_iter"], int) and self.options["max_iter"] >= 1):
             raise OptionError("formulation 'variational': max_iter must be an integer >= 1")
-        self.system: ManipulatorSystem = system
+        if self.options["contact"] not in CONTACT_FORMULATIONS:
+            raise OptionError(f"formulation 'variational': contact must be one of "
+                              f"{', '.join(CONTACT_FORMULATIONS)}, got {self.options['contact']!r}")
+        if not isinstance(self.options["contact_options"], Mapping):
+            raise OptionError("formulation 'variational': contact_options must be a table of the "
+                              f"{self.options['contact']!r} formulation's options")
+        from contactopt import formulations
+
+        formulations.get(self.options["contact"]).resolve_options(dict(self.options["contact_options"]))
+        self.system: System = system
+        self.solver = solver or "clarabel"
+        self.solver_options = dict(solver_options or {})
         self.dt = float(dt)
         probe_q, probe_v = np.linspace(0.3, 0.7, system.nq), np.linspace(-0.5, 0.4, system.nv)
-        lagrangian = system.tau_g(probe_q) - system.C(probe_q, probe_v) @ probe_v
-        extra = system.dynamics(probe_q, probe_v).tau - lagrangian
-        self.nonconservative = bool(np.abs(extra).max() > 0)
+        if self.rigid:
+            self.nonconservative = False
+            self._M0 = np.zeros((0, 0))
+        elif isinstance(system, ManipulatorSystem):
+            lagrangian = system.tau_g(probe_q) - system.C(probe_q, probe_v) @ probe_v
+            extra = system.dynamics(probe_q, probe_v).tau - lagrangian
+            self.nonconservative = bool(np.abs(extra).max() > 0)
+            self._M0 = np.zeros((0, 0))
+        else:  # L = 1/2 v^T M v; every force of tau(q) is the midpoint discrete force
+            self.nonconservative = True
+            self._M0 = np.asarray(system.dynamics(probe_q, probe_v).M, dtype=np.float64)
+        self.lagrangian = Lagrangian(mass=self._mass, midpoint_terms=self._midpoint_terms)
         self.formulation_options = self.options
+
+    def _mass(self, q: FloatArray) -> FloatArray:
+        system = self.system
+        return system.M(q) if isinstance(system, ManipulatorSystem) else self._M0
 
     # --- the discrete Lagrangian's slot derivatives --------------------------------------
     def _dT_dq(self, q: FloatArray, v: FloatArray) -> FloatArray:
+        system = self.system
+        if not isinstance(system, ManipulatorSystem):
+            return np.zeros(q.shape[0])  # constant M
         eps = self.options["fd_step"]
         out = np.empty(q.shape[0])
         for i in range(q.shape[0]):
             step = np.zeros_like(q)
             step[i] = eps * max(1.0, abs(q[i]))
-            dM = (self.system.M(q + step) - self.system.M(q - step)) / (2 * step[i])
+            dM = (system.M(q + step) - system.M(q - step)) / (2 * step[i])
             out[i] = 0.5 * v @ dM @ v
         return out
 
@@ -99,6 +149,8 @@ class VariationalIntegrator:
         h = self.dt
         qm, vd = 0.5 * (q0 + q1), (q1 - q0) / h
         system = self.system
+        if not isinstance(system, ManipulatorSystem):  # constant M: every force is tau(q)
+            return self._M0 @ vd, 0.5 * h * system.dynamics(qm, vd).tau
         # Non-conservative forces: what tau holds beyond the Lagrangian's tau_g - C v (zero
         # for the textbook systems without inputs, whose tau is exactly that).
         forcing = system.dynamics(qm, vd).tau - (system.tau_g(qm) - system.C(qm, vd) @ vd) \
@@ -120,14 +172,32 @@ class VariationalIntegrator:
         return np.concatenate([dynamics, closure])
 
     def check_state(self, state: State) -> None:
-        """Contacts are refused, not ignored (:mod:`contactopt.integrators.capabilities`)."""
-        refuse_contacts(self.system, state, "variational")
+        """Before step 0: restitution is refused, not ignored (the position-level Signorini law
+        makes impacts plastic)."""
+        contacts = self.system.contacts(state.q)
+        if self.rigid and (contacts.count or self.system.control is not None):
+            inputs = " and inputs" if self.system.control is not None else ""
+            raise OptionError(f"formulation 'variational' on rigid3d integrates free bodies only (Lie-group "
+                              f"variational integrator; contact is carried on the textbook systems only); "
+                              f"{self.system.describe()} has {contacts.count} contact candidate(s){inputs}: "
+                              f"set ground = false, or use a time-stepping formulation")
+        if contacts.count and np.any(contacts.restitution > 0):
+            raise OptionError(f"formulation 'variational' has plastic impacts (Signorini on phi(q_k+1)), "
+                              f"and {self.system.type_name!r} has restitution "
+                              f"{float(contacts.restitution.max()):g}; set restitution = 0 or use 'hybrid'")
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
-        self.check_state(state)
         system, h = self.system, self.dt
+        if isinstance(system, Rigid3D):
+            if system.contacts(state.q).count:
+                self.check_state(state)  # candidates appeared mid-run: one line, not ignored
+            return rigid_step(system, state, h, self.options["tol"], self.options["max_iter"])
+        if system.contacts(state.q).count:
+            return contact_step(system, self.lagrangian, state, h, self.options["contact"], self.solver,
+                                self.solver_options, self.options["contact_options"],
+                                self.options["contact_tol"], self.options["max_iter"])
         q0, v0, t = state.q, state.v, state.t
-        p0 = system.M(q0) @ v0
+        p0 = self._mass(q0) @ v0
         bilateral = system.constraints(q0, v0, t)
         x = np.concatenate([q0 + h * v0, np.zeros(bilateral.count)])
         start = time.perf_counter()
@@ -159,7 +229,7 @@ class VariationalIntegrator:
             return None, StepRecord(status=status, message=f"Newton stopped at residual {norm:.2e}", **record)
         q1 = x[: system.nq]
         momentum, midpoint = self._midpoint_terms(q0, q1, t)
-        v1 = np.asarray(np.linalg.solve(system.M(q1), momentum + midpoint), dtype=np.float64)
+        v1 = np.asarray(np.linalg.solve(self._mass(q1), momentum + midpoint), dtype=np.float64)
         return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=f"Newton converged in "
                                                  f"{iterations} iterations", **record)
 
@@ -169,7 +239,7 @@ class VariationalIntegrator:
         q1 = x[:nq]
         nh = x.shape[0] - nq
         J = np.zeros((nq + nh, nq + nh))
-        J[:nq, :nq] = -self.system.M(0.5 * (q0 + q1)) / h
+        J[:nq, :nq] = -self._mass(0.5 * (q0 + q1)) / h
         if nh:
             now = self.system.constraints(q0, (q1 - q0) / h, t)
             end = self.system.constraints(q1, (q1 - q0) / h, t + h)
@@ -185,3 +255,23 @@ class VariationalIntegrator:
             forward, backward = self._residual(x + step, q0, p0, t), self._residual(x - step, q0, p0, t)
             J[:, j] = (forward - backward) / (2 * step[j])
         return J
+
+
+def _constant_mass_form(system: System) -> bool:
+    """Whether ``system`` is a Lagrangian system of constant ``M`` whose forces depend on ``q``
+    alone and with ``qdot = v`` (probed at two states): ``L = 1/2 v^T M v`` with ``tau(q)``
+    as the discrete Lagrange-d'Alembert force."""
+    if system.nq != system.nv:
+        return False
+    qa, qb = np.linspace(0.3, 0.7, system.nq), np.linspace(-0.2, 0.5, system.nq)
+    va, vb = np.linspace(-0.5, 0.4, system.nv), np.linspace(0.6, -0.3, system.nv)
+    try:
+        a, b = system.dynamics(qa, va), system.dynamics(qb, vb)
+        slow = system.dynamics(qa, vb)
+        moved = system.integrate(qa, va, 0.1)
+    except ContactoptError:
+        return False
+    Ma, Mb = np.asarray(a.M.toarray() if hasattr(a.M, "toarray") else a.M), \
+        np.asarray(b.M.toarray() if hasattr(b.M, "toarray") else b.M)
+    return bool(np.array_equal(Ma, Mb) and np.array_equal(a.tau, slow.tau)
+                and np.allclose(moved, qa + 0.1 * va, rtol=0, atol=1e-14))

@@ -1,0 +1,186 @@
+"""One step of the variational integrator with contact: Newton on the discrete Lagrange-d'Alembert
+equations, each iterate an explicit convex program (``formulation="variational"`` on a scene
+with contact candidates).
+
+The "Lagrangian Mechanics" notes, "Variational Integrator with Contacts": the contact impulses join the discrete
+Euler-Lagrange equations as a force to be solved for, ``D2 L_d(q_k-1, q_k) + D1 L_d(q_k, q_k+1)
++ h F = 0``. As in Dojo (Howell et al. 2022) the contact acts at the step's end configuration:
+with ``p_k = D2 L_d(q_k-1, q_k)`` (the discrete Legendre transform, :mod:`.variational`), the
+unknowns ``q_k+1``, the bilateral impulses ``Lambda`` and the contact impulses ``P`` solve
+
+    R(q_k+1) + H(q_k)^T Lambda + J(q_k+1)^T P = 0,
+    R = p_k + D1 L_d(q_k, q_k+1) + h/2 F,
+    c(q_k+1) = 0,
+    Signorini   0 <= phi(q_k+1)  _|_  P_n >= 0,
+    Coulomb     P in the friction cone, maximum dissipation on the tangential velocity
+                J_t(q_k+1) (q_k+1 - q_k) / h,
+
+and ``p_k+1 = D2 L_d(q_k, q_k+1) + h/2 F`` (the contact impulse is wholly in the left
+discrete force: an impact removes the approach velocity and puts none back, a plastic
+impact, the position-level Signorini law's).
+
+**Each Newton iterate is a time-stepping program.** With ``vd = (q_k+1 - q_k) / h`` and the
+guess ``vbar``, ``R`` is linearized with its leading-order Jacobian ``dR/dvd = -M(qm)`` (the
+neglected terms are O(h), as the bilateral-only Newton of :mod:`.variational`), ``phi`` and
+``c`` at ``qbar = q_k + h vbar`` by their Jacobians:
+
+    M(qm) vd = M(qm) vbar + R(qbar) + H(q_k)^T Lambda + J(qbar)^T P,
+    phi(qbar) + h J_n(qbar) (vd - vbar) >= 0,        c(qbar) + h H(q_k) (vd - vbar) = 0.
+
+That is exactly a time-stepping step problem with mass ``M(qm)``, free velocity
+``v_free = vbar + M(qm)^{-1} R(qbar)``, contact gaps ``phi(qbar) - h J_n vbar`` and bilateral
+target ``H(q_k) vbar - c(qbar) / h``; the formulation named by the option ``contact`` (default
+``anitescu``: Anitescu's convex relaxation of the cone, a QP; ``ccp``: the Lorentz cone, an
+SOCP; ``lcp``) builds its program, any solver of ``contactopt.solvers.solve`` solves it, and
+contactopt's residuals judge it. The iterate's ``vd`` is the next guess. At a fixed point the
+linearization is exact: the DEL residual with ``J(q_k+1)`` and the contact conditions at
+``q_k+1`` are those of the program, so the step is accepted when the true DEL residual is
+below ``contact_tol`` (relative to ``max(1, |p|)``) and ``phi(q_k+1) >= -contact_tol``.
+The relaxations keep their character inside the DEL (Anitescu's and the CCP's sliding contact
+hovers by about ``h mu |v_t|``; ``lcp`` with ``k = 2`` in the plane is exact Coulomb).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt import formulations, solvers
+from contactopt.core.errors import ContactoptError
+from contactopt.model.rows import Bilateral
+from contactopt.model.step import Contacts, Dynamics, State, StepProblem
+from contactopt.programs import Residuals, Status
+from contactopt.records.trajectory import StepRecord
+from contactopt.systems.base import System
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["CONTACT_FORMULATIONS", "contact_step"]
+
+#: The time-stepping formulations whose program an iterate may be (each a ConicProgram or an LCP).
+CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Lagrangian:
+    """What a step needs of the integrator: ``M(q)`` and ``(M(qm) vd, h/2 (dT/dq - dU/dq + F))``."""
+
+    mass: Callable[[FloatArray], FloatArray]
+    midpoint_terms: Callable[[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray]]
+
+
+def _residual(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vd: FloatArray, h: float,
+              t: float) -> FloatArray:
+    """``R = p_k + D1 L_d(q_k, q_k + h vd) + h/2 F`` (module doc)."""
+    momentum, midpoint = lag.midpoint_terms(q0, q0 + h * vd, t)
+    return p0 - momentum + midpoint
+
+
+def _iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
+                     h: float, t: float, now: Bilateral) -> StepProblem:
+    """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc)."""
+    qbar = q0 + h * vbar
+    A = lag.mass(0.5 * (q0 + qbar))
+    R = _residual(lag, q0, p0, vbar, h, t)
+    contacts = system.contacts(qbar)
+    dim = contacts.dim
+    normal = contacts.J[::dim] if contacts.count else np.zeros((0, system.nv))
+    gaps = contacts.phi - h * normal @ vbar
+    linear = Contacts(phi=gaps, J=contacts.J, mu=contacts.mu, restitution=np.zeros(contacts.count), dim=dim)
+    bilateral = now
+    target = np.zeros(0)
+    if now.count:
+        end = system.constraints(qbar, vbar, t + h)
+        mid = system.constraints(q0, vbar, t + 0.5 * h)
+        target = np.where(now.velocity_rows, mid.target, now.H @ vbar - end.h / h)
+        bilateral = Bilateral(h=end.h, H=np.where(now.velocity_rows[:, None], mid.H, now.H), Hdot_v=now.Hdot_v,
+                              target=target, velocity_rows=now.velocity_rows)
+    return StepProblem(state=State(q0, vbar, t), dt=h, dynamics=Dynamics(M=A, tau=R / h), contacts=linear,
+                       bilateral=bilateral, bilateral_target=target)
+
+
+def contact_step(system: System, lag: Lagrangian, state: State, h: float, contact: str, solver: str,
+                 solver_options: Mapping[str, Any], contact_options: Mapping[str, Any], tol: float,
+                 max_iter: int) -> tuple[State | None, StepRecord]:
+    """One step with contact (module doc): the next state, or None and a failed record."""
+    q0, v0, t = state.q, state.v, state.t
+    formulation = formulations.get(contact)
+    options = formulation.resolve_options(dict(contact_options))
+    p0 = lag.mass(q0) @ v0
+    now = system.constraints(q0, v0, t)
+    scale = max(1.0, float(np.abs(p0).max()))
+    vbar = np.array(v0, dtype=np.float64)
+    start = time.perf_counter()
+    setup = solve_time = 0.0
+    iterations, norm, gap_error = 0, math.inf, math.inf
+    contacts0 = system.contacts(q0)
+    impulses = np.zeros((contacts0.count, contacts0.dim))
+    bilateral = np.zeros(now.count)
+    residuals = Residuals(math.inf, math.inf, math.inf, math.inf)
+    solver_name = solver
+    message = ""
+    converged = False
+    for iterations in range(1, max_iter + 1):
+        problem = _iterate_problem(system, lag, q0, p0, vbar, h, t, now)
+        if problem.contacts.count != contacts0.count:
+            message = (f"the contact candidates changed within the step ({contacts0.count} at q_k, "
+                       f"{problem.contacts.count} at the guess of q_k+1)")
+            break
+        program = formulation.build(problem, options)
+        try:
+            solution = solvers.solve(program, solver, solver_options)
+        except ContactoptError as exc:
+            message = f"iterate {iterations}: {exc}"
+            break
+        solution = formulation.choose_solution(program, solution, options, solvers.solve)
+        setup += solution.setup_time
+        solve_time += solution.solve_time
+        residuals, solver_name = solution.residuals, solution.solver
+        if not solution.status.usable:
+            message = f"iterate {iterations}: the {contact} program's solve is {solution.status.value}"
+            break
+        result = formulation.recover(problem, program, solution)
+        vd = np.asarray(result.v_next, dtype=np.float64)
+        impulses = np.asarray(result.impulses, dtype=np.float64)
+        bilateral = np.asarray(result.bilateral, dtype=np.float64) if now.count else np.zeros(0)
+        # the step's own conditions at the new iterate, with J at the new q_k+1
+        q1 = q0 + h * vd
+        end = system.contacts(q1)
+        dynamics = _residual(lag, q0, p0, vd, h, t) + end.J.T @ impulses.reshape(-1)
+        if now.count:
+            dynamics = dynamics + problem.bilateral.H.T @ bilateral
+        norm = float(np.abs(dynamics).max())
+        gap_error = float(max(0.0, -end.phi.min())) if end.count else 0.0
+        closure = 0.0
+        if now.count:
+            closing = system.constraints(q1, vd, t + h)
+            mid = system.constraints(q0, vd, t + 0.5 * h)
+            closure = float(np.abs(np.where(now.velocity_rows, mid.H @ vd - mid.target, closing.h)).max())
+        vbar = vd
+        if norm <= tol * scale and gap_error <= tol and closure <= tol:
+            converged = True
+            break
+    elapsed = time.perf_counter() - start
+    record: dict[str, Any] = dict(
+        t=t, impulses=impulses if converged else np.full_like(impulses, np.nan), phi=contacts0.phi.copy(),
+        build_time=elapsed - setup - solve_time, setup_time=setup, solve_time=solve_time, iterations=iterations,
+        residuals=Residuals(primal=max(norm, residuals.primal), dual=residuals.dual, gap=residuals.gap,
+                            complementarity=residuals.complementarity),
+        solver=solver_name, bilateral=bilateral, constraint_error=now.violation(v0),
+        candidates=contacts0.count)
+    if not converged:
+        status = Status.MAX_ITERATIONS if np.isfinite(norm) and not message else Status.NUMERICAL_ERROR
+        text = message or (f"Newton with {contact} iterates stopped at DEL residual {norm:.2e}, "
+                           f"penetration {gap_error:.2e}")
+        return None, StepRecord(status=status, message=text, **record)
+    q1 = q0 + h * vbar
+    momentum, midpoint = lag.midpoint_terms(q0, q1, t)
+    v1 = np.asarray(np.linalg.solve(lag.mass(q1), momentum + midpoint), dtype=np.float64)
+    return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=(
+        f"Newton converged in {iterations} {contact} iterates (DEL residual {norm:.1e})"), **record)
