@@ -67,11 +67,19 @@ def test_partial_trajectory_warns_and_strict_mode_raises() -> None:
 
 
 # --- 2. methods refuse what they do not model -----------------------------------------------------
-@pytest.mark.parametrize("method", ["variational", "ode"])
-def test_methods_without_contact_refuse_a_scene_with_contacts(method: str) -> None:
+def test_methods_without_contact_refuse_a_scene_with_contacts() -> None:
     scene = _short("cartesian_pendulum_floor", 0.5)
     with pytest.raises(OptionError, match="does not model contact"):
-        co.simulate(scene, formulation=method)
+        co.simulate(scene, formulation="ode")
+
+
+def test_variational_refuses_what_its_contact_step_does_not_carry() -> None:
+    """variational takes contacts on the textbook and planar systems, plastic impacts only, and
+    rigid3d free bodies without contact (contactopt.integrators.variational_contact)."""
+    with pytest.raises(OptionError, match=r"plastic impacts .* restitution 0\.8"):
+        co.simulate(_short("bouncing_ball", 0.1), formulation="variational")
+    with pytest.raises(OptionError, match=r"integrates free bodies only .* 8 contact candidate"):
+        co.simulate(_short("box_drop", 0.01), formulation="variational")
 
 
 def test_ode_refuses_quaternion_states_at_setup() -> None:
