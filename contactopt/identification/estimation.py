@@ -22,10 +22,15 @@ independent, equal-variance errors). Physical consistency of the textbook lumped
 (positive masses and lengths make every lumped parameter positive) is reported in
 ``Estimate.consistent``; MJCF models: positive mass for every
 body mass that is identifiable on its own.
+
+* ``"simulation_error"``: the physical parameters themselves (``"mu"``, ``"box.mass"``) by
+  Gauss-Newton least squares on simulated minus recorded ``(q, v)`` through whole simulations
+  (:mod:`contactopt.identification.simulation_error`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +53,7 @@ FloatArray = NDArray[np.float64]
 
 __all__ = ["METHODS", "Estimate", "estimate"]
 
-METHODS = ("equation_error", "energy")
+METHODS = ("equation_error", "energy", "simulation_error")
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,10 @@ class Estimate:
         identifiable: the :class:`~contactopt.identification.basis.Basis` of the data.
         covariance: (r, r) of ``values``.
         condition: condition number of the regression matrix.
-        method: ``"equation_error"`` or ``"energy"``.
+        method: ``"equation_error"``, ``"energy"`` or ``"simulation_error"``; for the last,
+            ``values`` and ``names`` are the fitted physical parameters, ``identifiable`` the
+            Basis of the sensitivity Jacobian over those names (identity combinations when it has
+            full rank), ``system`` the system with the fitted values, and :meth:`predict` raises.
         sigma: the noise standard deviation used in ``covariance``.
         residual: root-mean-square residual of the fit.
         consistent: per check its outcome (module docstring).
@@ -85,7 +93,15 @@ class Estimate:
 
     def predict(self, q: ArrayLike, v: ArrayLike, vdot: ArrayLike) -> FloatArray:
         """The generalized force ``Y_i(q, v, vdot) theta`` the motion needs; arrays of states
-        ``(N, nq)``, ``(N, nv)``, ``(N, nv)`` give ``(N, nv)``."""
+        ``(N, nq)``, ``(N, nv)``, ``(N, nv)`` give ``(N, nv)``. Not for ``method="simulation_error"``
+        (its values are physical parameters, not the base parameters the regressor multiplies):
+        it raises :class:`~contactopt.identification.lumped.IdentificationError`; simulate
+        ``system`` (the fitted one) instead, or use ``method="equation_error"``."""
+        if self.method == "simulation_error":
+            raise IdentificationError("Estimate.predict: a method='simulation_error' estimate holds physical "
+                                      f"parameters {self.names}, not base parameters of the regressor; simulate "
+                                      "estimate.system (the fitted system) instead, or estimate by "
+                                      "method='equation_error'")
         qa, va, aa = (np.asarray(x, dtype=np.float64) for x in (q, v, vdot))
         single = qa.ndim == 1
         qa, va, aa = np.atleast_2d(qa), np.atleast_2d(va), np.atleast_2d(aa)
@@ -143,20 +159,53 @@ def _consistency(system: System, lumped_names: tuple[str, ...], combination: Flo
 
 
 def estimate(system: System, data: Any, method: str = "equation_error", noise: float | None = None, *,
-             tolerance: float = DEFAULT_TOLERANCE, window: int = 20) -> Estimate:
+             tolerance: float = DEFAULT_TOLERANCE, window: int = 20, scene: Any = None,
+             parameters: Sequence[str] | None = None, initial: Mapping[str, float] | None = None,
+             formulation: str | None = None, solver: str | None = None, options: Mapping[str, Any] | None = None,
+             controller: Any = None, xtol: float = 1e-10) -> Estimate:
     """Estimate the identifiable lumped parameters of ``system`` from ``data`` (a
     :class:`~contactopt.records.trajectory.Trajectory` or a mapping of arrays ``t, q, v, u``;
     :mod:`contactopt.identification.data`) by ``method`` ``"equation_error"`` or ``"energy"``
-    (Tedrake 2020, "Parameter Estimation"; module docstring). ``noise``: the standard deviation
+    (Tedrake 2020, "Parameter Estimation"; module docstring), or by ``"simulation_error"`` (below).
+    ``noise``: the standard deviation
     of the noise in the regression's right-hand side (the measured force ``B u`` for the equation
     error, the input's work over a window for the energy method), for the covariance (None: from
     the residuals); ``tolerance``: the rank tolerance of :func:`~contactopt.identification.identifiable`;
-    ``window``: sample intervals per energy row."""
-    check_system(system, "estimate")
+    ``window``: sample intervals per energy row.
+
+    ``method="simulation_error"`` (:mod:`contactopt.identification.simulation_error`) fits the
+    physical ``parameters`` (names from ``system.differentiable_parameters()``) from ``initial``
+    (name -> starting guess; default the system's values) so that ``scene`` (its initial state,
+    ``dt`` and options; its system replaced by ``system`` with the trial values), simulated
+    under ``formulation`` and ``solver`` (None: the scene's) with ``controller`` (None: the
+    scene's ``[control]``) and formulation ``options`` (None: the scene's) over the data's
+    steps, reproduces the recorded ``(q, v)`` (``data``: a Trajectory or a mapping of arrays
+    ``t, q, v``); ``noise``: the standard deviation of the noise in the recorded ``q`` and ``v``;
+    ``xtol``: ``least_squares``'s step tolerance. ``scene`` and ``parameters`` are required
+    there and refused by the other methods, which take no simulation."""
     if method not in METHODS:
         raise IdentificationError(f"estimate: method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
     if noise is not None and not (isinstance(noise, float | int) and not isinstance(noise, bool) and noise >= 0):
         raise IdentificationError(f"estimate: noise must be a number >= 0 or None, got {noise!r}")
+    if not (isinstance(tolerance, float | int) and 0.0 < float(tolerance) < 1.0):
+        raise IdentificationError(f"estimate: tolerance must be a number in (0, 1), got {tolerance!r}")
+    simulation = {"scene": scene, "parameters": parameters, "initial": initial, "formulation": formulation,
+                  "solver": solver, "options": options, "controller": controller}
+    if method == "simulation_error":
+        if not isinstance(system, System):
+            raise IdentificationError(f"estimate: system must be a contactopt System, got {type(system).__name__}")
+        if not (isinstance(xtol, float | int) and not isinstance(xtol, bool) and xtol > 0):
+            raise IdentificationError(f"estimate: xtol must be a number > 0, got {xtol!r}")
+        from contactopt.identification.simulation_error import fit_simulation_error
+
+        result: Estimate = fit_simulation_error(system, data, noise, tolerance=float(tolerance), xtol=float(xtol),
+                                                **simulation)
+        return result
+    given = [name for name, value in simulation.items() if value is not None]
+    if given:
+        raise IdentificationError(f"estimate: {', '.join(given)} only apply to method='simulation_error', "
+                                  f"not {method!r}")
+    check_system(system, "estimate")
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise IdentificationError(f"estimate: window must be a positive integer, got {window!r}")
     lumped = lumped_parameters(system)
