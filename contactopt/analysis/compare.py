@@ -324,12 +324,10 @@ def compare(
         if why is not None:
             rows[cell_id(fingerprint, cell, extra)] = refused_row(scene, cell, why)
     order = [cell_id(fingerprint, cell, extra) for cell, _ in entries]
-    table = pd.DataFrame([{**rows[i], "cell": i} for i in dict.fromkeys(order) if i in rows])
-    table = _tidy(table)
-    table.attrs["skipped"] = skipped
-    table.attrs["observables"] = observations.metadata(scene.observables)
-    trace_table = pd.concat([traces[i] for i in order if i in traces and len(traces[i])], ignore_index=True) \
-        if any(len(traces.get(i, ())) for i in order) else pd.DataFrame()
+    table = _tidy(pd.DataFrame([{**rows[i], "cell": i} for i in dict.fromkeys(order) if i in rows]))
+    table.attrs.update(skipped=skipped, observables=observations.metadata(scene.observables))
+    recorded = [traces[i] for i in order if i in traces and len(traces[i])]
+    trace_table = pd.concat(recorded, ignore_index=True) if recorded else pd.DataFrame()
     table = add_distance_to_mujoco(table, trace_table)  # where the mujoco row is in the table
     if folder is not None:
         write_tables(table, trace_table, folder)

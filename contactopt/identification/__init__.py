@@ -17,9 +17,10 @@ the simulation-error fit: Nocedal & Wright, *Numerical Optimization*, ch. 10).
 from contactopt.identification.basis import Basis, identifiable
 from contactopt.identification.contact import FrictionEstimate, estimate_friction
 from contactopt.identification.data import Samples, applied_force, samples
-from contactopt.identification.estimation import Estimate, estimate
+from contactopt.identification.estimation import estimate
 from contactopt.identification.excitation import Excitation, excitation, stacked_condition
 from contactopt.identification.lumped import IdentificationError, Lumped, energy_regressor, lumped_parameters, regressor
+from contactopt.identification.result import Estimate
 
 __all__ = ["Basis", "Estimate", "Excitation", "FrictionEstimate", "IdentificationError", "Lumped", "Samples",
            "applied_force", "energy_regressor", "estimate", "estimate_friction", "excitation", "identifiable",

@@ -35,6 +35,7 @@ from scipy.optimize import least_squares
 from contactopt.derivatives import NondifferentiableWarning
 from contactopt.identification.basis import decompose
 from contactopt.identification.lumped import IdentificationError, Lumped
+from contactopt.identification.result import Estimate
 from contactopt.records.trajectory import Trajectory
 from contactopt.scenes.loading import Scene
 from contactopt.simulation import simulate
@@ -72,11 +73,9 @@ def _recorded(system: System, data: Any) -> tuple[FloatArray, FloatArray, FloatA
 def fit_simulation_error(system: System, data: Any, noise: float | None, *, scene: Any, parameters: Any,
                          initial: Mapping[str, float] | None, formulation: str | None, solver: str | None,
                          options: Mapping[str, Any] | None, controller: Any, tolerance: float,
-                         xtol: float) -> Any:
+                         xtol: float) -> Estimate:
     """The simulation-error fit (module docstring); returns an
-    :class:`~contactopt.identification.estimation.Estimate` with ``method="simulation_error"``."""
-    from contactopt.identification.estimation import Estimate
-
+    :class:`~contactopt.identification.result.Estimate` with ``method="simulation_error"``."""
     missing = [name for name, value in (("scene", scene), ("parameters", parameters)) if value is None]
     if missing:
         raise IdentificationError(f"{_WHERE} needs {' and '.join(missing)}: the co.Scene that plays the data "

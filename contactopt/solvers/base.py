@@ -207,6 +207,27 @@ def believed(program: Program, x: np.ndarray, y: np.ndarray | None) -> bool:
     return residuals(program, x, y).relative <= CONFIRM_LEVEL
 
 
+def coulomb_rounding_violation(program: CoulombProgram, r: np.ndarray) -> float:
+    """How far the velocities ``u = W r + q`` of an answer ``r`` are beyond what floating point
+    can tell, against the data's own velocities: ``eps ||W||_inf ||r||_inf / max(|q|)`` (the
+    rounding of each product ``W r``, Higham, "Accuracy and Stability of Numerical Algorithms",
+    sec. 3.5). A Coulomb problem with no solution can have iterates running off along a ray
+    (``|r| ~ 1e16`` on the welded CMU humanoid's step 10) where the natural map, and so FCLIB's
+    error and every row-wise ratio, round to 0: the answer then says nothing about the rows, and
+    this ratio is 0.37 there (above :data:`WRONG_LEVEL`) instead of the ~1e-16 of a physical answer
+    (impulses of order ``m |q|``, ``W`` of order ``1 / m``; ``tests/test_nsgs_drift.py``)."""
+    r = np.asarray(r, dtype=np.float64)
+    if not r.size or not np.all(np.isfinite(r)):
+        return 0.0
+    W = program.W
+    row_sums = np.asarray(abs(W).sum(axis=1)).reshape(-1)
+    scale = float(np.abs(program.q).max(initial=0.0))
+    rounding = float(np.finfo(np.float64).eps * row_sums.max(initial=0.0) * np.abs(r).max())
+    if scale == 0.0:
+        return 0.0 if rounding == 0.0 else np.inf
+    return rounding / scale
+
+
 def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
           message: str, s: np.ndarray | None = None) -> tuple[Status, str]:
     """Downgrade a solver's claim when contactopt's own residuals contradict it.
@@ -229,9 +250,13 @@ def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status
         data = lcp_data_violation(program, x, program.w(x) if s is None else s)
     elif isinstance(program, ConicProgram):
         data = conic_data_violation(program, x, program.b - program.A_dot(x) if s is None else s)
-    else:  # a Coulomb problem: its natural map's ratio bounds every contact already
-        data = 0.0
+    else:
+        data = coulomb_rounding_violation(program, x)
     if data > WRONG_LEVEL:
+        if isinstance(program, CoulombProgram):
+            return Status.NUMERICAL_ERROR, (f"{message}; impulses of size {np.abs(x).max():.1e} leave W r + q "
+                                            f"known only to {data:.1e} of the data's velocities |q|: no answer "
+                                            "can be read from them (contradicts the solver)")
         return Status.NUMERICAL_ERROR, (f"{message}; a row violated by {data:.1e} of the magnitudes its data "
                                         "implies contradicts the solver")
     if worst > INACCURATE_LEVEL and status is Status.OPTIMAL:
