@@ -109,6 +109,32 @@ def joint_limits(root: ET.Element) -> dict[str, tuple[float, float]]:
     return limits
 
 
+def tree_order(root: ET.Element) -> tuple[list[str], list[str]]:
+    """The moving joints and the links in MuJoCo's body order: depth first from the root link, a link's
+    children in the order of their ``<joint>`` elements in the file (Pinocchio's own order, from
+    urdfdom, takes children by name)."""
+    children: dict[str, list[tuple[str, str, str]]] = {}
+    child_links = set()
+    for joint in root.iter("joint"):
+        parent, child = joint.find("parent"), joint.find("child")
+        if parent is None or child is None:
+            continue
+        children.setdefault(parent.get("link", ""), []).append(
+            (joint.get("name", ""), joint.get("type", ""), child.get("link", "")))
+        child_links.add(child.get("link", ""))
+    order: list[str] = []
+    links: list[str] = []
+    stack = [("", "fixed", link.get("name", "")) for link in root.iter("link")
+             if link.get("name") not in child_links][::-1]
+    while stack:  # depth first, preorder: a joint when its child link is reached
+        name, kind, link = stack.pop()
+        links.append(link)
+        if kind != "fixed":
+            order.append(name)
+        stack.extend(reversed(children.get(link, [])))
+    return order, links
+
+
 def skew(r: FloatArray) -> FloatArray:
     return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
 
@@ -143,8 +169,8 @@ class PinocchioUrdfSystem(System):
         self.data, self.geometry_data = self.model.createData(), self.geometry.createData()
         self._layout(root)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbodies)}
-        self.damping = np.array(self.model.damping, dtype=np.float64)
-        self.dry_friction = np.array(self.model.friction, dtype=np.float64)
+        self.damping = np.array(self.model.damping, dtype=np.float64)[self._dofs]  # public dof order
+        self.dry_friction = np.array(self.model.friction, dtype=np.float64)[self._dofs]
         self.effort_limits = np.array(self.model.effortLimit, dtype=np.float64)
         self._shapes = self._collision_shapes()
         self.detection_margin = (TOUCH_MARGIN * self._extent() if detection_margin is None
@@ -157,26 +183,40 @@ class PinocchioUrdfSystem(System):
         """Public (MuJoCo's) coordinates against Pinocchio's, joint by joint (module docstring)."""
         model = self.model
         q_names: list[str] = []
-        self._scalar: list[tuple[int, int, int, bool]] = []  # (public q, pin q, dof, (cos, sin))
+        self._scalar: list[tuple[int, int, int, bool]] = []  # (public q, pin q, public dof, (cos, sin))
         self._base: tuple[int, int] | None = None
         limits = joint_limits(root)
         self._limited: list[tuple[str, int, int, float, float]] = []  # (name, public q, dof, lower, upper)
+        self._prismatic: list[bool] = []
+        dofs: list[int] = []  # per public dof, Pinocchio's
+        ids = {model.names[j]: j for j in range(1, model.njoints)}
+        joints, self._link_order = tree_order(root)
+        order = [ids[name] for name in joints if name in ids]
+        order = [j for j in range(1, model.njoints) if model.nqs[j] == 7] + order
+        if sorted(order) != list(range(1, model.njoints)):
+            raise ParameterError("system.file", f"system.file: {self.urdf.name}: Pinocchio's joints "
+                                 f"{sorted(ids)} do not match the URDF's tree")
         public = 0
-        for j in range(1, model.njoints):
+        for j in order:
             name, iq, iv, nq = model.names[j], model.idx_qs[j], model.idx_vs[j], model.nqs[j]
             if nq == 7:  # the composite floating base
                 self._base = (public, iq)
                 q_names += [f"joint0.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+                dofs += list(range(iv, iv + 6))
                 public += 7
                 continue
             if model.nvs[j] != 1 or nq not in (1, 2):
                 raise ParameterError("system.file", f"system.file: {self.urdf.name}: joint {name!r} "
                                      f"({model.joints[j].shortname()}) is not mapped by the pinocchio backend")
-            self._scalar.append((public, iq, iv, nq == 2))
+            dof = len(dofs)
+            dofs.append(iv)
+            self._scalar.append((public, iq, dof, nq == 2))
+            self._prismatic.append(model.joints[j].shortname().replace("JointModel", "").startswith("P"))
             if name in limits:
-                self._limited.append((name, public, iv, *limits[name]))
+                self._limited.append((name, public, dof, *limits[name]))
             q_names.append(name)
             public += 1
+        self._dofs = np.array(dofs, dtype=np.int_)
         self.nq, self.nv = public, int(model.nv)
         self.q_names = tuple(q_names)
         self.v_names = (tuple(f"joint0.{c}" for c in ("vx", "vy", "vz", "wx_body", "wy_body", "wz_body"))
@@ -199,6 +239,12 @@ class PinocchioUrdfSystem(System):
                 out[i] = qv[p]
         return out
 
+    def pin_v(self, v: ArrayLike) -> FloatArray:
+        """Pinocchio's velocity of the public ``v`` (the same numbers, Pinocchio's dof order)."""
+        out = np.zeros(self.nv)
+        out[self._dofs] = as_vector(v, "v", self.nv)
+        return out
+
     def _public_base(self, q_pin: FloatArray, out: FloatArray) -> None:
         if self._base is not None:
             p, i = self._base
@@ -210,8 +256,9 @@ class PinocchioUrdfSystem(System):
         pin, qp = self.pin, self.pin_q(q)
         vv = as_vector(v, "v", self.nv)
         upper = np.array(pin.crba(self.model, self.data, qp))
-        M = np.triu(upper) + np.triu(upper, 1).T
-        tau = -np.array(pin.rnea(self.model, self.data, qp, vv, np.zeros(self.nv))) - self.damping * vv
+        M = (np.triu(upper) + np.triu(upper, 1).T)[np.ix_(self._dofs, self._dofs)]
+        bias = np.array(pin.rnea(self.model, self.data, qp, self.pin_v(vv), np.zeros(self.nv)))[self._dofs]
+        tau = -bias - self.damping * vv
         if u is not None:
             tau = tau + as_vector(u, "u", self.nv)
         return Dynamics(M=M, tau=tau)
@@ -228,7 +275,7 @@ class PinocchioUrdfSystem(System):
         qv, vv = as_vector(q, "q", self.nq), as_vector(v_next, "v", self.nv)
         out = np.array(qv)
         if self._base is not None:
-            self._public_base(np.array(self.pin.integrate(self.model, self.pin_q(qv), dt * vv)), out)
+            self._public_base(np.array(self.pin.integrate(self.model, self.pin_q(qv), dt * self.pin_v(vv))), out)
         for p, _, iv, _ in self._scalar:
             out[p] = qv[p] + dt * vv[iv]
         return out
@@ -272,7 +319,10 @@ class PinocchioUrdfSystem(System):
     def _collision_shapes(self) -> list[tuple[int, str, FloatArray, FloatArray]]:
         """``(geometry index, kind, size, bounding half extents)`` of each moving primitive."""
         shapes = []
-        for index, obj in enumerate(self.geometry.geometryObjects):
+        rank = {link: k for k, link in enumerate(self._link_order)}
+        objects = list(enumerate(self.geometry.geometryObjects))  # in MuJoCo's geom order: by body, then as written
+        objects.sort(key=lambda item: (rank.get(self.model.frames[item[1].parentFrame].name, len(rank)), item[0]))
+        for index, obj in objects:
             if obj.parentJoint == 0:
                 continue  # fixed to the world, as MuJoCo's world-body geoms: not tested against the ground
             shape, kind = obj.geometry, type(obj.geometry).__name__
@@ -345,7 +395,8 @@ class PinocchioUrdfSystem(System):
             if not touches:
                 continue
             joint = int(self.geometry.geometryObjects[index].parentJoint)
-            jacobian = np.array(pin.getJointJacobian(self.model, self.data, joint, pin.LOCAL_WORLD_ALIGNED))
+            jacobian = np.array(pin.getJointJacobian(self.model, self.data, joint,
+                                                     pin.LOCAL_WORLD_ALIGNED))[:, self._dofs]
             origin = np.array(self.data.oMi[joint].translation)
             for touch in touches:
                 point = jacobian[:3] - skew(touch.pos - origin) @ jacobian[3:]
@@ -396,8 +447,7 @@ class PinocchioUrdfSystem(System):
         return FrictionLoss(F=F, bound=self.dry_friction[dofs], labels=tuple(f"dof{d}" for d in dofs.tolist()))
 
     def declared_features(self) -> dict[str, list[str]]:
-        names = {int(self.model.idx_vs[j]): self.model.names[j] for j in range(1, self.model.njoints)}
-        losses = [f"dof {names.get(int(d), d)} (frictionloss {self.dry_friction[d]:g})"
+        losses = [f"dof {self.v_names[d]} (frictionloss {self.dry_friction[d]:g})"
                   for d in np.flatnonzero(self.dry_friction > 0)]
         return {FRICTION_LOSS: losses} if losses else {}
 
@@ -407,10 +457,7 @@ class PinocchioUrdfSystem(System):
         if self._base is not None:
             q_units += ["m"] * 3 + ["1"] * 4
             v_units += ["m/s"] * 3 + ["rad/s"] * 3
-        for j in range(1, self.model.njoints):
-            if self.model.nqs[j] == 7:
-                continue
-            prismatic = "P" in self.model.joints[j].shortname().replace("JointModel", "")[:2]
+        for prismatic in self._prismatic:
             q_units.append("m" if prismatic else "rad")
             v_units.append("m/s" if prismatic else "rad/s")
         return tuple(q_units), tuple(v_units)
