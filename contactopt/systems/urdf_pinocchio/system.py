@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.core.errors import ContactoptError
 from contactopt.model.step import Contacts, Dynamics, FrictionLoss, Unilateral, as_vector
 from contactopt.systems.base import ParameterError, System
 from contactopt.systems.urdf_pinocchio import ground
@@ -262,6 +263,26 @@ class PinocchioUrdfSystem(System):
         if u is not None:
             tau = tau + as_vector(u, "u", self.nv)
         return Dynamics(M=M, tau=tau)
+
+    def inverse_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """``(d/dq, d/dv)`` of ``M(q) a - tau(q, v) = rnea(q, v, a) + D v``, analytically
+        (Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS
+        2018: ``pin.computeRNEADerivatives``), in the public dof order; ``d/dq`` along the
+        tangent that :meth:`integrate` moves ``q`` by (the base: world translation, body-frame
+        rotation; scalar joints: their coordinate). With ``a = (v' - v) / h`` these are the
+        smooth part of a step's derivative (``M (v' - v) = h tau + J^T lambda``).
+
+        Fixed-base robots only: through the composite (translation, spherical) joint of the
+        floating base, ``pin.computeRNEADerivatives`` (pin 4.1) disagrees with central differences
+        (``d/dx`` of a residual that does not depend on ``x`` came out 3.4), so a floating base
+        raises :class:`ContactoptError` until the base is differentiated another way."""
+        if self._base is not None:
+            raise ContactoptError(f"{self.urdf.name}: analytic RNEA derivatives are available for a fixed base only "
+                                  "(Pinocchio's derivatives do not carry the composite floating-base joint)")
+        pin, qp = self.pin, self.pin_q(q)
+        dq, dv, _ = pin.computeRNEADerivatives(self.model, self.data, qp, self.pin_v(v), self.pin_v(a))
+        d = self._dofs
+        return np.array(dq)[np.ix_(d, d)], np.array(dv)[np.ix_(d, d)] + np.diag(self.damping)
 
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
         """``M + h D`` with ``tau`` unchanged: the damping implicit, as MuJoCo's Euler integrator
