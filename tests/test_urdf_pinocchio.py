@@ -114,6 +114,7 @@ def compare_at(mj: UrdfSystem, pn: PinocchioUrdfSystem, q: np.ndarray, v: np.nda
     np.testing.assert_allclose(cb.J, np.asarray(ca.J), rtol=0, atol=1e-10)
     np.testing.assert_array_equal(cb.mu, ca.mu)
     np.testing.assert_allclose(pn.integrate(q, v, 0.01), mj.integrate(q, v, 0.01), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pn.energy(q, v), mj.energy(q, v), rtol=0, atol=1e-10)
     return int(ca.phi.size)
 
 
@@ -347,3 +348,20 @@ def test_the_analytic_inverse_dynamics_derivatives_equal_central_differences(tmp
                 column_v = (residual(system, q, v + eps * e, a) - residual(system, q, v - eps * e, a)) / (2 * eps)
                 np.testing.assert_allclose(dq[:, k], column_q, rtol=0, atol=1e-7)
                 np.testing.assert_allclose(dv[:, k], column_v, rtol=0, atol=1e-7)
+
+
+def test_copies_pickles_and_mu_changes(tmp_path: Path) -> None:
+    """A pickled copy (process pools, batches) builds the same rows; ``with_parameters(mu=...)``
+    changes the contacts' mu and leaves the original's."""
+    import pickle
+
+    system = PinocchioUrdfSystem(write(tmp_path, "box", BOX), True, True, ground_friction=0.7)
+    q = system.default_state()[0]
+    q[2] -= 0.001
+    copy = pickle.loads(pickle.dumps(system))
+    np.testing.assert_array_equal(copy.contacts(q).J, system.contacts(q).J)
+    np.testing.assert_array_equal(system.contacts(q).mu, [0.7] * 4)
+    assert system.differentiable_parameters() == ("mu",)
+    other = system.with_parameters({"mu": 0.3})
+    np.testing.assert_array_equal(other.contacts(q).mu, [0.3] * 4)
+    np.testing.assert_array_equal(system.contacts(q).mu, [0.7] * 4)

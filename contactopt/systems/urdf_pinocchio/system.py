@@ -176,7 +176,7 @@ class PinocchioUrdfSystem(System):
         self._shapes = self._collision_shapes()
         self.detection_margin = (TOUCH_MARGIN * self._extent() if detection_margin is None
                                  else float(detection_margin))
-        self._at: bytes | None = None
+        self._at: tuple[bytes, float] | None = None
         self._contacts: Contacts | None = None
 
     # --- coordinates ---------------------------------------------------------------------------
@@ -388,7 +388,7 @@ class PinocchioUrdfSystem(System):
 
     def contacts(self, q: ArrayLike) -> Contacts:
         qv = as_vector(q, "q", self.nq)
-        key = qv.tobytes()
+        key = (qv.tobytes(), self.mu)  # with_parameters' copies share the cache, not mu
         if key == self._at and self._contacts is not None:
             return self._contacts
         contacts = self._ground_contacts(qv)
@@ -426,7 +426,7 @@ class PinocchioUrdfSystem(System):
         if not phis:
             return Contacts.empty(self.nv, 3)
         n = len(phis)
-        return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, self.ground_friction),
+        return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, self.mu),
                         restitution=np.zeros(n), dim=3)
 
     def contact_points(self, q: ArrayLike) -> FloatArray:
