@@ -326,13 +326,11 @@ def test_the_analytic_inverse_dynamics_derivatives_equal_central_differences(tmp
     central differences along :meth:`integrate`'s tangent, on the arm and the walker (free base,
     continuous and prismatic joints). The differences' error is O(eps^2 |d3|) + O(1e-16 / eps):
     about 1e-9 at eps = 1e-5 for these O(1) quantities; 1e-7 leaves a margin and still catches a
-    wrong derivative (errors of O(1)). A floating base is refused (through its composite joint
-    Pinocchio's derivatives disagreed with the differences: d/dx of an x-independent residual, 3.4)."""
+    wrong derivative (errors of O(1)). The walker with its free base (through the free-flyer
+    model and the change of coordinates) and welded."""
     rng = np.random.default_rng(6)
-    with pytest.raises(co.ContactoptError, match="fixed base only"):
-        PinocchioUrdfSystem(walker(tmp_path), True).inverse_dynamics_derivatives(np.r_[0, 0, 0, 1, np.zeros(9)],
-                                                                                 np.zeros(12), np.zeros(12))
-    for system in (PinocchioUrdfSystem(ARM), PinocchioUrdfSystem(walker(tmp_path), False)):
+    path = walker(tmp_path)
+    for system in (PinocchioUrdfSystem(ARM), PinocchioUrdfSystem(path, True), PinocchioUrdfSystem(path, False)):
         for _ in range(3):
             q = system.default_state()[0]
             q = system.integrate(q, rng.normal(size=system.nv), 0.5)

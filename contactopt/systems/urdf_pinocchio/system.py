@@ -52,7 +52,6 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from contactopt.core.errors import ContactoptError
 from contactopt.model.step import Contacts, Dynamics, FrictionLoss, Unilateral, as_vector
 from contactopt.systems.base import ParameterError, System
 from contactopt.systems.urdf_pinocchio import ground
@@ -178,6 +177,7 @@ class PinocchioUrdfSystem(System):
                                  else float(detection_margin))
         self._at: tuple[bytes, float] | None = None
         self._contacts: Contacts | None = None
+        self._free_flyer: tuple[Any, Any] | None = None  # the free-flyer model, for derivatives
 
     # --- coordinates ---------------------------------------------------------------------------
     def _layout(self, root: ET.Element) -> None:
@@ -272,17 +272,43 @@ class PinocchioUrdfSystem(System):
         rotation; scalar joints: their coordinate). With ``a = (v' - v) / h`` these are the
         smooth part of a step's derivative (``M (v' - v) = h tau + J^T lambda``).
 
-        Fixed-base robots only: through the composite (translation, spherical) joint of the
-        floating base, ``pin.computeRNEADerivatives`` (pin 4.1) disagrees with central differences
-        (``d/dx`` of a residual that does not depend on ``x`` came out 3.4), so a floating base
-        raises :class:`ContactoptError` until the base is differentiated another way."""
-        if self._base is not None:
-            raise ContactoptError(f"{self.urdf.name}: analytic RNEA derivatives are available for a fixed base only "
-                                  "(Pinocchio's derivatives do not carry the composite floating-base joint)")
-        pin, qp = self.pin, self.pin_q(q)
-        dq, dv, _ = pin.computeRNEADerivatives(self.model, self.data, qp, self.pin_v(v), self.pin_v(a))
+        A floating base is differentiated through Pinocchio's free-flyer joint (through the
+        composite translation-spherical joint, ``pin.computeRNEADerivatives`` of pin 4.1
+        disagrees with central differences in the rotation columns, by up to 31 on the tests'
+        walker, in Pinocchio's own tangent): with ``T = diag(R^T, I)``, ``v_f = T v`` and
+        ``a_f = T a + Tdot v`` (``Tdot v = -w x R^T pdot``), the public residual is
+        ``T^T rnea_f(q, v_f, a_f)``, whose derivatives follow by the chain rule (``d(R^T x)/dphi
+        = [R^T x]x``, ``d(R f)/dphi = -R [f]x`` for a body-frame rotation ``phi``)."""
+        pin = self.pin
+        qp, vp, ap = self.pin_q(q), self.pin_v(v), self.pin_v(a)
         d = self._dofs
-        return np.array(dq)[np.ix_(d, d)], np.array(dv)[np.ix_(d, d)] + np.diag(self.damping)
+        if self._base is None:
+            dq, dv, _ = pin.computeRNEADerivatives(self.model, self.data, qp, vp, ap)
+            return np.array(dq)[np.ix_(d, d)], np.array(dv)[np.ix_(d, d)] + np.diag(self.damping)
+        if self._free_flyer is None:
+            model = pin.buildModelFromUrdf(str(self.urdf), pin.JointModelFreeFlyer())
+            self._free_flyer = (model, model.createData())
+        model, data = self._free_flyer
+        nv = self.nv
+        R = np.array(pin.Quaternion(qp[6], qp[3], qp[4], qp[5]).normalized().toRotationMatrix())
+        T = np.eye(nv)
+        T[:3, :3] = R.T
+        pdot, omega, pddot = vp[:3], vp[3:6], ap[:3]
+        w = R.T @ pdot
+        vf, af = T @ vp, T @ ap
+        af[:3] -= np.cross(omega, w)
+        dq_f, dv_f, da_f = (np.array(x) for x in pin.computeRNEADerivatives(model, data, qp, vf, af))
+        da_f = np.triu(da_f) + np.triu(da_f, 1).T  # M: its upper triangle is filled
+        force = np.array(pin.rnea(model, data, qp, vf, af))
+        Vq, Aq, Av = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv))
+        Vq[:3, 3:6] = skew(w)
+        Aq[:3, 3:6] = skew(R.T @ pddot) - skew(omega) @ skew(w)
+        Av[:3, :3] = -skew(omega) @ R.T
+        Av[:3, 3:6] = skew(w)
+        dq = T.T @ (dq_f @ T + dv_f @ Vq + da_f @ Aq)
+        dq[:3, 3:6] -= R @ skew(force[:3])
+        dv = T.T @ (dv_f @ T + da_f @ Av)
+        return dq[np.ix_(d, d)], dv[np.ix_(d, d)] + np.diag(self.damping)
 
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
         """``M + h D`` with ``tau`` unchanged: the damping implicit, as MuJoCo's Euler integrator
