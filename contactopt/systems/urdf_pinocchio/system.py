@@ -1,7 +1,7 @@
 """A URDF robot through Pinocchio's recursive algorithms (``[system] type = "urdf"``,
 ``backend = "pinocchio"``).
 
-Featherstone, "Rigid Body Dynamics Algorithms" (reference 000, "Recursive Dynamics
+Featherstone, "Rigid Body Dynamics Algorithms" (the references' "Recursive Dynamics
 Algorithms"), as Pinocchio implements them (Carpentier et al., "The Pinocchio C++ library",
 2019): the composite-rigid-body algorithm for ``M(q)`` (``pin.crba``, upper triangle, mirrored
 here), the recursive Newton-Euler algorithm for the bias ``C(q, v) v + g(q) = rnea(q, v, 0)``,
@@ -42,7 +42,6 @@ neutral configuration, an approximation of MuJoCo's ``stat.extent``).
 
 from __future__ import annotations
 
-import importlib
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -54,89 +53,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.model.step import Contacts, Dynamics, FrictionLoss, Unilateral, as_vector
 from contactopt.systems.base import ParameterError, System
-from contactopt.systems.urdf_pinocchio import ground
+from contactopt.systems.urdf_pinocchio import derivatives, ground
+from contactopt.systems.urdf_pinocchio.tree import joint_limits, load_pinocchio, read_urdf, skew, tree_order
 
 FloatArray = NDArray[np.float64]
 TOUCH_MARGIN = 1e-8  # per metre of extent, as contactopt.systems.mjcf.system.TOUCH_MARGIN
 FRICTION_LOSS = "friction_loss"  # contactopt.systems.mjcf.candidates.FRICTION_LOSS
-_REFUSED_JOINTS = ("floating", "planar")
-
-
-def load_pinocchio() -> Any:
-    try:
-        return importlib.import_module("pinocchio")
-    except ImportError as exc:
-        raise ParameterError("system.backend", "system.backend: 'pinocchio' needs the pin package "
-                             "(pip install 'contactopt[urdf]'); backend = 'mujoco' runs without it") from exc
-
-
-def read_urdf(path: Path) -> ET.Element:
-    """The URDF's root, refused in one line where this backend cannot carry it (module docstring)."""
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as exc:
-        raise ParameterError("system.file", f"system.file: cannot read {path} as URDF: {exc}") from exc
-    if root.tag != "robot":
-        raise ParameterError("system.file", f"system.file: {path.name}: not a URDF file (its root element is "
-                             f"<{root.tag}>, a URDF's is <robot>)")
-    for joint in root.iter("joint"):
-        kind, name = joint.get("type", ""), joint.get("name", "?")
-        if kind in _REFUSED_JOINTS:
-            raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} is {kind!r}; the "
-                                 "pinocchio backend maps revolute, continuous, prismatic and fixed joints (a free "
-                                 "base: floating_base = true)")
-        if joint.find("mimic") is not None:
-            raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} mimics another joint; "
-                                 "<mimic> is not mapped by the URDF backends")
-    for collision in root.iter("collision"):
-        mesh = collision.find("geometry/mesh")
-        if mesh is not None:
-            raise ParameterError("system.file", f"system.file: {path.name}: collision mesh "
-                                 f"{mesh.get('filename', '?')!r}: the pinocchio backend's ground contacts take "
-                                 "boxes, spheres and cylinders; backend = 'mujoco' takes meshes")
-    return root
-
-
-def joint_limits(root: ET.Element) -> dict[str, tuple[float, float]]:
-    """``name: (lower, upper)`` of the revolute and prismatic joints with a ``<limit>`` range."""
-    limits = {}
-    for joint in root.iter("joint"):
-        limit = joint.find("limit")
-        if joint.get("type") in ("revolute", "prismatic") and limit is not None:
-            lower, upper = float(limit.get("lower", 0.0)), float(limit.get("upper", 0.0))
-            if lower < upper:
-                limits[joint.get("name", "")] = (lower, upper)
-    return limits
-
-
-def tree_order(root: ET.Element) -> tuple[list[str], list[str]]:
-    """The moving joints and the links in MuJoCo's body order: depth first from the root link, a link's
-    children in the order of their ``<joint>`` elements in the file (Pinocchio's own order, from
-    urdfdom, takes children by name)."""
-    children: dict[str, list[tuple[str, str, str]]] = {}
-    child_links = set()
-    for joint in root.iter("joint"):
-        parent, child = joint.find("parent"), joint.find("child")
-        if parent is None or child is None:
-            continue
-        children.setdefault(parent.get("link", ""), []).append(
-            (joint.get("name", ""), joint.get("type", ""), child.get("link", "")))
-        child_links.add(child.get("link", ""))
-    order: list[str] = []
-    links: list[str] = []
-    stack = [("", "fixed", link.get("name", "")) for link in root.iter("link")
-             if link.get("name") not in child_links][::-1]
-    while stack:  # depth first, preorder: a joint when its child link is reached
-        name, kind, link = stack.pop()
-        links.append(link)
-        if kind != "fixed":
-            order.append(name)
-        stack.extend(reversed(children.get(link, [])))
-    return order, links
-
-
-def skew(r: FloatArray) -> FloatArray:
-    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
 
 
 class PinocchioUrdfSystem(System):
@@ -265,50 +187,8 @@ class PinocchioUrdfSystem(System):
         return Dynamics(M=M, tau=tau)
 
     def inverse_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> tuple[FloatArray, FloatArray]:
-        """``(d/dq, d/dv)`` of ``M(q) a - tau(q, v) = rnea(q, v, a) + D v``, analytically
-        (Carpentier & Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS
-        2018: ``pin.computeRNEADerivatives``), in the public dof order; ``d/dq`` along the
-        tangent that :meth:`integrate` moves ``q`` by (the base: world translation, body-frame
-        rotation; scalar joints: their coordinate). With ``a = (v' - v) / h`` these are the
-        smooth part of a step's derivative (``M (v' - v) = h tau + J^T lambda``).
-
-        A floating base is differentiated through Pinocchio's free-flyer joint (through the
-        composite translation-spherical joint, ``pin.computeRNEADerivatives`` of pin 4.1
-        disagrees with central differences in the rotation columns, by up to 31 on the tests'
-        walker, in Pinocchio's own tangent): with ``T = diag(R^T, I)``, ``v_f = T v`` and
-        ``a_f = T a + Tdot v`` (``Tdot v = -w x R^T pdot``), the public residual is
-        ``T^T rnea_f(q, v_f, a_f)``, whose derivatives follow by the chain rule (``d(R^T x)/dphi
-        = [R^T x]x``, ``d(R f)/dphi = -R [f]x`` for a body-frame rotation ``phi``)."""
-        pin = self.pin
-        qp, vp, ap = self.pin_q(q), self.pin_v(v), self.pin_v(a)
-        d = self._dofs
-        if self._base is None:
-            dq, dv, _ = pin.computeRNEADerivatives(self.model, self.data, qp, vp, ap)
-            return np.array(dq)[np.ix_(d, d)], np.array(dv)[np.ix_(d, d)] + np.diag(self.damping)
-        if self._free_flyer is None:
-            model = pin.buildModelFromUrdf(str(self.urdf), pin.JointModelFreeFlyer())
-            self._free_flyer = (model, model.createData())
-        model, data = self._free_flyer
-        nv = self.nv
-        R = np.array(pin.Quaternion(qp[6], qp[3], qp[4], qp[5]).normalized().toRotationMatrix())
-        T = np.eye(nv)
-        T[:3, :3] = R.T
-        pdot, omega, pddot = vp[:3], vp[3:6], ap[:3]
-        w = R.T @ pdot
-        vf, af = T @ vp, T @ ap
-        af[:3] -= np.cross(omega, w)
-        dq_f, dv_f, da_f = (np.array(x) for x in pin.computeRNEADerivatives(model, data, qp, vf, af))
-        da_f = np.triu(da_f) + np.triu(da_f, 1).T  # M: its upper triangle is filled
-        force = np.array(pin.rnea(model, data, qp, vf, af))
-        Vq, Aq, Av = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv))
-        Vq[:3, 3:6] = skew(w)
-        Aq[:3, 3:6] = skew(R.T @ pddot) - skew(omega) @ skew(w)
-        Av[:3, :3] = -skew(omega) @ R.T
-        Av[:3, 3:6] = skew(w)
-        dq = T.T @ (dq_f @ T + dv_f @ Vq + da_f @ Aq)
-        dq[:3, 3:6] -= R @ skew(force[:3])
-        dv = T.T @ (dv_f @ T + da_f @ Av)
-        return dq[np.ix_(d, d)], dv[np.ix_(d, d)] + np.diag(self.damping)
+        """``(d/dq, d/dv)`` of ``M(q) a - tau(q, v)``, analytically (:func:`.derivatives.inverse_dynamics`)."""
+        return derivatives.inverse_dynamics(self, q, v, a)
 
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
         """``M + h D`` with ``tau`` unchanged: the damping implicit, as MuJoCo's Euler integrator
@@ -454,20 +334,6 @@ class PinocchioUrdfSystem(System):
         n = len(phis)
         return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, self.mu),
                         restitution=np.zeros(n), dim=3)
-
-    def contact_points(self, q: ArrayLike) -> FloatArray:
-        """``(nc, 3)`` the contact points of :meth:`contacts` (world), for checks and drawings."""
-        points = []
-        for centre, R, _, k in self._placed(q):
-            _, kind, size, _ = self._shapes[k]
-            if kind == "box":
-                touches = ground.box(centre, R, size, self.detection_margin)
-            elif kind == "sphere":
-                touches = ground.sphere(centre, float(size[0]), self.detection_margin)
-            else:
-                touches = ground.cylinder(centre, R, float(size[0]), float(size[1]), self.detection_margin)
-            points += [t.pos for t in touches]
-        return np.array(points).reshape(-1, 3) if self.ground else np.zeros((0, 3))
 
     # --- other rows ----------------------------------------------------------------------------------
     def limits(self, q: ArrayLike) -> Unilateral:
