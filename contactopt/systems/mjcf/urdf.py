@@ -17,8 +17,9 @@ URDF specification, ROS wiki "urdf/XML"):
   ``DIR`` is the package itself) in ``package_dirs``, relative names next to the URDF file; a
   mesh that is not found is one error naming the file and the folders searched.
 
-``backend = "mujoco"`` is the one built; ``"pinocchio"`` (Featherstone's recursive algorithms
-with analytic derivatives) is refused by name until it is.
+``backend = "mujoco"`` (the default) is this module; ``backend = "pinocchio"`` builds
+:class:`contactopt.systems.urdf_pinocchio.system.PinocchioUrdfSystem` (Featherstone's recursive
+algorithms through Pinocchio, the same coordinates, ground contacts built as MuJoCo builds them).
 """
 
 from __future__ import annotations
@@ -161,9 +162,6 @@ class UrdfSystem(MjcfSystem):
         if backend not in BACKENDS:
             raise ParameterError("system.backend", f"system.backend: one of {', '.join(map(repr, BACKENDS))}, "
                                  f"got {backend!r}")
-        if backend == "pinocchio":
-            raise ParameterError("system.backend", "system.backend: 'pinocchio' is not built yet; backend = "
-                                 "'mujoco' (MuJoCo's URDF compiler) runs this robot")
         flags = {}
         for key in ("floating_base", "ground"):
             value = table.get(key, False)
@@ -191,6 +189,11 @@ class UrdfSystem(MjcfSystem):
         if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0):
             raise ParameterError("system.detection_margin",
                                  f"system.detection_margin: must be a number >= 0, got {margin!r}")
+        if backend == "pinocchio":  # Featherstone's algorithms through Pinocchio (its own package)
+            from contactopt.systems.urdf_pinocchio.system import PinocchioUrdfSystem
+
+            return PinocchioUrdfSystem(path, flags["floating_base"], flags["ground"], friction, folders,
+                                       None if margin is None else float(margin))
         return cls(path, flags["floating_base"], flags["ground"], friction, folders,
                    None if margin is None else float(margin))
 

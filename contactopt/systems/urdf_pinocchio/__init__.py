@@ -1,0 +1,1 @@
+"""URDF robots through Pinocchio (``[system] type = "urdf"``, ``backend = "pinocchio"``): :mod:`.system`."""

@@ -1,0 +1,389 @@
+"""A URDF robot through Pinocchio's recursive algorithms (``[system] type = "urdf"``,
+``backend = "pinocchio"``).
+
+Featherstone, "Rigid Body Dynamics Algorithms" (the references' "Recursive Dynamics
+Algorithms"), as Pinocchio implements them (Carpentier et al., "The Pinocchio C++ library",
+2019): the composite-rigid-body algorithm for ``M(q)`` (``pin.crba``, upper triangle, mirrored
+here), the recursive Newton-Euler algorithm for the bias ``C(q, v) v + g(q) = rnea(q, v, 0)``,
+joint Jacobians for the contact rows. The manipulator equation of docs/architecture.md,
+``M vdot = tau + J^T lambda``, with ``tau = -rnea(q, v, 0) - D v`` (``D`` the URDF's
+``<dynamics damping>``; no actuators: URDF declares none).
+
+**Coordinates are the ``mujoco`` backend's** (MuJoCo's ``qpos``/``qvel``), so that a scene's
+``[initial]`` table means the same under both backends: the floating base is Pinocchio's
+composite joint translation-then-spherical, whose velocity is ``[v_world, w_body]`` as MuJoCo's
+free joint's, with its quaternion stored ``[w, x, y, z]`` (Pinocchio: ``[x, y, z, w]``);
+``continuous`` joints are an angle (Pinocchio: ``(cos, sin)``). Positions advance by
+``pin.integrate`` (the base: ``p + h v``, ``quat exp(h w)``, as MuJoCo's ``mj_integratePos``) and,
+for scalar joints, ``q + h v`` (not wrapped).
+
+**What the URDF says** (ROS wiki "urdf/XML") and where it goes, as in the ``mujoco`` backend
+(:mod:`contactopt.systems.mjcf.urdf`, MuJoCo's ``limited``/``damping``/``frictionloss``):
+
+* ``<limit lower upper>`` of a revolute or prismatic joint: a unilateral row at the nearer bound
+  (``phi`` the distance, ``G = +-e_dof``), every limited joint a candidate, as
+  :func:`contactopt.systems.mjcf.constraints.limit_rows`;
+* ``<dynamics damping>``: in ``tau`` and, as MuJoCo's Euler integrator takes it, implicit in the
+  step (``M + h D``, :meth:`PinocchioUrdfSystem.step_dynamics`);
+* ``<dynamics friction>``: a dry-friction box row per dof (``bound = friction``);
+* ``effort``: kept (``effort_limits``); it bounds actuators, and a URDF has none (MuJoCo's
+  importer makes it ``actfrcrange``, which acts on actuators only: no effect there either);
+* ``floating``/``planar`` joints and ``<mimic>`` are refused in one line, as by the
+  ``mujoco`` backend; collision meshes too (the ground contacts below take primitives).
+
+**Contacts** (``ground = true``): each collision box, sphere and cylinder of a moving link against
+the plane ``z = 0`` (:mod:`.ground`, MuJoCo's plane collisions; geometry fixed to the world is
+not tested, as MuJoCo's world body is not), ``mu = ground_friction``; rows ``frame (J_lin -
+[r]x J_ang)`` with the joint Jacobian in ``LOCAL_WORLD_ALIGNED`` and ``r`` the contact point less
+the joint origin. Self-collisions are not detected. ``detection_margin`` (m) as in the ``mujoco``
+backend; by default 1e-8 of the geometry's extent (the diagonal of its bounding box at the
+neutral configuration, an approximation of MuJoCo's ``stat.extent``).
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from contactopt.model.step import Contacts, Dynamics, FrictionLoss, Unilateral, as_vector
+from contactopt.systems.base import ParameterError, System
+from contactopt.systems.urdf_pinocchio import derivatives, ground
+from contactopt.systems.urdf_pinocchio.tree import joint_limits, load_pinocchio, read_urdf, skew, tree_order
+
+FloatArray = NDArray[np.float64]
+TOUCH_MARGIN = 1e-8  # per metre of extent, as contactopt.systems.mjcf.system.TOUCH_MARGIN
+FRICTION_LOSS = "friction_loss"  # contactopt.systems.mjcf.candidates.FRICTION_LOSS
+
+
+class PinocchioUrdfSystem(System):
+    """A URDF robot through Pinocchio (module docstring); built by
+    :class:`contactopt.systems.mjcf.urdf.UrdfSystem` for ``backend = "pinocchio"``."""
+
+    type_name: ClassVar[str] = "urdf"
+    description: ClassVar[str] = "a URDF robot through Pinocchio's CRBA, RNEA and joint Jacobians"
+    contact_dim = 3
+    default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, as the mujoco backend (MjcfSystem)
+
+    def __init__(self, path: str | Path, floating_base: bool = False, ground: bool = False,
+                 ground_friction: float = 1.0, package_dirs: Sequence[str | Path] = (),
+                 detection_margin: float | None = None) -> None:
+        super().__init__({}, {"mu": ground_friction})
+        pin = self.pin = load_pinocchio()
+        self.urdf = Path(path)
+        self.floating_base, self.ground, self.ground_friction = floating_base, ground, ground_friction
+        self.package_dirs = tuple(Path(d) for d in package_dirs)
+        root = read_urdf(self.urdf)
+        if floating_base:
+            base = pin.JointModelComposite()
+            base.addJoint(pin.JointModelTranslation())
+            base.addJoint(pin.JointModelSpherical())
+            self.model = pin.buildModelFromUrdf(str(self.urdf), base)
+        else:
+            self.model = pin.buildModelFromUrdf(str(self.urdf))
+        self.geometry = pin.buildGeomFromUrdf(self.model, str(self.urdf), pin.GeometryType.COLLISION,
+                                              package_dirs=[str(d) for d in self.package_dirs])
+        self.data, self.geometry_data = self.model.createData(), self.geometry.createData()
+        self._layout(root)
+        self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbodies)}
+        self.damping = np.array(self.model.damping, dtype=np.float64)[self._dofs]  # public dof order
+        self.dry_friction = np.array(self.model.friction, dtype=np.float64)[self._dofs]
+        self.effort_limits = np.array(self.model.effortLimit, dtype=np.float64)
+        self._shapes = self._collision_shapes()
+        self.detection_margin = (TOUCH_MARGIN * self._extent() if detection_margin is None
+                                 else float(detection_margin))
+        self._at: tuple[bytes, float] | None = None
+        self._contacts: Contacts | None = None
+        self._free_flyer: tuple[Any, Any] | None = None  # the free-flyer model, for derivatives
+
+    # --- coordinates ---------------------------------------------------------------------------
+    def _layout(self, root: ET.Element) -> None:
+        """Public (MuJoCo's) coordinates against Pinocchio's, joint by joint (module docstring)."""
+        model = self.model
+        q_names: list[str] = []
+        self._scalar: list[tuple[int, int, int, bool]] = []  # (public q, pin q, public dof, (cos, sin))
+        self._base: tuple[int, int] | None = None
+        limits = joint_limits(root)
+        self._limited: list[tuple[str, int, int, float, float]] = []  # (name, public q, dof, lower, upper)
+        self._prismatic: list[bool] = []
+        dofs: list[int] = []  # per public dof, Pinocchio's
+        ids = {model.names[j]: j for j in range(1, model.njoints)}
+        joints, self._link_order = tree_order(root)
+        order = [ids[name] for name in joints if name in ids]
+        order = [j for j in range(1, model.njoints) if model.nqs[j] == 7] + order
+        if sorted(order) != list(range(1, model.njoints)):
+            raise ParameterError("system.file", f"system.file: {self.urdf.name}: Pinocchio's joints "
+                                 f"{sorted(ids)} do not match the URDF's tree")
+        public = 0
+        for j in order:
+            name, iq, iv, nq = model.names[j], model.idx_qs[j], model.idx_vs[j], model.nqs[j]
+            if nq == 7:  # the composite floating base
+                self._base = (public, iq)
+                q_names += [f"joint0.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
+                dofs += list(range(iv, iv + 6))
+                public += 7
+                continue
+            if model.nvs[j] != 1 or nq not in (1, 2):
+                raise ParameterError("system.file", f"system.file: {self.urdf.name}: joint {name!r} "
+                                     f"({model.joints[j].shortname()}) is not mapped by the pinocchio backend")
+            dof = len(dofs)
+            dofs.append(iv)
+            self._scalar.append((public, iq, dof, nq == 2))
+            self._prismatic.append(model.joints[j].shortname().replace("JointModel", "").startswith("P"))
+            if name in limits:
+                self._limited.append((name, public, dof, *limits[name]))
+            q_names.append(name)
+            public += 1
+        self._dofs = np.array(dofs, dtype=np.int_)
+        self.nq, self.nv = public, int(model.nv)
+        self.q_names = tuple(q_names)
+        self.v_names = (tuple(f"joint0.{c}" for c in ("vx", "vy", "vz", "wx_body", "wy_body", "wz_body"))
+                        * (self._base is not None) + tuple(q_names[7 if self._base else 0:]))
+        self.rotation_dofs = (np.array([[3, 4, 5]], dtype=np.int_) if self._base is not None
+                              else np.zeros((0, 3), dtype=np.int_))
+
+    def pin_q(self, q: ArrayLike) -> FloatArray:
+        """Pinocchio's configuration of the public ``q``."""
+        qv = as_vector(q, "q", self.nq)
+        out = np.zeros(self.model.nq)
+        if self._base is not None:
+            p, i = self._base
+            out[i:i + 3] = qv[p:p + 3]
+            out[i + 3:i + 6], out[i + 6] = qv[p + 4:p + 7], qv[p + 3]
+        for p, i, _, trig in self._scalar:
+            if trig:
+                out[i], out[i + 1] = math.cos(qv[p]), math.sin(qv[p])
+            else:
+                out[i] = qv[p]
+        return out
+
+    def pin_v(self, v: ArrayLike) -> FloatArray:
+        """Pinocchio's velocity of the public ``v`` (the same numbers, Pinocchio's dof order)."""
+        out = np.zeros(self.nv)
+        out[self._dofs] = as_vector(v, "v", self.nv)
+        return out
+
+    def _public_base(self, q_pin: FloatArray, out: FloatArray) -> None:
+        if self._base is not None:
+            p, i = self._base
+            out[p:p + 3] = q_pin[i:i + 3]
+            out[p + 3], out[p + 4:p + 7] = q_pin[i + 6], q_pin[i + 3:i + 6]
+
+    # --- dynamics --------------------------------------------------------------------------------
+    def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
+        pin, qp = self.pin, self.pin_q(q)
+        vv = as_vector(v, "v", self.nv)
+        upper = np.array(pin.crba(self.model, self.data, qp))
+        M = (np.triu(upper) + np.triu(upper, 1).T)[np.ix_(self._dofs, self._dofs)]
+        bias = np.array(pin.rnea(self.model, self.data, qp, self.pin_v(vv), np.zeros(self.nv)))[self._dofs]
+        tau = -bias - self.damping * vv
+        if u is not None:
+            tau = tau + as_vector(u, "u", self.nv)
+        return Dynamics(M=M, tau=tau)
+
+    def inverse_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """``(d/dq, d/dv)`` of ``M(q) a - tau(q, v)``, analytically (:func:`.derivatives.inverse_dynamics`)."""
+        return derivatives.inverse_dynamics(self, q, v, a)
+
+    def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
+        """``M + h D`` with ``tau`` unchanged: the damping implicit, as MuJoCo's Euler integrator
+        takes it (MuJoCo documentation, "Computation: Numerical integration"; the ``mujoco``
+        backend's :func:`contactopt.systems.mjcf.derivatives.step_dynamics`)."""
+        if not np.any(self.damping):
+            return dynamics
+        return Dynamics(M=np.asarray(dynamics.M) + dt * np.diag(self.damping), tau=dynamics.tau)
+
+    def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
+        qv, vv = as_vector(q, "q", self.nq), as_vector(v_next, "v", self.nv)
+        out = np.array(qv)
+        if self._base is not None:
+            self._public_base(np.array(self.pin.integrate(self.model, self.pin_q(qv), dt * self.pin_v(vv))), out)
+        for p, _, iv, _ in self._scalar:
+            out[p] = qv[p] + dt * vv[iv]
+        return out
+
+    def qdot(self, q: ArrayLike, v: ArrayLike) -> FloatArray:
+        """``N(q) v``: the base's ``[v_world, quat (0, w) / 2]``, scalar joints' rates."""
+        qv, vv = as_vector(q, "q", self.nq), as_vector(v, "v", self.nv)
+        out = np.zeros(self.nq)
+        if self._base is not None:
+            p = self._base[0]
+            w, x, y, z = qv[p + 3:p + 7]
+            a, b, c = vv[3:6]
+            out[p:p + 3] = vv[:3]
+            out[p + 3:p + 7] = 0.5 * np.array([-x * a - y * b - z * c, w * a + y * c - z * b,
+                                               w * b + z * a - x * c, w * c + x * b - y * a])
+        for p, _, iv, _ in self._scalar:
+            out[p] = vv[iv]
+        return out
+
+    def default_state(self) -> tuple[FloatArray, FloatArray]:
+        """Every joint at 0, the base at the origin unrotated; with ``floating_base`` and ``ground``
+        raised until the collision geometry's bounding boxes clear ``z = 0`` (as the ``mujoco``
+        backend's :meth:`~contactopt.systems.mjcf.urdf.UrdfSystem.default_state`)."""
+        q = np.zeros(self.nq)
+        if self._base is not None:
+            q[self._base[0] + 3] = 1.0
+            if self.ground:
+                low = min((ground.lowest_point(c, R, half) for c, R, half, _ in self._placed(q)), default=0.0)
+                q[self._base[0] + 2] -= low
+        return q, np.zeros(self.nv)
+
+    def energy(self, q: ArrayLike, v: ArrayLike) -> tuple[float, float]:
+        vv = as_vector(v, "v", self.nv)
+        kinetic = 0.5 * float(vv @ self.dynamics(q, vv).M @ vv)
+        return kinetic, self.potential_energy(q)
+
+    def potential_energy(self, q: ArrayLike) -> float:
+        return float(self.pin.computePotentialEnergy(self.model, self.data, self.pin_q(q)))
+
+    # --- contacts ----------------------------------------------------------------------------------
+    def _collision_shapes(self) -> list[tuple[int, str, FloatArray, FloatArray]]:
+        """``(geometry index, kind, size, bounding half extents)`` of each moving primitive."""
+        shapes = []
+        rank = {link: k for k, link in enumerate(self._link_order)}
+        objects = list(enumerate(self.geometry.geometryObjects))  # in MuJoCo's geom order: by body, then as written
+        objects.sort(key=lambda item: (rank.get(self.model.frames[item[1].parentFrame].name, len(rank)), item[0]))
+        for index, obj in objects:
+            if obj.parentJoint == 0:
+                continue  # fixed to the world, as MuJoCo's world-body geoms: not tested against the ground
+            shape, kind = obj.geometry, type(obj.geometry).__name__
+            if kind == "Box":
+                half = np.array(shape.halfSide, dtype=np.float64)
+                shapes.append((index, "box", half, half))
+            elif kind == "Sphere":
+                shapes.append((index, "sphere", np.array([shape.radius]), np.full(3, float(shape.radius))))
+            elif kind == "Cylinder":
+                r, h = float(shape.radius), float(shape.halfLength)
+                shapes.append((index, "cylinder", np.array([r, h]), np.array([r, r, h])))
+            else:
+                raise ParameterError("system.file", f"system.file: {self.urdf.name}: collision geometry "
+                                     f"{obj.name!r} is a {kind}; the pinocchio backend takes boxes, spheres and "
+                                     "cylinders")
+        return shapes
+
+    def _placed(self, q: ArrayLike) -> list[tuple[FloatArray, FloatArray, FloatArray, int]]:
+        """``(centre, rotation, half extents, shape number)`` of each shape at ``q``."""
+        pin, qp = self.pin, self.pin_q(q)
+        pin.forwardKinematics(self.model, self.data, qp)
+        pin.updateGeometryPlacements(self.model, self.data, self.geometry, self.geometry_data)
+        out = []
+        for k, (index, _, _, half) in enumerate(self._shapes):
+            placement = self.geometry_data.oMg[index]
+            out.append((np.array(placement.translation), np.array(placement.rotation), half, k))
+        return out
+
+    def _extent(self) -> float:
+        signs = np.array(list(np.ndindex(2, 2, 2)), dtype=np.float64) * 2 - 1
+        corners = [c + R @ (half * sign) for c, R, half, _ in self._placed(self._neutral()) for sign in signs]
+        if not corners:
+            return 1.0
+        points = np.array(corners)
+        return float(np.linalg.norm(points.max(axis=0) - points.min(axis=0))) or 1.0
+
+    def _neutral(self) -> FloatArray:
+        q = np.zeros(self.nq)
+        if self._base is not None:
+            q[self._base[0] + 3] = 1.0
+        return q
+
+    def contacts(self, q: ArrayLike) -> Contacts:
+        qv = as_vector(q, "q", self.nq)
+        key = (qv.tobytes(), self.mu)  # with_parameters' copies share the cache, not mu
+        if key == self._at and self._contacts is not None:
+            return self._contacts
+        contacts = self._ground_contacts(qv)
+        self._at, self._contacts = key, contacts
+        return contacts
+
+    def _ground_contacts(self, q: FloatArray) -> Contacts:
+        if not self.ground or not self._shapes:
+            return Contacts.empty(self.nv, 3)
+        pin = self.pin
+        placed = self._placed(q)
+        pin.computeJointJacobians(self.model, self.data, self.pin_q(q))
+        frame = ground.contact_frame(ground.NORMAL)
+        phis: list[float] = []
+        rows: list[FloatArray] = []
+        margin = self.detection_margin
+        for centre, R, _, k in placed:
+            index, kind, size, _ = self._shapes[k]
+            if kind == "box":
+                touches = ground.box(centre, R, size, margin)
+            elif kind == "sphere":
+                touches = ground.sphere(centre, float(size[0]), margin)
+            else:
+                touches = ground.cylinder(centre, R, float(size[0]), float(size[1]), margin)
+            if not touches:
+                continue
+            joint = int(self.geometry.geometryObjects[index].parentJoint)
+            jacobian = np.array(pin.getJointJacobian(self.model, self.data, joint,
+                                                     pin.LOCAL_WORLD_ALIGNED))[:, self._dofs]
+            origin = np.array(self.data.oMi[joint].translation)
+            for touch in touches:
+                point = jacobian[:3] - skew(touch.pos - origin) @ jacobian[3:]
+                phis.append(touch.dist)
+                rows.append(frame @ point)
+        if not phis:
+            return Contacts.empty(self.nv, 3)
+        n = len(phis)
+        return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, self.mu),
+                        restitution=np.zeros(n), dim=3)
+
+    # --- other rows ----------------------------------------------------------------------------------
+    def limits(self, q: ArrayLike) -> Unilateral:
+        """A row per limited joint at its nearer bound (module docstring)."""
+        if not self._limited:
+            return Unilateral.empty(self.nv)
+        qv = as_vector(q, "q", self.nq)
+        phi, G, labels = [], np.zeros((len(self._limited), self.nv)), []
+        for row, (name, p, iv, lower, upper) in enumerate(self._limited):
+            below, above = qv[p] - lower, upper - qv[p]
+            at_lower = below <= above
+            phi.append(below if at_lower else above)
+            G[row, iv] = 1.0 if at_lower else -1.0
+            labels.append(f"{name} {'lower' if at_lower else 'upper'}")
+        return Unilateral(phi=np.array(phi), G=G, labels=tuple(labels))
+
+    def friction_loss(self, q: ArrayLike) -> FrictionLoss:
+        """A box row per dof with URDF ``<dynamics friction> > 0``."""
+        dofs = np.flatnonzero(self.dry_friction > 0)
+        if not dofs.size:
+            return FrictionLoss.empty(self.nv)
+        F = np.zeros((dofs.size, self.nv))
+        F[np.arange(dofs.size), dofs] = 1.0
+        return FrictionLoss(F=F, bound=self.dry_friction[dofs], labels=tuple(f"dof{d}" for d in dofs.tolist()))
+
+    def declared_features(self) -> dict[str, list[str]]:
+        losses = [f"dof {self.v_names[d]} (frictionloss {self.dry_friction[d]:g})"
+                  for d in np.flatnonzero(self.dry_friction > 0)]
+        return {FRICTION_LOSS: losses} if losses else {}
+
+    def coordinate_units(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        q_units: list[str] = []
+        v_units: list[str] = []
+        if self._base is not None:
+            q_units += ["m"] * 3 + ["1"] * 4
+            v_units += ["m/s"] * 3 + ["rad/s"] * 3
+        for prismatic in self._prismatic:
+            q_units.append("m" if prismatic else "rad")
+            v_units.append("m/s" if prismatic else "rad/s")
+        return tuple(q_units), tuple(v_units)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"urdf": str(self.urdf), "floating_base": self.floating_base, "ground": self.ground,
+                "ground_friction": self.ground_friction, "package_dirs": [str(d) for d in self.package_dirs],
+                "detection_margin": self.detection_margin}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["urdf"], state["floating_base"], state["ground"],  # type: ignore[misc]
+                      state["ground_friction"], state["package_dirs"], state["detection_margin"])
+
+    def describe(self) -> str:
+        return (f"URDF {self.urdf.name} through Pinocchio (floating_base={self.floating_base}, "
+                f"ground={self.ground}): nq={self.nq}, nv={self.nv}")

@@ -1,0 +1,95 @@
+"""Reading a URDF for the pinocchio backend (:mod:`.system`): what it refuses, the joints'
+limits, MuJoCo's body order (ROS wiki "urdf/XML"; the ``mujoco`` backend's
+:mod:`contactopt.systems.mjcf.urdf`)."""
+
+from __future__ import annotations
+
+import importlib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.systems.base import ParameterError
+
+FloatArray = NDArray[np.float64]
+_REFUSED_JOINTS = ("floating", "planar")
+
+
+def load_pinocchio() -> Any:
+    try:
+        return importlib.import_module("pinocchio")
+    except ImportError as exc:
+        raise ParameterError("system.backend", "system.backend: 'pinocchio' needs the pin package "
+                             "(pip install 'contactopt[urdf]'); backend = 'mujoco' runs without it") from exc
+
+
+def read_urdf(path: Path) -> ET.Element:
+    """The URDF's root, refused in one line where this backend cannot carry it (module docstring)."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ParameterError("system.file", f"system.file: cannot read {path} as URDF: {exc}") from exc
+    if root.tag != "robot":
+        raise ParameterError("system.file", f"system.file: {path.name}: not a URDF file (its root element is "
+                             f"<{root.tag}>, a URDF's is <robot>)")
+    for joint in root.iter("joint"):
+        kind, name = joint.get("type", ""), joint.get("name", "?")
+        if kind in _REFUSED_JOINTS:
+            raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} is {kind!r}; the "
+                                 "pinocchio backend maps revolute, continuous, prismatic and fixed joints (a free "
+                                 "base: floating_base = true)")
+        if joint.find("mimic") is not None:
+            raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} mimics another joint; "
+                                 "<mimic> is not mapped by the URDF backends")
+    for collision in root.iter("collision"):
+        mesh = collision.find("geometry/mesh")
+        if mesh is not None:
+            raise ParameterError("system.file", f"system.file: {path.name}: collision mesh "
+                                 f"{mesh.get('filename', '?')!r}: the pinocchio backend's ground contacts take "
+                                 "boxes, spheres and cylinders; backend = 'mujoco' takes meshes")
+    return root
+
+
+def joint_limits(root: ET.Element) -> dict[str, tuple[float, float]]:
+    """``name: (lower, upper)`` of the revolute and prismatic joints with a ``<limit>`` range."""
+    limits = {}
+    for joint in root.iter("joint"):
+        limit = joint.find("limit")
+        if joint.get("type") in ("revolute", "prismatic") and limit is not None:
+            lower, upper = float(limit.get("lower", 0.0)), float(limit.get("upper", 0.0))
+            if lower < upper:
+                limits[joint.get("name", "")] = (lower, upper)
+    return limits
+
+
+def tree_order(root: ET.Element) -> tuple[list[str], list[str]]:
+    """The moving joints and the links in MuJoCo's body order: depth first from the root link, a link's
+    children in the order of their ``<joint>`` elements in the file (Pinocchio's own order, from
+    urdfdom, takes children by name)."""
+    children: dict[str, list[tuple[str, str, str]]] = {}
+    child_links = set()
+    for joint in root.iter("joint"):
+        parent, child = joint.find("parent"), joint.find("child")
+        if parent is None or child is None:
+            continue
+        children.setdefault(parent.get("link", ""), []).append(
+            (joint.get("name", ""), joint.get("type", ""), child.get("link", "")))
+        child_links.add(child.get("link", ""))
+    order: list[str] = []
+    links: list[str] = []
+    stack = [("", "fixed", link.get("name", "")) for link in root.iter("link")
+             if link.get("name") not in child_links][::-1]
+    while stack:  # depth first, preorder: a joint when its child link is reached
+        name, kind, link = stack.pop()
+        links.append(link)
+        if kind != "fixed":
+            order.append(name)
+        stack.extend(reversed(children.get(link, [])))
+    return order, links
+
+
+def skew(r: FloatArray) -> FloatArray:
+    return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
