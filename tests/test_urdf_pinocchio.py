@@ -363,3 +363,19 @@ def test_copies_pickles_and_mu_changes(tmp_path: Path) -> None:
     other = system.with_parameters({"mu": 0.3})
     np.testing.assert_array_equal(other.contacts(q).mu, [0.3] * 4)
     np.testing.assert_array_equal(system.contacts(q).mu, [0.7] * 4)
+
+
+def test_contactopt_run_takes_the_pinocchio_backend(tmp_path: Path) -> None:
+    """`contactopt run robot.urdf --system-option backend=pinocchio`: the scene of the URDF file
+    itself (MuJoCo's default 2 ms step), the same run as the TOML scene's."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-m", "contactopt", "run", str(root / "problems" / "urdf" /
+                             "two_link_arm.urdf"), "--system-option", "backend=pinocchio", "--duration", "0.02",
+                             "--out", str(tmp_path / "run"), "--no-plot", "--no-progress"],
+                            capture_output=True, text=True, timeout=300, cwd=root)
+    assert result.returncode == 0, result.stderr[-2000:]
+    traj = co.Trajectory.load(tmp_path / "run" / "trajectory.npz")
+    assert traj.completed and len(traj.steps) == 10 and traj.info["dt"] == 0.002

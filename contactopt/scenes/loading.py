@@ -228,6 +228,10 @@ def _scene_name(meta: dict[str, Any], path: Path) -> str:
 MJCF_DURATION, MJCF_FORMULATION, MJCF_SOLVER = 1.0, "regularized", "clarabel"
 
 
+#: The step of a URDF robot's scene on a backend without MuJoCo's own timestep (MuJoCo's default).
+URDF_DT = 0.002
+
+
 def _mjcf_scene(path: Path, overrides: Mapping[str, Any] | None = None, kind: str = "mjcf") -> Scene:
     """A scene straight from an MJCF file (``kind = "urdf"``: a URDF file, compiled by MuJoCo):
     MuJoCo's initial state (or the keyframe, 0 by default, with its ``ctrl`` held), its
@@ -244,9 +248,14 @@ def _mjcf_scene(path: Path, overrides: Mapping[str, Any] | None = None, kind: st
         raise SceneError(f"{path}: {exc}") from exc
     from contactopt.systems.mjcf.system import MjcfSystem
 
-    assert isinstance(system, MjcfSystem)
-    q0, v0 = system.default_state()
-    return Scene(system=system, q0=q0, v0=v0, dt=float(system.model.opt.timestep), duration=MJCF_DURATION,
+    # MuJoCo's opt.timestep; a URDF robot on the pinocchio backend takes MuJoCo's default, 2 ms,
+    # so that both backends of one URDF step alike
+    dt = float(system.model.opt.timestep) if isinstance(system, MjcfSystem) else URDF_DT
+    state = system.default_state()
+    if state is None:  # every MJCF and URDF system has one (MuJoCo's qpos0, or its keyframe)
+        raise SceneError(f"{path}: the {system.type_name} system gives no initial state")
+    q0, v0 = state
+    return Scene(system=system, q0=q0, v0=v0, dt=dt, duration=MJCF_DURATION,
                  formulation=MJCF_FORMULATION, solver=MJCF_SOLVER, name=path.stem,
                  description=f"{'URDF robot' if kind == 'urdf' else 'MJCF model'} {path.name}", source=path,
                  control=_held_control(system))
