@@ -39,10 +39,10 @@ from numpy.typing import NDArray
 from contactopt.systems.base import ParameterError, System
 from contactopt.systems.mjcf import compat, parameters
 from contactopt.systems.mjcf.system import MjcfSystem
+from contactopt.systems.urdf_file import read_robot
 
 FloatArray = NDArray[np.float64]
 BACKENDS = ("mujoco", "pinocchio")
-_REFUSED_JOINTS = ("floating", "planar")
 _FOLDER: list[Path] = []  # the compiled models of this process, removed at exit
 
 
@@ -75,32 +75,12 @@ def resolve_meshes(root: ET.Element, urdf: Path, package_dirs: Sequence[Path]) -
         mesh.set("filename", str(found.resolve()))
 
 
-def check_joints(root: ET.Element, urdf: Path) -> None:
-    """Refuse, in one line, what MuJoCo's URDF importer would not carry (module docstring)."""
-    for joint in root.iter("joint"):
-        kind, name = joint.get("type", ""), joint.get("name", "?")
-        if kind in _REFUSED_JOINTS:
-            raise ParameterError("system.file", f"system.file: {urdf.name}: joint {name!r} is {kind!r}; MuJoCo's URDF "
-                                 "importer maps revolute, continuous, prismatic and fixed joints only")
-        if joint.find("mimic") is not None:
-            raise ParameterError("system.file", f"system.file: {urdf.name}: joint {name!r} mimics another joint; "
-                                 "MuJoCo's URDF importer drops <mimic> (the joint would move freely): couple them "
-                                 "with an MJCF <equality><joint/></equality> in an MJCF file instead")
-
-
 def compile_urdf(path: Path, floating_base: bool, ground: bool, ground_friction: float,
                  package_dirs: Sequence[Path]) -> Path:
     """The MJCF file of the URDF at ``path`` with the module docstring's additions, written to
     this process's temporary folder."""
     mujoco = compat.load()
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as exc:
-        raise ParameterError("system.file", f"system.file: cannot read {path} as URDF: {exc}") from exc
-    if root.tag != "robot":
-        raise ParameterError("system.file", f"system.file: {path.name}: not a URDF file (its root element is "
-                             f"<{root.tag}>, a URDF's is <robot>)")
-    check_joints(root, path)
+    root = read_robot(path, "mujoco")
     resolve_meshes(root, path, package_dirs)
     try:
         spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))

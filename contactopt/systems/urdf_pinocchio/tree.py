@@ -13,9 +13,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.systems.base import ParameterError
+from contactopt.systems.urdf_file import read_robot
 
 FloatArray = NDArray[np.float64]
-_REFUSED_JOINTS = ("floating", "planar")
 
 
 def load_pinocchio() -> Any:
@@ -28,22 +28,7 @@ def load_pinocchio() -> Any:
 
 def read_urdf(path: Path) -> ET.Element:
     """The URDF's root, refused in one line where this backend cannot carry it (module docstring)."""
-    try:
-        root = ET.parse(path).getroot()
-    except ET.ParseError as exc:
-        raise ParameterError("system.file", f"system.file: cannot read {path} as URDF: {exc}") from exc
-    if root.tag != "robot":
-        raise ParameterError("system.file", f"system.file: {path.name}: not a URDF file (its root element is "
-                             f"<{root.tag}>, a URDF's is <robot>)")
-    for joint in root.iter("joint"):
-        kind, name = joint.get("type", ""), joint.get("name", "?")
-        if kind in _REFUSED_JOINTS:
-            raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} is {kind!r}; the "
-                                 "pinocchio backend maps revolute, continuous, prismatic and fixed joints (a free "
-                                 "base: floating_base = true)")
-        if joint.find("mimic") is not None:
-            raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} mimics another joint; "
-                                 "<mimic> is not mapped by the URDF backends")
+    root = read_robot(path, "pinocchio")
     for collision in root.iter("collision"):
         mesh = collision.find("geometry/mesh")
         if mesh is not None:
