@@ -59,12 +59,7 @@ FloatArray = NDArray[np.float64]
 LEVELS = (0.0, 1e-4, 1e-3)
 FOLDER = OUT / "identification"
 
-CHAIN = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-<body name="link0"><joint name="j0" type="hinge" axis="0 1 0" damping="0.1" armature="0.01"/>
-<geom type="capsule" fromto="0 0 0.01 0.3 0 0.02" size="0.02" mass="1" contype="0" conaffinity="0"/>
-<body name="link1" pos="0.3 0 0"><joint name="j1" type="hinge" axis="0 1 0" damping="0.05"/>
-<geom type="capsule" fromto="0 0 0.01 0.3 0 0.02" size="0.02" mass="0.6" contype="0" conaffinity="0"/>
-</body></body></worldbody><actuator><motor joint="j0" gear="2"/><motor joint="j1"/></actuator></mujoco>"""
+CHAIN = ROOT / "problems" / "mjcf" / "identification_chain.xml"
 
 
 def simulate(system: Any, controller: Callable[..., FloatArray], q0: FloatArray, v0: FloatArray | None = None,
@@ -217,9 +212,7 @@ def main() -> None:
                                                  np.array([0.0, 0.4])), args.seeds, "one sine", energy=True)
 
     FOLDER.mkdir(parents=True, exist_ok=True)
-    path = FOLDER / "chain.xml"
-    path.write_text(CHAIN)
-    chain = MjcfSystem(path)
+    chain = MjcfSystem(CHAIN)
     rows += sweep("mjcf_chain", chain, simulate(chain, lambda t, q, v: np.array([np.sin(3.0 * t), np.cos(5.0 * t)]),
                                                 np.array([0.3, -0.2])), args.seeds, "two sines", energy=False)
     rows += box_rows(args.seeds)

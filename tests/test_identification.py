@@ -254,12 +254,7 @@ def test_equation_error_with_bilateral_impulses() -> None:
     assert est.values == pytest.approx([0.8], rel=1e-8)
 
 
-CHAIN = """<mujoco><option gravity="0 0 -9.81"/><worldbody>
-<body name="link0"><joint name="j0" type="hinge" axis="0 1 0" damping="0.1" armature="0.01"/>
-<geom type="capsule" fromto="0 0 0.01 0.3 0 0.02" size="0.02" mass="1" contype="0" conaffinity="0"/>
-<body name="link1" pos="0.3 0 0"><joint name="j1" type="hinge" axis="0 1 0" damping="0.05"/>
-<geom type="capsule" fromto="0 0 0.01 0.3 0 0.02" size="0.02" mass="0.6" contype="0" conaffinity="0"/>
-</body></body></worldbody><actuator><motor joint="j0" gear="2"/><motor joint="j1"/></actuator></mujoco>"""
+CHAIN = Path(__file__).resolve().parents[1] / "problems" / "mjcf" / "identification_chain.xml"
 
 
 def test_equation_error_mjcf_chain_with_damping_and_armature(tmp_path: Path) -> None:
@@ -267,9 +262,7 @@ def test_equation_error_mjcf_chain_with_damping_and_armature(tmp_path: Path) -> 
     (MuJoCo's Euler: damping at ``v_{k+1}``): 3 n + 2 = 8 base parameters (the base joint's
     armature regroups with the first link's ``I_yy``, which alone it shares a row with), each
     recovered to 1e-8."""
-    path = tmp_path / "chain.xml"
-    path.write_text(CHAIN)
-    system = MjcfSystem(path)
+    system = MjcfSystem(CHAIN)
     traj = _simulate(system, lambda t, q, v: np.array([np.sin(3.0 * t), np.cos(5.0 * t)]), np.array([0.3, -0.2]))
     est = estimate(system, traj)
     assert est.identifiable.rank == 8

@@ -10,40 +10,23 @@ the residual; Gauss-Newton converges quadratically to it and stops at ``xtol = 1
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 import contactopt as co
 from contactopt.identification import IdentificationError, estimate
 from contactopt.identification.estimation import METHODS
-from contactopt.model.step import Dynamics
 from contactopt.systems.rigid3d import Rigid3D
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+from push_scenes import PushedRigid3D  # noqa: E402  (the pushed box of experiments/sysid.py)
+
 FloatArray = NDArray[np.float64]
-
-
-class PushedRigid3D(Rigid3D):
-    """``experiments/push_scenes.py``'s: a rigid3d system with one input, a force (N) along
-    world x at the first body's centre of mass."""
-
-    @property
-    def control_size(self) -> int:
-        return 1
-
-    def control_names(self) -> tuple[str, ...]:
-        return (f"{self.bodies[0].name}.push_x",)
-
-    def dynamics(self, q: ArrayLike, v: ArrayLike, u: ArrayLike | None = None) -> Dynamics:
-        push = self.control if u is None else u
-        if push is None:
-            return super().dynamics(q, v)
-        wrench = np.zeros(self.nv)
-        wrench[0] = float(np.asarray(push, dtype=np.float64).reshape(-1)[0])
-        return super().dynamics(q, v, wrench)
 
 
 DT = 0.02
