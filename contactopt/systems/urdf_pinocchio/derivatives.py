@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.model.rows import Unilateral
+from contactopt.model.step import Contacts, Dynamics
+from contactopt.systems.urdf_pinocchio import ground
 from contactopt.systems.urdf_pinocchio.tree import skew
 
 FloatArray = NDArray[np.float64]
+#: The placement step (m, rad) of the contact functions' central difference (StepLinearization).
+CONTACT_STEP = 1e-5
 
 
 def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -57,3 +64,192 @@ def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> t
     dq[:3, 3:6] -= R @ skew(force[:3])
     dv = T.T @ (dv_f @ T + da_f @ Av)
     return dq[np.ix_(d, d)], dv[np.ix_(d, d)] + np.diag(system.damping)
+
+
+class StepLinearization:
+    """A step problem of the pinocchio backend moved along its analytic tangents: what
+    :class:`~contactopt.derivatives.step.StepDerivative` differentiates through in place of
+    asking the system again at each point of its central differences (``problem_at``).
+
+    At the base ``(q, v)`` of ``problem`` (fixed base: public ``q`` and Pinocchio's tangent
+    coincide, one coordinate per dof), per input direction ``(dq, dv, du, dmu)``:
+
+    * ``dM = sum_k dM/dq_k dq_k``, the tensor from ``pin.computeRNEADerivatives(q, 0, e_j)``,
+      ``d(M e_j + g)/dq``, less ``pin.computeGeneralizedGravityDerivatives`` (Carpentier &
+      Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS 2018, sec. III:
+      ``rnea(q, 0, a) = M(q) a + g(q)``); ``M + h D`` moves as ``M`` (``D`` constant);
+    * ``dtau = -(drnea/dq) dq - (drnea/dv + D) dv + du`` at ``a = 0``
+      (``tau = -rnea(q, v, 0) - D v``: :func:`inverse_dynamics`);
+    * a ground contact's row ``frame (J_o - [p - o]x J_w)`` (``J_o``, ``J_w`` the joint's
+      ``LOCAL_WORLD_ALIGNED`` Jacobian, ``o`` its origin, ``p`` the contact point) moves by
+      ``frame (dJ_o - [dp - do]x J_w - [p - o]x dJ_w)``, with ``dJ`` the Jacobian's variation
+      along ``dq`` (``pin.getJointJacobianTimeVariation`` with velocity ``dq``: ``Jdot = sum_k
+      dJ/dq_k qdot_k``, Featherstone, "Rigid Body Dynamics Algorithms", sec. 2.10 and 4.x),
+      ``do = J_o dq``; the contact's separation and point move with the geometry's placement,
+      whose first-order motion is the rigid one, ``dc = J_o dq + w x (c - o)``, ``dR = [w]x R``
+      (``w = J_w dq``): a box corner ``c + r`` and a sphere's lowest point move with
+      ``dc + w x r`` (``r = 0`` for the sphere's, which stays below the centre), ``d(dist)`` is
+      that motion's normal part and ``dp`` the motion less half of it along the normal
+      (``p = x - n dist / 2``, :mod:`.ground`); a cylinder's rim points slide round the rim as it
+      turns, and their ``d(dist)``, ``dp`` are Richardson's extrapolation of the central
+      differences of the contact function (pure geometry) along ``(c + s dc, exp(s [w]x) R)``,
+      ``s = 1e-5`` m or rad and ``s / 2`` (:data:`CONTACT_STEP`: error ``O(s^4)`` on the radius'
+      scale, round-off ``eps |p| / s ~ 1e-11``);
+    * a joint limit's separation moves by its row ``G dq``; ``mu`` by ``dmu``.
+
+    :meth:`problem_at` is ``problem + t * tangent``, the problem linearized at its base: its
+    central differences in ``t`` are those of the step's formulation (``build``) alone. The
+    contact structure is the base's (the candidates do not appear or leave along ``t``).
+    """
+
+    def __init__(self, system: Any, problem: Any) -> None:
+        pin, model, data = system.pin, system.model, system.data
+        self.system, self.problem = system, problem
+        d, nv = system._dofs, system.nv
+        q, v = problem.state.q, problem.state.v
+        qp = system.pin_q(q)
+        zero = np.zeros(model.nv)
+        gravity = np.array(pin.computeGeneralizedGravityDerivatives(model, data, qp))
+        tensor = np.zeros((model.nv, model.nv, model.nv))
+        for j in range(model.nv):
+            unit = np.zeros(model.nv)
+            unit[j] = 1.0
+            tensor[:, j, :] = np.array(pin.computeRNEADerivatives(model, data, qp, zero, unit)[0]) - gravity
+        self.dM = tensor[np.ix_(d, d, d)]  # (row, column, direction)
+        dq, dv = inverse_dynamics(system, q, v, np.zeros(nv))
+        self.dtau_dq, self.dtau_dv = -dq, -dv
+        self.dphi, self.dJ = self._contact_tangents()
+        unilateral = problem.unilateral
+        self.dphi_limits = np.array(unilateral.G, dtype=np.float64)
+
+    def _contact_tangents(self) -> tuple[FloatArray, FloatArray]:
+        """``d phi / dq`` ((nc, nv)) and ``dJ / dq`` ((nc * 3, nv, nv): row, column, direction)
+        of the ground contacts, in :meth:`~.system.PinocchioUrdfSystem._ground_contacts`' order."""
+        system, problem = self.system, self.problem
+        pin, model, data = system.pin, system.model, system.data
+        d, nv = system._dofs, system.nv
+        contacts = problem.contacts
+        nc = contacts.phi.shape[0]
+        dphi, dJ = np.zeros((nc, nv)), np.zeros((3 * nc, nv, nv))
+        if not nc:
+            return dphi, dJ
+        q = problem.state.q
+        placed = system._placed(q)
+        qp = system.pin_q(q)
+        pin.computeJointJacobians(model, data, qp)
+        frame = ground.contact_frame(ground.NORMAL)
+        margin = system.detection_margin
+
+        def touches(k: int, centre: FloatArray, R: FloatArray) -> list[Any]:
+            _, kind, size, _ = system._shapes[k]
+            if kind == "box":
+                return ground.box(centre, R, size, margin)
+            if kind == "sphere":
+                return ground.sphere(centre, float(size[0]), margin)
+            return ground.cylinder(centre, R, float(size[0]), float(size[1]), margin)
+
+        joints = sorted({int(system.geometry.geometryObjects[system._shapes[shape][0]].parentJoint)
+                         for _, _, _, shape in placed})
+        bases = {joint: (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
+                         np.array(data.oMi[joint].translation)) for joint in joints}
+        variations = []
+        for k in range(nv):  # the joint Jacobians' variation along each dof
+            direction = np.zeros(nv)
+            direction[k] = 1.0
+            pin.computeJointJacobiansTimeVariation(model, data, qp, system.pin_v(direction))
+            variations.append({joint: np.array(pin.getJointJacobianTimeVariation(
+                model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d] for joint in joints})
+        row = 0
+        for centre, R, _, shape in placed:
+            found = touches(shape, centre, R)
+            if not found:
+                continue
+            joint = int(system.geometry.geometryObjects[system._shapes[shape][0]].parentJoint)
+            jacobian, origin = bases[joint]
+            kind = system._shapes[shape][1]
+            for k in range(nv):
+                w, do = jacobian[3:, k], jacobian[:3, k]
+                dc = do + np.cross(w, centre - origin)
+                if kind == "cylinder":
+                    moves = _cylinder_moves(lambda c, R, shape=shape: touches(shape, c, R), centre, R, dc, w,
+                                            len(found))
+                variation = variations[k][joint]
+                for c, touch in enumerate(found):
+                    if kind == "cylinder":
+                        ddist, dpos = moves[c]
+                    else:  # a box corner (r from the centre) or a sphere's lowest point (r = 0 in the motion)
+                        r = touch.pos - centre + ground.NORMAL * (touch.dist / 2) if kind == "box" else np.zeros(3)
+                        velocity = dc + np.cross(w, r)
+                        ddist = float(ground.NORMAL @ velocity)
+                        dpos = velocity - ground.NORMAL * (ddist / 2)
+                    dphi[row + c, k] = ddist
+                    point = (variation[:3] - skew(dpos - do) @ jacobian[3:]
+                             - skew(touch.pos - origin) @ variation[3:])
+                    dJ[3 * (row + c):3 * (row + c + 1), :, k] = frame @ point
+            row += len(found)
+        if row != nc:
+            raise _StructureChange
+        return dphi, dJ
+
+    def problem_at(self, t: float, dq: FloatArray, dv: FloatArray, du: FloatArray, dmu: float) -> Any:
+        """The base problem moved by ``t`` along ``(dq, dv, du, dmu)`` (class docstring)."""
+        base = self.problem
+        dynamics, contacts, limits = base.dynamics, base.contacts, base.unilateral
+        dM = self.dM @ dq
+        dtau = self.dtau_dq @ dq + self.dtau_dv @ dv + (du if du.size else 0.0)
+        moved_contacts = contacts
+        if contacts.phi.shape[0]:
+            moved_contacts = Contacts(phi=contacts.phi + t * (self.dphi @ dq),
+                                      J=np.asarray(contacts.J) + t * (self.dJ @ dq),
+                                      mu=contacts.mu + t * dmu, restitution=contacts.restitution, dim=contacts.dim)
+        moved_limits = limits if not limits.count else Unilateral(
+            phi=limits.phi + t * (self.dphi_limits @ dq), G=limits.G, labels=limits.labels)
+        M = np.asarray(dynamics.M) + t * dM
+        return dataclasses.replace(
+            base, state=dataclasses.replace(base.state, q=base.state.q + t * dq, v=base.state.v + t * dv),
+            dynamics=Dynamics(M=0.5 * (M + M.T), tau=dynamics.tau + t * dtau), contacts=moved_contacts,
+            unilateral=moved_limits)
+
+
+def _cylinder_moves(touches: Any, centre: FloatArray, R: FloatArray, dc: FloatArray, w: FloatArray,
+                    count: int) -> list[tuple[float, FloatArray]]:
+    """``(d dist, d pos)`` of a cylinder's contacts along the placement's motion ``(dc, [w]x R)``:
+    Richardson's extrapolation of central differences with steps ``s`` and ``s / 2``
+    (``(4 D(s/2) - D(s)) / 3``, error ``O(s^4)``; :data:`CONTACT_STEP`)."""
+    estimates = []
+    for s in (CONTACT_STEP, CONTACT_STEP / 2):
+        turn = _rotation(s * w)
+        plus, minus = touches(centre + s * dc, turn @ R), touches(centre - s * dc, turn.T @ R)
+        if len(plus) != count or len(minus) != count:
+            raise _StructureChange
+        estimates.append([((up.dist - down.dist) / (2 * s), (up.pos - down.pos) / (2 * s))
+                          for up, down in zip(plus, minus, strict=True)])
+    return [((4 * half[0] - full[0]) / 3, (4 * half[1] - full[1]) / 3)
+            for full, half in zip(estimates[0], estimates[1], strict=True)]
+
+
+def _rotation(w: FloatArray) -> FloatArray:
+    """``exp([w]x)`` (Rodrigues' formula)."""
+    angle = float(np.linalg.norm(w))
+    if angle == 0.0:
+        return np.eye(3)
+    K = skew(w / angle)
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
+
+
+def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:
+    """The :class:`StepLinearization` of ``problem`` where it applies: a fixed base (a floating
+    base's quaternion coordinates are not its tangent), parameters among ``mu``, a problem without
+    bilateral or native rows; None otherwise (central differences of the system, as for every system)."""
+    if system._base is not None or set(parameters) - {"mu"}:
+        return None
+    if problem.bilateral.H.shape[0] or problem.native is not None or problem.contacts.angular is not None:
+        return None
+    try:
+        return StepLinearization(system, problem)
+    except _StructureChange:  # the system's own differences say where the step is not differentiable
+        return None
+
+
+class _StructureChange(Exception):
+    """A ground contact appears or leaves within :data:`CONTACT_STEP` of the base placement."""

@@ -1,0 +1,170 @@
+"""The step derivative through Pinocchio's analytic derivatives (issue 36, "Must show": the
+analytic step derivatives equal central differences to 1e-7 on the arm striking the floor).
+
+On the pinocchio backend with a fixed base, :class:`~contactopt.derivatives.step.StepDerivative`
+moves the step's problem along the system's analytic tangents
+(:class:`~contactopt.systems.urdf_pinocchio.derivatives.StepLinearization`: ``dM`` from
+``computeRNEADerivatives``, ``dtau`` from the RNEA derivatives, ``dJ`` from the joint Jacobians'
+time variation, ``dphi``) instead of asking the system again at each point of its differences.
+
+Tolerances. The whole step's central differences (one step from ``x +- t e_k``, ``t = 1e-6``,
+solvers at 1e-13/1e-14) carry truncation ``O(t^2)`` times the step's curvature (observed 5e-6
+at ``t = 1e-4`` on the UR5-like arm, whose ``dv'/dq`` entries reach 60: ``phi / h`` moves
+``v'``) and solver noise ``tol / t ~ 1e-7`` at most. Observed against the analytic Jacobian:
+1e-10 (two-link arm, entries ~1) and 1.1e-8 (UR5-like, 2e-9 of the entries), about what the
+system's own central differences give (8e-9). 1e-7, the issue's bound, and 1e-8 relative for the
+entries ~60 leave an order of margin, and a wrong tangent fails them (dropping ``dJ`` moves the
+q columns by 0.15 on the two-link arm and 65 on the UR5-like one; differencing the separations
+with a 1e-7 step in place of the closed forms gave 1.4e-7). The tangents themselves against the system's own central
+differences (``t = 1e-6``: truncation ~1e-12, round-off ``eps / t ~ 1e-10`` of entries ~10):
+1e-7 relative to their size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import contactopt as co
+
+pytest.importorskip("pinocchio")
+
+from contactopt.derivatives.trajectory import step_derivative
+from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
+from contactopt.model.step import State
+from contactopt.systems.urdf_pinocchio.system import PinocchioUrdfSystem
+
+ROOT = Path(__file__).resolve().parent.parent
+URDF = ROOT / "problems" / "urdf"
+DT = 2e-3
+#: Per arm: the URDF, and a state in contact moving into and along the floor: the two-link arm
+#: of tests/test_urdf_pinocchio.py (two cylinder rims down), the UR5-like arm's wrist box corner
+#: 0.7 mm deep while the base turns (sliding at mu = 0.1: the friction impulse on its cone).
+ARMS = {
+    "two_link": (URDF / "two_link_arm.urdf", np.array([1.758, -0.184]), np.array([1.0, -0.5]), 0.5),
+    "ur5_like": (URDF / "ur5_like_arm.urdf", np.array([0.3, 1.401, 0.4, 0.5, 0.8, 0.1]),
+                 np.array([1.0, 1.0, 0.0, 0.0, 0.0, 0.0]), 0.1),
+}
+TIGHT = {"newton": {"tol": 1e-14},
+         "clarabel": {"tol_feas": 1e-13, "tol_gap_abs": 1e-13, "tol_gap_rel": 1e-13}}
+CASES = [("sap", "newton"), ("ccp", "clarabel"), ("anitescu", "clarabel")]
+
+
+def arm(name: str) -> tuple[PinocchioUrdfSystem, np.ndarray, np.ndarray]:
+    path, q, v, mu = ARMS[name]
+    return PinocchioUrdfSystem(path, False, True, ground_friction=mu), q, v
+
+
+def one_step(system: co.System, formulation: str, solver: str, q: np.ndarray, v: np.ndarray) -> tuple:
+    stepper = TimeStepping(system, formulation, solver, DT, solver_options=TIGHT[solver])
+    state = State(q, v, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the states start in contact (initial penetration)
+        following, record = stepper.step(state)
+    assert following is not None, record.message
+    return stepper, state, record, np.concatenate([following.q, following.v])
+
+
+@pytest.mark.parametrize("name", list(ARMS))
+def test_the_problem_tangents_equal_the_systems_central_differences(name: str) -> None:
+    system, q, v = arm(name)
+    problem = build_step_problem(system, q, v, DT)
+    linear = system.linearize_step_problem(problem, ("mu",))
+    assert linear is not None and problem.contacts.count > 0
+    rng = np.random.default_rng(3)
+    dq, dv = rng.normal(size=system.nv), rng.normal(size=system.nv)
+    t = 1e-6
+    plus, minus = (build_step_problem(system, q + s * dq, v + s * dv, DT) for s in (t, -t))
+    assert plus.contacts.count == minus.contacts.count == problem.contacts.count
+    moved = linear.problem_at(1.0, dq, dv, np.zeros(0), 0.0)
+
+    def check(analytic: np.ndarray, high: np.ndarray, low: np.ndarray, base: np.ndarray) -> None:
+        difference = (high - low) / (2 * t)
+        assert np.abs(difference).max() > 1e-3  # a tangent that is there to check
+        np.testing.assert_allclose(analytic - base, difference, rtol=0, atol=1e-7 * np.abs(difference).max())
+
+    check(np.asarray(moved.dynamics.M), np.asarray(plus.dynamics.M), np.asarray(minus.dynamics.M),
+          np.asarray(problem.dynamics.M))
+    check(moved.dynamics.tau, plus.dynamics.tau, minus.dynamics.tau, problem.dynamics.tau)
+    check(np.asarray(moved.contacts.J), np.asarray(plus.contacts.J), np.asarray(minus.contacts.J),
+          np.asarray(problem.contacts.J))
+    check(moved.contacts.phi, plus.contacts.phi, minus.contacts.phi, problem.contacts.phi)
+    check(moved.unilateral.phi, plus.unilateral.phi, minus.unilateral.phi, problem.unilateral.phi)
+
+
+@pytest.mark.parametrize("formulation,solver", CASES)
+@pytest.mark.parametrize("name", list(ARMS))
+def test_the_analytic_step_derivative_equals_central_differences(name: str, formulation: str, solver: str) -> None:
+    """dq', dv' / d(q, v, mu) through the analytic path against one step taken from each side."""
+    system, q, v = arm(name)
+    stepper, state, record, _ = one_step(system, formulation, solver, q, v)
+    assert np.abs(record.impulses[:, 0]).max() > 0.1  # the arm strikes the floor: contact is active
+    derivative = step_derivative(stepper, state, None, ("mu",))
+    assert derivative._linearization() is not None  # the analytic path, not the system's differences
+    blocks = derivative.jacobian()
+    analytic = np.hstack([blocks["q"], blocks["v"], blocks["params"]])
+    nv, t = system.nv, 1e-6
+    columns = []
+    for k in range(2 * nv):
+        e = np.zeros(2 * nv)
+        e[k] = t
+        sides = [one_step(system, formulation, solver, q + s * e[:nv], v + s * e[nv:])[3] for s in (1, -1)]
+        columns.append((sides[0] - sides[1]) / (2 * t))
+    sides = [one_step(system.with_parameters({"mu": system.mu + s * t}), formulation, solver, q, v)[3] for s in (1, -1)]
+    columns.append((sides[0] - sides[1]) / (2 * t))
+    np.testing.assert_allclose(analytic, np.stack(columns, axis=1), rtol=1e-8, atol=1e-7)
+    assert np.abs(analytic[:, 2 * nv]).max() > 1e-3  # mu moves this step: friction is active
+
+
+def test_a_forward_product_moves_every_input_at_once() -> None:
+    """jvp(dq, dv, dmu) is one difference along the combined direction: the Jacobian's columns
+    combined, to the differences' error (~1e-10)."""
+    system, q, v = arm("ur5_like")
+    stepper, state, _, _ = one_step(system, "sap", "newton", q, v)
+    derivative = step_derivative(stepper, state, None, ("mu",))
+    rng = np.random.default_rng(5)
+    dq, dv = rng.normal(size=6), rng.normal(size=6)
+    tangent = derivative.jvp(dq=dq, dv=dv, dparams={"mu": 0.7})
+    blocks = derivative.jacobian()
+    expected = blocks["q"] @ dq + blocks["v"] @ dv + 0.7 * blocks["params"][:, 0]
+    np.testing.assert_allclose(np.concatenate([tangent.q, tangent.v]), expected, rtol=0, atol=1e-8)
+
+
+def test_a_floating_base_keeps_the_systems_central_differences(tmp_path: Path) -> None:
+    """The capability check: a floating base (quaternion coordinates) has no linearization, and
+    its step derivative is the central differences of the system, as for every other system."""
+    path = tmp_path / "box.urdf"
+    path.write_text('<robot name="box"><link name="box"><inertial><mass value="1.2"/><inertia ixx="0.005" '
+                    'iyy="0.005" izz="0.008" ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry>'
+                    '<box size="0.2 0.2 0.1"/></geometry></collision></link></robot>')
+    system = PinocchioUrdfSystem(path, True, True)
+    q, v = system.default_state()
+    q[2] -= 1e-3
+    stepper, state, _, _ = one_step(system, "sap", "newton", q, v - np.array([0, 0, 0.5, 0, 0, 0]))
+    assert system.linearize_step_problem(stepper.last_problem, ()) is None
+    derivative = step_derivative(stepper, state, None, ())
+    assert derivative._linearization() is None
+    assert np.isfinite(derivative.jacobian()["q"]).all()
+
+
+def test_the_scene_runs_with_sensitivities() -> None:
+    """problems/ur5_like_arm_floor.toml (experiments/gradient_cost.py's URDF row): 20 steps with
+    the forward sensitivities of mu finite and equal to the reverse gradient of q'[1]."""
+    scene = co.load_scene(ROOT / "problems" / "ur5_like_arm_floor.toml")
+    scene = dataclasses.replace(scene, duration=20 * scene.dt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trajectory = co.simulate(scene, sensitivities=["mu"])
+        assert trajectory.completed and np.isfinite(trajectory.sensitivities["mu"]).all()
+        loss = co.derivatives.final_state_loss(q_target=trajectory.q[-1] + 0.01, v_target=np.zeros(6))
+        gradient = co.gradient(scene, loss, wrt=["mu"])
+    # the same linear recursion run forwards and backwards: equal to rounding
+    # (L = |q_N - q_target|^2 / 2 + |v_N|^2 / 2, q_N - q_target = -0.01)
+    sensitivity = trajectory.sensitivities["mu"][-1]
+    forward = float(-0.01 * sensitivity[:6].sum() + trajectory.v[-1] @ sensitivity[6:])
+    assert abs(forward) > 1e-6  # friction acts over the run
+    assert abs(gradient.gradients["mu"] - forward) <= 1e-8 * abs(forward)
