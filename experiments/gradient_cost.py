@@ -1,8 +1,13 @@
 """What a trajectory gradient costs against the forward simulation (issue 26, "Must reach":
-reverse mode at most 3x the forward run on the box slide and the 100-sphere pile, 100 steps).
+reverse mode at most 3x the forward run on the box slide and the 100-sphere pile, 100 steps;
+issue 36: a URDF arm with contact on the Pinocchio backend, reverse at most 3x, forward
+sensitivities at most 1.5x).
 
 Per scene (``box_slide``: rigid3d cube, nq=7, nv=6; ``sphere_pile_mjcf``: 100 free spheres,
-nq=700, nv=600, ~250-490 candidates) and formulation/solver, in the same process:
+nq=700, nv=600, ~250-490 candidates; ``ur5_like_arm_floor``: a UR5-like URDF arm through
+Pinocchio, nq=nv=6, falling onto the floor, 0-3 contacts a step, whose step derivative moves the
+problem along Pinocchio's analytic derivatives, :mod:`contactopt.systems.urdf_pinocchio.derivatives`)
+and formulation/solver, in the same process:
 
 * ``forward_s``: ``co.simulate`` of the run;
 * ``forward_mode_s``: ``co.simulate(..., sensitivities=["mu"])`` (one parameter's tangent);
@@ -20,12 +25,12 @@ pairs.
 
 On the pile the runs are ``--pile-steps`` steps (the forward step alone takes seconds there) and
 the ratios, per step, stand for 100 steps: the ``steps`` column says how many were timed and
-``extrapolated`` marks it. ``--profile`` prints a cProfile of the first box case's reverse pass
+``extrapolated`` marks it. ``--profile`` prints a cProfile of the first scene's first case's reverse pass
 (cumulative time, the top ``--profile-lines``) and writes it to ``profile.txt``.
 
 Writes ``experiments/out/gradient_cost/{summary.json, summary.csv[, profile.txt]}``.
 
-    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile]
+    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm]
                                         [--only ccp] [--profile]
 """
 
@@ -58,6 +63,7 @@ BOX_CASES: list[Case] = [("ccp", "clarabel", {}), ("anitescu", "clarabel", {}), 
                          ("lcp", "lemke", {}), ("sap", "newton", {}), ("regularized", "clarabel", {"epsilon": 1e-3})]
 PILE_CASES: list[Case] = [("ccp", "clarabel", {"form": "dual"}), ("anitescu", "osqp", {}), ("sap", "newton", {}),
                           ("regularized", "clarabel", {})]
+ARM_CASES: list[Case] = [("sap", "newton", {}), ("ccp", "clarabel", {})]
 WRT = ("q0", "v0", "mu")
 
 
@@ -149,19 +155,21 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100, help="steps per run on the box slide")
     parser.add_argument("--pile-steps", type=int, default=2,
                         help="steps timed on the pile (its ratios stand for 100 steps: extrapolated)")
-    parser.add_argument("--scenes", default="box,pile", help="comma-separated subset of box, pile")
+    parser.add_argument("--scenes", default="box,pile,arm", help="comma-separated subset of box, pile, arm")
     parser.add_argument("--only", default="", help="only the rows whose method contains this (e.g. ccp)")
-    parser.add_argument("--profile", action="store_true", help="cProfile the first box case's reverse pass")
+    parser.add_argument("--profile", action="store_true", help="cProfile the first scene's first case's reverse pass")
     parser.add_argument("--profile-lines", type=int, default=30)
     args = parser.parse_args()
     scenes = set(args.scenes.split(","))
-    if scenes - {"box", "pile"}:
-        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile'}))}")
+    if scenes - {"box", "pile", "arm"}:
+        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile', 'arm'}))}")
     plan: list[tuple[str, list[Case], int, bool]] = []
     if "box" in scenes:
         plan.append(("box_slide", BOX_CASES, args.steps, False))
     if "pile" in scenes:
         plan.append(("sphere_pile_mjcf", PILE_CASES, args.pile_steps, args.pile_steps < 100))
+    if "arm" in scenes:
+        plan.append(("ur5_like_arm_floor", ARM_CASES, args.steps, False))
     rows: list[dict[str, Any]] = []
     profile = cProfile.Profile() if args.profile else None
     profiled = ""
@@ -170,7 +178,7 @@ def main() -> int:
         for name, cases, steps, extrapolated in plan:
             scene = co.load_scene(ROOT / "problems" / f"{name}.toml")
             for case in (c for c in cases if args.only in label(c)):
-                use = profile if profile is not None and not profiled and name == "box_slide" else None
+                use = profile if profile is not None and not profiled and name == plan[0][0] else None
                 rows.append(bench_case(scene, case, steps, extrapolated, use))
                 if use is not None:
                     profiled = profile_text(use, args.profile_lines)
