@@ -14,14 +14,18 @@ and formulation/solver, in the same process:
 * ``reverse_s``: ``co.gradient`` of a final-state loss with respect to ``q0``, ``v0``, ``mu``
   (the forward run, each step's derivative, and the adjoint sweep);
 
-and their ratios to ``forward_s``. The floor of the method (:mod:`contactopt.derivatives.step`:
-the program's solution differentiated exactly, the smooth maps around it by central
-differences, one column per input coordinate for the reverse product) is measured at the last
-step: ``eval_ms``, one evaluation of the smooth maps (half a forward product along ``v``),
-``derivative_ms``, the program derivative's construction, ``step_ms``, one forward step, and
+and their ratios to ``forward_s`` (after an untimed three-step run with sensitivities, so that no
+one-time cost, numba's compilation or a first import, lands in one of them). The floor of the
+method (:mod:`contactopt.derivatives.step`: the program's solution differentiated exactly, the
+smooth maps around it by central differences, one column per input coordinate for the reverse
+product) is measured at the last step: ``eval_ms``, one evaluation of the smooth maps (half a
+forward product along ``v``), ``derivative_ms``, the program derivative's construction,
+``step_ms``, one forward step, and
 ``floor_ratio = 1 + (derivative_ms + 2 * columns * eval_ms) / step_ms``, what the reverse pass
 costs per step relative to the forward one with ``columns = nq + nv + parameters`` evaluations
-pairs.
+pairs. Where the step takes no difference (``sap`` on the URDF arm,
+:mod:`contactopt.derivatives.sap_analytic`) ``eval_ms`` is half a forward product and the floor
+overstates the reverse pass, which is one reverse product per step there.
 
 On the pile the runs are ``--pile-steps`` steps (the forward step alone takes seconds there) and
 the ratios, per step, stand for 100 steps: the ``steps`` column says how many were timed and
@@ -106,6 +110,8 @@ def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
     system = scene.system
     run = {"formulation": formulation, "solver": solver, "duration": steps * scene.dt, "options": dict(options)}
     row: dict[str, Any] = {"scene": scene.name, "method": label(case), "steps": steps, "extrapolated": extrapolated}
+    # a short untimed run first: one-time costs (numba compilation, first imports) are not the run's
+    co.simulate(scene, **{**run, "duration": min(steps, 3) * scene.dt}, sensitivities=["mu"])
     forward_s, trajectory = timed(co.simulate, scene, **run)
     if not trajectory.completed:
         return {**row, "note": f"forward run incomplete: {trajectory.message}"}

@@ -59,8 +59,9 @@ def arm(name: str) -> tuple[PinocchioUrdfSystem, np.ndarray, np.ndarray]:
     return PinocchioUrdfSystem(path, False, True, ground_friction=mu), q, v
 
 
-def one_step(system: co.System, formulation: str, solver: str, q: np.ndarray, v: np.ndarray) -> tuple:
-    stepper = TimeStepping(system, formulation, solver, DT, solver_options=TIGHT[solver])
+def one_step(system: co.System, formulation: str, solver: str, q: np.ndarray, v: np.ndarray,
+             options: dict | None = None) -> tuple:
+    stepper = TimeStepping(system, formulation, solver, DT, options=options, solver_options=TIGHT[solver])
     state = State(q, v, 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the states start in contact (initial penetration)
@@ -96,15 +97,24 @@ def test_the_problem_tangents_equal_the_systems_central_differences(name: str) -
     check(moved.unilateral.phi, plus.unilateral.phi, minus.unilateral.phi, problem.unilateral.phi)
 
 
-@pytest.mark.parametrize("formulation,solver", CASES)
+COMPLIANT = {"stiffness": 2e4, "dissipation_time_scale": 0.01}  # SAP's compliant branch of R and v_hat
+
+
+@pytest.mark.parametrize("formulation,solver,options", [*((f, s, None) for f, s in CASES),
+                                                        ("sap", "newton", COMPLIANT)])
 @pytest.mark.parametrize("name", list(ARMS))
-def test_the_analytic_step_derivative_equals_central_differences(name: str, formulation: str, solver: str) -> None:
-    """dq', dv' / d(q, v, mu) through the analytic path against one step taken from each side."""
+def test_the_analytic_step_derivative_equals_central_differences(name: str, formulation: str, solver: str,
+                                                                 options: dict | None) -> None:
+    """dq', dv' / d(q, v, mu) through the analytic path against one step taken from each side.
+    ``sap`` on the UR5-like arm takes no difference at all (contactopt.derivatives.sap_analytic);
+    the two-link arm's dry friction (box rows) and the other formulations difference their
+    ``build`` along the linearized problem."""
     system, q, v = arm(name)
-    stepper, state, record, _ = one_step(system, formulation, solver, q, v)
+    stepper, state, record, _ = one_step(system, formulation, solver, q, v, options)
     assert np.abs(record.impulses[:, 0]).max() > 0.1  # the arm strikes the floor: contact is active
     derivative = step_derivative(stepper, state, None, ("mu",))
     assert derivative._linearization() is not None  # the analytic path, not the system's differences
+    assert (derivative._analytic() is not None) == (formulation == "sap" and name == "ur5_like")
     blocks = derivative.jacobian()
     analytic = np.hstack([blocks["q"], blocks["v"], blocks["params"]])
     nv, t = system.nv, 1e-6
@@ -112,26 +122,52 @@ def test_the_analytic_step_derivative_equals_central_differences(name: str, form
     for k in range(2 * nv):
         e = np.zeros(2 * nv)
         e[k] = t
-        sides = [one_step(system, formulation, solver, q + s * e[:nv], v + s * e[nv:])[3] for s in (1, -1)]
+        sides = [one_step(system, formulation, solver, q + s * e[:nv], v + s * e[nv:], options)[3] for s in (1, -1)]
         columns.append((sides[0] - sides[1]) / (2 * t))
-    sides = [one_step(system.with_parameters({"mu": system.mu + s * t}), formulation, solver, q, v)[3] for s in (1, -1)]
+    sides = [one_step(system.with_parameters({"mu": system.mu + s * t}), formulation, solver, q, v, options)[3]
+             for s in (1, -1)]
     columns.append((sides[0] - sides[1]) / (2 * t))
     np.testing.assert_allclose(analytic, np.stack(columns, axis=1), rtol=1e-8, atol=1e-7)
     assert np.abs(analytic[:, 2 * nv]).max() > 1e-3  # mu moves this step: friction is active
 
 
-def test_a_forward_product_moves_every_input_at_once() -> None:
-    """jvp(dq, dv, dmu) is one difference along the combined direction: the Jacobian's columns
-    combined, to the differences' error (~1e-10)."""
+def test_the_sap_reverse_product_without_differences_is_the_jacobians_transpose() -> None:
+    """The one reverse product of contactopt.derivatives.sap_analytic against the Jacobian that
+    differences SAP's build along the linearized problem (the path the central-difference test
+    above checks on the two-link arm): the hand-differentiated build, to the differences' error
+    (entries up to 80, observed 5e-9)."""
     system, q, v = arm("ur5_like")
     stepper, state, _, _ = one_step(system, "sap", "newton", q, v)
+    derivative = step_derivative(stepper, state, None, ("mu",))
+    assert derivative._analytic() is not None
+    differenced = step_derivative(stepper, state, None, ("mu",))
+    differenced._analytic_asked = True  # keep the build's differences
+    blocks = differenced.jacobian()
+    full = np.hstack([blocks["q"], blocks["v"], blocks["params"]])
+    seed = np.random.default_rng(7).normal(size=12)
+    cotangent = derivative.vjp(seed[:6], seed[6:])
+    reverse = np.concatenate([cotangent.q, cotangent.v, [cotangent.params["mu"]]])
+    np.testing.assert_allclose(reverse, seed @ full, rtol=0, atol=1e-7 * np.abs(seed @ full).max())
+    analytic = derivative.jacobian()
+    np.testing.assert_allclose(np.hstack([analytic["q"], analytic["v"], analytic["params"]]), full,
+                               rtol=0, atol=1e-9 * np.abs(full).max())
+
+
+def test_a_forward_product_moves_every_input_at_once() -> None:
+    """jvp(dq, dv, dmu) is one difference along the combined direction (ccp: the build differenced
+    along the linearized problem): the Jacobian's columns combined, to the differences' error
+    (observed 1e-8 of entries up to 100)."""
+    system, q, v = arm("ur5_like")
+    stepper, state, _, _ = one_step(system, "ccp", "clarabel", q, v)
     derivative = step_derivative(stepper, state, None, ("mu",))
     rng = np.random.default_rng(5)
     dq, dv = rng.normal(size=6), rng.normal(size=6)
     tangent = derivative.jvp(dq=dq, dv=dv, dparams={"mu": 0.7})
     blocks = derivative.jacobian()
     expected = blocks["q"] @ dq + blocks["v"] @ dv + 0.7 * blocks["params"][:, 0]
-    np.testing.assert_allclose(np.concatenate([tangent.q, tangent.v]), expected, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(np.concatenate([tangent.q, tangent.v]), expected, rtol=0,
+                               atol=1e-9 * np.abs(expected).max())
+    assert derivative._analytic() is None and derivative._linearization() is not None
 
 
 def test_a_floating_base_keeps_the_systems_central_differences(tmp_path: Path) -> None:

@@ -32,6 +32,14 @@ one-sided derivative and are listed in :attr:`StepDerivative.degenerate`.
 
 The reverse product (:meth:`StepDerivative.vjp`) is the transpose of the step's Jacobian,
 built column by column from forward products on first use and kept.
+
+**Systems with analytic tangents** (``system.linearize_step_problem``: the pinocchio URDF
+backend on a fixed base, :mod:`contactopt.systems.urdf_pinocchio.derivatives`): ``P`` is not
+asked again; the problem is moved along its analytic tangents (``problem_at``), ``B`` differenced
+along them, and a forward product moves every input at once (one difference). For ``sap`` there
+no difference is left (:mod:`contactopt.derivatives.sap_analytic`): the program derivative's
+right-hand side is differentiated by hand for every input at once, a forward product is one
+program-derivative product, and the reverse product one reverse product (no Jacobian).
 """
 
 from __future__ import annotations
@@ -168,6 +176,8 @@ class StepDerivative:
         self._jacobian: dict[str, FloatArray] | None = None
         self._linear: Any = None  # the system's linearized problem (_linearization), once asked for
         self._linear_asked = False
+        self._analytic_step: Any = None  # the step's linearization without differences (_analytic)
+        self._analytic_asked = False
         #: The input blocks whose difference was one-sided (one side changes the structure).
         self.one_sided: list[str] = []
 
@@ -237,6 +247,20 @@ class StepDerivative:
                 self._linear = linearize(self.problem, self.parameters)
         return self._linear
 
+    def _analytic(self) -> Any:
+        """The step's linearization without differences where one applies (``sap`` on a system
+        with :meth:`_linearization`: :func:`contactopt.derivatives.sap_analytic.sap_linearization`),
+        or None; built on first use."""
+        if not self._analytic_asked:
+            self._analytic_asked = True
+            linear = self._linearization()
+            if linear is not None and self.point.u.size == 0:
+                from contactopt.derivatives.sap_analytic import sap_linearization
+
+                self._analytic_step = sap_linearization(self.stepper, self.problem, self.program,
+                                                        self.program_derivative, linear, self.parameters)
+        return self._analytic_step
+
     def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
                  program: StepProgram, solution: Solution) -> tuple[FloatArray, FloatArray]:
         v_next = self.stepper.formulation.recover(problem, program, solution).v_next
@@ -250,6 +274,12 @@ class StepDerivative:
             dparams: Mapping[str, float] | None = None) -> StepTangent:
         """``(dq', dv')`` for the input change ``(dq, dv, du, dparams)`` (None: zero)."""
         directions = self._directions(dq, dv, du, dparams)
+        analytic = self._analytic()
+        if analytic is not None:  # no differences at all (contactopt.derivatives.sap_analytic)
+            point = self.point
+            sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
+            combined = np.concatenate([directions.get(block, np.zeros(size)) for block, size in sizes.items()])
+            return StepTangent(*analytic.jvp(combined))
         if len(directions) > 1 and self._linearization() is not None:  # one difference for all blocks
             point = self.point
             sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
@@ -385,6 +415,11 @@ class StepDerivative:
         """The step's Jacobian by input block: ``"q"`` ((nq + nv, nq)), ``"v"`` ((nq + nv, nv)),
         ``"u"`` ((nq + nv, nu)) and ``"params"`` ((nq + nv, len(parameters))), rows ``(q', v')``;
         built from forward products on first use and kept."""
+        analytic = self._analytic()
+        if self._jacobian is None and analytic is not None:
+            nv, full = self.system.nv, analytic.jacobian()
+            self._jacobian = {"q": full[:, :nv], "v": full[:, nv:2 * nv], "u": np.zeros((full.shape[0], 0)),
+                              "params": full[:, 2 * nv:]}
         if self._jacobian is None:
             point = self.point
             columns: dict[str, FloatArray] = {}
@@ -403,6 +438,11 @@ class StepDerivative:
     def vjp(self, gq: ArrayLike | None = None, gv: ArrayLike | None = None) -> StepCotangent:
         """The gradient of ``<gq, q'> + <gv, v'>`` with respect to the step's inputs."""
         nq, nv = self.system.nq, self.system.nv
+        analytic = self._analytic()
+        if analytic is not None and self._jacobian is None:  # one reverse product, no Jacobian
+            gradient = analytic.vjp(_vector(gq, nq, "gq"), _vector(gv, nv, "gv"))
+            return StepCotangent(gradient[:nq], gradient[nq:nq + nv], np.zeros(0),
+                                 dict(zip(self.parameters, gradient[nq + nv:].tolist(), strict=True)))
         seed = np.concatenate([_vector(gq, nq, "gq"), _vector(gv, nv, "gv")])
         blocks = self.jacobian()
         params = blocks["params"].T @ seed

@@ -15,6 +15,9 @@ from contactopt.systems.urdf_pinocchio import ground
 from contactopt.systems.urdf_pinocchio.tree import skew
 
 FloatArray = NDArray[np.float64]
+_LEVI_CIVITA = np.zeros((3, 3, 3))
+_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
+_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
 #: The placement step (m, rad) of the contact functions' central difference (StepLinearization).
 CONTACT_STEP = 1e-5
 
@@ -148,44 +151,44 @@ class StepLinearization:
                 return ground.sphere(centre, float(size[0]), margin)
             return ground.cylinder(centre, R, float(size[0]), float(size[1]), margin)
 
-        joints = sorted({int(system.geometry.geometryObjects[system._shapes[shape][0]].parentJoint)
-                         for _, _, _, shape in placed})
+        touching = [(centre, R, shape, found) for centre, R, _, shape in placed
+                    if (found := touches(shape, centre, R))]
+        parent = {shape: int(system.geometry.geometryObjects[system._shapes[shape][0]].parentJoint)
+                  for _, _, shape, _ in touching}
+        joints = sorted(set(parent.values()))
         bases = {joint: (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
                          np.array(data.oMi[joint].translation)) for joint in joints}
-        variations = []
+        variations = {joint: np.zeros((6, nv, nv)) for joint in joints}  # (row, column, direction)
         for k in range(nv):  # the joint Jacobians' variation along each dof
             direction = np.zeros(nv)
             direction[k] = 1.0
             pin.computeJointJacobiansTimeVariation(model, data, qp, system.pin_v(direction))
-            variations.append({joint: np.array(pin.getJointJacobianTimeVariation(
-                model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d] for joint in joints})
+            for joint in joints:
+                variations[joint][:, :, k] = np.array(pin.getJointJacobianTimeVariation(
+                    model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d]
         row = 0
-        for centre, R, _, shape in placed:
-            found = touches(shape, centre, R)
-            if not found:
-                continue
-            joint = int(system.geometry.geometryObjects[system._shapes[shape][0]].parentJoint)
-            jacobian, origin = bases[joint]
-            kind = system._shapes[shape][1]
-            for k in range(nv):
-                w, do = jacobian[3:, k], jacobian[:3, k]
-                dc = do + np.cross(w, centre - origin)
-                if kind == "cylinder":
-                    moves = _cylinder_moves(lambda c, R, shape=shape: touches(shape, c, R), centre, R, dc, w,
-                                            len(found))
-                variation = variations[k][joint]
-                for c, touch in enumerate(found):
-                    if kind == "cylinder":
-                        ddist, dpos = moves[c]
-                    else:  # a box corner (r from the centre) or a sphere's lowest point (r = 0 in the motion)
-                        r = touch.pos - centre + ground.NORMAL * (touch.dist / 2) if kind == "box" else np.zeros(3)
-                        velocity = dc + np.cross(w, r)
-                        ddist = float(ground.NORMAL @ velocity)
-                        dpos = velocity - ground.NORMAL * (ddist / 2)
-                    dphi[row + c, k] = ddist
-                    point = (variation[:3] - skew(dpos - do) @ jacobian[3:]
-                             - skew(touch.pos - origin) @ variation[3:])
-                    dJ[3 * (row + c):3 * (row + c + 1), :, k] = frame @ point
+        for centre, R, shape, found in touching:
+            jacobian, origin = bases[parent[shape]]
+            J_o, J_w = jacobian[:3], jacobian[3:]
+            variation = variations[parent[shape]]
+            dc = J_o - skew(centre - origin) @ J_w  # the centre's motion per dof, (3, nv)
+            if system._shapes[shape][1] == "cylinder":
+                moves = [_cylinder_moves(lambda c, R, shape=shape: touches(shape, c, R), centre, R, dc[:, k],
+                                         J_w[:, k], len(found)) for k in range(nv)]
+                ddists = np.array([[move[c][0] for move in moves] for c in range(len(found))])
+                dposes = np.array([np.stack([move[c][1] for move in moves], axis=1) for c in range(len(found))])
+            else:  # a box corner (r from the centre) or a sphere's lowest point (r = 0 in the motion)
+                box = system._shapes[shape][1] == "box"
+                velocities = np.array([dc - skew(touch.pos - centre + ground.NORMAL * (touch.dist / 2)) @ J_w
+                                       if box else dc for touch in found])  # (touches, 3, nv)
+                ddists = np.einsum("i,civ->cv", ground.NORMAL, velocities)
+                dposes = velocities - ground.NORMAL[None, :, None] * (ddists[:, None, :] / 2)
+            for c, touch in enumerate(found):
+                dphi[row + c] = ddists[c]
+                # column k: dJ_o - [dp - do]x J_w - [p - o]x dJ_w, with do = J_o e_k
+                turning = np.einsum("ijl,jk,lv->ivk", _LEVI_CIVITA, dposes[c] - J_o, J_w)
+                point = variation[:3] - turning - np.einsum("ij,jvk->ivk", skew(touch.pos - origin), variation[3:])
+                dJ[3 * (row + c):3 * (row + c + 1)] = np.einsum("ai,ivk->avk", frame, point)
             row += len(found)
         if row != nc:
             raise _StructureChange
