@@ -28,7 +28,8 @@ forward product is one :meth:`~contactopt.derivatives.primal.PrimalDerivative.jv
 ``r``: ``<g_c, r_first> - <g_b, r_second>``. ``q' = q + h v'`` (a fixed base's scalar joints).
 
 The base program's ``R``, ``v_hat``, ``S`` and rows are recomputed from the problem and must
-equal the built ones (to 1e-12 relative), else None is returned and the step derivative keeps
+equal the built ones (to 1e-12 relative; ``v*`` must be the problem's ``v_free``; ``A`` is its
+``M`` by ``SAP.build``'s construction), else None is returned and the step derivative keeps
 its differences: a change of ``SAP.build`` cannot go unnoticed here. Covered: contacts of
 ``dim = 3`` (or 1), limit rows; not: bilateral rows, friction-loss (box) rows, angular friction,
 drift projection, parameters other than ``mu``.
@@ -97,7 +98,7 @@ class SapStepLinearization:
         compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
         v_max = recovery_speed(problem, options)
         span = h + tau_d
-        A = primal.A.toarray()
+        A = np.asarray(problem.dynamics.M)  # primal.A: SAP's A is the step's M (M + h D)
         dynamics = problem.dynamics
         # input tangents of the problem, by column
         dA = np.zeros((nv, nv, nx))
@@ -166,9 +167,8 @@ class SapStepLinearization:
             R[nl:], dR[nl:] = R_frame.reshape(-1)[kept], dR_frame.reshape(na * dim, nx)[kept]
             v_hat[nl:], dv_hat[nl:] = vhat_frame.reshape(-1)[kept], dvhat_frame.reshape(na * dim, nx)[kept]
             scale[nl:], dS[nl:] = scale_c, dS_frame.reshape(na * dim, nx)[kept]
-        self.consistent = all(_close(mine, theirs) for mine, theirs in (
-            (R, primal.R), (v_hat, primal.v_hat), (scale, primal.scale), (J, primal.J.toarray()),
-            (v_star, problem.v_free), (A, np.asarray(dynamics.M))))
+        self.consistent = _close([R, v_hat, scale, J.ravel(), problem.v_free],
+                                 [primal.R, primal.v_hat, primal.scale, primal.J.toarray().ravel(), v_star])
         # the right-hand side r of the program derivative, per column
         x, y = derivative.x, derivative.y
         v_next, multiplier = x[:nv], x[nv:]
@@ -202,9 +202,14 @@ class SapStepLinearization:
         return np.stack(columns, axis=1)
 
 
-def _close(mine: FloatArray, theirs: FloatArray) -> bool:
-    mine, theirs = np.asarray(mine, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
-    if mine.shape != theirs.shape:
+def _close(mine: list[FloatArray], theirs: list[FloatArray]) -> bool:
+    """Whether each of ``mine`` equals its counterpart in ``theirs`` to :data:`CONSISTENCY`
+    relative to the counterpart's largest entry."""
+    if [a.shape for a in mine] != [np.shape(b) for b in theirs]:
         return False
-    size = float(np.abs(theirs).max(initial=0.0))
-    return bool(np.abs(mine - theirs).max(initial=0.0) <= CONSISTENCY * max(size, 1e-300))
+    sizes = [a.size for a in mine]
+    if not sum(sizes):
+        return True
+    a, b = np.concatenate(mine), np.concatenate(theirs)
+    largest = np.repeat([float(np.abs(x).max(initial=0.0)) for x in theirs], sizes)
+    return bool(np.all(np.abs(a - b) <= CONSISTENCY * largest))
