@@ -23,8 +23,8 @@ forward product along ``v``), ``derivative_ms``, the program derivative's constr
 ``step_ms``, one forward step, and
 ``floor_ratio = 1 + (derivative_ms + 2 * columns * eval_ms) / step_ms``, what the reverse pass
 costs per step relative to the forward one with ``columns = nq + nv + parameters`` evaluations
-pairs. Where the step takes no difference (``sap`` on the URDF arm,
-:mod:`contactopt.derivatives.sap_analytic`) ``eval_ms`` is half a forward product and the floor
+pairs. Where the step takes no difference (``sap`` and ``ccp`` on the URDF arm,
+:mod:`contactopt.derivatives.analytic_step`) ``eval_ms`` is half a forward product and the floor
 overstates the reverse pass, which is one reverse product per step there.
 
 On the pile the runs are ``--pile-steps`` steps (the forward step alone takes seconds there) and

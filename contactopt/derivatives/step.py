@@ -36,8 +36,9 @@ built column by column from forward products on first use and kept.
 **Systems with analytic tangents** (``system.linearize_step_problem``: the pinocchio URDF
 backend on a fixed base, :mod:`contactopt.systems.urdf_pinocchio.derivatives`): ``P`` is not
 asked again; the problem is moved along its analytic tangents (``problem_at``), ``B`` differenced
-along them, and a forward product moves every input at once (one difference). For ``sap`` there
-no difference is left (:mod:`contactopt.derivatives.sap_analytic`): the program derivative's
+along them, and a forward product moves every input at once (one difference). For ``sap`` and
+the primal ``ccp`` there
+no difference is left (:mod:`contactopt.derivatives.analytic_step`): the program derivative's
 right-hand side is differentiated by hand for every input at once, a forward product is one
 program-derivative product, and the reverse product one reverse product (no Jacobian).
 """
@@ -248,17 +249,18 @@ class StepDerivative:
         return self._linear
 
     def _analytic(self) -> Any:
-        """The step's linearization without differences where one applies (``sap`` on a system
-        with :meth:`_linearization`: :func:`contactopt.derivatives.sap_analytic.sap_linearization`),
-        or None; built on first use."""
+        """The step's linearization without differences where one applies (``sap`` and primal
+        ``ccp`` on a system with :meth:`_linearization`:
+        :func:`contactopt.derivatives.analytic_step.analytic_linearization`), or None; built on
+        first use."""
         if not self._analytic_asked:
             self._analytic_asked = True
             linear = self._linearization()
             if linear is not None and self.point.u.size == 0:
-                from contactopt.derivatives.sap_analytic import sap_linearization
+                from contactopt.derivatives.analytic_step import analytic_linearization
 
-                self._analytic_step = sap_linearization(self.stepper, self.problem, self.program,
-                                                        self.program_derivative, linear, self.parameters)
+                self._analytic_step = analytic_linearization(self.stepper, self.problem, self.program,
+                                                             self.program_derivative, linear, self.parameters)
         return self._analytic_step
 
     def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
@@ -275,7 +277,7 @@ class StepDerivative:
         """``(dq', dv')`` for the input change ``(dq, dv, du, dparams)`` (None: zero)."""
         directions = self._directions(dq, dv, du, dparams)
         analytic = self._analytic()
-        if analytic is not None:  # no differences at all (contactopt.derivatives.sap_analytic)
+        if analytic is not None:  # no differences at all (contactopt.derivatives.analytic_step)
             point = self.point
             sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
             combined = np.concatenate([directions.get(block, np.zeros(size)) for block, size in sizes.items()])
