@@ -236,3 +236,36 @@ def test_the_lumped_parameters_reproduce_rnea_and_the_energy(tmp_path: Path, flo
         kinetic, potential = system.energy(q, v)
         energy = co.identification.energy_regressor(system, q, v) @ lumped.values
         assert abs(energy - kinetic - potential) <= 1e-10 * max(1.0, abs(kinetic) + abs(potential))
+
+
+def test_the_cylinder_contact_tangents_equal_central_differences() -> None:
+    """The cylinder's ground contacts (MuJoCo's construction, one to four points) differentiated
+    term by term, against central differences of the contact function along the placement's
+    motion (``t = 1e-7``: truncation scaled as ``t^2`` from 1.5e-4 at 1e-4 to 1.5e-8 at 1e-6, so
+    ~1.5e-10 here, round-off ~1e-10): 1e-7."""
+    from scipy.spatial.transform import Rotation
+
+    from contactopt.systems.urdf_pinocchio import ground
+    from contactopt.systems.urdf_pinocchio.derivatives import _cylinder_tangents
+
+    rng = np.random.default_rng(0)
+    counts, t = set(), 1e-7
+    for _ in range(150):
+        R = Rotation.from_rotvec(rng.normal(size=3) * rng.uniform(0.05, 2.0)).as_matrix()
+        centre = np.array([0.0, 0.0, 0.01]) + rng.normal(size=3) * 0.03
+        margin = float(rng.choice([1.0, 0.0, 0.02]))
+        found = ground.cylinder(centre, R, 0.05, 0.1, margin)
+        if not found:
+            continue
+        counts.add(len(found))
+        dc, w = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+        ddist, dpos = _cylinder_tangents(centre, R, 0.05, 0.1, margin, dc, w, len(found))
+        for k in range(4):
+            sides = [ground.cylinder(centre + s * t * dc[:, k], Rotation.from_rotvec(s * t * w[:, k]).as_matrix() @ R,
+                                     0.05, 0.1, margin) for s in (1, -1)]
+            if len(sides[0]) != len(found) or len(sides[1]) != len(found):
+                continue  # a point at the margin
+            for i, (up, down) in enumerate(zip(*sides, strict=True)):
+                assert abs((up.dist - down.dist) / (2 * t) - ddist[i, k]) < 1e-7
+                np.testing.assert_allclose((up.pos - down.pos) / (2 * t), dpos[i, :, k], rtol=0, atol=1e-7)
+    assert counts == {1, 2, 3, 4}  # the first rim point, the far one, the third-of-the-way pair

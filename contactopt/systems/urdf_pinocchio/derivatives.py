@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
@@ -18,8 +17,6 @@ FloatArray = NDArray[np.float64]
 _LEVI_CIVITA = np.zeros((3, 3, 3))
 _LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
 _LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
-#: The placement step (m, rad) of the contact functions' central difference (StepLinearization).
-CONTACT_STEP = 1e-5
 
 
 def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -79,7 +76,7 @@ class StepLinearization:
 
     * ``dM = sum_k dM/dq_k dq_k``, the tensor from ``pin.computeRNEADerivatives(q, 0, e_j)``,
       ``d(M e_j + g)/dq``, less ``pin.computeGeneralizedGravityDerivatives`` (Carpentier &
-      Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS 2018, sec. III:
+      Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS 2018:
       ``rnea(q, 0, a) = M(q) a + g(q)``); ``M + h D`` moves as ``M`` (``D`` constant);
     * ``dtau = -(drnea/dq) dq - (drnea/dv + D) dv + du`` at ``a = 0``
       (``tau = -rnea(q, v, 0) - D v``: :func:`inverse_dynamics`);
@@ -87,17 +84,16 @@ class StepLinearization:
       ``LOCAL_WORLD_ALIGNED`` Jacobian, ``o`` its origin, ``p`` the contact point) moves by
       ``frame (dJ_o - [dp - do]x J_w - [p - o]x dJ_w)``, with ``dJ`` the Jacobian's variation
       along ``dq`` (``pin.getJointJacobianTimeVariation`` with velocity ``dq``: ``Jdot = sum_k
-      dJ/dq_k qdot_k``, Featherstone, "Rigid Body Dynamics Algorithms", sec. 2.10 and 4.x),
+      dJ/dq_k qdot_k`` by the chain rule, which Pinocchio's recursion computes: Carpentier &
+      Mansard 2018),
       ``do = J_o dq``; the contact's separation and point move with the geometry's placement,
       whose first-order motion is the rigid one, ``dc = J_o dq + w x (c - o)``, ``dR = [w]x R``
       (``w = J_w dq``): a box corner ``c + r`` and a sphere's lowest point move with
       ``dc + w x r`` (``r = 0`` for the sphere's, which stays below the centre), ``d(dist)`` is
       that motion's normal part and ``dp`` the motion less half of it along the normal
       (``p = x - n dist / 2``, :mod:`.ground`); a cylinder's rim points slide round the rim as it
-      turns, and their ``d(dist)``, ``dp`` are Richardson's extrapolation of the central
-      differences of the contact function (pure geometry) along ``(c + s dc, exp(s [w]x) R)``,
-      ``s = 1e-5`` m or rad and ``s / 2`` (:data:`CONTACT_STEP`: error ``O(s^4)`` on the radius'
-      scale, round-off ``eps |p| / s ~ 1e-11``);
+      turns, and their ``d(dist)``, ``dp`` follow MuJoCo's construction term by term
+      (:func:`_cylinder_tangents`);
     * a joint limit's separation moves by its row ``G dq``; ``mu`` by ``dmu``.
 
     :meth:`problem_at` is ``problem + t * tangent``, the problem linearized at its base: its
@@ -173,10 +169,9 @@ class StepLinearization:
             variation = variations[parent[shape]]
             dc = J_o - skew(centre - origin) @ J_w  # the centre's motion per dof, (3, nv)
             if system._shapes[shape][1] == "cylinder":
-                moves = [_cylinder_moves(lambda c, R, shape=shape: touches(shape, c, R), centre, R, dc[:, k],
-                                         J_w[:, k], len(found)) for k in range(nv)]
-                ddists = np.array([[move[c][0] for move in moves] for c in range(len(found))])
-                dposes = np.array([np.stack([move[c][1] for move in moves], axis=1) for c in range(len(found))])
+                size = system._shapes[shape][2]
+                ddists, dposes = _cylinder_tangents(centre, R, float(size[0]), float(size[1]), margin, dc, J_w,
+                                                    len(found))
             else:  # a box corner (r from the centre) or a sphere's lowest point (r = 0 in the motion)
                 box = system._shapes[shape][1] == "box"
                 velocities = np.array([dc - skew(touch.pos - centre + ground.NORMAL * (touch.dist / 2)) @ J_w
@@ -214,30 +209,53 @@ class StepLinearization:
             unilateral=moved_limits)
 
 
-def _cylinder_moves(touches: Any, centre: FloatArray, R: FloatArray, dc: FloatArray, w: FloatArray,
-                    count: int) -> list[tuple[float, FloatArray]]:
-    """``(d dist, d pos)`` of a cylinder's contacts along the placement's motion ``(dc, [w]x R)``:
-    Richardson's extrapolation of central differences with steps ``s`` and ``s / 2``
-    (``(4 D(s/2) - D(s)) / 3``, error ``O(s^4)``; :data:`CONTACT_STEP`)."""
-    estimates = []
-    for s in (CONTACT_STEP, CONTACT_STEP / 2):
-        turn = _rotation(s * w)
-        plus, minus = touches(centre + s * dc, turn @ R), touches(centre - s * dc, turn.T @ R)
-        if len(plus) != count or len(minus) != count:
-            raise _StructureChange
-        estimates.append([((up.dist - down.dist) / (2 * s), (up.pos - down.pos) / (2 * s))
-                          for up, down in zip(plus, minus, strict=True)])
-    return [((4 * half[0] - full[0]) / 3, (4 * half[1] - full[1]) / 3)
-            for full, half in zip(estimates[0], estimates[1], strict=True)]
-
-
-def _rotation(w: FloatArray) -> FloatArray:
-    """``exp([w]x)`` (Rodrigues' formula)."""
-    angle = float(np.linalg.norm(w))
-    if angle == 0.0:
-        return np.eye(3)
-    K = skew(w / angle)
-    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
+def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_length: float, margin: float,
+                       dc: FloatArray, w: FloatArray, count: int) -> tuple[FloatArray, FloatArray]:
+    """``d dist`` ((count, nv)) and ``d pos`` ((count, 3, nv)) of a cylinder's contacts
+    (:func:`.ground.cylinder`, whose construction is differentiated term by term) along the
+    placement's motion per dof, ``dc`` (3, nv) and ``[w]x R`` (``w`` (3, nv)): the axis ``a`` moves by
+    ``w x a``, the rim direction ``u = p / |p|`` with ``p = a (a.n) - n`` by ``(dp - u (u.dp)) / |p|``,
+    the side direction likewise; a contact's point ``x - n dist / 2`` by ``dx - n d(dist) / 2``."""
+    n = ground.NORMAL
+    a = R[:, 2].copy()
+    if n @ a > 0:
+        a = -a
+    da = np.cross(w.T, a).T  # (3, nv)
+    an, dan = float(n @ a), n @ da
+    p = a * an - n
+    length = float(np.linalg.norm(p))
+    if length < ground._MINVAL:  # a disk parallel to the plane: its rim point is the x axis' (not smooth)
+        raise _StructureChange
+    u = p / length
+    dp = da * an + a[:, None] * dan[None, :]
+    du = (dp - u[:, None] * (u @ dp)[None, :]) / length
+    rim, drim = radius * u, radius * du
+    drop, ddrop = float(rim @ n), n @ drim
+    axis, daxis = half_length * a, half_length * da
+    along, dalong = half_length * an, half_length * dan
+    dist0, ddist0 = float(n @ centre), n @ dc
+    first = dist0 + along + drop
+    dists, ddists, dposes = [first], [ddist0 + dalong + ddrop], [dc + drim + daxis]
+    if dist0 - along + drop <= margin:
+        dists.append(dist0 - along + drop)
+        ddists.append(ddist0 - dalong + ddrop)
+        dposes.append(dc + drim - daxis)
+    third = dist0 + along - drop / 2
+    if third <= margin:
+        side = np.cross(rim, axis)
+        dside = np.cross(drim.T, axis).T + np.cross(rim, daxis.T).T
+        size = float(np.linalg.norm(side))
+        unit = side / size
+        dunit = (dside - unit[:, None] * (unit @ dside)[None, :]) / size
+        reach = radius * np.sqrt(3.0) / 2
+        for sign in (1.0, -1.0):
+            dists.append(third)
+            ddists.append(ddist0 + dalong - ddrop / 2)
+            dposes.append(dc + sign * reach * dunit + daxis - drim / 2)
+    if len(dists) != count:
+        raise _StructureChange
+    ddist = np.array(ddists)
+    return ddist, np.array(dposes) - n[None, :, None] * (ddist[:, None, :] / 2)
 
 
 def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:
@@ -255,4 +273,5 @@ def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLin
 
 
 class _StructureChange(Exception):
-    """A ground contact appears or leaves within :data:`CONTACT_STEP` of the base placement."""
+    """The ground contacts found again at the base differ from the problem's, or a cylinder's
+    disk lies parallel to the ground (its rim point is not a smooth function of the placement)."""
