@@ -15,7 +15,9 @@ and formulation/solver, in the same process:
   (the forward run, each step's derivative, and the adjoint sweep);
 
 and their ratios to ``forward_s`` (after an untimed three-step run with sensitivities, so that no
-one-time cost, numba's compilation or a first import, lands in one of them). The floor of the
+one-time cost, numba's compilation or a first import, lands in one of them; with ``--repeat N``
+each of the three is timed N times, interleaved, and its fastest kept: the machine may be
+shared, and the fastest run is the one least disturbed). The floor of the
 method (:mod:`contactopt.derivatives.step`: the program's solution differentiated exactly, the
 smooth maps around it by central differences, one column per input coordinate for the reverse
 product) is measured at the last step: ``eval_ms``, one evaluation of the smooth maps (half a
@@ -34,7 +36,7 @@ the ratios, per step, stand for 100 steps: the ``steps`` column says how many we
 
 Writes ``experiments/out/gradient_cost/{summary.json, summary.csv[, profile.txt]}``.
 
-    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm]
+    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm] [--repeat 1]
                                         [--only ccp] [--profile]
 """
 
@@ -105,35 +107,40 @@ def timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
 
 
 def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
-               profile: cProfile.Profile | None) -> dict[str, Any]:
+               profile: cProfile.Profile | None, repeat: int = 1) -> dict[str, Any]:
     formulation, solver, options = case
     system = scene.system
     run = {"formulation": formulation, "solver": solver, "duration": steps * scene.dt, "options": dict(options)}
-    row: dict[str, Any] = {"scene": scene.name, "method": label(case), "steps": steps, "extrapolated": extrapolated}
+    row: dict[str, Any] = {"scene": scene.name, "method": label(case), "steps": steps, "extrapolated": extrapolated,
+                           "repeat": repeat}
     # a short untimed run first: one-time costs (numba compilation, first imports) are not the run's
     co.simulate(scene, **{**run, "duration": min(steps, 3) * scene.dt}, sensitivities=["mu"])
-    forward_s, trajectory = timed(co.simulate, scene, **run)
-    if not trajectory.completed:
-        return {**row, "note": f"forward run incomplete: {trajectory.message}"}
-    row["forward_s"] = forward_s
-    try:
-        seconds, tangent = timed(co.simulate, scene, **run, sensitivities=["mu"])
-        if np.isfinite(tangent.sensitivities["mu"]).all():
-            row["forward_mode_s"] = seconds
-        else:  # the sensitivities stopped at a step that is not differentiable (NaN from there)
-            row["note"] = "forward mode: NaN sensitivities (a step is not differentiable)"
-    except co.errors.ContactoptError as exc:
-        row["note"] = f"forward mode: {type(exc).__name__}: {str(exc)[:120]}"
-    loss = co.derivatives.final_state_loss(q_target=trajectory.q[-1] + 0.01, v_target=np.zeros(system.nv))
-    try:
-        if profile is not None:
-            profile.enable()
-        row["reverse_s"], _ = timed(co.gradient, scene, loss, list(WRT), **run)
-    except co.errors.ContactoptError as exc:
-        row["note"] = f"reverse: {type(exc).__name__}: {str(exc)[:120]}"
-    finally:
-        if profile is not None:
-            profile.disable()
+    for attempt in range(repeat):  # interleaved; each time the fastest of the repeats (a shared machine)
+        forward_s, trajectory = timed(co.simulate, scene, **run)
+        if not trajectory.completed:
+            return {**row, "note": f"forward run incomplete: {trajectory.message}"}
+        row["forward_s"] = min(forward_s, row.get("forward_s", np.inf))
+        try:
+            seconds, tangent = timed(co.simulate, scene, **run, sensitivities=["mu"])
+            if np.isfinite(tangent.sensitivities["mu"]).all():
+                row["forward_mode_s"] = min(seconds, row.get("forward_mode_s", np.inf))
+            else:  # the sensitivities stopped at a step that is not differentiable (NaN from there)
+                row["note"] = "forward mode: NaN sensitivities (a step is not differentiable)"
+        except co.errors.ContactoptError as exc:
+            row["note"] = f"forward mode: {type(exc).__name__}: {str(exc)[:120]}"
+        loss = co.derivatives.final_state_loss(q_target=trajectory.q[-1] + 0.01, v_target=np.zeros(system.nv))
+        use = profile if attempt == 0 else None
+        try:
+            if use is not None:
+                use.enable()
+            seconds, _ = timed(co.gradient, scene, loss, list(WRT), **run)
+            row["reverse_s"] = min(seconds, row.get("reverse_s", np.inf))
+        except co.errors.ContactoptError as exc:
+            row["note"] = f"reverse: {type(exc).__name__}: {str(exc)[:120]}"
+        finally:
+            if use is not None:
+                use.disable()
+    forward_s = row["forward_s"]
     for key in ("forward_mode", "reverse"):
         if f"{key}_s" in row:
             row[f"{key}_ratio"] = row[f"{key}_s"] / forward_s
@@ -163,6 +170,8 @@ def main() -> int:
                         help="steps timed on the pile (its ratios stand for 100 steps: extrapolated)")
     parser.add_argument("--scenes", default="box,pile,arm", help="comma-separated subset of box, pile, arm")
     parser.add_argument("--only", default="", help="only the rows whose method contains this (e.g. ccp)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="time each run this many times, interleaved, and keep each one's fastest")
     parser.add_argument("--profile", action="store_true", help="cProfile the first scene's first case's reverse pass")
     parser.add_argument("--profile-lines", type=int, default=30)
     args = parser.parse_args()
@@ -185,11 +194,11 @@ def main() -> int:
             scene = co.load_scene(ROOT / "problems" / f"{name}.toml")
             for case in (c for c in cases if args.only in label(c)):
                 use = profile if profile is not None and not profiled and name == plan[0][0] else None
-                rows.append(bench_case(scene, case, steps, extrapolated, use))
+                rows.append(bench_case(scene, case, steps, extrapolated, use, args.repeat))
                 if use is not None:
                     profiled = profile_text(use, args.profile_lines)
                 print_table([rows[-1]])
-    columns = ["scene", "method", "steps", "extrapolated", "forward_s", "forward_mode_ratio", "reverse_ratio",
+    columns = ["scene", "method", "steps", "extrapolated", "repeat", "forward_s", "forward_mode_ratio", "reverse_ratio",
                "step_ms", "eval_ms", "derivative_ms", "columns", "floor_ratio", "note"]
     table = [{key: row.get(key, "") for key in columns} for row in rows]
     print_table(table)
