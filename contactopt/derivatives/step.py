@@ -32,15 +32,6 @@ one-sided derivative and are listed in :attr:`StepDerivative.degenerate`.
 
 The reverse product (:meth:`StepDerivative.vjp`) is the transpose of the step's Jacobian,
 built column by column from forward products on first use and kept.
-
-**Systems with analytic tangents** (``system.linearize_step_problem``: the pinocchio URDF
-backend on a fixed base, :mod:`contactopt.systems.urdf_pinocchio.derivatives`): ``P`` is not
-asked again; the problem is moved along its analytic tangents (``problem_at``), ``B`` differenced
-along them, and a forward product moves every input at once (one difference). For ``sap`` and
-the primal ``ccp`` there
-no difference is left (:mod:`contactopt.derivatives.analytic_step`): the program derivative's
-right-hand side is differentiated by hand for every input at once, a forward product is one
-program-derivative product, and the reverse product one reverse product (no Jacobian).
 """
 
 from __future__ import annotations
@@ -78,8 +69,6 @@ __all__ = ["STEP_INPUTS", "StepCotangent", "StepDerivative", "StepTangent"]
 RELATIVE_STEP = 1e-6
 #: The input blocks of a step besides the named parameters.
 STEP_INPUTS = ("q", "v", "u")
-#: Every input moved at once: a forward product through a system's linearized problem.
-ALL_INPUTS = "all"
 
 
 @dataclass(frozen=True)
@@ -112,11 +101,6 @@ class _Point:
     params: tuple[float, ...]
 
     def moved(self, block: str, direction: FloatArray, t: float) -> _Point:
-        if block == ALL_INPUTS:  # [q, v, u, params] at once (a system's analytic linearization)
-            cuts = np.cumsum([self.q.size, self.v.size, self.u.size])
-            dq, dv, du, dp = np.split(direction, cuts)
-            return _Point(self.q + t * dq, self.v + t * dv, self.u + t * du,
-                          tuple(np.asarray(self.params) + t * dp))
         if block in STEP_INPUTS:
             return dataclasses.replace(self, **{block: getattr(self, block) + t * direction})
         return dataclasses.replace(self, params=tuple(np.asarray(self.params) + t * direction))
@@ -175,10 +159,6 @@ class StepDerivative:
             if not issubclass(warning.category, NondifferentiableWarning):
                 warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
         self._jacobian: dict[str, FloatArray] | None = None
-        self._linear: Any = None  # the system's linearized problem (_linearization), once asked for
-        self._linear_asked = False
-        self._analytic_step: Any = None  # the step's linearization without differences (_analytic)
-        self._analytic_asked = False
         #: The input blocks whose difference was one-sided (one side changes the structure).
         self.one_sided: list[str] = []
 
@@ -207,17 +187,6 @@ class StepDerivative:
         program with its data moved by ``RELATIVE_STEP``, whose structure is checked here
         (:func:`_require_same_structure`) in place of the construction's convexity test.
         """
-        linear = self._linearization()
-        if linear is not None:
-            base = self.point
-            dmu = sum(value - old for name, value, old in zip(self.parameters, point.params, base.params, strict=True)
-                      if name == "mu")
-            problem = linear.problem_at(1.0, point.q - base.q, point.v - base.v, point.u - base.u, dmu)
-            with vouched():
-                program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
-            assert isinstance(program, StepProgram)
-            _require_same_structure(self.program, program, block)
-            return self.system, self.stepper.dt, problem, program
         system, dt = self._system_at(point)
         held = system.control
         try:
@@ -236,33 +205,6 @@ class StepDerivative:
         _require_same_structure(self.program, program, block)
         return system, dt, problem, program
 
-    def _linearization(self) -> Any:
-        """The system's step problem linearized at the base (``system.linearize_step_problem``:
-        the pinocchio URDF backend's analytic derivatives, with ``problem_at(t, dq, dv, du, dmu)``),
-        or None: the system asked again at each point. Only without drift projection (a
-        stabilized problem moves with the constraints' own derivatives)."""
-        if not self._linear_asked:
-            self._linear_asked = True
-            linearize = getattr(self.system, "linearize_step_problem", None)
-            if linearize is not None and self.stepper.drift.mode != "projection":
-                self._linear = linearize(self.problem, self.parameters)
-        return self._linear
-
-    def _analytic(self) -> Any:
-        """The step's linearization without differences where one applies (``sap`` and primal
-        ``ccp`` on a system with :meth:`_linearization`:
-        :func:`contactopt.derivatives.analytic_step.analytic_linearization`), or None; built on
-        first use."""
-        if not self._analytic_asked:
-            self._analytic_asked = True
-            linear = self._linearization()
-            if linear is not None and self.point.u.size == 0:
-                from contactopt.derivatives.analytic_step import analytic_linearization
-
-                self._analytic_step = analytic_linearization(self.stepper, self.problem, self.program,
-                                                             self.program_derivative, linear, self.parameters)
-        return self._analytic_step
-
     def _advance(self, system: System, dt: float, point: _Point, problem: StepProblem,
                  program: StepProgram, solution: Solution) -> tuple[FloatArray, FloatArray]:
         v_next = self.stepper.formulation.recover(problem, program, solution).v_next
@@ -276,17 +218,6 @@ class StepDerivative:
             dparams: Mapping[str, float] | None = None) -> StepTangent:
         """``(dq', dv')`` for the input change ``(dq, dv, du, dparams)`` (None: zero)."""
         directions = self._directions(dq, dv, du, dparams)
-        analytic = self._analytic()
-        if analytic is not None:  # no differences at all (contactopt.derivatives.analytic_step)
-            point = self.point
-            sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
-            combined = np.concatenate([directions.get(block, np.zeros(size)) for block, size in sizes.items()])
-            return StepTangent(*analytic.jvp(combined))
-        if len(directions) > 1 and self._linearization() is not None:  # one difference for all blocks
-            point = self.point
-            sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
-            combined = np.concatenate([directions.get(block, np.zeros(size)) for block, size in sizes.items()])
-            return StepTangent(*self._block_jvp(ALL_INPUTS, combined))
         total_q, total_v = np.zeros(self.system.nq), np.zeros(self.system.nv)
         for block, direction in directions.items():
             dq_next, dv_next = self._block_jvp(block, direction)
@@ -319,9 +250,8 @@ class StepDerivative:
 
     def _block_jvp(self, block: str, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         base = self.point
-        values = (getattr(base, block) if block in STEP_INPUTS else np.asarray(base.params) if block != ALL_INPUTS
-                  else np.concatenate([base.q, base.v, base.u, base.params]))
-        if block not in (*STEP_INPUTS, ALL_INPUTS):  # parameters have units of their own (dt = 1e-3 s beside g = 9.81)
+        values = getattr(base, block) if block in STEP_INPUTS else np.asarray(base.params)
+        if block not in STEP_INPUTS:  # parameters have units of their own (dt = 1e-3 s beside g = 9.81)
             values = values[direction != 0]
             scale = float(np.abs(values).max(initial=0.0)) or 1.0
         else:  # a state at rest (v = 1e-32 after a step) has no size of its own: a unit floor, as the controller's
@@ -417,11 +347,6 @@ class StepDerivative:
         """The step's Jacobian by input block: ``"q"`` ((nq + nv, nq)), ``"v"`` ((nq + nv, nv)),
         ``"u"`` ((nq + nv, nu)) and ``"params"`` ((nq + nv, len(parameters))), rows ``(q', v')``;
         built from forward products on first use and kept."""
-        analytic = self._analytic()
-        if self._jacobian is None and analytic is not None:
-            nv, full = self.system.nv, analytic.jacobian()
-            self._jacobian = {"q": full[:, :nv], "v": full[:, nv:2 * nv], "u": np.zeros((full.shape[0], 0)),
-                              "params": full[:, 2 * nv:]}
         if self._jacobian is None:
             point = self.point
             columns: dict[str, FloatArray] = {}
@@ -440,11 +365,6 @@ class StepDerivative:
     def vjp(self, gq: ArrayLike | None = None, gv: ArrayLike | None = None) -> StepCotangent:
         """The gradient of ``<gq, q'> + <gv, v'>`` with respect to the step's inputs."""
         nq, nv = self.system.nq, self.system.nv
-        analytic = self._analytic()
-        if analytic is not None and self._jacobian is None:  # one reverse product, no Jacobian
-            gradient = analytic.vjp(_vector(gq, nq, "gq"), _vector(gv, nv, "gv"))
-            return StepCotangent(gradient[:nq], gradient[nq:nq + nv], np.zeros(0),
-                                 dict(zip(self.parameters, gradient[nq + nv:].tolist(), strict=True)))
         seed = np.concatenate([_vector(gq, nq, "gq"), _vector(gv, nv, "gv")])
         blocks = self.jacobian()
         params = blocks["params"].T @ seed
