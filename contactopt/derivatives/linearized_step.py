@@ -57,7 +57,8 @@ class _AllPoint(_Point):
 
     def moved(self, block: str, direction: FloatArray, t: float) -> _Point:
         if block != ALL_INPUTS:
-            return _AllPoint(**dataclasses.asdict(super().moved(block, direction, t)))
+            moved = super().moved(block, direction, t)
+            return _AllPoint(moved.q, moved.v, moved.u, moved.params)
         dq, dv, du, dp = np.split(direction, np.cumsum([self.q.size, self.v.size, self.u.size]))
         return _AllPoint(self.q + t * dq, self.v + t * dv, self.u + t * du, tuple(np.asarray(self.params) + t * dp))
 
@@ -68,7 +69,8 @@ class LinearizedStepDerivative(StepDerivative):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.point = _AllPoint(**dataclasses.asdict(self.point))
+        point = self.point
+        self.point = _AllPoint(point.q, point.v, point.u, point.params)
         self._linear: Any = _UNASKED
         self._exact: Any = _UNASKED
 
