@@ -34,6 +34,7 @@ import contactopt as co
 
 pytest.importorskip("pinocchio")
 
+from contactopt.derivatives.linearized_step import LinearizedStepDerivative
 from contactopt.derivatives.trajectory import step_derivative
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model.step import State
@@ -50,9 +51,18 @@ ARMS = {
     "ur5_like": (URDF / "ur5_like_arm.urdf", np.array([0.3, 1.401, 0.4, 0.5, 0.8, 0.1]),
                  np.array([1.0, 1.0, 0.0, 0.0, 0.0, 0.0]), 0.1),
 }
-TIGHT = {"newton": {"tol": 1e-14},
-         "clarabel": {"tol_feas": 1e-13, "tol_gap_abs": 1e-13, "tol_gap_rel": 1e-13}}
-CASES = [("sap", "newton"), ("ccp", "clarabel"), ("anitescu", "clarabel")]
+TIGHT: dict[str, dict] = {"newton": {"tol": 1e-14}, "lemke": {},  # Lemke pivots to an exact basis
+                          "clarabel": {"tol_feas": 1e-13, "tol_gap_abs": 1e-13, "tol_gap_rel": 1e-13}}
+#: regularized is left out: its impedance bends on 1 mm, where the whole step's differences at
+#: t = 1e-6 carry ~(1e-6 / 1e-3)^2 of entries up to 800 (observed 2e-7 relative)
+CASES = [("sap", "newton"), ("ccp", "clarabel"), ("anitescu", "clarabel"), ("lcp", "lemke"), ("gauss", "clarabel")]
+
+
+def linearized(stepper: TimeStepping, state: State) -> LinearizedStepDerivative:
+    """The step's derivative, the pinocchio backend's subclass (trajectory.step_derivative's choice)."""
+    derivative = step_derivative(stepper, state, None, ("mu",))
+    assert isinstance(derivative, LinearizedStepDerivative)
+    return derivative
 
 
 def arm(name: str) -> tuple[PinocchioUrdfSystem, np.ndarray, np.ndarray]:
@@ -65,7 +75,7 @@ def one_step(system: co.System, formulation: str, solver: str, q: np.ndarray, v:
     stepper = TimeStepping(system, formulation, solver, DT, options=options, solver_options=TIGHT[solver])
     state = State(q, v, 0.0)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the states start in contact (initial penetration)
+        warnings.simplefilter("ignore")  # the states start in contact (initial penetration); gauss ignores mu
         following, record = stepper.step(state)
     assert following is not None, record.message
     return stepper, state, record, np.concatenate([following.q, following.v])
@@ -101,6 +111,7 @@ def test_the_problem_tangents_equal_the_systems_central_differences(name: str) -
 COMPLIANT = {"stiffness": 2e4, "dissipation_time_scale": 0.01}  # SAP's compliant branch of R and v_hat
 
 
+@pytest.mark.filterwarnings("ignore:formulation 'gauss' is frictionless")
 @pytest.mark.parametrize("formulation,solver,options", [*((f, s, None) for f, s in CASES),
                                                         ("sap", "newton", COMPLIANT)])
 @pytest.mark.parametrize("name", list(ARMS))
@@ -113,7 +124,7 @@ def test_the_analytic_step_derivative_equals_central_differences(name: str, form
     system, q, v = arm(name)
     stepper, state, record, _ = one_step(system, formulation, solver, q, v, options)
     assert np.abs(record.impulses[:, 0]).max() > 0.1  # the arm strikes the floor: contact is active
-    derivative = step_derivative(stepper, state, None, ("mu",))
+    derivative = linearized(stepper, state)
     assert derivative._linearization() is not None  # the analytic path, not the system's differences
     assert (derivative._analytic() is not None) == (formulation in ("sap", "ccp") and name == "ur5_like")
     blocks = derivative.jacobian()
@@ -129,7 +140,8 @@ def test_the_analytic_step_derivative_equals_central_differences(name: str, form
              for s in (1, -1)]
     columns.append((sides[0] - sides[1]) / (2 * t))
     np.testing.assert_allclose(analytic, np.stack(columns, axis=1), rtol=1e-8, atol=1e-7)
-    assert np.abs(analytic[:, 2 * nv]).max() > 1e-3  # mu moves this step: friction is active
+    if name == "ur5_like" and formulation != "gauss":  # sliding at mu = 0.1 (gauss is frictionless)
+        assert np.abs(analytic[:, 2 * nv]).max() > 1e-3  # mu moves this step: friction is active
 
 
 @pytest.mark.parametrize("formulation,solver", [("sap", "newton"), ("ccp", "clarabel")])
@@ -140,9 +152,9 @@ def test_the_reverse_product_without_differences_is_the_jacobians_transpose(form
     the differences' error (entries up to 80, observed 5e-9)."""
     system, q, v = arm("ur5_like")
     stepper, state, _, _ = one_step(system, formulation, solver, q, v)
-    derivative = step_derivative(stepper, state, None, ("mu",))
+    derivative = linearized(stepper, state)
     assert derivative._analytic() is not None
-    differenced = step_derivative(stepper, state, None, ("mu",))
+    differenced = linearized(stepper, state)
     differenced._exact = None  # keep the build's differences
     blocks = differenced.jacobian()
     full = np.hstack([blocks["q"], blocks["v"], blocks["params"]])
@@ -161,7 +173,7 @@ def test_a_forward_product_moves_every_input_at_once() -> None:
     error (observed 1.1e-9 of the largest entry, 66)."""
     system, q, v = arm("ur5_like")
     stepper, state, _, _ = one_step(system, "anitescu", "clarabel", q, v)
-    derivative = step_derivative(stepper, state, None, ("mu",))
+    derivative = linearized(stepper, state)
     rng = np.random.default_rng(5)
     dq, dv = rng.normal(size=6), rng.normal(size=6)
     tangent = derivative.jvp(dq=dq, dv=dv, dparams={"mu": 0.7})
@@ -185,7 +197,7 @@ def test_a_floating_base_keeps_the_systems_central_differences(tmp_path: Path) -
     stepper, state, _, _ = one_step(system, "sap", "newton", q, v - np.array([0, 0, 0.5, 0, 0, 0]))
     assert system.linearize_step_problem(stepper.last_problem, ()) is None
     derivative = step_derivative(stepper, state, None, ())
-    assert derivative._linearization() is None
+    assert isinstance(derivative, LinearizedStepDerivative) and derivative._linearization() is None
     assert np.isfinite(derivative.jacobian()["q"]).all()
 
 
