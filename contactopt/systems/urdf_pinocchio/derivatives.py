@@ -68,8 +68,9 @@ def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> t
 
 class StepLinearization:
     """A step problem of the pinocchio backend moved along its analytic tangents: what
-    :class:`~contactopt.derivatives.step.StepDerivative` differentiates through in place of
-    asking the system again at each point of its central differences (``problem_at``).
+    :class:`~contactopt.derivatives.linearized_step.LinearizedStepDerivative` differentiates
+    through in place of asking the system again at each point of its central differences
+    (``problem_at``), and what :mod:`contactopt.derivatives.analytic_step` builds on.
 
     At the base ``(q, v)`` of ``problem`` (fixed base: public ``q`` and Pinocchio's tangent
     coincide, one coordinate per dof), per input direction ``(dq, dv, du, dmu)``:
