@@ -6,7 +6,7 @@ The inverse dynamics of a rigid-body tree is linear in each body's ten standard 
 parameters ``(m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz)`` (the inertia about
 the joint frame's origin, in that frame): ``rnea(q, v, a) = Y(q, v, a) theta`` (Atkeson, An &
 Hollerbach, "Estimation of inertial parameters of manipulator loads and links", 1986; Khalil &
-Dombre, "Modeling, identification and control of robots", ch. 12), which Pinocchio computes as
+Dombre, "Modeling, identification and control of robots"), which Pinocchio computes as
 ``pin.computeJointTorqueRegressor`` (Carpentier et al., "The Pinocchio C++ library", 2019), per
 joint of its model (a link fixed to its parent is merged into it, as Pinocchio's URDF parser
 does), ``theta_j = model.inertias[j].toDynamicParameters()``. The pinocchio backend's
