@@ -225,7 +225,7 @@ def test_the_lumped_parameters_reproduce_rnea_and_the_energy(tmp_path: Path, flo
     """co.identification on the pinocchio backend (Pinocchio's joint-torque and energy
     regressors): ``Y @ values = M vdot - tau`` (CRBA and RNEA through the system, with the
     damping) and ``h @ values = T + U``, both to 1e-10 relative (the same rigid-body sums in
-    another order: observed ~1e-15)."""
+    another order: observed 3e-16)."""
     if floating:
         path = tmp_path / "box.urdf"
         path.write_text('<robot name="box"><link name="box"><inertial><origin xyz="0.01 -0.02 0.03"/><mass '
