@@ -40,6 +40,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.core.errors import OptionError
+from contactopt.derivatives.linearized_step import LinearizedStepDerivative
 from contactopt.derivatives.step import RELATIVE_STEP, StepDerivative
 from contactopt.integrators.time_stepping import TimeStepping
 from contactopt.model.step import State
@@ -237,11 +238,12 @@ class Sensitivities:
 
 def step_derivative(stepper: TimeStepping, state: State, u: FloatArray | None,
                     parameters: Sequence[str]) -> StepDerivative:
-    """The derivative of the step ``stepper`` just took from ``state``."""
+    """The derivative of the step ``stepper`` just took from ``state`` (through the system's
+    analytic tangents where it has them: :mod:`contactopt.derivatives.linearized_step`)."""
     problem, program, solution = stepper.last_problem, stepper.last_program, stepper.last_solution
     assert problem is not None and program is not None and solution is not None
-    return StepDerivative(stepper, state, u, problem, program, solution,
-                          parameters=parameters)
+    kind = LinearizedStepDerivative if hasattr(stepper.system, "linearize_step_problem") else StepDerivative
+    return kind(stepper, state, u, problem, program, solution, parameters=parameters)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.core.errors import ContactoptError
+from contactopt.identification.urdf import is_pinocchio_urdf, urdf_energy, urdf_lumped, urdf_regressor
 from contactopt.model.step import as_vector
 from contactopt.systems.base import System
 from contactopt.systems.four_bar import FourBar
@@ -203,14 +204,15 @@ def _refuse(system: object, function: str) -> IdentificationError:
     known = ", ".join(sorted(cls.type_name for cls in TEXTBOOK))
     name = getattr(system, "type_name", type(system).__name__)
     return IdentificationError(f"{function}: no lumped parameters for a {name!r} system; known: {known}, "
-                               "rigid3d and mjcf")
+                               "rigid3d, mjcf and urdf (pinocchio backend)")
 
 
 def check_system(system: object, function: str) -> System:
     """``system`` if identification knows it (a textbook system above or an MJCF model)."""
     if not isinstance(system, System):
         raise IdentificationError(f"{function}: system must be a contactopt System, got {type(system).__name__}")
-    if _textbook(system) is None and not _is_mjcf(system) and not _is_rigid3d(system):
+    known = _textbook(system) is not None or _is_mjcf(system) or _is_rigid3d(system) or is_pinocchio_urdf(system)
+    if not known:
         raise _refuse(system, function)
     return system
 
@@ -222,6 +224,8 @@ def lumped_parameters(system: System) -> Lumped:
     (:mod:`contactopt.identification.mjcf`); ``rigid3d`` bodies likewise, ten each
     (:mod:`contactopt.identification.rigid3d`)."""
     check_system(system, "lumped_parameters")
+    if is_pinocchio_urdf(system):  # Pinocchio's regressors (contactopt.identification.urdf)
+        return Lumped(*urdf_lumped(system))
     if _is_rigid3d(system):
         from contactopt.identification.rigid3d import rigid3d_lumped
 
@@ -249,6 +253,8 @@ def regressor(system: System, q: ArrayLike, v: ArrayLike, vdot: ArrayLike) -> Fl
     multiplies (springs; :func:`contactopt.identification.mjcf.MjcfRegressor.at`)."""
     check_system(system, "regressor")
     qv, vv, av = _state(system, q, v, vdot)
+    if is_pinocchio_urdf(system):
+        return urdf_regressor(system, qv, vv, av)
     if _is_rigid3d(system):
         from contactopt.identification.rigid3d import rigid3d_regressor
 
@@ -266,6 +272,8 @@ def energy_regressor(system: System, q: ArrayLike, v: ArrayLike) -> FloatArray:
     Estimation", the power formulation; module docstring)."""
     check_system(system, "energy_regressor")
     qv, vv, _ = _state(system, q, v, np.zeros(system.nv))
+    if is_pinocchio_urdf(system):
+        return urdf_energy(system, qv, vv)
     if _is_rigid3d(system):
         from contactopt.identification.rigid3d import rigid3d_energy
 

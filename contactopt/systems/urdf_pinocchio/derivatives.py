@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.model.rows import Unilateral
+from contactopt.model.step import Contacts, Dynamics
+from contactopt.systems.urdf_pinocchio import ground
 from contactopt.systems.urdf_pinocchio.tree import skew
 
 FloatArray = NDArray[np.float64]
+_LEVI_CIVITA = np.zeros((3, 3, 3))
+_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
+_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
 
 
 def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -57,3 +64,215 @@ def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> t
     dq[:3, 3:6] -= R @ skew(force[:3])
     dv = T.T @ (dv_f @ T + da_f @ Av)
     return dq[np.ix_(d, d)], dv[np.ix_(d, d)] + np.diag(system.damping)
+
+
+class StepLinearization:
+    """A step problem of the pinocchio backend moved along its analytic tangents: what
+    :class:`~contactopt.derivatives.linearized_step.LinearizedStepDerivative` differentiates
+    through in place of asking the system again at each point of its central differences
+    (``problem_at``), and what :mod:`contactopt.derivatives.analytic_step` builds on.
+
+    At the base ``(q, v)`` of ``problem`` (fixed base: public ``q`` and Pinocchio's tangent
+    coincide, one coordinate per dof), per input direction ``(dq, dv, du, dmu)``:
+
+    * ``dM = sum_k dM/dq_k dq_k``, the tensor from ``pin.computeRNEADerivatives(q, 0, e_j)``,
+      ``d(M e_j + g)/dq``, less ``pin.computeGeneralizedGravityDerivatives`` (Carpentier &
+      Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS 2018:
+      ``rnea(q, 0, a) = M(q) a + g(q)``); ``M + h D`` moves as ``M`` (``D`` constant);
+    * ``dtau = -(drnea/dq) dq - (drnea/dv + D) dv + du`` at ``a = 0``
+      (``tau = -rnea(q, v, 0) - D v``: :func:`inverse_dynamics`);
+    * a ground contact's row ``frame (J_o - [p - o]x J_w)`` (``J_o``, ``J_w`` the joint's
+      ``LOCAL_WORLD_ALIGNED`` Jacobian, ``o`` its origin, ``p`` the contact point) moves by
+      ``frame (dJ_o - [dp - do]x J_w - [p - o]x dJ_w)``, with ``dJ`` the Jacobian's variation
+      along ``dq`` (``pin.getJointJacobianTimeVariation`` with velocity ``dq``: ``Jdot = sum_k
+      dJ/dq_k qdot_k`` by the chain rule, which Pinocchio's recursion computes: Carpentier &
+      Mansard 2018),
+      ``do = J_o dq``; the contact's separation and point move with the geometry's placement,
+      whose first-order motion is the rigid one, ``dc = J_o dq + w x (c - o)``, ``dR = [w]x R``
+      (``w = J_w dq``): a box corner ``c + r`` and a sphere's lowest point move with
+      ``dc + w x r`` (``r = 0`` for the sphere's, which stays below the centre), ``d(dist)`` is
+      that motion's normal part and ``dp`` the motion less half of it along the normal
+      (``p = x - n dist / 2``, :mod:`.ground`); a cylinder's rim points slide round the rim as it
+      turns, and their ``d(dist)``, ``dp`` follow MuJoCo's construction term by term
+      (:func:`_cylinder_tangents`);
+    * a joint limit's separation moves by its row ``G dq``; ``mu`` by ``dmu``.
+
+    :meth:`problem_at` is ``problem + t * tangent``, the problem linearized at its base: its
+    central differences in ``t`` are those of the step's formulation (``build``) alone. The
+    contact structure is the base's (the candidates do not appear or leave along ``t``).
+    """
+
+    def __init__(self, system: Any, problem: Any) -> None:
+        pin, model, data = system.pin, system.model, system.data
+        self.system, self.problem = system, problem
+        d, nv = system._dofs, system.nv
+        q, v = problem.state.q, problem.state.v
+        qp = system.pin_q(q)
+        zero = np.zeros(model.nv)
+        gravity = np.array(pin.computeGeneralizedGravityDerivatives(model, data, qp))
+        tensor = np.zeros((model.nv, model.nv, model.nv))
+        for j in range(model.nv):
+            unit = np.zeros(model.nv)
+            unit[j] = 1.0
+            tensor[:, j, :] = np.array(pin.computeRNEADerivatives(model, data, qp, zero, unit)[0]) - gravity
+        self.dM = tensor[np.ix_(d, d, d)]  # (row, column, direction)
+        dq, dv = inverse_dynamics(system, q, v, np.zeros(nv))
+        self.dtau_dq, self.dtau_dv = -dq, -dv
+        self.dphi, self.dJ = self._contact_tangents()
+        unilateral = problem.unilateral
+        self.dphi_limits = np.array(unilateral.G, dtype=np.float64)
+
+    def _contact_tangents(self) -> tuple[FloatArray, FloatArray]:
+        """``d phi / dq`` ((nc, nv)) and ``dJ / dq`` ((nc * 3, nv, nv): row, column, direction)
+        of the ground contacts, in :meth:`~.system.PinocchioUrdfSystem._ground_contacts`' order."""
+        system, problem = self.system, self.problem
+        pin, model, data = system.pin, system.model, system.data
+        d, nv = system._dofs, system.nv
+        contacts = problem.contacts
+        nc = contacts.phi.shape[0]
+        dphi, dJ = np.zeros((nc, nv)), np.zeros((3 * nc, nv, nv))
+        if not nc:
+            return dphi, dJ
+        q = problem.state.q
+        placed = system._placed(q)
+        qp = system.pin_q(q)
+        pin.computeJointJacobians(model, data, qp)
+        frame = ground.contact_frame(ground.NORMAL)
+        margin = system.detection_margin
+
+        def touches(k: int, centre: FloatArray, R: FloatArray) -> list[Any]:
+            _, kind, size, _ = system._shapes[k]
+            if kind == "box":
+                return ground.box(centre, R, size, margin)
+            if kind == "sphere":
+                return ground.sphere(centre, float(size[0]), margin)
+            return ground.cylinder(centre, R, float(size[0]), float(size[1]), margin)
+
+        touching = [(centre, R, shape, found) for centre, R, _, shape in placed
+                    if (found := touches(shape, centre, R))]
+        parent = {shape: int(system.geometry.geometryObjects[system._shapes[shape][0]].parentJoint)
+                  for _, _, shape, _ in touching}
+        joints = sorted(set(parent.values()))
+        bases = {joint: (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
+                         np.array(data.oMi[joint].translation)) for joint in joints}
+        variations = {joint: np.zeros((6, nv, nv)) for joint in joints}  # (row, column, direction)
+        for k in range(nv):  # the joint Jacobians' variation along each dof
+            direction = np.zeros(nv)
+            direction[k] = 1.0
+            pin.computeJointJacobiansTimeVariation(model, data, qp, system.pin_v(direction))
+            for joint in joints:
+                variations[joint][:, :, k] = np.array(pin.getJointJacobianTimeVariation(
+                    model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d]
+        row = 0
+        for centre, R, shape, found in touching:
+            jacobian, origin = bases[parent[shape]]
+            J_o, J_w = jacobian[:3], jacobian[3:]
+            variation = variations[parent[shape]]
+            dc = J_o - skew(centre - origin) @ J_w  # the centre's motion per dof, (3, nv)
+            if system._shapes[shape][1] == "cylinder":
+                size = system._shapes[shape][2]
+                ddists, dposes = _cylinder_tangents(centre, R, float(size[0]), float(size[1]), margin, dc, J_w,
+                                                    len(found))
+            else:  # a box corner (r from the centre) or a sphere's lowest point (r = 0 in the motion)
+                box = system._shapes[shape][1] == "box"
+                velocities = np.array([dc - skew(touch.pos - centre + ground.NORMAL * (touch.dist / 2)) @ J_w
+                                       if box else dc for touch in found])  # (touches, 3, nv)
+                ddists = np.einsum("i,civ->cv", ground.NORMAL, velocities)
+                dposes = velocities - ground.NORMAL[None, :, None] * (ddists[:, None, :] / 2)
+            for c, touch in enumerate(found):
+                dphi[row + c] = ddists[c]
+                # column k: dJ_o - [dp - do]x J_w - [p - o]x dJ_w, with do = J_o e_k
+                turning = np.einsum("ijl,jk,lv->ivk", _LEVI_CIVITA, dposes[c] - J_o, J_w)
+                point = variation[:3] - turning - np.einsum("ij,jvk->ivk", skew(touch.pos - origin), variation[3:])
+                dJ[3 * (row + c):3 * (row + c + 1)] = np.einsum("ai,ivk->avk", frame, point)
+            row += len(found)
+        if row != nc:
+            raise _StructureChange
+        return dphi, dJ
+
+    def problem_at(self, t: float, dq: FloatArray, dv: FloatArray, du: FloatArray, dmu: float) -> Any:
+        """The base problem moved by ``t`` along ``(dq, dv, du, dmu)`` (class docstring)."""
+        base = self.problem
+        dynamics, contacts, limits = base.dynamics, base.contacts, base.unilateral
+        dM = self.dM @ dq
+        dtau = self.dtau_dq @ dq + self.dtau_dv @ dv + (du if du.size else 0.0)
+        moved_contacts = contacts
+        if contacts.phi.shape[0]:
+            moved_contacts = Contacts(phi=contacts.phi + t * (self.dphi @ dq),
+                                      J=np.asarray(contacts.J) + t * (self.dJ @ dq),
+                                      mu=contacts.mu + t * dmu, restitution=contacts.restitution, dim=contacts.dim)
+        moved_limits = limits if not limits.count else Unilateral(
+            phi=limits.phi + t * (self.dphi_limits @ dq), G=limits.G, labels=limits.labels)
+        M = np.asarray(dynamics.M) + t * dM
+        return dataclasses.replace(
+            base, state=dataclasses.replace(base.state, q=base.state.q + t * dq, v=base.state.v + t * dv),
+            dynamics=Dynamics(M=0.5 * (M + M.T), tau=dynamics.tau + t * dtau), contacts=moved_contacts,
+            unilateral=moved_limits)
+
+
+def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_length: float, margin: float,
+                       dc: FloatArray, w: FloatArray, count: int) -> tuple[FloatArray, FloatArray]:
+    """``d dist`` ((count, nv)) and ``d pos`` ((count, 3, nv)) of a cylinder's contacts
+    (:func:`.ground.cylinder`, whose construction is differentiated term by term) along the
+    placement's motion per dof, ``dc`` (3, nv) and ``[w]x R`` (``w`` (3, nv)): the axis ``a`` moves by
+    ``w x a``, the rim direction ``u = p / |p|`` with ``p = a (a.n) - n`` by ``(dp - u (u.dp)) / |p|``,
+    the side direction likewise; a contact's point ``x - n dist / 2`` by ``dx - n d(dist) / 2``."""
+    n = ground.NORMAL
+    a = R[:, 2].copy()
+    if n @ a > 0:
+        a = -a
+    da = np.cross(w.T, a).T  # (3, nv)
+    an, dan = float(n @ a), n @ da
+    p = a * an - n
+    length = float(np.linalg.norm(p))
+    if length < ground._MINVAL:  # a disk parallel to the plane: its rim point is the x axis' (not smooth)
+        raise _StructureChange
+    u = p / length
+    dp = da * an + a[:, None] * dan[None, :]
+    du = (dp - u[:, None] * (u @ dp)[None, :]) / length
+    rim, drim = radius * u, radius * du
+    drop, ddrop = float(rim @ n), n @ drim
+    axis, daxis = half_length * a, half_length * da
+    along, dalong = half_length * an, half_length * dan
+    dist0, ddist0 = float(n @ centre), n @ dc
+    first = dist0 + along + drop
+    dists, ddists, dposes = [first], [ddist0 + dalong + ddrop], [dc + drim + daxis]
+    if dist0 - along + drop <= margin:
+        dists.append(dist0 - along + drop)
+        ddists.append(ddist0 - dalong + ddrop)
+        dposes.append(dc + drim - daxis)
+    third = dist0 + along - drop / 2
+    if third <= margin:
+        side = np.cross(rim, axis)
+        dside = np.cross(drim.T, axis).T + np.cross(rim, daxis.T).T
+        size = float(np.linalg.norm(side))
+        unit = side / size
+        dunit = (dside - unit[:, None] * (unit @ dside)[None, :]) / size
+        reach = radius * np.sqrt(3.0) / 2
+        for sign in (1.0, -1.0):
+            dists.append(third)
+            ddists.append(ddist0 + dalong - ddrop / 2)
+            dposes.append(dc + sign * reach * dunit + daxis - drim / 2)
+    if len(dists) != count:
+        raise _StructureChange
+    ddist = np.array(ddists)
+    return ddist, np.array(dposes) - n[None, :, None] * (ddist[:, None, :] / 2)
+
+
+def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:
+    """The :class:`StepLinearization` of ``problem`` where it applies: a fixed base (a floating
+    base's quaternion coordinates are not its tangent), parameters among ``mu``, a problem without
+    bilateral or native rows; None otherwise (central differences of the system, as for every system)."""
+    if system._base is not None or set(parameters) - {"mu"}:
+        return None
+    if problem.bilateral.H.shape[0] or problem.native is not None or problem.contacts.angular is not None:
+        return None
+    try:
+        return StepLinearization(system, problem)
+    except _StructureChange:  # the system's own differences say where the step is not differentiable
+        return None
+
+
+class _StructureChange(Exception):
+    """The ground contacts found again at the base differ from the problem's, or a cylinder's
+    disk lies parallel to the ground (its rim point is not a smooth function of the placement)."""

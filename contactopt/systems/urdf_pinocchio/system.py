@@ -190,6 +190,11 @@ class PinocchioUrdfSystem(System):
         """``(d/dq, d/dv)`` of ``M(q) a - tau(q, v)``, analytically (:func:`.derivatives.inverse_dynamics`)."""
         return derivatives.inverse_dynamics(self, q, v, a)
 
+    def linearize_step_problem(self, problem: Any, parameters: Sequence[str]) -> Any:
+        """The step problem's analytic tangents (:func:`.derivatives.linearize`), or None where they
+        do not apply; :class:`~contactopt.derivatives.step.StepDerivative` asks for them."""
+        return derivatives.linearize(self, problem, tuple(parameters))
+
     def step_dynamics(self, dynamics: Dynamics, dt: float) -> Dynamics:
         """``M + h D`` with ``tau`` unchanged: the damping implicit, as MuJoCo's Euler integrator
         takes it (MuJoCo documentation, "Computation: Numerical integration"; the ``mujoco``

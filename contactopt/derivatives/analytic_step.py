@@ -1,0 +1,297 @@
+"""The ``sap`` and ``ccp`` steps' derivatives without differences, where the system gives the
+analytic tangents of its step problem (:meth:`StepLinearization`-like, e.g. the pinocchio URDF backend's
+:class:`contactopt.systems.urdf_pinocchio.derivatives.StepLinearization`).
+
+:class:`~contactopt.derivatives.step.StepDerivative` otherwise moves the problem along each
+input direction and builds the program again on both sides (two ``build`` calls per column of
+the step's Jacobian, the cost that keeps a reverse pass far above 3x the forward run). Here the
+map from the problem to the program's optimality conditions is differentiated by hand, for all
+input columns at once: the program derivative's right-hand side is
+``r = (dP x + dc + dA' y, dA x - db)`` (:func:`~contactopt.derivatives.conic.data_residual`), and
+for SAP's conic form (S6) (Castro, Permenter & Han, "An Unconstrained Convex Formulation of
+Compliant Contact", IEEE T-RO 2022; :mod:`contactopt.programs.primal`: ``P = diag(A, R)``,
+``c = [-A v*, 0]``, ``A_c = -S [J, R]``, ``b = -S v_hat``) with ``x = [v', sigma]``::
+
+    r_v     = dA v' - dA v* - A dv* - J' (dS y) - dJ' (S y)
+    r_sigma = dR sigma - R dS y - dR S y
+    r_w     = -dS (J v' + R sigma - v_hat) - S (dJ v' + dR sigma - dv_hat)
+
+with the SAP data of :class:`contactopt.formulations.sap.SAP`'s ``build`` (its (S7)-(S9)):
+``A = M + h D`` (``dA = dM``), ``v* = v + h A^-1 tau`` (``dv* = dv + A^-1 (h dtau - dA (v* -
+v))``), per contact ``w = ||W||_F / dim`` of its Delassus block ``W = J_c A^-1 J_c'``
+(``dW = dJ_c A^-1 J_c' + J_c A^-1 dJ_c' - J_c A^-1 dA A^-1 J_c'``), ``R_n = max(beta w,
+1 / (h k (h + tau_d)))``, ``R_t = sigma w``, ``v_hat_n = -max(phi / (h + tau_d), -v_max)``,
+``S = (1, mu, mu)``; a limit row as a frictionless normal row with ``w = G A^-1 G'``. The
+forward product is one :meth:`~contactopt.derivatives.primal.PrimalDerivative.jvp` with
+``dc = r_v, r_sigma`` and ``db = -r_w`` (the same right-hand side), the reverse product one
+:meth:`~contactopt.derivatives.primal.PrimalDerivative.vjp`, whose data gradient pairs with
+``r``: ``<g_c, r_first> - <g_b, r_second>``. ``q' = q + h v'`` (a fixed base's scalar joints).
+
+**ccp** (primal form, :class:`contactopt.formulations.ccp.ConeComplementarity` and
+:func:`contactopt.formulations.constraint_rows.primal_program`): ``x = v'``, ``P = A``,
+``c = -A v*``, rows ``-S J_c`` in ``SOC(3)`` per contact (``S = (1, mu, mu)``) and ``-G`` in
+``Nonneg`` per limit, ``b = max(phi / h, -v_max)`` on the normal and limit rows (0 on the
+tangents) (Anitescu, "Optimization-based simulation of nonsmooth rigid multibody dynamics",
+Math. Program. 2006)::
+
+    r_v = dA v' - dA v* - A dv* - J_c' (dS y_c) - dJ_c' (S y_c),    r_w = -(dS J_c + S dJ_c) v' - db
+
+through the general :class:`~contactopt.derivatives.conic.ConicDerivative`'s products.
+
+The base program's ``R``, ``v_hat``, ``S`` and rows are recomputed from the problem and must
+equal the built ones (to 1e-12 relative; ``v*`` must be the problem's ``v_free``; ``A`` is its
+``M`` by ``SAP.build``'s construction), else None is returned and the step derivative keeps
+its differences: a change of ``SAP.build`` cannot go unnoticed here. (for ``ccp``: its rows, ``b``
+and ``c``). Covered: contacts, limit rows; not: bilateral rows, friction-loss (box) rows, angular
+friction, ccp's dual form, drift projection, parameters other than ``mu``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.derivatives.conic import ConicDerivative
+from contactopt.derivatives.primal import PrimalDerivative
+from contactopt.formulations.common import select_contacts
+from contactopt.formulations.recovery import recovery_speed
+from contactopt.formulations.sap import contact_rows
+from contactopt.programs.conic import ConicProgram
+from contactopt.programs.primal import PrimalConicProgram
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["AnalyticStep", "analytic_linearization"]
+
+#: The relative agreement the recomputed base data must reach with the built program's.
+CONSISTENCY = 1e-12
+
+
+def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative: Any, linear: Any,
+                           parameters: Sequence[str]) -> AnalyticStep | None:
+    """The linearization of a ``sap`` or primal ``ccp`` step without differences (module
+    docstring), or None where it does not apply (the caller keeps its differences)."""
+    if linear is None or not isinstance(program, ConicProgram) or set(parameters) - {"mu"}:
+        return None
+    metadata = program.metadata
+    if (metadata.get("bilateral", 0) or metadata.get("angular_rows") or metadata.get("friction_loss", 0)
+            or stepper.drift.mode == "projection" or stepper.system.nq != stepper.system.nv
+            or problem.bilateral.count):
+        return None
+    name = stepper.formulation.name
+    if name == "sap" and isinstance(derivative, PrimalDerivative) and isinstance(program, PrimalConicProgram):
+        if program.primal is None or program.primal.box.shape[0]:
+            return None
+        out = _sap(stepper, problem, program, derivative, _Inputs.of(problem, program, linear, tuple(parameters)))
+    elif name == "ccp" and metadata.get("form") == "primal" and isinstance(derivative, ConicDerivative):
+        out = _ccp(stepper, problem, program, derivative, _Inputs.of(problem, program, linear, tuple(parameters)))
+    else:
+        return None
+    return out if out.consistent else None
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The step problem's tangents by input column (``q``, ``v``, then the parameters), and the
+    rows the program holds (its limits, its active contacts)."""
+
+    nv: int
+    nx: int
+    A: FloatArray  # the step's M (M + h D), dense
+    dA: FloatArray  # (nv, nv, nx)
+    v_star: FloatArray  # v_free = v + h A^-1 tau
+    dv_star: FloatArray  # (nv, nx)
+    limits: Any  # indices of the program's limit rows
+    G: FloatArray  # (nl, nv)
+    dphi_u: FloatArray  # (nl, nx)
+    active: Any  # the program's active contacts
+    Ja: FloatArray  # (na * dim, nv)
+    dJa: FloatArray  # (na * dim, nv, nx)
+    dphi: FloatArray  # (na, nx)
+    dmu: FloatArray  # (nx,): 1 in the column of "mu"
+
+    @staticmethod
+    def of(problem: Any, program: ConicProgram, linear: Any, parameters: tuple[str, ...]) -> _Inputs:
+        nv = problem.nv
+        nx = 2 * nv + len(parameters)
+        dynamics, h = problem.dynamics, float(problem.dt)
+        dA = np.zeros((nv, nv, nx))
+        dA[:, :, :nv] = linear.dM
+        dtau = np.zeros((nv, nx))
+        dtau[:, :nv], dtau[:, nv:2 * nv] = linear.dtau_dq, linear.dtau_dv
+        dv = np.zeros((nv, nx))
+        dv[:, nv:2 * nv] = np.eye(nv)
+        v, v_star = problem.state.v, problem.v_free
+        dv_star = dv + dynamics.solve_M(h * dtau - np.einsum("ijk,j->ik", dA, v_star - v))
+        limits = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
+        dphi_u = np.zeros((limits.shape[0], nx))
+        dphi_u[:, :nv] = linear.dphi_limits[limits]
+        active = select_contacts(problem.contacts, program.metadata["contacts"])
+        dim, na = problem.contacts.dim, active.count
+        Ja = np.asarray(active.J.toarray() if hasattr(active.J, "toarray") else active.J, dtype=np.float64)
+        dJa = np.zeros((na * dim, nv, nx))
+        dphi = np.zeros((na, nx))
+        if na:
+            dJa[:, :, :nv] = linear.dJ[np.concatenate([np.arange(dim * c, dim * c + dim) for c in active.index])]
+            dphi[:, :nv] = linear.dphi[active.index]
+        dmu = np.zeros(nx)
+        if "mu" in parameters:
+            dmu[2 * nv + parameters.index("mu")] = 1.0
+        return _Inputs(nv, nx, np.asarray(dynamics.M, dtype=np.float64), dA, v_star, dv_star, limits,
+                       np.asarray(problem.unilateral.G, dtype=np.float64)[limits], dphi_u, active, Ja, dJa, dphi,
+                       dmu)
+
+
+def _capped(phi: FloatArray, dphi: FloatArray, span: float, v_max: float) -> tuple[FloatArray, FloatArray]:
+    """``max(phi / span, -v_max)`` (:func:`contactopt.formulations.recovery.normal_target`) and
+    its tangents ``dphi / span`` where the cap does not hold (0 where it does)."""
+    target = phi / span
+    if math.isinf(v_max):
+        return target, dphi / span
+    return np.maximum(target, -v_max), np.where((target > -v_max)[:, None], dphi / span, 0.0)
+
+
+class AnalyticStep:
+    """The step's products from ``r`` of the module docstring for every input column
+    (``first`` (n, nx), ``second`` (m, nx)) and the program derivative at the solution."""
+
+    def __init__(self, derivative: Any, first: FloatArray, second: FloatArray, nv: int, h: float,
+                 consistent: bool) -> None:
+        self.derivative, self.first, self.second = derivative, first, second
+        self.nv, self.nx, self.h, self.consistent = nv, first.shape[1], h, consistent
+
+    def jvp(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``(dq', dv')`` along the input ``direction`` ((nx,): ``[dq, dv, dparams]``)."""
+        tangent = self.derivative.jvp(dc=self.first @ direction, db=-(self.second @ direction))
+        dv_next = tangent.x[:self.nv]
+        return direction[:self.nv] + self.h * dv_next, dv_next
+
+    def vjp(self, gq: FloatArray, gv: FloatArray) -> FloatArray:
+        """The gradient of ``<gq, q'> + <gv, v'>`` over the inputs ((nx,), ``[q, v, params]``)."""
+        seed = np.zeros(self.first.shape[0])
+        seed[:self.nv] = gv + self.h * gq
+        gradient = self.derivative.vjp(gx=seed, dense=False)
+        out = gradient.c @ self.first - gradient.b @ self.second
+        out[:self.nv] += gq
+        return np.asarray(out)
+
+    def jacobian(self) -> FloatArray:
+        """((nq + nv, nx)): the step's Jacobian, column by column through :meth:`jvp`."""
+        columns = [np.concatenate(self.jvp(unit)) for unit in np.eye(self.nx)]
+        return np.stack(columns, axis=1)
+
+
+def _ccp(stepper: Any, problem: Any, program: ConicProgram, derivative: ConicDerivative,
+         inputs: _Inputs) -> AnalyticStep:
+    """``r`` of a primal ``ccp`` step (module docstring)."""
+    options = stepper.formulation_options
+    h, v_max = float(problem.dt), recovery_speed(problem, options)
+    nv, nx, active = inputs.nv, inputs.nx, inputs.active
+    dim, na, nl = problem.contacts.dim, active.count, inputs.limits.shape[0]
+    scale = np.ones((na, dim))
+    scale[:, 1:] = active.mu[:, None]
+    S = scale.reshape(-1)
+    dS = np.zeros((na, dim, nx))
+    dS[:, 1:] = inputs.dmu
+    dS = dS.reshape(na * dim, nx)
+    b_c, db_c = np.zeros(na * dim), np.zeros((na * dim, nx))
+    b_c[::dim], db_c[::dim] = _capped(active.phi, inputs.dphi, h, v_max)
+    b_u, db_u = _capped(problem.unilateral.phi[inputs.limits], inputs.dphi_u, h, v_max)
+    rows = np.vstack([-S[:, None] * inputs.Ja, -inputs.G])
+    consistent = _close([rows.ravel(), np.concatenate([b_c, b_u]), -(inputs.A @ inputs.v_star)],
+                        [program.A.toarray().ravel(), program.b, program.c])
+    x, y = derivative.x, derivative.y
+    v_next, y_c = x[:nv], y[:na * dim]
+    Sy = S * y_c
+    r_v = (np.einsum("ijk,j->ik", inputs.dA, v_next - inputs.v_star) - inputs.A @ inputs.dv_star
+           - inputs.Ja.T @ (dS * y_c[:, None]) - np.einsum("rvk,r->vk", inputs.dJa, Sy))
+    r_c = -dS * (inputs.Ja @ v_next)[:, None] - S[:, None] * np.einsum("rvk,v->rk", inputs.dJa, v_next) - db_c
+    return AnalyticStep(derivative, r_v, np.vstack([r_c, -db_u]) if nl else r_c, nv, h, consistent)
+
+
+def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: PrimalDerivative,
+         inputs: _Inputs) -> AnalyticStep:
+    """``r`` of a ``sap`` step (module docstring)."""
+    options = stepper.formulation_options
+    primal = program.primal
+    assert primal is not None
+    h = float(problem.dt)
+    nv, nx, active, limits = inputs.nv, inputs.nx, inputs.active, inputs.limits
+    k, tau_d = float(options["stiffness"]), float(options["dissipation_time_scale"])
+    beta = float(options["near_rigid_threshold"]) ** 2 / (4.0 * math.pi ** 2)
+    sigma_ratio = float(options["sigma"])
+    compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
+    v_max = recovery_speed(problem, options)
+    span = h + tau_d
+    A, dA, dynamics = inputs.A, inputs.dA, problem.dynamics
+    # rows: limits, then the active contacts' kept rows (SAP.build's order)
+    dim = problem.contacts.dim
+    kept, scale_c, _ = contact_rows(active.mu, dim)
+    nl, na = limits.shape[0], active.count
+    m = primal.m
+    G, Ja, dJa = inputs.G, inputs.Ja, inputs.dJa
+    J = np.vstack([G, Ja[kept]]) if nl else Ja[kept]
+    dJ = np.zeros((m, nv, nx))
+    dJ[nl:] = dJa[kept]
+    R, v_hat, scale = np.zeros(m), np.zeros(m), np.ones(m)
+    dR, dv_hat, dS = np.zeros((m, nx)), np.zeros((m, nx)), np.zeros((m, nx))
+    if nl:
+        Bu = dynamics.solve_M(G.T).T  # G A^-1
+        w_u = np.einsum("iv,iv->i", Bu, G)
+        dw_u = -np.einsum("iv,vwk,iw->ik", Bu, dA, Bu)
+        R[:nl] = np.maximum(beta * w_u, compliant)
+        dR[:nl] = np.where((beta * w_u > compliant)[:, None], beta * dw_u, 0.0)
+        target, dtarget = _capped(problem.unilateral.phi[limits], inputs.dphi_u, span, v_max)
+        v_hat[:nl], dv_hat[:nl] = -target, -dtarget
+    if na:
+        B = dynamics.solve_M(Ja.T).T.reshape(na, dim, nv)  # J_c A^-1
+        Jc, dJc = Ja.reshape(na, dim, nv), dJa.reshape(na, dim, nv, nx)
+        W = np.einsum("civ,cjv->cij", Jc, B)
+        half = np.einsum("civk,cjv->cijk", dJc, B)  # dJ_c A^-1 J_c'
+        dW = half + half.transpose(0, 2, 1, 3) - np.einsum("civ,vwk,cjw->cijk", B, dA, B)
+        norm = np.sqrt(np.einsum("cij,cij->c", W, W))
+        w = norm / dim
+        dw = np.einsum("cij,cijk->ck", W, dW) / (dim * norm)[:, None]
+        R_frame, dR_frame = np.empty((na, dim)), np.zeros((na, dim, nx))
+        R_frame[:, 0] = np.maximum(beta * w, compliant)
+        dR_frame[:, 0] = np.where((beta * w > compliant)[:, None], beta * dw, 0.0)
+        R_frame[:, 1:] = sigma_ratio * w[:, None]
+        dR_frame[:, 1:] = sigma_ratio * dw[:, None, :]
+        vhat_frame, dvhat_frame = np.zeros((na, dim)), np.zeros((na, dim, nx))
+        target, dtarget = _capped(active.phi, inputs.dphi, span, v_max)
+        vhat_frame[:, 0], dvhat_frame[:, 0] = -target, -dtarget
+        dS_frame = np.zeros((na, dim, nx))
+        dS_frame[:, 1:] = inputs.dmu
+        R[nl:], dR[nl:] = R_frame.reshape(-1)[kept], dR_frame.reshape(na * dim, nx)[kept]
+        v_hat[nl:], dv_hat[nl:] = vhat_frame.reshape(-1)[kept], dvhat_frame.reshape(na * dim, nx)[kept]
+        scale[nl:], dS[nl:] = scale_c, dS_frame.reshape(na * dim, nx)[kept]
+    consistent = _close([R, v_hat, scale, J.ravel(), inputs.v_star],
+                        [primal.R, primal.v_hat, primal.scale, primal.J.toarray().ravel(), primal.v_star])
+    # the right-hand side r of the program derivative, per column
+    x, y = derivative.x, derivative.y
+    v_next, multiplier = x[:nv], x[nv:]
+    Sy = scale * y
+    r_v = (np.einsum("ijk,j->ik", dA, v_next - inputs.v_star) - A @ inputs.dv_star - J.T @ (dS * y[:, None])
+           - np.einsum("rvk,r->vk", dJ, Sy))
+    r_sigma = dR * multiplier[:, None] - R[:, None] * dS * y[:, None] - dR * Sy[:, None]
+    r_w = (-dS * (J @ v_next + R * multiplier - v_hat)[:, None]
+           - scale[:, None] * (np.einsum("rvk,v->rk", dJ, v_next) + dR * multiplier[:, None] - dv_hat))
+    return AnalyticStep(derivative, np.vstack([r_v, r_sigma]), r_w, nv, h, consistent)
+
+
+def _close(mine: list[FloatArray], theirs: list[FloatArray]) -> bool:
+    """Whether each of ``mine`` equals its counterpart in ``theirs`` to :data:`CONSISTENCY`
+    relative to the counterpart's largest entry."""
+    if [a.shape for a in mine] != [np.shape(b) for b in theirs]:
+        return False
+    sizes = [a.size for a in mine]
+    if not sum(sizes):
+        return True
+    a, b = np.concatenate(mine), np.concatenate([np.asarray(x, dtype=np.float64) for x in theirs])
+    largest = np.repeat([float(np.abs(x).max(initial=0.0)) for x in theirs], sizes)
+    return bool(np.all(np.abs(a - b) <= CONSISTENCY * largest))
