@@ -70,6 +70,8 @@ from contactopt.systems import rigid3d_parameters
 from contactopt.systems import validation as validate
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System, resolve_parameters
 from contactopt.systems.geometry import quat_exp_rows, quat_multiply_rows
+from contactopt.systems.hydroelastic import model as hydro_model
+from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactSurface
 from contactopt.systems.rigid3d_bodies import BODY_KEYS, SHAPES, RigidBody, parse_body
 from contactopt.systems.rigid3d_collision import (
     HORIZONTAL_GROUND,
@@ -100,7 +102,8 @@ class Rigid3D(System):
                  gravity: ArrayLike = (0.0, 0.0, -9.81), ground: bool = True,
                  pair_margin: float = math.inf, sparse: bool | None = None, *,
                  plane: GroundPlane = HORIZONTAL_GROUND, box_pairs: bool = True,
-                 collision_margin: float | None = None) -> None:
+                 collision_margin: float | None = None, contact_model: str = "point",
+                 patch_resolution: tuple[int, int] = DEFAULT_RESOLUTION) -> None:
         """Bodies in order, contact parameters (``mu``, ``restitution``), gravity, ground on/off,
         and the largest gap at which a sphere pair is a candidate (``inf``: every pair; a
         finite margin selects the pairs through a k-d tree broad phase, linear in the bodies).
@@ -116,6 +119,7 @@ class Rigid3D(System):
         if len(set(names)) != len(names):
             raise ValueError(f"Rigid3D: body names must be unique, got {names}")
         self.bodies: tuple[RigidBody, ...] = tuple(bodies)
+        self.hydro = hydro_model.HydroelasticSetup(self.bodies, contact_model, patch_resolution, bool(ground))
         self.gravity: FloatArray = as_vector(gravity, "Rigid3D.gravity", 3)
         self.ground = bool(ground)
         n = len(self.bodies)
@@ -146,13 +150,17 @@ class Rigid3D(System):
         if collision_margin is not None and not (math.isfinite(collision_margin) and collision_margin >= 0):
             raise ValueError(f"Rigid3D: collision_margin must be a finite number >= 0, got {collision_margin}")
         pairs = collider_pairs(self.bodies) if box_pairs else []
+        self.hydro.refuse_pairs(pairs, self._spheres)
         self.box_pairs = bool(box_pairs)
         self._collider = PairCollider(self.bodies, pairs, collision_margin) if pairs else None
         self._last_split: tuple[bytes, tuple[FloatArray, FloatArray]] = (b"", (np.zeros((0, 3)), np.zeros((0, 3, 3))))
         # (body, body-frame offset, is a box corner) of every ground contact, in contact order
-        counts = self._ground_counts if self.ground else np.zeros(n, dtype=np.int_)
+        counts = np.where(self.hydro.soft_mask, 0, self._ground_counts) if self.ground else np.zeros(n, dtype=np.int_)
         ground_body = np.repeat(np.arange(n), counts)
-        self._ground_terms = (ground_body, self._ground_local[: ground_body.shape[0]] if self.ground
+        first = np.concatenate([[0], np.cumsum(self._ground_counts)[:-1]])  # each body's first row in _ground_local
+        rows = (np.concatenate([first[i] + np.arange(counts[i]) for i in range(n)]).astype(np.int_)
+                if counts.sum() else np.zeros(0, dtype=np.int_))
+        self._ground_terms = (ground_body, self._ground_local[rows] if self.ground
                               else np.zeros((0, 3)), self._is_box[ground_body])
 
     # ------------------------------------------------------------------ configuration
@@ -165,6 +173,7 @@ class Rigid3D(System):
         (bool, default true), ``collision_margin`` (m, default per pair) and an empty
         ``parameters``; raises :class:`ParameterError` naming the key."""
         resolve_parameters(cls.parameters, validate.table(table, "parameters", "system"), "system.parameters")
+        contact_model, resolution, contact = hydro_model.parse_contact_keys(contact)
         contact_values = resolve_parameters(CONTACT_PARAMETERS, contact, "contact")
         gravity = (validate.vector(table["gravity"], "system.gravity", 3) if "gravity" in table
                    else np.array([0.0, 0.0, -9.81]))
@@ -187,8 +196,9 @@ class Rigid3D(System):
                                      f"system.bodies[{i}].name: duplicate body name {body.name!r} "
                                      f"(also system.bodies[{seen[body.name]}])")
             seen[body.name] = i
+        hydro_model.check_scene(bodies, contact_model, ground)
         return cls(bodies, contact_values, gravity=gravity, ground=ground, plane=plane, box_pairs=box_pairs,
-                   collision_margin=margin)
+                   collision_margin=margin, contact_model=contact_model, patch_resolution=resolution)
 
     def _parameter_table(self) -> dict[str, tuple[Parameter, float]]:
         """``"mu"``, ``"gravity"`` and ``"<body>.mass"`` (:mod:`.rigid3d_parameters`)."""
@@ -284,6 +294,8 @@ class Rigid3D(System):
         names: list[str] = []
         if self.ground:
             for body in self.bodies:
+                if body.compliance == "soft" and self.hydro.active:
+                    continue  # its patch rows come last
                 if body.shape == "box":
                     names.extend(f"{body.name}.corner({','.join('-' if s < 0 else '+' for s in signs)})"
                                  for signs in kernels.CORNER_SIGNS)
@@ -298,6 +310,10 @@ class Rigid3D(System):
             a, b, *_, rank = self._body_pairs(q)
         names.extend(f"{self.bodies[i].name}|{self.bodies[j].name}" + (f"[{k}]" if k >= 0 else "")
                      for i, j, k in zip(a, b, rank, strict=True))
+        if self.hydro.active:
+            if q is None:
+                raise ValueError("Rigid3D.contact_names: hydroelastic patch rows depend on q; pass q")
+            names.extend(self.hydro.row_names(*self._split(q), self.plane))
         return names
 
     def _body_pairs(self, q: ArrayLike) -> tuple[IntArray, IntArray, FloatArray, FloatArray, FloatArray, IntArray]:
@@ -358,19 +374,53 @@ class Rigid3D(System):
         return phi, points, frames, (contact, body), np.column_stack([offsets, sign])
 
     def contact_points(self, q: ArrayLike) -> FloatArray:
-        """(nc, 3) world positions of the contact points, in the order of :meth:`contacts`."""
-        return self._geometry(q)[1]
+        """(nc, 3) world positions of the contact points, in the order of :meth:`contacts`
+        (hydroelastic patch rows last: their quadrature points)."""
+        points = self._geometry(q)[1]
+        if not self.hydro.active:
+            return points
+        patch = self.hydro.rows(*self._split(q), self.plane)
+        return np.concatenate([points, *[rows.points for _, rows in patch]])
+
+    def contact_surfaces(self, q: ArrayLike) -> list[ContactSurface]:
+        """The hydroelastic contact surfaces at ``q`` (one per soft body touching the ground, in
+        body order; empty under the point model), :mod:`contactopt.systems.hydroelastic.surface`."""
+        if not self.hydro.active:
+            return []
+        return [surface for surface, _ in self.hydro.rows(*self._split(q), self.plane)]
+
+    def declared_features(self) -> dict[str, list[str]]:
+        """``{"hydroelastic": [soft bodies]}`` under the hydroelastic model: their rows carry
+        their own stiffness, which only ``sap``, ``regularized`` and ``compliant`` read."""
+        return self.hydro.declared_features()
 
     def contacts(self, q: ArrayLike) -> Contacts:
         """All point-contact candidates (see the module docstring for their order); rows per
         contact ``[n, t1, t2]``, each ``sum_body sign [d^T, (r x d)^T]`` (Tedrake 2022,
         "Contact Jacobian"), assembled at once as a sparse CSR matrix."""
         phi, _points, frames, (contact, body), terms = self._geometry(q)
+        if self.hydro.active:  # the patch rows after the point contacts, one term each
+            positions, R = self._split(q)
+            patch = self.hydro.rows(positions, R, self.plane)
+            npoint = phi.shape[0]
+            soft = np.concatenate([np.full(rows.count, surface.soft, dtype=np.int_) for surface, rows in patch]
+                                  + [np.zeros(0, dtype=np.int_)])
+            points = np.concatenate([rows.points for _, rows in patch] + [np.zeros((0, 3))])
+            phi = np.concatenate([phi, *[rows.phi for _, rows in patch]])
+            frames = np.concatenate([frames, np.broadcast_to(self._ground_frame, (soft.shape[0], 3, 3))])
+            contact = np.concatenate([contact, npoint + np.arange(soft.shape[0])])
+            body = np.concatenate([body, soft])
+            terms = np.concatenate([terms, np.column_stack([points - positions[soft], np.ones(soft.shape[0])])])
+            stiffness = np.concatenate([np.full(npoint, np.inf), *[rows.stiffness for _, rows in patch]])
+            dissipation = np.concatenate([np.zeros(npoint), *[rows.dissipation for _, rows in patch]])
         nc = phi.shape[0]
         if nc == 0:
             return Contacts.empty(self.nv, 3)
         assemble = kernels.jacobian if self.sparse else kernels.jacobian_dense
         J = assemble(contact, body, terms[:, :3], terms[:, 3], frames, nc, self.nv)
+        if self.hydro.active:
+            return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3,
+                            stiffness=stiffness, dissipation=dissipation)
         return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3)
 
     # ------------------------------------------------------------------ energy
@@ -395,5 +445,6 @@ class Rigid3D(System):
         gravity = ", ".join(f"{g:g}" for g in self.gravity)
         normal, point = (", ".join(f"{x:g}" for x in vector) for vector in (self.plane.normal, self.plane.point))
         plane = "" if self._horizontal else f" n=[{normal}] p0=[{point}]"
+        model = f", model={self.hydro.model}" if self.hydro.active else ""
         return (f"{self.type_name}({bodies}; g=[{gravity}], ground={self.ground}{plane}; "
-                f"mu={self.mu:g}, e={self.restitution:g})")
+                f"mu={self.mu:g}, e={self.restitution:g}{model})")

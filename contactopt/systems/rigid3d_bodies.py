@@ -18,15 +18,17 @@ from contactopt.systems.geometry import box_inertia, quat_normalize
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["BODY_KEYS", "QUATERNION_NORM_TOLERANCE", "SHAPES", "RigidBody", "parse_body"]
+__all__ = ["BODY_KEYS", "COMPLIANCES", "QUATERNION_NORM_TOLERANCE", "SHAPES", "RigidBody", "parse_body"]
 
 #: Shapes a body may have.
 SHAPES: tuple[str, ...] = ("box", "sphere")
 #: Keys a ``[[system.bodies]]`` table may hold.
 BODY_KEYS: frozenset[str] = frozenset({
     "name", "shape", "size", "radius", "mass", "position", "orientation", "velocity",
-    "angular_velocity",
+    "angular_velocity", "compliance", "hydroelastic_modulus", "hunt_crossley_dissipation",
 })
+#: A body's hydroelastic compliance (Drake's names): ``"rigid"`` or ``"soft"`` (a pressure field).
+COMPLIANCES: tuple[str, ...] = ("rigid", "soft")
 #: How far from 1 the norm of a given orientation quaternion may be before it is rejected
 #: (it is normalized otherwise); 1% admits quaternions written with two decimals.
 QUATERNION_NORM_TOLERANCE = 1e-2
@@ -43,6 +45,10 @@ class RigidBody:
         mass: kg, > 0.
         position, orientation, velocity, angular_velocity: initial state; orientation a unit
             quaternion ``[w, x, y, z]``; velocities in the world frame.
+        compliance: ``"rigid"`` or ``"soft"`` under ``[contact] model = "hydroelastic"``
+            (:mod:`contactopt.systems.hydroelastic`); a soft body has a pressure field of
+            ``hydroelastic_modulus`` (Pa) and the Hunt-Crossley ``hunt_crossley_dissipation``
+            (s/m) on its contact surfaces.
     """
 
     name: str
@@ -53,6 +59,9 @@ class RigidBody:
     orientation: FloatArray
     velocity: FloatArray
     angular_velocity: FloatArray
+    compliance: str = "rigid"
+    hydroelastic_modulus: float | None = None
+    hunt_crossley_dissipation: float = 0.0
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPES:
@@ -68,6 +77,17 @@ class RigidBody:
         for attr, n in (("position", 3), ("velocity", 3), ("angular_velocity", 3), ("orientation", 4)):
             value = as_vector(getattr(self, attr), f"RigidBody {self.name!r}.{attr}", n)
             object.__setattr__(self, attr, value)
+        if self.compliance not in COMPLIANCES:
+            raise ValueError(f"RigidBody {self.name!r}: compliance must be one of {COMPLIANCES}, got {self.compliance!r}")
+        modulus = self.hydroelastic_modulus
+        if (self.compliance == "soft") != (modulus is not None):
+            raise ValueError(f"RigidBody {self.name!r}: a soft body needs a hydroelastic_modulus and a rigid one "
+                             f"has none (compliance {self.compliance!r}, modulus {modulus!r})")
+        if modulus is not None and not (math.isfinite(modulus) and modulus > 0):
+            raise ValueError(f"RigidBody {self.name!r}: hydroelastic_modulus must be > 0 (Pa), got {modulus}")
+        if not (math.isfinite(self.hunt_crossley_dissipation) and self.hunt_crossley_dissipation >= 0):
+            raise ValueError(f"RigidBody {self.name!r}: hunt_crossley_dissipation must be >= 0 (s/m), "
+                             f"got {self.hunt_crossley_dissipation}")
         unit = quat_normalize(self.orientation, f"RigidBody {self.name!r}.orientation")
         unit.setflags(write=False)
         object.__setattr__(self, "orientation", unit)
@@ -151,5 +171,30 @@ def parse_body(table: Any, prefix: str, index: int) -> RigidBody:
                 else np.zeros(3))
     angular = (validate.vector(table["angular_velocity"], f"{prefix}.angular_velocity", 3)
                if "angular_velocity" in table else np.zeros(3))
+    compliance, modulus, dissipation = _compliance(table, prefix)
     return RigidBody(name=name, shape=shape, size=size, mass=mass, position=position,
-                     orientation=orientation / norm, velocity=velocity, angular_velocity=angular)
+                     orientation=orientation / norm, velocity=velocity, angular_velocity=angular,
+                     compliance=compliance, hydroelastic_modulus=modulus, hunt_crossley_dissipation=dissipation)
+
+
+def _compliance(table: Mapping[str, Any], prefix: str) -> tuple[str, float | None, float]:
+    """``compliance`` (default ``"rigid"``), ``hydroelastic_modulus`` (Pa, > 0: soft bodies
+    only, required there) and ``hunt_crossley_dissipation`` (s/m, >= 0, default 0: soft bodies
+    only) of a body table; errors name the key."""
+    compliance = table.get("compliance", "rigid")
+    if compliance not in COMPLIANCES:
+        raise ParameterError(f"{prefix}.compliance", f"{prefix}.compliance: expected one of "
+                             f"{', '.join(map(repr, COMPLIANCES))}, got {compliance!r}")
+    if compliance == "rigid":
+        for key in ("hydroelastic_modulus", "hunt_crossley_dissipation"):
+            if key in table:
+                raise ParameterError(f"{prefix}.{key}", f"{prefix}.{key}: only a soft body has one; set "
+                                     f"{prefix}.compliance = \"soft\" or remove it")
+        return "rigid", None, 0.0
+    if "hydroelastic_modulus" not in table:
+        raise ParameterError(f"{prefix}.hydroelastic_modulus", f"{prefix}.hydroelastic_modulus: missing; a soft "
+                             "body needs its pressure field's modulus (Pa, > 0; e.g. 1e6 for rubber-like contact)")
+    modulus = validate.number(table["hydroelastic_modulus"], f"{prefix}.hydroelastic_modulus", positive=True)
+    dissipation = (validate.number(table["hunt_crossley_dissipation"], f"{prefix}.hunt_crossley_dissipation",
+                                   nonnegative=True) if "hunt_crossley_dissipation" in table else 0.0)
+    return "soft", modulus, dissipation

@@ -1,0 +1,144 @@
+"""The hydroelastic contact model of a ``rigid3d`` scene: its keys and what it builds per step.
+
+Scene keys (Drake's names, "Hydroelastic Contact User Guide"):
+
+* ``[contact] model = "point" | "hydroelastic"`` (default ``"point"``);
+  ``[contact] patch_resolution = [rays, rings]`` (default ``[48, 8]``, :mod:`.surface`);
+* per body (``[[system.bodies]]``): ``compliance = "rigid" | "soft"`` (default rigid),
+  ``hydroelastic_modulus`` (Pa, > 0, soft bodies only, required there) and
+  ``hunt_crossley_dissipation`` (s/m, >= 0, default 0, soft bodies only).
+
+Under the hydroelastic model a soft body's ground contact is its contact surface against the
+ground (a rigid half-space), meshed and turned into rows (:mod:`.surface`, :mod:`.rows`); a
+rigid body keeps its point contacts (Drake too has no hydroelastic contact between two rigid
+geometries). Contact between a soft body and another body is not built: such a scene is
+refused by name. Soft bodies are boxes and spheres, the ``rigid3d`` shapes; the cylinder's and
+capsule's fields (:mod:`.fields`) make surfaces (:func:`.surface.plane_surface`) but are not
+``rigid3d`` bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.systems.base import ParameterError
+from contactopt.systems.hydroelastic.fields import PressureField
+from contactopt.systems.hydroelastic.rows import SurfaceRows, surface_rows
+from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactSurface, plane_surface
+from contactopt.systems.rigid3d_bodies import RigidBody
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["MODELS", "HydroelasticSetup", "check_scene", "parse_contact_keys"]
+
+#: The values of ``[contact] model``.
+MODELS: tuple[str, ...] = ("point", "hydroelastic")
+
+
+def parse_contact_keys(contact: Mapping[str, Any]) -> tuple[str, tuple[int, int], dict[str, Any]]:
+    """``(model, patch_resolution, the other keys)`` of a ``[contact]`` table; errors name the key."""
+    rest = dict(contact)
+    model = rest.pop("model", "point")
+    if model not in MODELS:
+        raise ParameterError("contact.model", f"contact.model: expected one of {', '.join(map(repr, MODELS))}, "
+                             f"got {model!r}")
+    resolution = rest.pop("patch_resolution", None)
+    if resolution is None:
+        return model, DEFAULT_RESOLUTION, rest
+    if model != "hydroelastic":
+        raise ParameterError("contact.patch_resolution", "contact.patch_resolution: only with "
+                             "contact.model = \"hydroelastic\"")
+    if (not isinstance(resolution, list | tuple) or len(resolution) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in resolution)
+            or resolution[0] < 3 or resolution[1] < 1):
+        raise ParameterError("contact.patch_resolution", "contact.patch_resolution: expected [rays, rings], "
+                             f"integers, rays >= 3 and rings >= 1, got {resolution!r}")
+    return model, (int(resolution[0]), int(resolution[1])), rest
+
+
+def check_scene(bodies: Sequence[RigidBody], model: str, ground: bool) -> None:
+    """A soft body needs the hydroelastic model, and the hydroelastic model a soft body on a
+    ground: one line naming the body or the key otherwise."""
+    soft = [i for i, body in enumerate(bodies) if body.compliance == "soft"]
+    if model == "point" and soft:
+        raise ParameterError(f"system.bodies[{soft[0]}].compliance",
+                             f"system.bodies[{soft[0]}].compliance: a soft body needs [contact] model = "
+                             "\"hydroelastic\" (the point model has no pressure field)")
+    if model == "hydroelastic" and not soft:
+        raise ParameterError("contact.model", "contact.model: \"hydroelastic\" needs at least one body with "
+                             "compliance = \"soft\" (rigid bodies keep point contacts)")
+    if model == "hydroelastic" and not ground:
+        raise ParameterError("contact.model", "contact.model: \"hydroelastic\" contact surfaces are built "
+                             "against the ground; turn [system] ground on")
+
+
+class HydroelasticSetup:
+    """The soft bodies of a ``rigid3d`` system and their surfaces against the ground."""
+
+    def __init__(self, bodies: Sequence[RigidBody], model: str, resolution: tuple[int, int], ground: bool) -> None:
+        if model not in MODELS:
+            raise ValueError(f"Rigid3D: contact_model must be one of {MODELS}, got {model!r}")
+        rays, rings = resolution
+        if not (isinstance(rays, int | np.integer) and isinstance(rings, int | np.integer) and rays >= 3
+                and rings >= 1):
+            raise ValueError(f"Rigid3D: patch_resolution must be integers (rays >= 3, rings >= 1), got {resolution}")
+        self.model = model
+        self.resolution = (int(rays), int(rings))
+        self.bodies = tuple(bodies)
+        self.active = model == "hydroelastic"
+        soft = [b.compliance == "soft" for b in self.bodies]
+        if any(soft) and not self.active:
+            name = self.bodies[soft.index(True)].name
+            raise ValueError(f"Rigid3D: body {name!r} is soft; a soft body needs contact_model='hydroelastic'")
+        if self.active and not ground:
+            raise ValueError("Rigid3D: the hydroelastic model builds surfaces against the ground; turn it on")
+        self.soft_mask = np.array(soft, dtype=bool)
+        self.fields: dict[int, PressureField] = {
+            i: PressureField(b.shape, tuple(b.size), float(b.hydroelastic_modulus))
+            for i, b in enumerate(self.bodies) if soft[i] and b.hydroelastic_modulus is not None}
+
+    def refuse_pairs(self, collider: Sequence[tuple[int, int]], spheres: Sequence[int]) -> None:
+        """One line for a soft body that has a body-pair contact candidate (not built)."""
+        if not self.active:
+            return
+        pairs = list(collider)
+        if len(spheres) > 1:
+            pairs += [(a, b) for a in spheres for b in spheres if a < b]
+        for a, b in pairs:
+            if self.soft_mask[a] or self.soft_mask[b]:
+                raise ParameterError("system.bodies", f"system.bodies: soft body "
+                                     f"{self.bodies[a if self.soft_mask[a] else b].name!r} can touch "
+                                     f"{self.bodies[b if self.soft_mask[a] else a].name!r}; hydroelastic contact "
+                                     "between bodies is not built (only soft bodies on the ground): set [system] "
+                                     "box_pairs = false or keep the soft body alone")
+
+    def surfaces(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[ContactSurface]:
+        """Each soft body's surface against the ground plane, in body order (those that touch)."""
+        out = []
+        for i, field in self.fields.items():
+            surface = plane_surface(field, positions[i], rotations[i], plane.normal, plane.offset, soft=i, rigid=-1,
+                                    resolution=self.resolution)
+            if surface is not None:
+                out.append(surface)
+        return out
+
+    def rows(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[tuple[ContactSurface, SurfaceRows]]:
+        """Each surface with its rows (:func:`.rows.surface_rows`)."""
+        return [(surface, surface_rows(surface, self.fields[surface.soft].modulus / self.fields[surface.soft].extent,
+                                       self.bodies[surface.soft].hunt_crossley_dissipation))
+                for surface in self.surfaces(positions, rotations, plane)]
+
+    def row_names(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[str]:
+        """``"<soft body>.patch[k]"`` per row, ``k`` the polygon of the mesh."""
+        return [f"{self.bodies[surface.soft].name}.patch[{k}]" for surface, rows in
+                self.rows(positions, rotations, plane) for k in np.flatnonzero(rows.keep)]
+
+    def declared_features(self) -> dict[str, list[str]]:
+        """``{"hydroelastic": soft body names}`` when the model is on."""
+        if not self.active:
+            return {}
+        return {"hydroelastic": [self.bodies[i].name for i in self.fields]}
