@@ -24,6 +24,7 @@ from contactopt.formulations.common import (
 from contactopt.formulations.recovery import capped_spring, recovery_speed
 from contactopt.formulations.regularized_unmoved import unmoved_rows, unmoved_rows_regularized
 from contactopt.model.step import Dynamics, StepProblem, is_sparse
+from contactopt.programs.csc import rows_of
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -186,8 +187,7 @@ def own_compliance_rows(problem: StepProblem, active: ActiveContacts, damped: Dy
     target = -phi / (h + tau)
     rows = (per * own[:, None] + np.arange(per)[None, :])  # (n_own, per)
     if elliptic:
-        diagonal = delassus_diagonal(damped, J[rows.reshape(-1)] if not sp.issparse(J)
-                                     else J[rows.reshape(-1)]).reshape(-1, per)
+        diagonal = delassus_diagonal(damped, rows_of(J, rows.reshape(-1))).reshape(-1, per)
         ratio = R_n / np.maximum(diagonal[:, 0], 1e-300)  # (1 - d) / d
         R[rows[:, 0]] = R_n
         v_ref[rows[:, 0]] = target

@@ -78,7 +78,8 @@ class RigidBody:
             value = as_vector(getattr(self, attr), f"RigidBody {self.name!r}.{attr}", n)
             object.__setattr__(self, attr, value)
         if self.compliance not in COMPLIANCES:
-            raise ValueError(f"RigidBody {self.name!r}: compliance must be one of {COMPLIANCES}, got {self.compliance!r}")
+            raise ValueError(f"RigidBody {self.name!r}: compliance must be one of {COMPLIANCES}, "
+                             f"got {self.compliance!r}")
         modulus = self.hydroelastic_modulus
         if (self.compliance == "soft") != (modulus is not None):
             raise ValueError(f"RigidBody {self.name!r}: a soft body needs a hydroelastic_modulus and a rigid one "

@@ -126,11 +126,15 @@ class HydroelasticSetup:
                 out.append(surface)
         return out
 
-    def rows(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[tuple[ContactSurface, SurfaceRows]]:
+    def rows(self, positions: FloatArray, rotations: FloatArray,
+             plane: Any) -> list[tuple[ContactSurface, SurfaceRows]]:
         """Each surface with its rows (:func:`.rows.surface_rows`)."""
-        return [(surface, surface_rows(surface, self.fields[surface.soft].modulus / self.fields[surface.soft].extent,
-                                       self.bodies[surface.soft].hunt_crossley_dissipation))
-                for surface in self.surfaces(positions, rotations, plane)]
+        out = []
+        for surface in self.surfaces(positions, rotations, plane):
+            field = self.fields[surface.soft]
+            out.append((surface, surface_rows(surface, field.modulus / field.extent,
+                                              self.bodies[surface.soft].hunt_crossley_dissipation)))
+        return out
 
     def row_names(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[str]:
         """``"<soft body>.patch[k]"`` per row, ``k`` the polygon of the mesh."""
