@@ -22,9 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 import numpy as np
-from pydrake.all import (
+from pydrake.all import (  # type: ignore[import-not-found]
     AddCompliantHydroelasticProperties,
     AddContactMaterial,
     AddMultibodyPlant,
@@ -45,7 +46,7 @@ from pydrake.all import (
 HALF, RADIUS, MASS = 0.05, 0.05, 1.0
 
 
-def build(args: argparse.Namespace) -> tuple[object, object, object, object]:
+def build(args: argparse.Namespace) -> tuple[Any, Any, Any, bool]:
     builder = DiagramBuilder()
     config = MultibodyPlantConfig(time_step=args.dt, discrete_contact_approximation=args.approximation,
                                   contact_model="hydroelastic")
@@ -102,7 +103,7 @@ def main() -> None:
         v[0], w[1] = args.v0, args.v0 / RADIUS
     plant.SetFreeBodySpatialVelocity(body, SpatialVelocity(w=w, v=v), plant_context)
     simulator.Initialize()
-    steps = int(round(args.duration / args.dt))
+    steps = round(args.duration / args.dt)
     rows: dict[str, list[float]] = {key: [] for key in ("t", "x", "z", "vx", "vz", "wy", "wz", "area", "fz")}
     port = plant.get_contact_results_output_port()
     start = time.perf_counter()

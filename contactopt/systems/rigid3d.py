@@ -77,6 +77,7 @@ from contactopt.systems.rigid3d_collision import (
     HORIZONTAL_GROUND,
     GroundPlane,
     PairCollider,
+    body_pairs,
     collider_pairs,
     parse_collision_keys,
 )
@@ -111,7 +112,8 @@ class Rigid3D(System):
         MuJoCo (:mod:`.rigid3d_collision`), within ``collision_margin`` (None: per pair).
         ``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from 10 bodies on
         (``nv >= 60``, MuJoCo's own threshold for sparse Jacobians), dense below, where
-        scipy.sparse's per-object overhead costs more than the zeros it skips."""
+        scipy.sparse's per-object overhead costs more than the zeros it skips. ``contact_model``,
+        ``patch_resolution``: :mod:`contactopt.systems.hydroelastic.model`."""
         super().__init__({}, contact or {})
         if not bodies:
             raise ValueError("Rigid3D: needs at least one body")
@@ -157,10 +159,7 @@ class Rigid3D(System):
         # (body, body-frame offset, is a box corner) of every ground contact, in contact order
         counts = np.where(self.hydro.soft_mask, 0, self._ground_counts) if self.ground else np.zeros(n, dtype=np.int_)
         ground_body = np.repeat(np.arange(n), counts)
-        first = np.concatenate([[0], np.cumsum(self._ground_counts)[:-1]])  # each body's first row in _ground_local
-        rows = (np.concatenate([first[i] + np.arange(counts[i]) for i in range(n)]).astype(np.int_)
-                if counts.sum() else np.zeros(0, dtype=np.int_))
-        self._ground_terms = (ground_body, self._ground_local[rows] if self.ground
+        self._ground_terms = (ground_body, self._ground_local[np.repeat(counts > 0, self._ground_counts)] if self.ground
                               else np.zeros((0, 3)), self._is_box[ground_body])
 
     # ------------------------------------------------------------------ configuration
@@ -307,38 +306,10 @@ class Rigid3D(System):
             a, b = self._pairs(None)
             rank = np.full(a.shape[0], -1)
         else:
-            a, b, *_, rank = self._body_pairs(q)
+            a, b, *_, rank = body_pairs(self, q)
         names.extend(f"{self.bodies[i].name}|{self.bodies[j].name}" + (f"[{k}]" if k >= 0 else "")
                      for i, j, k in zip(a, b, rank, strict=True))
-        if self.hydro.active:
-            if q is None:
-                raise ValueError("Rigid3D.contact_names: hydroelastic patch rows depend on q; pass q")
-            names.extend(self.hydro.row_names(*self._split(q), self.plane))
-        return names
-
-    def _body_pairs(self, q: ArrayLike) -> tuple[IntArray, IntArray, FloatArray, FloatArray, FloatArray, IntArray]:
-        """The pair contacts in the documented order: bodies ``a < b``, ``phi``, points, unit
-        normals from ``a`` to ``b`` and rank within a box pair (-1 for a sphere pair)."""
-        positions, _ = self._split(q)
-        if self._collider is not None and len(self._spheres) < 2:  # box pairs only
-            found = self._collider.collide(positions, as_vector(q, "q", self.nq).reshape(-1, 7)[:, 3:])
-            return found.a, found.b, found.phi, found.points, found.normals, found.rank
-        a, b = self._pairs(positions) if len(self._spheres) > 1 else (np.zeros(0, np.int_), np.zeros(0, np.int_))
-        gap = positions[b] - positions[a]
-        dist = np.linalg.norm(gap, axis=1)
-        safe = dist > 1e-12
-        normals = np.where(safe[:, None], gap / np.where(safe, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
-        ra, rb = self._radii[a], self._radii[b]
-        points = 0.5 * ((positions[a] + ra[:, None] * normals) + (positions[b] - rb[:, None] * normals))
-        phi, rank = dist - ra - rb, np.full(a.shape[0], -1)
-        if self._collider is None:
-            return a, b, phi, points, normals, rank
-        found = self._collider.collide(positions, as_vector(q, "q", self.nq).reshape(-1, 7)[:, 3:])
-        a, b = np.concatenate([a, found.a]), np.concatenate([b, found.b])
-        order = np.lexsort((b, a))  # stable: a box pair's contacts keep MuJoCo's order
-        return (a[order], b[order], np.concatenate([phi, found.phi])[order],
-                np.concatenate([points, found.points])[order], np.concatenate([normals, found.normals])[order],
-                np.concatenate([rank, found.rank])[order])
+        return names + self.hydro.row_names(None if q is None else self._split(q), self.plane)
 
     def _geometry(self, q: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, tuple[IntArray, ...],
                                                FloatArray]:
@@ -356,7 +327,7 @@ class Rigid3D(System):
                       else ground_points @ self.plane.normal - self.plane.offset)
         ground_frames = np.broadcast_to(self._ground_frame, (ng, 3, 3))
         if len(self._spheres) > 1 or self._collider is not None:
-            a, b, pair_phi, pair_points, normals, _ = self._body_pairs(q)
+            a, b, pair_phi, pair_points, normals, _ = body_pairs(self, q)
         else:
             a = b = body_of[:0]
         if a.shape[0] == 0:  # ground contacts only: one term each
@@ -376,22 +347,14 @@ class Rigid3D(System):
     def contact_points(self, q: ArrayLike) -> FloatArray:
         """(nc, 3) world positions of the contact points, in the order of :meth:`contacts`
         (hydroelastic patch rows last: their quadrature points)."""
-        points = self._geometry(q)[1]
-        if not self.hydro.active:
-            return points
-        patch = self.hydro.rows(*self._split(q), self.plane)
-        return np.concatenate([points, *[rows.points for _, rows in patch]])
+        return self.hydro.points(self._geometry(q)[1], *self._split(q), self.plane)
 
     def contact_surfaces(self, q: ArrayLike) -> list[ContactSurface]:
-        """The hydroelastic contact surfaces at ``q`` (one per soft body touching the ground, in
-        body order; empty under the point model), :mod:`contactopt.systems.hydroelastic.surface`."""
-        if not self.hydro.active:
-            return []
+        """The soft bodies' contact surfaces at ``q`` (:mod:`.hydroelastic.surface`; none: point model)."""
         return [surface for surface, _ in self.hydro.rows(*self._split(q), self.plane)]
 
     def declared_features(self) -> dict[str, list[str]]:
-        """``{"hydroelastic": [soft bodies]}`` under the hydroelastic model: their rows carry
-        their own stiffness, which only ``sap``, ``regularized`` and ``compliant`` read."""
+        """``{"hydroelastic": [soft bodies]}`` under the hydroelastic model (:mod:`.hydroelastic.model`)."""
         return self.hydro.declared_features()
 
     def contacts(self, q: ArrayLike) -> Contacts:
@@ -399,29 +362,17 @@ class Rigid3D(System):
         contact ``[n, t1, t2]``, each ``sum_body sign [d^T, (r x d)^T]`` (Tedrake 2022,
         "Contact Jacobian"), assembled at once as a sparse CSR matrix."""
         phi, _points, frames, (contact, body), terms = self._geometry(q)
-        if self.hydro.active:  # the patch rows after the point contacts, one term each
-            positions, R = self._split(q)
-            patch = self.hydro.rows(positions, R, self.plane)
-            npoint = phi.shape[0]
-            soft = np.concatenate([np.full(rows.count, surface.soft, dtype=np.int_) for surface, rows in patch]
-                                  + [np.zeros(0, dtype=np.int_)])
-            points = np.concatenate([rows.points for _, rows in patch] + [np.zeros((0, 3))])
-            phi = np.concatenate([phi, *[rows.phi for _, rows in patch]])
-            frames = np.concatenate([frames, np.broadcast_to(self._ground_frame, (soft.shape[0], 3, 3))])
-            contact = np.concatenate([contact, npoint + np.arange(soft.shape[0])])
-            body = np.concatenate([body, soft])
-            terms = np.concatenate([terms, np.column_stack([points - positions[soft], np.ones(soft.shape[0])])])
-            stiffness = np.concatenate([np.full(npoint, np.inf), *[rows.stiffness for _, rows in patch]])
-            dissipation = np.concatenate([np.zeros(npoint), *[rows.dissipation for _, rows in patch]])
+        own: tuple[FloatArray, FloatArray] | None = None
+        if self.hydro.active:  # the patch rows after the point contacts (:mod:`.hydroelastic.model`)
+            phi, frames, contact, body, terms, own = self.hydro.extend(phi, frames, contact, body, terms,
+                                                                       *self._split(q), self.plane, self._ground_frame)
         nc = phi.shape[0]
         if nc == 0:
             return Contacts.empty(self.nv, 3)
         assemble = kernels.jacobian if self.sparse else kernels.jacobian_dense
         J = assemble(contact, body, terms[:, :3], terms[:, 3], frames, nc, self.nv)
-        if self.hydro.active:
-            return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3,
-                            stiffness=stiffness, dissipation=dissipation)
-        return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3)
+        return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3,
+                        stiffness=None if own is None else own[0], dissipation=None if own is None else own[1])
 
     # ------------------------------------------------------------------ energy
 
@@ -445,6 +396,5 @@ class Rigid3D(System):
         gravity = ", ".join(f"{g:g}" for g in self.gravity)
         normal, point = (", ".join(f"{x:g}" for x in vector) for vector in (self.plane.normal, self.plane.point))
         plane = "" if self._horizontal else f" n=[{normal}] p0=[{point}]"
-        model = f", model={self.hydro.model}" if self.hydro.active else ""
         return (f"{self.type_name}({bodies}; g=[{gravity}], ground={self.ground}{plane}; "
-                f"mu={self.mu:g}, e={self.restitution:g}{model})")
+                f"mu={self.mu:g}, e={self.restitution:g}{', model=hydroelastic' if self.hydro.active else ''})")

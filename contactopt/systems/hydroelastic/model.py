@@ -3,7 +3,7 @@
 Scene keys (Drake's names, "Hydroelastic Contact User Guide"):
 
 * ``[contact] model = "point" | "hydroelastic"`` (default ``"point"``);
-  ``[contact] patch_resolution = [rays, rings]`` (default ``[48, 8]``, :mod:`.surface`);
+  ``[contact] patch_resolution = [rays, rings]`` (default ``[44, 8]``, :mod:`.surface`);
 * per body (``[[system.bodies]]``): ``compliance = "rigid" | "soft"`` (default rigid),
   ``hydroelastic_modulus`` (Pa, > 0, soft bodies only, required there) and
   ``hunt_crossley_dissipation`` (s/m, >= 0, default 0, soft bodies only).
@@ -32,6 +32,7 @@ from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactS
 from contactopt.systems.rigid3d_bodies import RigidBody
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int_]
 
 __all__ = ["MODELS", "HydroelasticSetup", "check_scene", "parse_contact_keys"]
 
@@ -128,18 +129,49 @@ class HydroelasticSetup:
 
     def rows(self, positions: FloatArray, rotations: FloatArray,
              plane: Any) -> list[tuple[ContactSurface, SurfaceRows]]:
-        """Each surface with its rows (:func:`.rows.surface_rows`)."""
-        out = []
+        """Each surface with its rows (:func:`.rows.surface_rows`); none under the point model."""
+        out: list[tuple[ContactSurface, SurfaceRows]] = []
         for surface in self.surfaces(positions, rotations, plane):
             field = self.fields[surface.soft]
             out.append((surface, surface_rows(surface, field.modulus / field.extent,
                                               self.bodies[surface.soft].hunt_crossley_dissipation)))
         return out
 
-    def row_names(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[str]:
-        """``"<soft body>.patch[k]"`` per row, ``k`` the polygon of the mesh."""
+    def row_names(self, pose: tuple[FloatArray, FloatArray] | None, plane: Any) -> list[str]:
+        """``"<soft body>.patch[k]"`` per row, ``k`` the polygon of the mesh, at ``pose``
+        (positions, rotations; needed under the hydroelastic model); none under the point model."""
+        if not self.active:
+            return []
+        if pose is None:
+            raise ValueError("Rigid3D.contact_names: hydroelastic patch rows depend on q; pass q")
         return [f"{self.bodies[surface.soft].name}.patch[{k}]" for surface, rows in
-                self.rows(positions, rotations, plane) for k in np.flatnonzero(rows.keep)]
+                self.rows(*pose, plane) for k in np.flatnonzero(rows.keep)]
+
+    def points(self, points: FloatArray, positions: FloatArray, rotations: FloatArray, plane: Any) -> FloatArray:
+        """The point contacts' ``points`` followed by the patch rows' quadrature points."""
+        if not self.active:
+            return points
+        return np.concatenate([points, *[rows.points for _, rows in self.rows(positions, rotations, plane)]])
+
+    def extend(self, phi: FloatArray, frames: FloatArray, contact: IntArray, body: IntArray, terms: FloatArray,
+               positions: FloatArray, rotations: FloatArray, plane: Any, frame: FloatArray
+               ) -> tuple[FloatArray, FloatArray, IntArray, IntArray, FloatArray, tuple[FloatArray, FloatArray]]:
+        """The point contacts' geometry of :class:`~contactopt.systems.rigid3d.Rigid3D` (``phi``,
+        frames, Jacobian terms ``(contact, body)`` and ``[r, sign]``) with the patch rows appended,
+        one term each: the soft body's point ``c_i`` with the ground's ``frame``; and the rows'
+        ``(stiffness, dissipation)``: ``inf`` and 0 for the point contacts, :mod:`.rows` for the patches."""
+        patch = self.rows(positions, rotations, plane)
+        npoint = phi.shape[0]
+        soft = np.concatenate([np.full(rows.count, surface.soft, dtype=np.int_) for surface, rows in patch]
+                              + [np.zeros(0, dtype=np.int_)])
+        points = np.concatenate([rows.points for _, rows in patch] + [np.zeros((0, 3))])
+        offsets = np.column_stack([points - positions[soft], np.ones(soft.shape[0])])
+        stiffness = np.concatenate([np.full(npoint, np.inf), *[rows.stiffness for _, rows in patch]])
+        dissipation = np.concatenate([np.zeros(npoint), *[rows.dissipation for _, rows in patch]])
+        return (np.concatenate([phi, *[rows.phi for _, rows in patch]]),
+                np.concatenate([frames, np.broadcast_to(frame, (soft.shape[0], 3, 3))]),
+                np.concatenate([contact, npoint + np.arange(soft.shape[0])]), np.concatenate([body, soft]),
+                np.concatenate([terms, offsets]), (stiffness, dissipation))
 
     def declared_features(self) -> dict[str, list[str]]:
         """``{"hydroelastic": soft body names}`` when the model is on."""
