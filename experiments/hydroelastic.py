@@ -3,7 +3,8 @@
 Four scenes of a soft 1 kg cube (half size 0.05 m) or ball (radius 0.05 m), hydroelastic modulus
 1e6 Pa, mu = 0.5, on the rigid ground (problems/hydroelastic_*.toml; docs/hydroelastic.md):
 
-1. the box at rest: how its weight is spread: over the 4 bottom corners under point contact
+1. the box at rest (on the ground and on a rigid box table): how its weight is spread: over
+   the 4 bottom corners under point contact
    (each formulation and solver picks its own split of the statically indeterminate forces)
    against the pressure field's surface (uniform E delta / c, its centre of pressure under the
    centre of mass), and the rest penetration against the field's closed form;
@@ -127,6 +128,13 @@ def main() -> None:
     rows.append(row("box rest force [N]", M * G, "contactopt sap", record.force[2]))
     rows.append(row("box surface area [m^2]", 4 * A * A, "contactopt", record.area))
     extra["box_centre_of_pressure"] = record.centre_of_pressure.tolist()
+    table = scene("hydroelastic_table")
+    on_table = co.simulate(table)
+    table_record = surface_records(table.system, on_table)[-1][0]
+    rows.append(row("box on table: rest penetration [m]", delta, "contactopt sap",
+                    on_table.q[-1, 2] + 0.05 - (on_table.q[-1, 9] - A), "into the rigid table's top face"))
+    rows.append(row("box on table: surface area [m^2]", 4 * A * A, "contactopt", table_record.area))
+    extra["table_centre_of_pressure_minus_com"] = (table_record.centre_of_pressure[:2] - on_table.q[-1, 7:9]).tolist()
     assert isinstance(box.system, Rigid3D)
     surface = box.system.contact_surfaces(traj.q[-1])[0]
     impulses = traj.steps[-1].impulses[-record.rows:, 0] / box.dt

@@ -13,6 +13,7 @@ from scipy.optimize import brentq
 
 import contactopt as co
 from contactopt.core.errors import OptionError, SceneError
+from contactopt.systems.base import ParameterError
 from contactopt.systems.hydroelastic.fields import PressureField
 from contactopt.systems.hydroelastic.records import surface_records
 from contactopt.systems.hydroelastic.surface import ContactSurface, plane_surface
@@ -107,6 +108,40 @@ def test_soft_box_rests_on_the_field_closed_form(formulation: str, options: dict
         assert C - trajectory.q[-1, 2] == pytest.approx(delta, rel=1e-2), formulation  # 0.1 %: the rim
         assert np.allclose(record.centre_of_pressure[:2], trajectory.q[-1, :2], atol=1e-9), formulation
         assert record.area == pytest.approx(4 * A * B, rel=1e-9)
+
+
+def test_soft_box_rests_on_a_rigid_box_table() -> None:
+    """The surface against a rigid box is the box's top face inside the soft cube: the same
+    square, force and rest penetration as on the ground, while the table's own corner point
+    contacts carry both weights."""
+    scene = co.load_scene(PROBLEMS / "hydroelastic_table.toml")
+    trajectory = co.simulate(scene, duration=0.15)
+    assert trajectory.completed
+    record = surface_records(scene.system, trajectory)[-1][0]
+    assert record.body == "box|table" and record.area == pytest.approx(4 * A * B, rel=1e-9)
+    assert record.force[2] == pytest.approx(M * G, rel=1e-6)
+    table_top = trajectory.q[-1, 2] + 0.05
+    delta = brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)
+    assert table_top - (trajectory.q[-1, 9] - C) == pytest.approx(delta, rel=1e-2)
+    assert np.allclose(record.centre_of_pressure[:2], trajectory.q[-1, 7:9], atol=1e-9)
+    ground = trajectory.steps[-1].impulses[:8, 0].sum() / scene.dt  # the table's corners
+    assert ground == pytest.approx(11.0 * G, rel=1e-6)
+
+
+def test_unbuilt_pairs_are_refused_in_one_line() -> None:
+    from contactopt.systems.rigid3d import Rigid3D, RigidBody
+
+    def body(name: str, shape: str, x: float, soft: bool) -> RigidBody:
+        size = np.full(3, 0.05) if shape == "box" else np.array([0.05])
+        return RigidBody(name=name, shape=shape, size=size, mass=1.0, position=np.array([x, 0.0, 0.05]),
+                         orientation=np.array([1.0, 0, 0, 0]), velocity=np.zeros(3), angular_velocity=np.zeros(3),
+                         compliance="soft" if soft else "rigid", hydroelastic_modulus=E if soft else None)
+
+    for other, soft in (("sphere", False), ("box", True)):
+        with pytest.raises(ParameterError, match="ground and rigid boxes only") as error:
+            Rigid3D([body("a", "sphere", 0.0, True), body("b", other, 0.2, soft)], {"mu": MU},
+                    contact_model="hydroelastic")
+        assert "\n" not in str(error.value)
 
 
 def effective_radius(delta: float, n: int = 1200) -> float:

@@ -152,7 +152,7 @@ class Rigid3D(System):
         if collision_margin is not None and not (math.isfinite(collision_margin) and collision_margin >= 0):
             raise ValueError(f"Rigid3D: collision_margin must be a finite number >= 0, got {collision_margin}")
         pairs = collider_pairs(self.bodies) if box_pairs else []
-        self.hydro.refuse_pairs(pairs, self._spheres)
+        pairs = self.hydro.point_pairs(pairs, self._spheres, box_pairs)
         self.box_pairs = bool(box_pairs)
         self._collider = PairCollider(self.bodies, pairs, collision_margin) if pairs else None
         self._last_split: tuple[bytes, tuple[FloatArray, FloatArray]] = (b"", (np.zeros((0, 3)), np.zeros((0, 3, 3))))

@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 from contactopt.systems.base import ParameterError
 from contactopt.systems.hydroelastic.fields import PressureField
 from contactopt.systems.hydroelastic.rows import SurfaceRows, surface_rows
-from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactSurface, plane_surface
+from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactSurface, box_surfaces, plane_surface
 from contactopt.systems.rigid3d_bodies import RigidBody
 
 FloatArray = NDArray[np.float64]
@@ -102,29 +102,42 @@ class HydroelasticSetup:
             i: PressureField(b.shape, tuple(b.size), float(b.hydroelastic_modulus))
             for i, b in enumerate(self.bodies) if soft[i] and b.hydroelastic_modulus is not None}
 
-    def refuse_pairs(self, collider: Sequence[tuple[int, int]], spheres: Sequence[int]) -> None:
-        """One line for a soft body that has a body-pair contact candidate (not built)."""
+    def point_pairs(self, collider: Sequence[tuple[int, int]], spheres: Sequence[int],
+                    box_pairs: bool) -> list[tuple[int, int]]:
+        """The body pairs left to point contact (``collider``'s pairs with a box, without those of
+        a soft body), after taking the soft-body / rigid-box pairs as contact surfaces (when
+        ``box_pairs``); one line for a soft body that can touch another soft body or a rigid
+        sphere (``spheres``: the sphere pairs' candidates), whose surfaces are not built."""
+        self.box_pairs: list[tuple[int, int]] = []
         if not self.active:
-            return
-        pairs = list(collider)
-        if len(spheres) > 1:
-            pairs += [(a, b) for a in spheres for b in spheres if a < b]
+            return list(collider)
+        pairs = list(collider) + ([(a, b) for a in spheres for b in spheres if a < b] if len(spheres) > 1 else [])
         for a, b in pairs:
-            if self.soft_mask[a] or self.soft_mask[b]:
+            soft_a, soft_b = bool(self.soft_mask[a]), bool(self.soft_mask[b])
+            other = b if soft_a else a
+            if (soft_a or soft_b) and (soft_a == soft_b or self.bodies[other].shape != "box"):
                 raise ParameterError("system.bodies", f"system.bodies: soft body "
-                                     f"{self.bodies[a if self.soft_mask[a] else b].name!r} can touch "
-                                     f"{self.bodies[b if self.soft_mask[a] else a].name!r}; hydroelastic contact "
-                                     "between bodies is not built (only soft bodies on the ground): set [system] "
-                                     "box_pairs = false or keep the soft body alone")
+                                     f"{self.bodies[a if soft_a else b].name!r} can touch "
+                                     f"{'soft' if soft_a == soft_b else 'rigid'} {self.bodies[other].shape} "
+                                     f"{self.bodies[other].name!r}; hydroelastic surfaces are built against the "
+                                     "ground and rigid boxes only: set [system] box_pairs = false or keep them apart")
+        if box_pairs:
+            self.box_pairs = [(a, b) if self.soft_mask[a] else (b, a) for a, b in collider
+                              if self.soft_mask[a] != self.soft_mask[b]]
+        return [(a, b) for a, b in collider if not (self.soft_mask[a] or self.soft_mask[b])]
 
     def surfaces(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[ContactSurface]:
-        """Each soft body's surface against the ground plane, in body order (those that touch)."""
+        """Each soft body's surface against the ground plane, in body order (those that touch),
+        then those against rigid boxes, one per face reached, in pair order."""
         out = []
         for i, field in self.fields.items():
             surface = plane_surface(field, positions[i], rotations[i], plane.normal, plane.offset, soft=i, rigid=-1,
                                     resolution=self.resolution)
             if surface is not None:
                 out.append(surface)
+        for soft, rigid in self.box_pairs:
+            out += box_surfaces(self.fields[soft], positions[soft], rotations[soft], self.bodies[rigid].size,
+                                positions[rigid], rotations[rigid], soft, rigid, self.resolution)
         return out
 
     def rows(self, positions: FloatArray, rotations: FloatArray,
@@ -144,8 +157,14 @@ class HydroelasticSetup:
             return []
         if pose is None:
             raise ValueError("Rigid3D.contact_names: hydroelastic patch rows depend on q; pass q")
-        return [f"{self.bodies[surface.soft].name}.patch[{k}]" for surface, rows in
-                self.rows(*pose, plane) for k in np.flatnonzero(rows.keep)]
+        names: list[str] = []
+        count: dict[str, int] = {}
+        for surface, rows in self.rows(*pose, plane):
+            pair = self.bodies[surface.soft].name + ("" if surface.rigid < 0 else f"|{self.bodies[surface.rigid].name}")
+            start = count.get(pair, 0)
+            names += [f"{pair}.patch[{start + k}]" for k in range(rows.count)]
+            count[pair] = start + rows.count
+        return names
 
     def points(self, points: FloatArray, positions: FloatArray, rotations: FloatArray, plane: Any) -> FloatArray:
         """The point contacts' ``points`` followed by the patch rows' quadrature points."""
@@ -162,15 +181,21 @@ class HydroelasticSetup:
         ``(stiffness, dissipation)``: ``inf`` and 0 for the point contacts, :mod:`.rows` for the patches."""
         patch = self.rows(positions, rotations, plane)
         npoint = phi.shape[0]
-        soft = np.concatenate([np.full(rows.count, surface.soft, dtype=np.int_) for surface, rows in patch]
-                              + [np.zeros(0, dtype=np.int_)])
+        index = npoint + np.arange(sum(rows.count for _, rows in patch))
+        row_surface = np.repeat(np.arange(len(patch)), [rows.count for _, rows in patch]).astype(np.int_)
+        soft = np.array([surface.soft for surface, _ in patch], dtype=np.int_)[row_surface]
+        rigid = np.array([surface.rigid for surface, _ in patch], dtype=np.int_)[row_surface]
         points = np.concatenate([rows.points for _, rows in patch] + [np.zeros((0, 3))])
-        offsets = np.column_stack([points - positions[soft], np.ones(soft.shape[0])])
+        pair = rigid >= 0  # a rigid box's term: the same point, sign -1 (J_soft - J_rigid)
+        new_contact = np.concatenate([index, index[pair]])
+        new_body = np.concatenate([soft, rigid[pair]])
+        offsets = np.column_stack([np.concatenate([points - positions[soft], points[pair] - positions[rigid[pair]]]),
+                                   np.concatenate([np.ones(soft.shape[0]), -np.ones(int(pair.sum()))])])
+        row_frames = np.array([surface.frame for surface, _ in patch] + [np.eye(3)])[row_surface]
         stiffness = np.concatenate([np.full(npoint, np.inf), *[rows.stiffness for _, rows in patch]])
         dissipation = np.concatenate([np.zeros(npoint), *[rows.dissipation for _, rows in patch]])
-        return (np.concatenate([phi, *[rows.phi for _, rows in patch]]),
-                np.concatenate([frames, np.broadcast_to(frame, (soft.shape[0], 3, 3))]),
-                np.concatenate([contact, npoint + np.arange(soft.shape[0])]), np.concatenate([body, soft]),
+        return (np.concatenate([phi, *[rows.phi for _, rows in patch]]), np.concatenate([frames, row_frames]),
+                np.concatenate([contact, new_contact]), np.concatenate([body, new_body]),
                 np.concatenate([terms, offsets]), (stiffness, dissipation))
 
     def declared_features(self) -> dict[str, list[str]]:

@@ -33,7 +33,8 @@ __all__ = ["SurfaceRecord", "surface_records"]
 
 @dataclass(frozen=True)
 class SurfaceRecord:
-    """One surface at one step (module docstring): ``body`` the soft body's name, ``t`` the
+    """One surface at one step (module docstring): ``body`` the soft body's name (``soft|rigid``
+    against a rigid box's face), ``t`` the
     step's start, ``area`` (m^2), ``force`` (3,) N, ``centre_of_pressure`` (3,) m, ``moment``
     (3,) N m about it, ``normal`` (3,) the surface's normal, ``rows`` its quadrature points."""
 
@@ -69,16 +70,17 @@ def surface_records(system: Any, trajectory: Trajectory) -> list[list[SurfaceRec
         if start < 0:
             raise ValueError(f"surface_records: step {k} has {impulses.shape[0]} impulses, fewer than its "
                              f"{count} patch rows; is this a run of this system?")
-        frame = system._ground_frame
         records = []
         for surface, rows in patch:
-            forces = (impulses[start:start + rows.count] @ frame) / h  # F^T lambda per row, as rows
+            forces = (impulses[start:start + rows.count] @ surface.frame) / h  # F^T lambda per row, as rows
             start += rows.count
             normal = forces @ surface.normal
             total = float(normal.sum())
             cop = (normal @ rows.points / total) if total != 0 else surface.centre_of_pressure
             moment = np.cross(rows.points - cop, forces).sum(axis=0)
-            records.append(SurfaceRecord(body=system.bodies[surface.soft].name, t=float(step.t), area=surface.area,
+            rigid = "" if surface.rigid < 0 else f"|{system.bodies[surface.rigid].name}"
+            name = system.bodies[surface.soft].name + rigid
+            records.append(SurfaceRecord(body=name, t=float(step.t), area=surface.area,
                                          force=forces.sum(axis=0), centre_of_pressure=np.asarray(cop),
                                          moment=moment, normal=surface.normal, rows=rows.count))
         out.append(records)

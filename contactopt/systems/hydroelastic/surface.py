@@ -38,12 +38,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.systems.geometry import tangent_basis
 from contactopt.systems.hydroelastic.fields import PressureField
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["DEFAULT_RESOLUTION", "ContactSurface", "plane_surface"]
+__all__ = ["DEFAULT_RESOLUTION", "ContactSurface", "Face", "box_surfaces", "plane_surface"]
 
 #: ``(rays, rings)`` of the mesh by default: 44 boundary points (``rays = 4 mod 8``, so a square
 #: face's corners are boundary points) and 8 rings, 352 polygons; a sphere's force is then
@@ -64,6 +65,8 @@ class ContactSurface:
             (a triangle repeats its last vertex).
         centroids: (F, 3) quadrature points; areas: (F,) m^2; pressures: (F,) Pa;
             gradients: (F,) ``g = grad p . normal`` (Pa/m) at the centroids.
+        frame: (3, 3) the rows' contact frame ``[n; t1; t2]``
+            (:func:`~contactopt.systems.geometry.tangent_basis`).
     """
 
     soft: int
@@ -75,6 +78,7 @@ class ContactSurface:
     areas: FloatArray
     pressures: FloatArray
     gradients: FloatArray
+    frame: FloatArray
 
     @property
     def area(self) -> float:
@@ -111,10 +115,13 @@ def _plane_frame(normal: FloatArray, axis: FloatArray) -> tuple[FloatArray, Floa
 
 def plane_surface(field: PressureField, position: FloatArray, rotation: FloatArray, normal: FloatArray,
                   offset: float, soft: int = 0, rigid: int = -1,
-                  resolution: tuple[int, int] = DEFAULT_RESOLUTION) -> ContactSurface | None:
+                  resolution: tuple[int, int] = DEFAULT_RESOLUTION,
+                  face: Face | None = None) -> ContactSurface | None:
     """The contact surface of the soft primitive ``field`` at pose ``(position, rotation)``
     (body to world) against the rigid half-space ``normal . x <= offset``; None where they do
-    not overlap (or where the whole body is inside the half-space, which has no surface)."""
+    not overlap (or where the whole body is inside the half-space, which has no surface).
+    ``face``: only the rectangle of a rigid box's face counts (:func:`box_surfaces`); the rays
+    then end where they leave the soft body or the rectangle, whichever is first."""
     rays, rings = int(resolution[0]), int(resolution[1])
     if rays < 3 or rings < 1:
         raise ValueError(f"plane_surface: resolution needs >= 3 rays and >= 1 ring, got {resolution}")
@@ -132,13 +139,19 @@ def plane_surface(field: PressureField, position: FloatArray, rotation: FloatArr
         return None
     c0 = deepest + (low / (low - high)) * (other - deepest)
     centre_on_plane = x - height(x) * n  # preferred where inside: a symmetric mesh for a level body
-    if field.depth((R.T @ (centre_on_plane - x))[None, :])[0] > 0.0:
-        c0 = centre_on_plane
+    inside = lambda p: field.depth((R.T @ (p - x))[None, :])[0] > 0.0 and (face is None or face.holds(p))  # noqa: E731
+    candidates = [centre_on_plane, c0] + ([] if face is None else [face.centre, face.clamp(c0), face.clamp(x)])
+    chosen = next((p for p in candidates if inside(p)), None)
+    if chosen is None:
+        return None
+    c0 = chosen
     t1, t2 = _plane_frame(n, R[:, 0] if abs(float(R[:, 0] @ n)) < 0.99 else R[:, 1])
     angles = 2.0 * math.pi * (np.arange(rays) + 0.5) / rays
     world_dirs = np.cos(angles)[:, None] * t1 + np.sin(angles)[:, None] * t2
     origin = R.T @ (c0 - x)
     reach = field.ray_exit(origin, world_dirs @ R)  # body-frame directions: R^T d per row
+    if face is not None:
+        reach = np.minimum(reach, face.ray_exit(c0, world_dirs))
     # vertices: c0, then ring j = 1..rings, ray k at index 1 + (j - 1) rays + k
     fractions = np.arange(1, rings + 1) / rings
     ring_points = c0 + (fractions[:, None, None] * reach[None, :, None]) * world_dirs[None, :, :]
@@ -163,5 +176,65 @@ def plane_surface(field: PressureField, position: FloatArray, rotation: FloatArr
     local = (centroids - x) @ R  # R^T (c - x) per row
     pressures = field.pressure(local)
     gradients = (field.gradient(local) @ R.T) @ n
+    b1, b2 = tangent_basis(n)
     return ContactSurface(soft=soft, rigid=rigid, normal=n.copy(), vertices=vertices, faces=faces,
-                          centroids=centroids, areas=areas, pressures=pressures, gradients=gradients)
+                          centroids=centroids, areas=areas, pressures=pressures, gradients=gradients,
+                          frame=np.array([n, b1, b2]))
+
+
+@dataclass(frozen=True)
+class Face:
+    """A rectangle of a plane: ``centre`` (3,), in-plane unit axes ``u``, ``v`` (3,) and half
+    sizes ``(hu, hv)``: a face of a rigid box."""
+
+    centre: FloatArray
+    u: FloatArray
+    v: FloatArray
+    half: tuple[float, float]
+
+    def holds(self, p: FloatArray) -> bool:
+        d = p - self.centre
+        return abs(float(d @ self.u)) < self.half[0] and abs(float(d @ self.v)) < self.half[1]
+
+    def clamp(self, p: FloatArray) -> FloatArray:
+        """``p`` projected into the rectangle (shrunk by 1e-9 of its size, to stay inside)."""
+        d = p - self.centre
+        hu, hv = (1 - 1e-9) * self.half[0], (1 - 1e-9) * self.half[1]
+        return np.asarray(self.centre + np.clip(d @ self.u, -hu, hu) * self.u + np.clip(d @ self.v, -hv, hv) * self.v)
+
+    def ray_exit(self, origin: FloatArray, directions: FloatArray) -> FloatArray:
+        """Where rays ``origin + t d`` (in the plane, ``origin`` inside) leave the rectangle."""
+        d = origin - self.centre
+        out = np.full(directions.shape[0], np.inf)
+        for axis, half in ((self.u, self.half[0]), (self.v, self.half[1])):
+            speed = directions @ axis
+            with np.errstate(divide="ignore", invalid="ignore"):
+                limit = np.where(speed > 0, (half - d @ axis) / speed,
+                                 np.where(speed < 0, (-half - d @ axis) / speed, np.inf))
+            out = np.minimum(out, limit)
+        return np.maximum(out, 0.0)
+
+
+def box_surfaces(field: PressureField, position: FloatArray, rotation: FloatArray, box_half: FloatArray,
+                 box_position: FloatArray, box_rotation: FloatArray, soft: int, rigid: int,
+                 resolution: tuple[int, int] = DEFAULT_RESOLUTION) -> list[ContactSurface]:
+    """The contact surface of a soft primitive against a rigid box (half extents ``box_half``,
+    pose ``(box_position, box_rotation)``): the part of the box's surface inside the soft body,
+    one :class:`ContactSurface` per face that the soft body reaches (Elandt et al. 2019: the
+    rigid body's surface inside the soft one), each face's normal pointing out of the box."""
+    out = []
+    reach = field.bounding_radius
+    for axis in range(3):
+        for sign in (1.0, -1.0):
+            n = sign * box_rotation[:, axis]
+            centre = box_position + box_half[axis] * n
+            if abs(float(n @ (position - centre))) > reach:
+                continue  # the soft body is too far from this face's plane
+            others = [a for a in range(3) if a != axis]
+            face = Face(centre, box_rotation[:, others[0]], box_rotation[:, others[1]],
+                        (float(box_half[others[0]]), float(box_half[others[1]])))
+            surface = plane_surface(field, position, rotation, n, float(n @ centre), soft=soft, rigid=rigid,
+                                    resolution=resolution, face=face)
+            if surface is not None:
+                out.append(surface)
+    return out
