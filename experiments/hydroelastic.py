@@ -201,6 +201,30 @@ def main() -> None:
                             f"4-point face: {MU * M * G * R_EFF_4 / INERTIA:.4g}; lifts {lift:.3g} mm"))
             rows.append(row("spin stop time [s]", w0 / decel, f"drake {approximation}", stop(t, w, 1e-2)))
 
+    # 2b. a ball spinning about the vertical: no torsional friction from its single point
+    ball_delta = brentq(lambda d: sphere_force(d) - M * G, 0.0, 1e-2)
+    h = R_BALL - ball_delta
+    rho = np.linspace(0.0, math.sqrt(R_BALL**2 - h * h), 20001)
+    p = E * (1.0 - np.sqrt(rho**2 + h * h) / R_BALL)
+    r_eff_ball = float(np.trapezoid(rho * p * rho, rho) / np.trapezoid(p * rho, rho))
+    ball_decel = MU * M * G * r_eff_ball / (0.4 * M * R_BALL**2)
+    spin_ball = dataclasses.replace(ball, v0=np.array([0.0, 0.0, 0.0, 0.0, 0.0, w0]), options={})
+    assert isinstance(ball.system, Rigid3D)
+    point_ball = Rigid3D([dataclasses.replace(ball.system.bodies[0], compliance="rigid", hydroelastic_modulus=None,
+                                              hunt_crossley_dissipation=0.0)], {"mu": MU})
+    point_scene = co.Scene(point_ball, np.array([0, 0, R_BALL, 1, 0, 0, 0.0]), spin_ball.v0, 1e-3, 0.02)
+    for label, sc, formulation, options in (
+            ("point anitescu", point_scene, "anitescu", {}),
+            *(() if args.quick else (("patch compliant", spin_ball, "compliant",
+                                      {"method": "Radau", "slip_velocity": 1e-3}),))):
+        traj = co.simulate(sc, formulation=formulation, solver="clarabel" if formulation == "anitescu" else "newton",
+                           options=options, duration=0.02)
+        window = traj.t > 0.002
+        slope = -float(np.polyfit(traj.t[window], traj.v[window, 5], 1)[0])
+        rows.append(row("ball spin deceleration [rad/s^2]", ball_decel, f"contactopt {label}", slope,
+                        f"r_eff = {1e3 * r_eff_ball:.3g} mm of the disk's field" if "patch" in label
+                        else "one point: no torsional friction"))
+
     # 3. sliding -----------------------------------------------------------------------------
     v0 = 1.0
     for label, formulation, options in (("patch sap", "sap", {}), *(() if args.quick else (

@@ -9,12 +9,13 @@ Scene keys (Drake's names, "Hydroelastic Contact User Guide"):
   ``hunt_crossley_dissipation`` (s/m, >= 0, default 0, soft bodies only).
 
 Under the hydroelastic model a soft body's ground contact is its contact surface against the
-ground (a rigid half-space), meshed and turned into rows (:mod:`.surface`, :mod:`.rows`); a
+ground (a rigid half-space), and its contact with a rigid box the box's surface inside it
+(:func:`.surface.box_surfaces`), meshed and turned into rows (:mod:`.surface`, :mod:`.rows`); a
 rigid body keeps its point contacts (Drake too has no hydroelastic contact between two rigid
-geometries). Contact between a soft body and another body is not built: such a scene is
-refused by name. Soft bodies are boxes and spheres, the ``rigid3d`` shapes; the cylinder's and
-capsule's fields (:mod:`.fields`) make surfaces (:func:`.surface.plane_surface`) but are not
-``rigid3d`` bodies.
+geometries). A soft body that can touch another soft body or a rigid sphere is refused by name:
+those surfaces are not built. Soft bodies are boxes and spheres, the ``rigid3d`` shapes; the
+cylinder's and capsule's fields (:mod:`.fields`) make surfaces (:func:`.surface.plane_surface`)
+but are not ``rigid3d`` bodies.
 """
 
 from __future__ import annotations
