@@ -76,7 +76,8 @@ CONFIG_KEY_DOCS: dict[str, str] = {
 BODY_KEY_DOCS: dict[str, str] = {
     "name": "label of the body's coordinates (`box.x`); default `body<i>`",
     "shape": f"one of {', '.join(SHAPES)} (required)",
-    "size": "box: half extents [a, b, c] m; sphere: its radius, as r or [r]",
+    "size": "box: half extents [a, b, c] m; sphere: its radius, as r or [r]; cylinder, capsule (soft only, along "
+            "the body's z axis): [radius, half length]",
     "radius": "sphere only: the radius [m] (instead of size)",
     "mass": "kg, > 0 (required)",
     "position": "[x, y, z] of the centre of mass, world frame [m] (required)",

@@ -139,7 +139,7 @@ class Rigid3D(System):
         self._masses = np.array([b.mass for b in self.bodies])
         self._spheres = [i for i, b in enumerate(self.bodies) if b.shape == "sphere"]
         self._is_box = np.array([b.shape == "box" for b in self.bodies])
-        self._radii = np.array([0.0 if b.shape == "box" else b.radius for b in self.bodies])
+        self._radii = np.array([0.0 if b.shape == "box" else float(b.size[0]) for b in self.bodies])
         self._ground_counts = np.where(self._is_box, 8, 1).astype(np.int_)
         self.plane = plane
         self._horizontal = plane.is_horizontal_origin
@@ -147,7 +147,7 @@ class Rigid3D(System):
         lowest = ((lambda r: np.array([[0.0, 0.0, -r]])) if self._horizontal
                   else (lambda r: -r * plane.normal[None, :]))
         self._ground_local = np.concatenate([kernels.CORNER_SIGNS * b.size if b.shape == "box"
-                                             else lowest(b.radius) for b in self.bodies])
+                                             else lowest(float(b.size[0])) for b in self.bodies])
         self._ground_frame = kernels.GROUND_FRAME if self._horizontal else plane.frame
         if collision_margin is not None and not (math.isfinite(collision_margin) and collision_margin >= 0):
             raise ValueError(f"Rigid3D: collision_margin must be a finite number >= 0, got {collision_margin}")

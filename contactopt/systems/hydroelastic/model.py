@@ -13,9 +13,9 @@ ground (a rigid half-space), and its contact with a rigid box the box's surface 
 (:func:`.surface.box_surfaces`), meshed and turned into rows (:mod:`.surface`, :mod:`.rows`); a
 rigid body keeps its point contacts (Drake too has no hydroelastic contact between two rigid
 geometries). A soft body that can touch another soft body or a rigid sphere is refused by name:
-those surfaces are not built. Soft bodies are boxes and spheres, the ``rigid3d`` shapes; the
-cylinder's and capsule's fields (:mod:`.fields`) make surfaces (:func:`.surface.plane_surface`)
-but are not ``rigid3d`` bodies.
+those surfaces are not built. Soft bodies are boxes, spheres, cylinders and capsules (the last
+two along the body's z axis, ``size = [radius, half length]``, soft only: they have no point
+contacts).
 """
 
 from __future__ import annotations
@@ -112,7 +112,10 @@ class HydroelasticSetup:
         self.box_pairs: list[tuple[int, int]] = []
         if not self.active:
             return list(collider)
-        pairs = list(collider) + ([(a, b) for a in spheres for b in spheres if a < b] if len(spheres) > 1 else [])
+        n = len(self.bodies)
+        every = [(a, b) for a in range(n) for b in range(a + 1, n)]
+        # the pairs that can touch: every pair, or (box_pairs = false) the sphere pairs alone
+        pairs = every if box_pairs else [(a, b) for a, b in every if a in spheres and b in spheres]
         for a, b in pairs:
             soft_a, soft_b = bool(self.soft_mask[a]), bool(self.soft_mask[b])
             other = b if soft_a else a
@@ -122,9 +125,8 @@ class HydroelasticSetup:
                                      f"{'soft' if soft_a == soft_b else 'rigid'} {self.bodies[other].shape} "
                                      f"{self.bodies[other].name!r}; hydroelastic surfaces are built against the "
                                      "ground and rigid boxes only: set [system] box_pairs = false or keep them apart")
-        if box_pairs:
-            self.box_pairs = [(a, b) if self.soft_mask[a] else (b, a) for a, b in collider
-                              if self.soft_mask[a] != self.soft_mask[b]]
+            if soft_a != soft_b:
+                self.box_pairs.append((a, b) if soft_a else (b, a))
         return [(a, b) for a, b in collider if not (self.soft_mask[a] or self.soft_mask[b])]
 
     def surfaces(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[ContactSurface]:
