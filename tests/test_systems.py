@@ -367,8 +367,8 @@ def test_rigid3d_scene_without_initial_takes_the_bodies_state(tmp_path: Path) ->
     path.write_text(bad)
     with pytest.raises(SceneError, match=r"box_and_ball\.toml.*system\.bodies\[1\]\.mass"):
         co.load_scene(path)
-    path.write_text(RIGID_SCENE.replace('shape = "sphere"', 'shape = "cylinder"'))
-    with pytest.raises(SceneError, match=r"system\.bodies\[1\]\.shape.*cylinder"):
+    path.write_text(RIGID_SCENE.replace('shape = "sphere"', 'shape = "cone"'))
+    with pytest.raises(SceneError, match=r"system\.bodies\[1\]\.shape.*cone"):
         co.load_scene(path)
 
 

@@ -65,6 +65,12 @@ impedance ``d(0)`` and reference ``-b_ref F v`` (MuJoCo's frictionloss rows).
 ``max_recovery_speed`` caps the spring term at ``k_ref r >= -b_ref v_max`` (normal, edge and limit
 rows; off except on MJCF models, not with ``params=model``): :mod:`contactopt.formulations.recovery`.
 
+**Rows with their own stiffness** (:attr:`Contacts.stiffness`: hydroelastic quadrature points,
+:mod:`contactopt.systems.hydroelastic`) take their ``R`` and ``v*`` from that stiffness and their
+Hunt-Crossley dissipation instead of ``solref``/``solimp``
+(:func:`~contactopt.formulations.regularized_rows.own_compliance_rows`): the same physical
+spring-damper as under ``sap``.
+
 **Forms.** ``form = "dual"`` (default) is the program above; ``form = "primal"`` is its
 Lagrangian dual, SAP's unconstrained primal over ``v'``
 (:mod:`contactopt.formulations.regularized_primal`), which the ``newton`` solver takes.
@@ -100,6 +106,7 @@ from contactopt.formulations.regularized_model import model_program, model_recov
 from contactopt.formulations.regularized_rows import (
     damped_dynamics,
     impedance,
+    own_compliance_rows,
     pyramid_edges,
     reference_gains,
     row_terms,
@@ -202,6 +209,8 @@ class Regularized(Formulation):
             A_rows, cones = diagonal_csc(-np.ones(J.shape[0])), (Nonneg(J.shape[0]),)
         rows = J.shape[0]
         R, v_star, R_eq = soft_rows(problem, options, damped, J, per, d, b_ref, k_ref, position, friction_row)
+        own_compliance_rows(problem, active, damped, J, per, options["cone"] == "elliptic", options["impratio"],
+                            R, v_star)
         metadata = {"formulation": self.name, "cone": options["cone"], "dt": h, "t": problem.state.t,
                     "solref": list(solref),
                     "contacts": active.index.tolist(), "nv": problem.nv, "per": per,

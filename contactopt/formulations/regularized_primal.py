@@ -43,6 +43,7 @@ from contactopt.formulations.common import (
 from contactopt.formulations.regularized_rows import (
     damped_dynamics,
     impedance,
+    own_compliance_rows,
     pyramid_edges,
     reference_gains,
     row_terms,
@@ -80,6 +81,7 @@ def build(problem: StepProblem, options: Mapping[str, Any], name: str = "regular
         rows = np.arange(J.shape[0])
         scale, cones = np.ones(J.shape[0]), ((Nonneg(J.shape[0]),) if J.shape[0] else ())  # one block: the same set
     R, v_ref, R_eq = soft_rows(problem, options, damped, J, per, d, b_ref, k_ref, position, friction_row)
+    own_compliance_rows(problem, active, damped, J, per, options["cone"] == "elliptic", options["impratio"], R, v_ref)
     metadata = {"formulation": name, "form": "primal", "cone": options["cone"], "dt": h, "t": problem.state.t,
                 "solref": list(solref), "contacts": active.index.tolist(), "nv": problem.nv, "per": per,
                 "impedance": d.tolist(), "b": options["b"]}

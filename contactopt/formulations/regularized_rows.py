@@ -24,6 +24,7 @@ from contactopt.formulations.common import (
 from contactopt.formulations.recovery import capped_spring, recovery_speed
 from contactopt.formulations.regularized_unmoved import unmoved_rows, unmoved_rows_regularized
 from contactopt.model.step import Dynamics, StepProblem, is_sparse
+from contactopt.programs.csc import rows_of
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -156,3 +157,42 @@ def damped_dynamics(problem: StepProblem, b: float) -> tuple[Dynamics, FloatArra
     identity = sp.identity(problem.nv, format="csc") if dynamics.is_sparse else np.eye(problem.nv)
     dynamics = Dynamics(dynamics.M + b * identity, dynamics.tau - b * problem.state.v)
     return dynamics, problem.state.v + problem.dt * dynamics.solve_M(dynamics.tau)
+
+
+def own_compliance_rows(problem: StepProblem, active: ActiveContacts, damped: Dynamics, J: Any, per: int,
+                        elliptic: bool, impratio: float, R: FloatArray, v_ref: FloatArray) -> None:
+    """Overwrite, in place, ``R`` and ``v_ref`` of the rows of the active contacts that carry
+    their own finite stiffness ``k_i`` and Hunt-Crossley dissipation ``d_i``
+    (:attr:`Contacts.stiffness`: hydroelastic quadrature points, Masterjohn et al. 2022): the
+    physical spring-damper in this program's terms. With the dissipation time scale
+    ``tau_i = d_i x_i`` (``x_i = max(-phi_i, 0)``, as in :func:`.sap.own_compliance`), the
+    normal row gets ``R_n = 1 / (h k_i (h + tau_i))`` and ``v_ref = -phi_i / (h + tau_i)``:
+    MuJoCo's ``R = (1 - d)/d A_nn`` and ``v_ref = J v + h a_ref`` with the impedance
+    ``d = A_nn / (A_nn + R_n)`` and the gains ``b_ref = 1/h``, ``k_ref = 1 / (h (h + tau_i))``,
+    so that an isolated row's impulse is ``h k_i (x_i - h v_n) - h k_i tau_i v_n``. Elliptic
+    friction rows share the contact's impedance (``R_t = (1 - d)/d A_tt / impratio``,
+    ``v_ref = 0``); the ``n_e`` pyramid edges get ``R_e = n_e R_n`` and the normal row's
+    ``v_ref``, so that at rest their impulses sum to ``h k_i x_i`` as the normal row's does."""
+    contacts = problem.contacts
+    if contacts.stiffness is None or contacts.dissipation is None or active.count == 0:
+        return
+    k = contacts.stiffness[active.index]
+    own = np.flatnonzero(np.isfinite(k))
+    if own.shape[0] == 0:
+        return
+    h = problem.dt
+    phi = active.phi[own]
+    tau = contacts.dissipation[active.index][own] * np.maximum(-phi, 0.0)
+    R_n = 1.0 / (h * k[own] * (h + tau))
+    target = -phi / (h + tau)
+    rows = (per * own[:, None] + np.arange(per)[None, :])  # (n_own, per)
+    if elliptic:
+        diagonal = delassus_diagonal(damped, rows_of(J, rows.reshape(-1))).reshape(-1, per)
+        ratio = R_n / np.maximum(diagonal[:, 0], 1e-300)  # (1 - d) / d
+        R[rows[:, 0]] = R_n
+        v_ref[rows[:, 0]] = target
+        R[rows[:, 1:]] = ratio[:, None] * diagonal[:, 1:] / impratio
+        v_ref[rows[:, 1:]] = 0.0
+    else:
+        R[rows] = per * R_n[:, None]
+        v_ref[rows] = target[:, None]

@@ -32,6 +32,11 @@ separation, negative in penetration), the regularization and bias (labels ours):
   :mod:`contactopt.programs.cone_projection`; ``mu = 0`` (or ``dim = 1``) keeps only the
   normal row with ``gamma_n >= 0``.
 
+**Rows with their own stiffness** (:attr:`Contacts.stiffness`, the quadrature points of
+hydroelastic contact surfaces, :mod:`contactopt.systems.hydroelastic`): (S7)-(S8) take the
+row's ``k_i`` and a Hunt-Crossley dissipation time scale ``tau_i = d_i x_i``
+(:func:`own_compliance`) in place of the options' ``stiffness`` and ``dissipation_time_scale``.
+
 Defaults as in the paper and Drake: ``near_rigid_threshold = beta = 1``, ``sigma = 1e-3``;
 ``stiffness = inf`` and ``dissipation_time_scale = 0`` (the near-rigid regime, SAP's rigid approximation), so that
 scenes without compliance data behave like rigid contact. Contacts enter when
@@ -85,6 +90,7 @@ from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.formulations.angular_friction import PrimalCone, primal_cone, scatter_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
+    ActiveContacts,
     active_contacts,
     delassus_blocks,
     limit_index,
@@ -93,7 +99,7 @@ from contactopt.formulations.common import (
     select_contacts,
 )
 from contactopt.formulations.recovery import normal_target, recovery_speed
-from contactopt.model.step import Dynamics, StepProblem
+from contactopt.model.step import Contacts, Dynamics, StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
 from contactopt.programs.csc import rows_of, to_csr
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
@@ -208,6 +214,9 @@ class SAP(Formulation):
         v_hat = np.zeros((active.count, dim))
         v_max = recovery_speed(problem, options)
         v_hat[:, 0] = -normal_target(active.phi, h + tau_d, v_max)  # (S8), at most v_max
+        if contacts.stiffness is not None:  # rows with their own stiffness (hydroelastic patches)
+            own_R, own_v_hat, own = own_compliance(contacts, active, h, near_rigid * w, v_max)
+            R_frame[own, 0], v_hat[own, 0] = own_R, own_v_hat
         rows, scale, cones = contact_rows(active.mu, dim)
         H = problem.bilateral.H
         w_h = np.einsum("ij,ji->i", H, problem.dynamics.solve_M(H.T)) if H.shape[0] else np.zeros(0)
@@ -235,6 +244,28 @@ class SAP(Formulation):
         active = select_contacts(problem.contacts, program.metadata["contacts"])
         return recover_primal(problem, program, solution, active.index,
                               contact_rows(active.mu, problem.contacts.dim)[0])
+
+
+def own_compliance(contacts: Contacts, active: ActiveContacts, h: float, near_rigid_R: FloatArray,
+                   v_max: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(R_n, v_hat_n, which)`` of the active contacts with their own finite stiffness ``k_i``
+    and Hunt-Crossley dissipation ``d_i`` (:attr:`Contacts.stiffness`: hydroelastic patch rows,
+    Masterjohn et al. 2022, "Velocity level approximation of pressure field contact patches",
+    where each quadrature point is such a contact): (S7)-(S8) with ``k_i`` and the dissipation
+    time scale ``tau_i = d_i x_i``, ``x_i = max(-phi_i, 0)``, so that the impulse
+    ``h k_i (x_i - h v_n) - h k_i tau_i v_n = h k_i x_i (1 - d_i v_n) - h^2 k_i v_n`` is the
+    Hunt-Crossley ``h k x (1 - d v_n)`` at the next penetration ``x = x_i - h v_n``, but for
+    the term ``h^2 k_i d_i v_n^2`` (the damping of the penetration at the step's start, as
+    Drake's "lagged" approximation takes it). ``R_n`` keeps SAP's near-rigid floor."""
+    assert contacts.stiffness is not None and contacts.dissipation is not None
+    k = contacts.stiffness[active.index]
+    which = np.flatnonzero(np.isfinite(k))
+    k = k[which]
+    phi = active.phi[which]
+    tau = contacts.dissipation[active.index][which] * np.maximum(-phi, 0.0)
+    R = np.maximum(near_rigid_R[which], 1.0 / (h * k * (h + tau)))
+    v_hat = -(phi / (h + tau))
+    return R, (v_hat if math.isinf(v_max) else np.minimum(v_hat, v_max)), which
 
 
 def cone_values(cone: PrimalCone, frame: FloatArray, angular: FloatArray | float) -> FloatArray:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from contactopt import formulations
-from contactopt.core.errors import UnknownNameError
+from contactopt.core.errors import OptionError, UnknownNameError
 from contactopt.integrators.compliant import CompliantContact
 from contactopt.integrators.drift import Drift, project
 from contactopt.integrators.hybrid import HybridSimulation
@@ -41,6 +41,9 @@ _mujoco_stepper.description = "MuJoCo's own mj_step on the same MJCF model (refe
 _mujoco_stepper.defaults = {"cone": None, "solver": None, "iterations": None, "tolerance": None,  # type: ignore[attr-defined]
                             "residuals": True}
 
+#: The methods that read a contact's own stiffness (hydroelastic patch rows; the others would treat
+#: them as rigid point contacts at the pressure field's zero level, where the surface vanishes).
+HYDROELASTIC_METHODS = ("sap", "regularized", "compliant")
 _CONTINUOUS: dict[str, Any] = {"ode": ConstrainedODE, "variational": VariationalIntegrator,
                                "compliant": CompliantContact, "hybrid": HybridSimulation, "mujoco": _mujoco_stepper}
 if set(_CONTINUOUS) != set(formulations.METHOD_NAMES):  # the names the formulation registry keeps free
@@ -77,6 +80,11 @@ def make_stepper(system: System, formulation: str, solver: str, dt: float,
                  solver_options: Mapping[str, Any] | None = None) -> Any:
     """The stepper for ``formulation``; options are validated here, before any step."""
     key = formulation.strip().lower()
+    soft = system.declared_features().get("hydroelastic")
+    if soft and key not in HYDROELASTIC_METHODS:
+        raise OptionError(f"formulation {formulation!r} cannot take hydroelastic contact surfaces (soft "
+                          f"{', '.join(map(repr, soft))}: rows with their own stiffness); use "
+                          f"{', '.join(HYDROELASTIC_METHODS)}")
     if key in _CONTINUOUS:
         return _CONTINUOUS[key](system, solver, dt, options, solver_options)
     if key not in formulations.names():

@@ -47,6 +47,13 @@ error control. ``method="euler"`` is fixed-step explicit Euler with substeps
 stiff. The contact impulses are integrated along (extra states ``P' = f``), so a record's
 ``impulses`` are the exact ``int f dt`` over its interval.
 
+**Rows with their own stiffness** (:attr:`Contacts.stiffness`: hydroelastic quadrature points,
+:mod:`contactopt.systems.hydroelastic`): ``f_n = max(0, k_i x (1 + d_i xdot))``, Hunt-Crossley
+with the row's stiffness ``k_i`` and dissipation ``d_i`` (exponent 1), whatever ``model``,
+``stiffness`` and ``damping`` say; their friction is the law above. The number of rows must
+stay constant over a run (a surface's mesh has a fixed number of polygons while it exists: a
+body that lands or lifts off ends the run with a failed step, as box pairs do).
+
 A step fails (status ``numerical_error``, no next state) when the solver fails, the state is
 not finite, or a speed exceeds ``max_speed`` (a blow-up).
 """
@@ -223,6 +230,10 @@ class CompliantContact:
         xdot = -local[:, 0]
         out = np.zeros((nc, dim))
         out[:, 0] = normal_force(self.model, x, xdot, self.k, self._damping(q, contacts, dynamics), self.exponent)
+        if contacts.stiffness is not None and contacts.dissipation is not None:  # rows with their own spring
+            own = np.isfinite(contacts.stiffness)
+            out[own, 0] = normal_force("hunt_crossley", x[own], xdot[own], 1.0, contacts.dissipation[own]) \
+                * contacts.stiffness[own]
         if dim > 1:
             mu_s = np.full(nc, self.mu_static) if self.mu_static is not None else contacts.mu
             mu_d = np.full(nc, self.mu_dynamic) if self.mu_dynamic is not None else contacts.mu

@@ -57,8 +57,11 @@ def initial_penetration_message(system: System, q0: ArrayLike, tolerance: float 
         raise OptionError(f"penetration_tolerance must be a number >= 0 (m; inf: no check), got {tolerance!r}")
     if math.isinf(tolerance):
         return None
-    phi = np.asarray(system.contacts(q0).phi, dtype=np.float64)
-    deep = np.flatnonzero(phi < -tolerance)
+    contacts = system.contacts(q0)
+    phi = np.asarray(contacts.phi, dtype=np.float64)
+    compliant = (np.isfinite(contacts.stiffness) if contacts.stiffness is not None
+                 else np.zeros(phi.shape[0], dtype=bool))  # own springs (hydroelastic rows): penetrating by design
+    deep = np.flatnonzero((phi < -tolerance) & ~compliant)
     if deep.shape[0] == 0:
         return None
     worst = int(deep[np.argmin(phi[deep])])

@@ -221,6 +221,12 @@ class Contacts:
         dim: rows per contact: 1 (normal only), 2 (planar) or 3 (spatial).
         angular: torsional and rolling friction rows of some contacts (``dim = 3``; MJCF
             condim 4 and 6), or None.
+        stiffness: (nc,) the contact's own normal stiffness [N/m] (``inf``: none, the
+            formulation's own model), or None: no contact has one. Hydroelastic patch rows
+            carry it (:mod:`contactopt.systems.hydroelastic.rows`); ``sap``, ``regularized``
+            and ``compliant`` read it.
+        dissipation: (nc,) the contact's Hunt-Crossley dissipation [s/m] beside ``stiffness``
+            (None with it).
     """
 
     phi: FloatArray
@@ -229,6 +235,8 @@ class Contacts:
     restitution: FloatArray
     dim: int
     angular: AngularFriction | None = None
+    stiffness: FloatArray | None = None
+    dissipation: FloatArray | None = None
 
     def __post_init__(self) -> None:
         if self.dim not in (1, 2, 3):
@@ -252,6 +260,18 @@ class Contacts:
             raise ShapeError(f"Contacts.restitution: must lie in [0, 1], got {e}")
         for name, value in (("phi", phi), ("J", J), ("mu", mu), ("restitution", e)):
             object.__setattr__(self, name, value)
+        if (self.stiffness is None) != (self.dissipation is None):
+            raise ShapeError("Contacts.stiffness/dissipation: give both or neither")
+        if self.stiffness is not None:
+            k = np.array(self.stiffness, dtype=np.float64).reshape(-1)
+            d = np.array(self.dissipation, dtype=np.float64).reshape(-1)
+            if k.shape != (nc,) or not (k > 0).all():
+                raise ShapeError(f"Contacts.stiffness: expected {nc} values > 0 (inf: none), got {k}")
+            if d.shape != (nc,) or not (np.isfinite(d) & (d >= 0)).all():
+                raise ShapeError(f"Contacts.dissipation: expected {nc} finite values >= 0, got {d}")
+            for name, array in (("stiffness", k), ("dissipation", d)):
+                array.setflags(write=False)
+                object.__setattr__(self, name, array)
         angular = self.angular
         if angular is not None:
             columns, angular_columns = int(cast(Any, J).shape[1]), int(cast(Any, angular.J).shape[1])

@@ -76,13 +76,19 @@ CONFIG_KEY_DOCS: dict[str, str] = {
 BODY_KEY_DOCS: dict[str, str] = {
     "name": "label of the body's coordinates (`box.x`); default `body<i>`",
     "shape": f"one of {', '.join(SHAPES)} (required)",
-    "size": "box: half extents [a, b, c] m; sphere: its radius, as r or [r]",
+    "size": "box: half extents [a, b, c] m; sphere: its radius, as r or [r]; cylinder, capsule (soft only, along "
+            "the body's z axis): [radius, half length]",
     "radius": "sphere only: the radius [m] (instead of size)",
     "mass": "kg, > 0 (required)",
     "position": "[x, y, z] of the centre of mass, world frame [m] (required)",
     "orientation": "unit quaternion [w, x, y, z], body to world (default [1, 0, 0, 0])",
     "velocity": "[vx, vy, vz] of the centre of mass, world frame [m/s] (default zeros)",
     "angular_velocity": "[wx, wy, wz], world frame [rad/s] (default zeros)",
+    "compliance": "`rigid` (default) or `soft` (a pressure field; needs `[contact] model = \"hydroelastic\"`, "
+                  "docs/hydroelastic.md)",
+    "hydroelastic_modulus": "soft bodies: the pressure field's modulus E [Pa], > 0 (required for them)",
+    "hunt_crossley_dissipation": "soft bodies: Hunt-Crossley dissipation of their contact surfaces [s/m], >= 0 "
+                                 "(default 0)",
 }
 COMMON_KEY_DOCS: dict[str, str] = {
     "kind": "what is measured: one of the kinds below (required)",
@@ -221,6 +227,9 @@ def scene_reference() -> str:
     lines += _systems()
     lines += ["## [initial]", "", *_keys(INITIAL_KEYS, INITIAL_KEY_DOCS)]
     lines += ["## [contact]", "", *_parameters(CONTACT_PARAMETERS)]
+    lines += ["rigid3d scenes also take `model` (`point`, the default, or `hydroelastic`: the soft bodies' contact "
+              "surfaces against the ground, docs/hydroelastic.md) and, with it, `patch_resolution` = [rays, rings] "
+              "(default [44, 8]) of the surfaces' polygon meshes.", ""]
     lines += _options() + _control() + _observables() + _expressions()
     return "\n".join(lines)
 

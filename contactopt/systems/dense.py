@@ -33,7 +33,8 @@ class DenseView:
         if not contacts.is_sparse:
             return contacts
         return Contacts(phi=contacts.phi, J=to_dense(contacts.J), mu=contacts.mu,
-                        restitution=contacts.restitution, dim=contacts.dim)
+                        restitution=contacts.restitution, dim=contacts.dim, stiffness=contacts.stiffness,
+                        dissipation=contacts.dissipation)
 
 
 def dense_view(system: Any) -> Any:

@@ -25,7 +25,19 @@ from contactopt.model.step import as_vector
 from contactopt.systems import rigid3d_contacts as kernels
 from contactopt.systems.base import System
 from contactopt.systems.cart import Cart
-from contactopt.systems.drawing import Ball, Box, ContactMarks, Disk, Dot, Drawing, Line, Plane, Polygon, Segment
+from contactopt.systems.drawing import (
+    Ball,
+    Box,
+    ContactMarks,
+    Disk,
+    Dot,
+    Drawing,
+    Line,
+    Plane,
+    Polygon,
+    Segment,
+    Tube,
+)
 from contactopt.systems.four_bar import FourBar
 from contactopt.systems.pendulums import CartesianPendulum, CartPole, DoublePendulum, Pendulum
 from contactopt.systems.planar_body import PlanarBody
@@ -132,9 +144,15 @@ def _rigid3d(system: Rigid3D, q: FloatArray) -> Drawing:
     for body, row, rotation in zip(system.bodies, rows, rotations, strict=True):
         if body.shape == "box":
             shapes.append(Box(row[:3].copy(), rotation, body.size))
-        else:
+        elif body.shape == "sphere":
             shapes.append(Ball(row[:3].copy(), body.radius, rotation))
+        else:  # a soft cylinder or capsule along its z axis
+            shapes.append(Tube(row[:3] - body.size[1] * rotation[:, 2], row[:3] + body.size[1] * rotation[:, 2],
+                               float(body.size[0])))
     _phi, points, frames, _terms, _offsets = system._geometry(q)
+    patch = system.hydro.rows(*system._split(q), system.plane)  # hydroelastic rows: their quadrature points
+    points = np.concatenate([points, *[rows.points for _, rows in patch]])
+    frames = np.concatenate([frames, *[np.broadcast_to(s.frame, (rows.count, 3, 3)) for s, rows in patch]])
     return Drawing(3, tuple(shapes), ContactMarks(points, np.array(frames)))
 
 

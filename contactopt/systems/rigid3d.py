@@ -70,11 +70,14 @@ from contactopt.systems import rigid3d_parameters
 from contactopt.systems import validation as validate
 from contactopt.systems.base import CONTACT_PARAMETERS, Parameter, ParameterError, System, resolve_parameters
 from contactopt.systems.geometry import quat_exp_rows, quat_multiply_rows
+from contactopt.systems.hydroelastic import model as hydro_model
+from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactSurface
 from contactopt.systems.rigid3d_bodies import BODY_KEYS, SHAPES, RigidBody, parse_body
 from contactopt.systems.rigid3d_collision import (
     HORIZONTAL_GROUND,
     GroundPlane,
     PairCollider,
+    body_pairs,
     collider_pairs,
     parse_collision_keys,
 )
@@ -100,7 +103,8 @@ class Rigid3D(System):
                  gravity: ArrayLike = (0.0, 0.0, -9.81), ground: bool = True,
                  pair_margin: float = math.inf, sparse: bool | None = None, *,
                  plane: GroundPlane = HORIZONTAL_GROUND, box_pairs: bool = True,
-                 collision_margin: float | None = None) -> None:
+                 collision_margin: float | None = None, contact_model: str = "point",
+                 patch_resolution: tuple[int, int] = DEFAULT_RESOLUTION) -> None:
         """Bodies in order, contact parameters (``mu``, ``restitution``), gravity, ground on/off,
         and the largest gap at which a sphere pair is a candidate (``inf``: every pair; a
         finite margin selects the pairs through a k-d tree broad phase, linear in the bodies).
@@ -108,7 +112,8 @@ class Rigid3D(System):
         MuJoCo (:mod:`.rigid3d_collision`), within ``collision_margin`` (None: per pair).
         ``sparse``: M, M^-1 and J as scipy.sparse matrices; by default from 10 bodies on
         (``nv >= 60``, MuJoCo's own threshold for sparse Jacobians), dense below, where
-        scipy.sparse's per-object overhead costs more than the zeros it skips."""
+        scipy.sparse's per-object overhead costs more than the zeros it skips. ``contact_model``,
+        ``patch_resolution``: :mod:`contactopt.systems.hydroelastic.model`."""
         super().__init__({}, contact or {})
         if not bodies:
             raise ValueError("Rigid3D: needs at least one body")
@@ -116,6 +121,7 @@ class Rigid3D(System):
         if len(set(names)) != len(names):
             raise ValueError(f"Rigid3D: body names must be unique, got {names}")
         self.bodies: tuple[RigidBody, ...] = tuple(bodies)
+        self.hydro = hydro_model.HydroelasticSetup(self.bodies, contact_model, patch_resolution, bool(ground))
         self.gravity: FloatArray = as_vector(gravity, "Rigid3D.gravity", 3)
         self.ground = bool(ground)
         n = len(self.bodies)
@@ -133,7 +139,7 @@ class Rigid3D(System):
         self._masses = np.array([b.mass for b in self.bodies])
         self._spheres = [i for i, b in enumerate(self.bodies) if b.shape == "sphere"]
         self._is_box = np.array([b.shape == "box" for b in self.bodies])
-        self._radii = np.array([0.0 if b.shape == "box" else b.radius for b in self.bodies])
+        self._radii = np.array([0.0 if b.shape == "box" else float(b.size[0]) for b in self.bodies])
         self._ground_counts = np.where(self._is_box, 8, 1).astype(np.int_)
         self.plane = plane
         self._horizontal = plane.is_horizontal_origin
@@ -141,18 +147,19 @@ class Rigid3D(System):
         lowest = ((lambda r: np.array([[0.0, 0.0, -r]])) if self._horizontal
                   else (lambda r: -r * plane.normal[None, :]))
         self._ground_local = np.concatenate([kernels.CORNER_SIGNS * b.size if b.shape == "box"
-                                             else lowest(b.radius) for b in self.bodies])
+                                             else lowest(float(b.size[0])) for b in self.bodies])
         self._ground_frame = kernels.GROUND_FRAME if self._horizontal else plane.frame
         if collision_margin is not None and not (math.isfinite(collision_margin) and collision_margin >= 0):
             raise ValueError(f"Rigid3D: collision_margin must be a finite number >= 0, got {collision_margin}")
         pairs = collider_pairs(self.bodies) if box_pairs else []
+        pairs = self.hydro.point_pairs(pairs, self._spheres, box_pairs)
         self.box_pairs = bool(box_pairs)
         self._collider = PairCollider(self.bodies, pairs, collision_margin) if pairs else None
         self._last_split: tuple[bytes, tuple[FloatArray, FloatArray]] = (b"", (np.zeros((0, 3)), np.zeros((0, 3, 3))))
         # (body, body-frame offset, is a box corner) of every ground contact, in contact order
-        counts = self._ground_counts if self.ground else np.zeros(n, dtype=np.int_)
+        counts = np.where(self.hydro.soft_mask, 0, self._ground_counts) if self.ground else np.zeros(n, dtype=np.int_)
         ground_body = np.repeat(np.arange(n), counts)
-        self._ground_terms = (ground_body, self._ground_local[: ground_body.shape[0]] if self.ground
+        self._ground_terms = (ground_body, self._ground_local[np.repeat(counts > 0, self._ground_counts)] if self.ground
                               else np.zeros((0, 3)), self._is_box[ground_body])
 
     # ------------------------------------------------------------------ configuration
@@ -165,6 +172,7 @@ class Rigid3D(System):
         (bool, default true), ``collision_margin`` (m, default per pair) and an empty
         ``parameters``; raises :class:`ParameterError` naming the key."""
         resolve_parameters(cls.parameters, validate.table(table, "parameters", "system"), "system.parameters")
+        contact_model, resolution, contact = hydro_model.parse_contact_keys(contact)
         contact_values = resolve_parameters(CONTACT_PARAMETERS, contact, "contact")
         gravity = (validate.vector(table["gravity"], "system.gravity", 3) if "gravity" in table
                    else np.array([0.0, 0.0, -9.81]))
@@ -187,8 +195,9 @@ class Rigid3D(System):
                                      f"system.bodies[{i}].name: duplicate body name {body.name!r} "
                                      f"(also system.bodies[{seen[body.name]}])")
             seen[body.name] = i
+        hydro_model.check_scene(bodies, contact_model, ground)
         return cls(bodies, contact_values, gravity=gravity, ground=ground, plane=plane, box_pairs=box_pairs,
-                   collision_margin=margin)
+                   collision_margin=margin, contact_model=contact_model, patch_resolution=resolution)
 
     def _parameter_table(self) -> dict[str, tuple[Parameter, float]]:
         """``"mu"``, ``"gravity"`` and ``"<body>.mass"`` (:mod:`.rigid3d_parameters`)."""
@@ -284,6 +293,8 @@ class Rigid3D(System):
         names: list[str] = []
         if self.ground:
             for body in self.bodies:
+                if body.compliance == "soft" and self.hydro.active:
+                    continue  # its patch rows come last
                 if body.shape == "box":
                     names.extend(f"{body.name}.corner({','.join('-' if s < 0 else '+' for s in signs)})"
                                  for signs in kernels.CORNER_SIGNS)
@@ -295,34 +306,10 @@ class Rigid3D(System):
             a, b = self._pairs(None)
             rank = np.full(a.shape[0], -1)
         else:
-            a, b, *_, rank = self._body_pairs(q)
+            a, b, *_, rank = body_pairs(self, q)
         names.extend(f"{self.bodies[i].name}|{self.bodies[j].name}" + (f"[{k}]" if k >= 0 else "")
                      for i, j, k in zip(a, b, rank, strict=True))
-        return names
-
-    def _body_pairs(self, q: ArrayLike) -> tuple[IntArray, IntArray, FloatArray, FloatArray, FloatArray, IntArray]:
-        """The pair contacts in the documented order: bodies ``a < b``, ``phi``, points, unit
-        normals from ``a`` to ``b`` and rank within a box pair (-1 for a sphere pair)."""
-        positions, _ = self._split(q)
-        if self._collider is not None and len(self._spheres) < 2:  # box pairs only
-            found = self._collider.collide(positions, as_vector(q, "q", self.nq).reshape(-1, 7)[:, 3:])
-            return found.a, found.b, found.phi, found.points, found.normals, found.rank
-        a, b = self._pairs(positions) if len(self._spheres) > 1 else (np.zeros(0, np.int_), np.zeros(0, np.int_))
-        gap = positions[b] - positions[a]
-        dist = np.linalg.norm(gap, axis=1)
-        safe = dist > 1e-12
-        normals = np.where(safe[:, None], gap / np.where(safe, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
-        ra, rb = self._radii[a], self._radii[b]
-        points = 0.5 * ((positions[a] + ra[:, None] * normals) + (positions[b] - rb[:, None] * normals))
-        phi, rank = dist - ra - rb, np.full(a.shape[0], -1)
-        if self._collider is None:
-            return a, b, phi, points, normals, rank
-        found = self._collider.collide(positions, as_vector(q, "q", self.nq).reshape(-1, 7)[:, 3:])
-        a, b = np.concatenate([a, found.a]), np.concatenate([b, found.b])
-        order = np.lexsort((b, a))  # stable: a box pair's contacts keep MuJoCo's order
-        return (a[order], b[order], np.concatenate([phi, found.phi])[order],
-                np.concatenate([points, found.points])[order], np.concatenate([normals, found.normals])[order],
-                np.concatenate([rank, found.rank])[order])
+        return names + self.hydro.row_names(None if q is None else self._split(q), self.plane)
 
     def _geometry(self, q: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, tuple[IntArray, ...],
                                                FloatArray]:
@@ -340,7 +327,7 @@ class Rigid3D(System):
                       else ground_points @ self.plane.normal - self.plane.offset)
         ground_frames = np.broadcast_to(self._ground_frame, (ng, 3, 3))
         if len(self._spheres) > 1 or self._collider is not None:
-            a, b, pair_phi, pair_points, normals, _ = self._body_pairs(q)
+            a, b, pair_phi, pair_points, normals, _ = body_pairs(self, q)
         else:
             a = b = body_of[:0]
         if a.shape[0] == 0:  # ground contacts only: one term each
@@ -358,20 +345,34 @@ class Rigid3D(System):
         return phi, points, frames, (contact, body), np.column_stack([offsets, sign])
 
     def contact_points(self, q: ArrayLike) -> FloatArray:
-        """(nc, 3) world positions of the contact points, in the order of :meth:`contacts`."""
-        return self._geometry(q)[1]
+        """(nc, 3) world positions of the contact points, in the order of :meth:`contacts`
+        (hydroelastic patch rows last: their quadrature points)."""
+        return self.hydro.points(self._geometry(q)[1], *self._split(q), self.plane)
+
+    def contact_surfaces(self, q: ArrayLike) -> list[ContactSurface]:
+        """The soft bodies' contact surfaces at ``q`` (:mod:`.hydroelastic.surface`; none: point model)."""
+        return [surface for surface, _ in self.hydro.rows(*self._split(q), self.plane)]
+
+    def declared_features(self) -> dict[str, list[str]]:
+        """``{"hydroelastic": [soft bodies]}`` under the hydroelastic model (:mod:`.hydroelastic.model`)."""
+        return self.hydro.declared_features()
 
     def contacts(self, q: ArrayLike) -> Contacts:
         """All point-contact candidates (see the module docstring for their order); rows per
         contact ``[n, t1, t2]``, each ``sum_body sign [d^T, (r x d)^T]`` (Tedrake 2022,
         "Contact Jacobian"), assembled at once as a sparse CSR matrix."""
         phi, _points, frames, (contact, body), terms = self._geometry(q)
+        own: tuple[FloatArray, FloatArray] | None = None
+        if self.hydro.active:  # the patch rows after the point contacts (:mod:`.hydroelastic.model`)
+            phi, frames, contact, body, terms, own = self.hydro.extend(phi, frames, contact, body, terms,
+                                                                       *self._split(q), self.plane, self._ground_frame)
         nc = phi.shape[0]
         if nc == 0:
             return Contacts.empty(self.nv, 3)
         assemble = kernels.jacobian if self.sparse else kernels.jacobian_dense
         J = assemble(contact, body, terms[:, :3], terms[:, 3], frames, nc, self.nv)
-        return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3)
+        return Contacts(phi=phi, J=J, mu=np.full(nc, self.mu), restitution=np.full(nc, self.restitution), dim=3,
+                        stiffness=None if own is None else own[0], dissipation=None if own is None else own[1])
 
     # ------------------------------------------------------------------ energy
 
@@ -396,4 +397,4 @@ class Rigid3D(System):
         normal, point = (", ".join(f"{x:g}" for x in vector) for vector in (self.plane.normal, self.plane.point))
         plane = "" if self._horizontal else f" n=[{normal}] p0=[{point}]"
         return (f"{self.type_name}({bodies}; g=[{gravity}], ground={self.ground}{plane}; "
-                f"mu={self.mu:g}, e={self.restitution:g})")
+                f"mu={self.mu:g}, e={self.restitution:g}{', model=hydroelastic' if self.hydro.active else ''})")

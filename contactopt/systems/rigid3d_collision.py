@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.model.step import as_vector
 from contactopt.systems import validation as validate
 from contactopt.systems.base import ParameterError
 from contactopt.systems.geometry import tangent_basis
@@ -45,7 +46,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
 __all__ = ["COLLISION_MARGIN_FRACTION", "HORIZONTAL_GROUND", "GroundPlane", "PairCollider", "PairContacts",
-           "collider_pairs", "parse_collision_keys", "parse_ground"]
+           "body_pairs", "collider_pairs", "parse_collision_keys", "parse_ground"]
 
 #: Default collision margin of a body pair, as a fraction of the smaller of the two bodies'
 #: smallest half extent (or radius): 0.1 m cubes are candidates from 5 cm apart, which a body
@@ -210,3 +211,29 @@ def _load_mujoco(bodies: Sequence[RigidBody], pairs: Sequence[tuple[int, int]]) 
                              f"{INSTALL_HINT} (or set [system] box_pairs = false to let them pass through "
                              "each other)") from None
     return mujoco
+
+
+def body_pairs(system: Any, q: ArrayLike) -> tuple[IntArray, IntArray, FloatArray, FloatArray, FloatArray, IntArray]:
+    """The pair contacts of a :class:`~contactopt.systems.rigid3d.Rigid3D` ``system`` at ``q``
+    in the documented order: bodies ``a < b``, ``phi``, points, unit normals from ``a`` to
+    ``b`` and rank within a box pair (-1 for a sphere pair)."""
+    positions, _ = system._split(q)
+    if system._collider is not None and len(system._spheres) < 2:  # box pairs only
+        found = system._collider.collide(positions, as_vector(q, "q", system.nq).reshape(-1, 7)[:, 3:])
+        return found.a, found.b, found.phi, found.points, found.normals, found.rank
+    a, b = system._pairs(positions) if len(system._spheres) > 1 else (np.zeros(0, np.int_), np.zeros(0, np.int_))
+    gap = positions[b] - positions[a]
+    dist = np.linalg.norm(gap, axis=1)
+    safe = dist > 1e-12
+    normals = np.where(safe[:, None], gap / np.where(safe, dist, 1.0)[:, None], np.array([0.0, 0.0, 1.0]))
+    ra, rb = system._radii[a], system._radii[b]
+    points = 0.5 * ((positions[a] + ra[:, None] * normals) + (positions[b] - rb[:, None] * normals))
+    phi, rank = dist - ra - rb, np.full(a.shape[0], -1)
+    if system._collider is None:
+        return a, b, phi, points, normals, rank
+    found = system._collider.collide(positions, as_vector(q, "q", system.nq).reshape(-1, 7)[:, 3:])
+    a, b = np.concatenate([a, found.a]), np.concatenate([b, found.b])
+    order = np.lexsort((b, a))  # stable: a box pair's contacts keep MuJoCo's order
+    return (a[order], b[order], np.concatenate([phi, found.phi])[order],
+            np.concatenate([points, found.points])[order], np.concatenate([normals, found.normals])[order],
+            np.concatenate([rank, found.rank])[order])

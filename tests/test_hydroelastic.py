@@ -1,0 +1,292 @@
+"""Hydroelastic contact surfaces (contactopt.systems.hydroelastic): the pressure fields' closed
+forms, the rows' statics under sap and regularized, the torsional friction of a patch, and the
+scene keys' one-line errors (docs/hydroelastic.md)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import contactopt as co
+from contactopt.core.errors import OptionError, SceneError
+from contactopt.systems.base import ParameterError
+from contactopt.systems.hydroelastic.fields import PressureField
+from contactopt.systems.hydroelastic.records import surface_records
+from contactopt.systems.hydroelastic.surface import ContactSurface, plane_surface
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+E, G, M, MU = 1e6, 9.81, 1.0, 0.5
+A = B = C = 0.05  # the cube's half extents
+
+
+def box_force(delta: float) -> float:
+    """Closed form of the cube's field on its bottom face at penetration ``delta``:
+    ``(E / c) int min(delta, d_side) dA = (E / c) 4 (a b delta - (a + b) delta^2 / 2 + delta^3 / 3)``
+    (the layer-cake integral ``int_0^delta (2a - 2s)(2b - 2s) ds``)."""
+    return E / min(A, B, C) * 4.0 * (A * B * delta - (A + B) * delta**2 / 2.0 + delta**3 / 3.0)
+
+
+def sphere_force(R: float, delta: float) -> float:
+    """``int E (1 - |x| / R) dA`` over the disk ``rho <= a`` of the plane at ``h = R - delta``
+    from the centre: ``2 pi E (a^2 / 2 - (R^3 - h^3) / (3 R))``, ``a^2 = R^2 - h^2``."""
+    h = R - delta
+    return 2.0 * math.pi * E * ((R * R - h * h) / 2.0 - (R**3 - h**3) / (3.0 * R))
+
+
+def level(field: PressureField, height: float) -> ContactSurface:
+    surface = plane_surface(field, np.array([0.0, 0.0, height]), np.eye(3), np.array([0.0, 0.0, 1.0]), 0.0)
+    assert surface is not None
+    return surface
+
+
+@pytest.mark.parametrize("delta", [1e-3, 5e-3])
+def test_sphere_surface_radius_and_force_match_the_field(delta: float) -> None:
+    R = 0.05
+    surface = level(PressureField("sphere", (R,), E), R - delta)
+    a = math.sqrt(R * R - (R - delta) ** 2)
+    # the boundary vertices lie on the circle (the sphere's ray exits are exact)
+    boundary = np.linalg.norm(surface.vertices[-44:, :2], axis=1)
+    assert np.allclose(boundary, a, rtol=1e-12)
+    # area radius and force to 1 % (the inscribed 44-gon is 0.34 % short in area; the
+    # centroid rule over 8 rings 0.4 % long in force)
+    assert math.sqrt(surface.area / math.pi) == pytest.approx(a, rel=1e-2)
+    assert surface.normal_force == pytest.approx(sphere_force(R, delta), rel=1e-2)
+    assert np.allclose(surface.centre_of_pressure[:2], 0.0, atol=1e-12)
+
+
+def test_box_cylinder_capsule_surfaces_match_their_fields() -> None:
+    delta = 2e-4
+    box = level(PressureField("box", (A, B, C), E), C - delta)
+    assert box.area == pytest.approx(4 * A * B, rel=1e-12)  # a level face: the square itself
+    # uniform E delta / c inside; the rim strip (a side face nearer) is 0.4 % of the force here
+    assert box.normal_force == pytest.approx(box_force(delta), rel=1e-2)
+    R, L = 0.04, 0.1
+    cylinder = level(PressureField("cylinder", (R, L), E), L - delta)  # standing on its cap
+    rim = 2 * math.pi * ((R**3 / 2 - R**3 / 3) - (R * (R - delta) ** 2 / 2 - (R - delta) ** 3 / 3))
+    closed = E / min(R, L) * (delta * math.pi * (R - delta) ** 2 + rim)
+    assert cylinder.normal_force == pytest.approx(closed, rel=1e-2)
+    # a capsule lying along x: a stadium; the straight part's field E (R - sqrt(y^2 + h^2)) / R.
+    # A section 12 times longer than wide needs finer rays than the default (44, 8), which is
+    # 6.6 % long here ((384, 24): 0.35 %)
+    rotation = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0], [-1.0, 0.0, 0.0]])  # body z -> world x
+    capsule = plane_surface(PressureField("capsule", (R, L), E), np.array([0.0, 0.0, R - 1e-3]), rotation,
+                            np.array([0.0, 0.0, 1.0]), 0.0, resolution=(384, 24))
+    assert capsule is not None
+    h = R - 1e-3
+    w = math.sqrt(R * R - h * h)
+    root = math.sqrt(w * w + h * h)
+    straight = 2 * L * E / R * (2 * R * w - (w * root + h * h * math.log((w + root) / h)))
+    assert capsule.normal_force == pytest.approx(straight + sphere_force(R, 1e-3), rel=1e-2)
+
+
+def test_four_ray_mesh_is_drakes_four_triangle_box_face() -> None:
+    """``patch_resolution = (4, 1)``: a level square face as 4 triangles (centre, corner,
+    corner), one point at each centroid, 2a/3 from the centre: the quadrature Drake's box mesh
+    gives (its torsional friction is mu m g (2a/3), experiments/hydroelastic.py)."""
+    surface = plane_surface(PressureField("box", (A, B, C), E), np.array([0.0, 0.0, C - 1e-4]), np.eye(3),
+                            np.array([0.0, 0.0, 1.0]), 0.0, resolution=(4, 1))
+    assert surface is not None
+    assert np.allclose(surface.areas, A * B, rtol=1e-12)
+    assert np.allclose(np.linalg.norm(surface.centroids[:, :2], axis=1), 2 * A / 3, rtol=1e-12)
+
+
+@pytest.mark.parametrize("formulation, options", [
+    ("sap", {}), pytest.param("regularized", {"form": "primal", "cone": "elliptic"}, marks=pytest.mark.slow)])
+def test_soft_box_rests_on_the_field_closed_form(formulation: str, options: dict[str, str]) -> None:
+    scene = co.load_scene(PROBLEMS / "hydroelastic_box.toml")
+    if True:
+        trajectory = co.simulate(scene, formulation=formulation, solver="newton", options=options, duration=0.1)
+        assert trajectory.completed, formulation
+        record = surface_records(scene.system, trajectory)[-1][0]
+        # at rest the rows carry the weight: m g to 1e-6 (settled to ~1e-13 m/s after 0.2 s)
+        assert record.force[2] == pytest.approx(M * G, rel=1e-6), formulation
+        delta = brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)
+        assert C - trajectory.q[-1, 2] == pytest.approx(delta, rel=1e-2), formulation  # 0.1 %: the rim
+        assert np.allclose(record.centre_of_pressure[:2], trajectory.q[-1, :2], atol=1e-9), formulation
+        assert record.area == pytest.approx(4 * A * B, rel=1e-9)
+
+
+def test_every_compliant_program_holds_the_same_rest() -> None:
+    """On a coarse mesh (16 rows) sap and regularized, dual (elliptic and pyramid) and primal,
+    clarabel and newton, rest where the rows carry the weight: ``sum k_i delta = m g``, i.e.
+    ``delta = m g c / (E A_mesh)`` (every centroid is nearest the bottom face: ``g = E / c``)."""
+    import dataclasses
+
+    from contactopt.systems.rigid3d import Rigid3D
+
+    scene = co.load_scene(PROBLEMS / "hydroelastic_box.toml")
+    assert isinstance(scene.system, Rigid3D)
+    system = Rigid3D(scene.system.bodies, {"mu": MU}, contact_model="hydroelastic", patch_resolution=(8, 2))
+    scene = dataclasses.replace(scene, system=system)
+    area = system.contact_surfaces(scene.q0)[0].area
+    expected = M * G * C / (E * area)
+    for formulation, solver, options in (("sap", "clarabel", {}), ("regularized", "clarabel", {"cone": "elliptic"}),
+                                         ("regularized", "clarabel", {"cone": "pyramidal"}),
+                                         ("regularized", "newton", {"form": "primal", "cone": "pyramidal"})):
+        trajectory = co.simulate(scene, formulation=formulation, solver=solver, options=options, duration=0.04)
+        # 1e-5: still settling after 40 ms (its 0.8 um start offset down to 1e-10 m); not a model error
+        assert C - trajectory.q[-1, 2] == pytest.approx(expected, rel=1e-5), (formulation, options)
+
+
+def test_soft_box_rests_on_a_rigid_box_table() -> None:
+    """The surface against a rigid box is the box's top face inside the soft cube: the same
+    square, force and rest penetration as on the ground, while the table's own corner point
+    contacts carry both weights."""
+    scene = co.load_scene(PROBLEMS / "hydroelastic_table.toml")
+    trajectory = co.simulate(scene, duration=0.1)
+    assert trajectory.completed
+    record = surface_records(scene.system, trajectory)[-1][0]
+    assert record.body == "box|table" and record.area == pytest.approx(4 * A * B, rel=1e-9)
+    assert record.force[2] == pytest.approx(M * G, rel=1e-6)
+    table_top = trajectory.q[-1, 2] + 0.05
+    delta = brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)
+    assert table_top - (trajectory.q[-1, 9] - C) == pytest.approx(delta, rel=1e-2)
+    assert np.allclose(record.centre_of_pressure[:2], trajectory.q[-1, 7:9], atol=1e-9)
+    ground = trajectory.steps[-1].impulses[:8, 0].sum() / scene.dt  # the table's corners
+    assert ground == pytest.approx(11.0 * G, rel=1e-6)
+
+
+def test_soft_cylinder_and_capsule_rest_on_their_fields() -> None:
+    """A cylinder on its cap (a disk of pressure E min(delta, R - rho) / R) and a capsule on its
+    hemispherical end (the sphere's field there): rest penetrations to 1 % of the closed forms;
+    the drawing shows them as tubes with their quadrature points."""
+    from contactopt.systems.drawings import drawing_of
+    from contactopt.systems.rigid3d import Rigid3D, RigidBody
+
+    R, L = 0.04, 0.1
+    scene = co.load_scene(PROBLEMS / "hydroelastic_cylinder.toml")
+    trajectory = co.simulate(scene, duration=0.1)
+
+    def cylinder_force(d: float) -> float:
+        rim = 2 * math.pi * ((R**3 / 2 - R**3 / 3) - (R * (R - d) ** 2 / 2 - (R - d) ** 3 / 3))
+        return E / min(R, L) * (d * math.pi * (R - d) ** 2 + rim)
+
+    delta = brentq(lambda d: cylinder_force(d) - M * G, 0.0, 1e-3)
+    assert L - trajectory.q[-1, 2] == pytest.approx(delta, rel=1e-2)  # 0.14 %
+    capsule = RigidBody(name="pill", shape="capsule", size=np.array([R, L]), mass=M,
+                        position=np.array([0.0, 0.0, R + L - 1.8e-3]), orientation=np.array([1.0, 0, 0, 0]),
+                        velocity=np.zeros(3), angular_velocity=np.zeros(3), compliance="soft",
+                        hydroelastic_modulus=E, hunt_crossley_dissipation=20.0)
+    system = Rigid3D([capsule], {"mu": MU}, contact_model="hydroelastic")
+    q0, v0 = system.default_state()
+    trajectory = co.simulate(co.Scene(system, q0, v0, 1e-3, 0.1), formulation="sap", solver="newton")
+    R_sphere = R
+    h = lambda d: R_sphere - d  # noqa: E731
+    sphere = lambda d: 2 * math.pi * E * ((R * R - h(d) ** 2) / 2 - (R**3 - h(d) ** 3) / (3 * R))  # noqa: E731
+    delta = brentq(lambda d: sphere(d) - M * G, 0.0, 1e-2)
+    assert R + L - trajectory.q[-1, 2] == pytest.approx(delta, rel=1e-2)  # 0.2 %
+    picture = drawing_of(system, trajectory.q[-1])
+    assert picture is not None and type(picture.shapes[-1]).__name__ == "Tube"
+    assert picture.contacts is not None and len(picture.contacts.points) == system.contacts(trajectory.q[-1]).count
+
+
+@pytest.mark.parametrize("shape", ["cylinder", "capsule"])
+def test_tube_inertia_matches_a_numerical_integral(shape: str) -> None:
+    from contactopt.systems.rigid3d_bodies import tube_inertia
+
+    R, L, n = 0.04, 0.1, 60
+    field = PressureField(shape, (R, L), E)
+    half = np.array([R, R, L + (R if shape == "capsule" else 0.0)])
+    axes = [(np.arange(n) + 0.5) / n * 2 * h - h for h in half]
+    X, Y, Z = (a.reshape(-1) for a in np.meshgrid(*axes, indexing="ij"))
+    inside = field.depth(np.column_stack([X, Y, Z])) >= 0
+    x, y, z = X[inside], Y[inside], Z[inside]
+    numeric = M * np.array([np.mean(y * y + z * z), np.mean(x * x + z * z), np.mean(x * x + y * y)])
+    # midpoint rule over 60^3 cells of a curved body: the boundary cells give up to 0.08 %
+    assert tube_inertia(shape, M, R, L) == pytest.approx(numeric, rel=3e-3)
+
+
+def test_unbuilt_pairs_are_refused_in_one_line() -> None:
+    from contactopt.systems.rigid3d import Rigid3D, RigidBody
+
+    def body(name: str, shape: str, x: float, soft: bool) -> RigidBody:
+        size = np.full(3, 0.05) if shape == "box" else np.array([0.05])
+        return RigidBody(name=name, shape=shape, size=size, mass=1.0, position=np.array([x, 0.0, 0.05]),
+                         orientation=np.array([1.0, 0, 0, 0]), velocity=np.zeros(3), angular_velocity=np.zeros(3),
+                         compliance="soft" if soft else "rigid", hydroelastic_modulus=E if soft else None)
+
+    for other, soft in (("sphere", False), ("box", True)):
+        with pytest.raises(ParameterError, match="ground and rigid boxes only") as error:
+            Rigid3D([body("a", "sphere", 0.0, True), body("b", other, 0.2, soft)], {"mu": MU},
+                    contact_model="hydroelastic")
+        assert "\n" not in str(error.value)
+
+
+def effective_radius(delta: float, n: int = 1200) -> float:
+    """``int |r| p dA / int p dA`` over the bottom face, computed apart from the mesh: the exact
+    field ``min(delta, d_side)`` on a midpoint grid of n x n cells."""
+    x = (np.arange(n) + 0.5) / n * 2 * A - A
+    X, Y = np.meshgrid(x, x)
+    p = np.minimum(delta, np.minimum(A - np.abs(X), B - np.abs(Y)))
+    return float((np.hypot(X, Y) * p).sum() / p.sum())
+
+
+@pytest.mark.slow
+def test_spinning_box_slows_by_the_surface_torsional_friction() -> None:
+    """Under the compliant ODE (its friction is Coulomb's, regularized below slip_velocity);
+    sap and regularized lift a sliding soft patch instead (docs/hydroelastic.md, "Gliding")."""
+    scene = co.load_scene(PROBLEMS / "hydroelastic_spin.toml")
+    trajectory = co.simulate(scene, formulation="compliant", duration=0.02,
+                             options={"method": "Radau", "slip_velocity": 1e-3})
+    assert trajectory.completed
+    delta = brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)
+    inertia = M * (A * A + B * B) / 3.0
+    expected = MU * M * G * effective_radius(delta) / inertia
+    t, w = trajectory.t, trajectory.v[:, 5]
+    window = t > 0.002  # after the first 2 ms, in which the box settles from its start
+    slope = np.polyfit(t[window], w[window], 1)[0]
+    # 2 %: the mesh's centroids give r_eff to 0.3 %; the regularized friction is below
+    # mu f_n only where |v| < 3 slip_velocity, within 4 mm of the axis (0.1 % of the torque)
+    assert -slope == pytest.approx(expected, rel=2e-2)
+    record = surface_records(scene.system, trajectory)[10][0]
+    # the record's moment about the centre of pressure: the torsional friction, I times the slope
+    assert -record.moment[2] == pytest.approx(inertia * expected, rel=2e-2)
+    assert abs(trajectory.v[-1, 3:5]).max() < 1e-6  # no tilt
+
+
+def test_scene_keys_are_checked_in_one_line(tmp_path: Path) -> None:
+    base = (PROBLEMS / "hydroelastic_box.toml").read_text()
+    cases = {
+        'compliance = "soft"': ('compliance = "squishy"', "system.bodies[0].compliance"),
+        "hydroelastic_modulus = 1e6": ("hydroelastic_modulus = -1.0", "system.bodies[0].hydroelastic_modulus"),
+        'model = "hydroelastic"': ('model = "patch"', "contact.model"),
+        "hunt_crossley_dissipation = 90.0": ("hunt_crossley_dissipation = -1.0",
+                                             "system.bodies[0].hunt_crossley_dissipation"),
+    }
+    for old, (new, key) in cases.items():
+        path = tmp_path / "scene.toml"
+        path.write_text(base.replace(old, new))
+        with pytest.raises(SceneError) as error:
+            co.load_scene(path)
+        assert key in str(error.value) and "\n" not in str(error.value)
+    path.write_text(base.replace('model = "hydroelastic"', 'model = "point"'))
+    with pytest.raises(SceneError, match="needs \\[contact\\] model"):
+        co.load_scene(path)
+    path.write_text(base.replace('compliance = "soft"\nhydroelastic_modulus = 1e6\nhunt_crossley_dissipation = 90.0\n',
+                                 ""))
+    with pytest.raises(SceneError, match="at least one body"):
+        co.load_scene(path)
+    path.write_text(base.replace('model = "hydroelastic"', 'model = "hydroelastic"\npatch_resolution = [2, 1]'))
+    with pytest.raises(SceneError, match="patch_resolution"):
+        co.load_scene(path)
+
+
+def test_rigid_formulations_are_refused_before_step_0() -> None:
+    scene = co.load_scene(PROBLEMS / "hydroelastic_box.toml")
+    for formulation in ("anitescu", "lcp", "ccp", "gauss", "hybrid"):
+        with pytest.raises(OptionError, match="cannot take hydroelastic"):
+            co.simulate(scene, formulation=formulation, duration=scene.dt)
+
+
+@pytest.mark.slow
+def test_compliant_ode_holds_the_box_at_the_field_rest() -> None:
+    scene = co.load_scene(PROBLEMS / "hydroelastic_box.toml")
+    trajectory = co.simulate(scene, formulation="compliant", duration=0.05, options={"method": "Radau"})
+    assert trajectory.completed
+    delta = brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)
+    # Hunt-Crossley about critically damped: settled to 1 % of delta within 50 ms
+    assert C - trajectory.q[-1, 2] == pytest.approx(delta, rel=1e-2)
