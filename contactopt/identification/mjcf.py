@@ -224,6 +224,23 @@ class MjcfRegressor:
                 Y[col.index, k] = np.sign(v[col.index])
         return Y, f0
 
+    def stack(self, q: FloatArray, v: FloatArray, vdot: FloatArray,
+              v_damper: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
+        """``(Y, f0)`` of :meth:`at` for every row of ``q, v, vdot`` (N, .) stacked, (N nv, p)
+        and (N nv,): each parameter is set once for all the samples (the same differences as
+        :meth:`at`, so the same numbers, N times fewer model updates)."""
+        damper = v if v_damper is None else v_damper
+        n = q.shape[0]
+
+        def evaluate() -> FloatArray:
+            return np.concatenate([self._inverse(q[k], v[k], vdot[k], damper[k]) for k in range(n)])
+
+        Y, f0 = self._affine(evaluate, n * self.nv)
+        for k, col in enumerate(self.columns):
+            if col.kind == "frictionloss":
+                Y[col.index :: self.nv, k] = np.sign(v[:, col.index])
+        return Y, f0
+
     def actuator_force(self, q: FloatArray, v: FloatArray, ctrl: FloatArray) -> FloatArray:
         """MuJoCo's ``qfrc_actuator`` at ``(q, v)`` for ``ctrl`` (activations at zero)."""
         d = self.data
