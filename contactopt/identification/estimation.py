@@ -18,10 +18,11 @@ Estimation", "Least-squares estimation" and the power formulation).
 The covariance of ``theta`` is ``sigma^2 (W_i^T W_i)^{-1}`` with ``sigma`` the stated standard
 deviation of the noise in ``F`` (``noise=``) or, without it, the residual estimate
 ``sigma^2 = |r|^2 / (rows - r)`` (the standard result for ordinary least squares with
-independent, equal-variance errors). Physical consistency of the textbook lumped parameters
-(positive masses and lengths make every lumped parameter positive) is reported in
-``Estimate.consistent``; MJCF models: positive mass for every
-body mass that is identifiable on its own.
+independent, equal-variance errors). Physical consistency (positive masses and lengths, a
+positive definite pseudo-inertia per body: Wensing, Kim and Slotine 2017) is reported in
+``Estimate.consistent`` (``consistency="report"``, the default) or enforced by the constrained
+fit of :mod:`contactopt.identification.consistency` (``consistency="enforce"``: the same least
+squares over physically consistent lumped parameters; ``Estimate.lumped`` holds them).
 
 * ``"simulation_error"``: the physical parameters themselves (``"mu"``, ``"box.mass"``) by
   Gauss-Newton least squares on simulated minus recorded ``(q, v)`` through whole simulations
@@ -36,7 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.identification.basis import DEFAULT_TOLERANCE, Basis, decompose, stacked
+from contactopt.identification.basis import DEFAULT_TOLERANCE, decompose, stacked
+from contactopt.identification.consistency import CONSISTENCY, enforce, report
 from contactopt.identification.data import Samples, samples
 from contactopt.identification.lumped import (
     IdentificationError,
@@ -82,27 +84,11 @@ def _energy_rows(system: System, data: Samples, window: int) -> tuple[FloatArray
     return A, b
 
 
-def _consistency(system: System, lumped_names: tuple[str, ...], combination: FloatArray,
-                 values: FloatArray, basis: Basis) -> dict[str, bool]:
-    """Physical consistency of the estimate where it can be read off (module docstring)."""
-    checks: dict[str, bool] = {}
-    if _is_mjcf(system):
-        for r, i in enumerate(basis.independent):
-            name = lumped_names[i]
-            if name.endswith(".m") and not np.any(combination[r, list(basis.dependent)]):
-                checks[f"{name} > 0"] = bool(values[r] > 0)
-        return checks
-    for r, name in enumerate(basis.names):
-        if " " not in name:  # a lumped parameter on its own: positive for positive masses and lengths
-            checks[f"{name} > 0"] = bool(values[r] > 0)
-    return checks
-
-
 def estimate(system: System, data: Any, method: str = "equation_error", noise: float | None = None, *,
              tolerance: float = DEFAULT_TOLERANCE, window: int = 20, scene: Any = None,
              parameters: Sequence[str] | None = None, initial: Mapping[str, float] | None = None,
              formulation: str | None = None, solver: str | None = None, options: Mapping[str, Any] | None = None,
-             controller: Any = None, xtol: float = 1e-10) -> Estimate:
+             controller: Any = None, xtol: float = 1e-10, consistency: str = "report") -> Estimate:
     """Estimate the identifiable lumped parameters of ``system`` from ``data`` (a
     :class:`~contactopt.records.trajectory.Trajectory` or a mapping of arrays ``t, q, v, u``;
     :mod:`contactopt.identification.data`) by ``method`` ``"equation_error"`` or ``"energy"``
@@ -111,7 +97,8 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
     of the noise in the regression's right-hand side (the measured force ``B u`` for the equation
     error, the input's work over a window for the energy method), for the covariance (None: from
     the residuals); ``tolerance``: the rank tolerance of :func:`~contactopt.identification.identifiable`;
-    ``window``: sample intervals per energy row.
+    ``window``: sample intervals per energy row; ``consistency``: ``"report"`` (the checks in
+    ``Estimate.consistent``) or ``"enforce"`` (the constrained fit, module docstring).
 
     ``method="simulation_error"`` (:mod:`contactopt.identification.simulation_error`) fits the
     physical ``parameters`` (names from ``system.differentiable_parameters()``) from ``initial``
@@ -129,6 +116,13 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
         raise IdentificationError(f"estimate: noise must be a number >= 0 or None, got {noise!r}")
     if not (isinstance(tolerance, float | int) and 0.0 < float(tolerance) < 1.0):
         raise IdentificationError(f"estimate: tolerance must be a number in (0, 1), got {tolerance!r}")
+    if consistency not in CONSISTENCY:
+        raise IdentificationError(f"estimate: consistency must be one of {', '.join(map(repr, CONSISTENCY))}, "
+                                  f"got {consistency!r}")
+    if consistency == "enforce" and method == "simulation_error":
+        raise IdentificationError("estimate: consistency='enforce' applies to method='equation_error' and "
+                                  "'energy'; method='simulation_error' fits physical parameters within their "
+                                  "declared bounds")
     simulation = {"scene": scene, "parameters": parameters, "initial": initial, "formulation": formulation,
                   "solver": solver, "options": options, "controller": controller}
     if method == "simulation_error":
@@ -162,6 +156,10 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
     basis = decompose(lumped, W, tolerance)
     Wi = W[:, list(basis.independent)]
     theta = np.asarray(np.linalg.lstsq(Wi, rhs, rcond=None)[0], dtype=np.float64)
+    consistent_lumped = None
+    if consistency == "enforce":
+        fit = enforce(system, lumped, basis, Wi, rhs)
+        theta, consistent_lumped = fit.values, fit.lumped
     residual = rhs - Wi @ theta
     dof = W.shape[0] - basis.rank
     sigma = float(noise) if noise is not None else (
@@ -170,7 +168,7 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
     return Estimate(values=theta, names=basis.names, identifiable=basis, covariance=covariance,
                     condition=basis.condition, method=method, sigma=sigma,
                     residual=float(np.sqrt(np.mean(residual**2))), system=system,
-                    consistent=_consistency(system, lumped.names, basis.combination, theta, basis))
+                    consistent=report(system, basis, theta), consistency=consistency, lumped=consistent_lumped)
 
 
 def mjcf_damped(system: System) -> bool:
