@@ -560,6 +560,47 @@ def test_rigid3d_regressor_is_its_newton_euler_equation() -> None:
     assert identifiable(system, data).rank == 20
 
 
+def test_rigid3d_regressor_equals_mj_inverse_of_the_same_body(tmp_path: Path) -> None:
+    """A rigid3d box against MuJoCo's ``mj_inverse`` of an MJCF free body with the same mass
+    and principal inertia at its frame's origin (the peer): with ``w_world = R w_body`` (and
+    ``wd_world = R wd_body``, since ``w_body x w_body = 0``), every one of the ten columns equals
+    MuJoCo's, the torque rows rotated, ``Y_rigid3d = diag(1, R) Y_mjcf``, to 1e-10 (the MJCF
+    columns are exact differences, ~1e-12)."""
+    from contactopt.core.arrays import to_dense
+    from contactopt.systems.geometry import quat_to_matrix
+
+    system = co.systems.get("rigid3d").from_config({
+        "gravity": [0.0, 0.0, -9.81],
+        "bodies": [{"name": "box", "shape": "box", "size": [0.1, 0.2, 0.3], "mass": 1.3, "position": [0, 0, 1]}]}, {})
+    inertia = system.bodies[0].inertia
+    path = tmp_path / "box.xml"
+    path.write_text('<mujoco><option gravity="0 0 -9.81"/><worldbody><body name="box"><freejoint/>'
+                    f'<inertial pos="0 0 0" mass="1.3" diaginertia="{inertia[0]} {inertia[1]} {inertia[2]}"/>'
+                    "</body></worldbody></mujoco>")
+    peer = MjcfSystem(path)
+    assert lumped_parameters(peer).names == lumped_parameters(system).names
+    np.testing.assert_allclose(lumped_parameters(peer).values, lumped_parameters(system).values, rtol=1e-12)
+    model = peer.model
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        q = rng.normal(size=7)
+        q[3:] /= np.linalg.norm(q[3:])
+        R = quat_to_matrix(q[3:])
+        v_body, a_body = rng.normal(size=(2, 6))
+        rotate = np.eye(6)
+        rotate[3:, 3:] = R
+        Y = regressor(system, q, rotate @ v_body, rotate @ a_body)
+        np.testing.assert_allclose(Y, rotate @ regressor(peer, q, v_body, a_body), rtol=0, atol=1e-10)
+        data.qpos[:], data.qvel[:], data.qacc[:] = q, v_body, a_body
+        mujoco.mj_inverse(model, data)
+        np.testing.assert_allclose(Y @ lumped_parameters(system).values, rotate @ data.qfrc_inverse, rtol=0,
+                                   atol=1e-10)
+        dyn = system.dynamics(q, rotate @ v_body)
+        np.testing.assert_allclose(to_dense(dyn.M) @ (rotate @ a_body) - dyn.tau, rotate @ data.qfrc_inverse,
+                                   rtol=0, atol=1e-10)
+
+
 def test_mu_and_mass_of_a_sliding_rigid3d_box() -> None:
     """``problems/box_slide.toml`` (a rigid3d cube launched at 1 m/s on its four bottom corners,
     mu = 0.5, 1 kg) under the LCP: the recorded normal impulses carry the weight, so the mass is
