@@ -421,6 +421,8 @@ def test_facade_exposes_the_module() -> None:
     assert co.identification.estimate is estimate and "identification" in dir(co)
 
 
+# slow: the default suite's excitation check is the cart-pole's (the same Must-show line)
+@pytest.mark.slow
 def test_excitation_lowers_the_condition_number_and_drives_simulate() -> None:
     """Swevers et al. 1997 (Tedrake 2020, "Trajectory design"): the optimized Fourier series has
     a lower condition number of the stacked base regressor than its random start and than one
@@ -601,6 +603,8 @@ def test_rigid3d_regressor_equals_mj_inverse_of_the_same_body(tmp_path: Path) ->
                                    rtol=0, atol=1e-10)
 
 
+# slow: the default suite's mu-and-mass check is the MJCF pushed box's (the same Must-show line)
+@pytest.mark.slow
 def test_mu_and_mass_of_a_sliding_rigid3d_box() -> None:
     """``problems/box_slide.toml`` (a rigid3d cube launched at 1 m/s on its four bottom corners,
     mu = 0.5, 1 kg) under the LCP: the recorded normal impulses carry the weight, so the mass is
