@@ -103,7 +103,9 @@ def sweep(name: str, system: Any, traj: co.Trajectory, seeds: int, label: str, e
     rows = []
     for method in ("equation_error", "energy") if energy else ("equation_error",):
         for level in LEVELS:
-            errors, z, consistent = [], [], []
+            errors: list[float] = []
+            z: list[float] = []
+            consistent: list[bool] = []
             for seed in range(seeds if level > 0 else 1):
                 data = noisy(traj, level * scale, seed) if level > 0 else traj
                 est = estimate(system, as_log(data) if method == "energy" else data, method=method)
@@ -121,7 +123,7 @@ def sweep(name: str, system: Any, traj: co.Trajectory, seeds: int, label: str, e
 
 
 def box_rows(seeds: int) -> list[dict[str, Any]]:
-    system = MjcfSystem(ROOT / "problems" / "mjcf" / "pushed_box.xml", detection_margin=0.0)
+    system: Any = MjcfSystem(ROOT / "problems" / "mjcf" / "pushed_box.xml", detection_margin=0.0)
     system = system.with_parameters({"box.mass": 1.7, "mu": 0.35})
     traj = simulate(system, lambda t, q, v: np.array([7.0 * np.sin(8.0 * t)]), np.array([0.0, 0.0, 0.03]),
                     dt=0.002, duration=0.6, formulation="lcp", solver="lemke")
@@ -185,7 +187,7 @@ def formulation_rows() -> list[dict[str, Any]]:
     boundary (lcp; anitescu and ccp, which lift the box while it slides, so fewer loaded steps),
     and not where the contact is regularized (sap, regularized: the friction impulse is inside
     the cone, so the fit sees a smaller ``mu``)."""
-    system = MjcfSystem(ROOT / "problems" / "mjcf" / "pushed_box.xml", detection_margin=0.0)
+    system: Any = MjcfSystem(ROOT / "problems" / "mjcf" / "pushed_box.xml", detection_margin=0.0)
     system = system.with_parameters({"box.mass": 1.7, "mu": 0.35})
     rows = []
     for formulation, solver in GENERATORS:
