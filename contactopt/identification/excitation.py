@@ -20,7 +20,8 @@ parametrizations (``parametrize=``):
   parameters, the best guess before identification).
 * ``"input"`` (the default otherwise: underactuated systems such as the cart-pole, MJCF models,
   whose actuators need not act on every dof, a free joint included): the inputs themselves, one
-  series per actuator, ``u_j(t) = sum_l a_jl sin(w_f l t) + b_jl cos(w_f l t)``, and the motion
+  series per actuator, ``u_j(t) = u0_j + sum_l a_jl sin(w_f l t) + b_jl cos(w_f l t)`` (the
+  constant ``u0_j`` can hold a load against gravity), and the motion
   they cause, obtained by simulating the nominal system from ``(q0, v0)`` with the
   time-stepping scheme's contact-free step (docs/architecture.md, "Time stepping":
   ``v' = v + h M^{-1} tau(q, v, u)`` with the system's :meth:`step_dynamics`, ``q' =
@@ -90,12 +91,14 @@ def stacked_condition(system: System, q: FloatArray, v: FloatArray, vdot: FloatA
     return float(np.linalg.cond(W[:, columns]))
 
 
-def input_series(coefficients: FloatArray, w: float, t: ArrayLike) -> FloatArray:
-    """``u`` at times ``t`` (shape (N, nu)) of the input series ``u_j = sum_l a_jl sin(w l t) +
-    b_jl cos(w l t)`` (module docstring); ``coefficients`` (nu, L, 2) holds ``a_jl, b_jl``."""
+def input_series(coefficients: FloatArray, w: float, t: ArrayLike, offset: ArrayLike | None = None) -> FloatArray:
+    """``u`` at times ``t`` (shape (N, nu)) of the input series ``u_j = u0_j + sum_l a_jl sin(w l
+    t) + b_jl cos(w l t)`` (module docstring); ``coefficients`` (nu, L, 2) holds ``a_jl, b_jl``,
+    ``offset`` the constants ``u0_j`` (None: zero)."""
     times = np.atleast_1d(np.asarray(t, dtype=np.float64))
     phase = w * np.outer(times, np.arange(1, coefficients.shape[1] + 1))
-    return np.sin(phase) @ coefficients[..., 0].T + np.cos(phase) @ coefficients[..., 1].T
+    u = np.sin(phase) @ coefficients[..., 0].T + np.cos(phase) @ coefficients[..., 1].T
+    return u if offset is None else u + np.asarray(offset, dtype=np.float64)
 
 
 def free_motion(system: System, controls: FloatArray, q0: FloatArray, v0: FloatArray,
@@ -145,6 +148,9 @@ class Excitation:
         columns: the base columns it was designed for.
         parametrize: ``"reference"`` or ``"input"``.
         gains: ``(Kp, Kd)`` of the tracking controller (``"reference"``).
+        u0: the input series' constants (``"input"``).
+        feasible: whether the limits hold at the returned design (False: SLSQP found no point
+            within them; the returned design is the one that violates them least).
     """
 
     system: System = field(repr=False)
@@ -160,6 +166,8 @@ class Excitation:
     parametrize: str = "reference"
     v0: FloatArray | None = None
     dt: float | None = None
+    u0: FloatArray | None = None
+    feasible: bool = True
 
     def reference(self, t: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
         """``(q, v, vdot)`` of the joint reference at times ``t`` (``parametrize="reference"``)."""
@@ -173,7 +181,7 @@ class Excitation:
         of the reference at the reference's own state (``"reference"``)."""
         times = np.atleast_1d(np.asarray(t, dtype=np.float64))
         if self.parametrize == "input":
-            return input_series(self.coefficients, self.frequency, times)
+            return input_series(self.coefficients, self.frequency, times, self.u0)
         q, v, _ = self.reference(times)
         return np.array([self(float(times[k]), q[k], v[k]) for k in range(times.size)])
 
@@ -204,7 +212,8 @@ class Excitation:
         """The control at ``t``: the input series (``"input"``), or the computed torque of the
         reference plus PD tracking (``"reference"``; module docstring)."""
         if self.parametrize == "input":
-            return np.asarray(input_series(self.coefficients, self.frequency, float(t))[0], dtype=np.float64)
+            return np.asarray(input_series(self.coefficients, self.frequency, float(t), self.u0)[0],
+                              dtype=np.float64)
         qr, vr, ar = (x[0] for x in self.reference(t))
         kp, kd = self.gains
         alpha = lumped_parameters(self.system).values
@@ -300,12 +309,15 @@ def _margin(bound: FloatArray, x: FloatArray) -> FloatArray:
 
 
 def _start_feasible(x0: FloatArray, margins: Any, bounds: Mapping[str, FloatArray]) -> FloatArray:
-    """Shrink the random start until every limit holds."""
-    if bounds:
-        for _ in range(60):
-            if np.all(margins(x0) >= 0):
-                break
-            x0 = 0.7 * x0
+    """Shrink the random start until every limit holds; the start itself where no shrinking
+    does (a limit that the free motion breaks whatever the inputs' size: SLSQP starts outside)."""
+    if not bounds:
+        return x0
+    x = x0
+    for _ in range(60):
+        if np.all(margins(x) >= 0):
+            return x
+        x = 0.7 * x
     return x0
 
 
@@ -326,10 +338,13 @@ def _forward_differences(function: Any, step: float) -> Any:
 
 
 def _optimize(objective: Any, margins: Any, x0: FloatArray, bounds: Mapping[str, FloatArray],
-              max_iterations: int, differences: float | None = None) -> tuple[FloatArray, float, float, str]:
-    """SLSQP from the feasible ``x0``; the optimum if it keeps the limits and improves, else
-    ``x0``. ``differences``: forward-difference Jacobians of that relative step (shared points)
-    instead of SciPy's own."""
+              max_iterations: int, differences: float | None = None) -> tuple[FloatArray, float, float, str, bool]:
+    """SLSQP from ``x0`` (feasible where shrinking the start could make it so). Returns the
+    better of the start and the optimum: a design within the limits (tolerance 1e-6) before one
+    outside them, then the lower condition number, or, neither within them, the smaller
+    violation; with its condition, the start's, SLSQP's message and whether it is within the
+    limits. ``differences``: forward-difference Jacobians of that relative step (shared
+    points) instead of SciPy's own."""
     initial = math.exp(objective(x0))
     jac: Any = None if differences is None else _forward_differences(objective, differences)
     constraint: dict[str, Any] = {"type": "ineq", "fun": margins}
@@ -339,9 +354,16 @@ def _optimize(objective: Any, margins: Any, x0: FloatArray, bounds: Mapping[str,
     options: Any = {"maxiter": max_iterations, "ftol": 1e-6}
     result = scipy.optimize.minimize(objective, x0, jac=jac, method="SLSQP", constraints=constraints,
                                      options=options)
-    feasible = not bounds or bool(np.all(margins(result.x) >= -1e-6))
-    best = result.x if feasible and result.fun <= math.log(initial) else x0
-    return best, math.exp(objective(best)), initial, str(result.message)
+
+    def worst(x: FloatArray) -> float:
+        return float(np.min(margins(x), initial=0.0)) if bounds else 0.0
+
+    def rank(x: FloatArray) -> tuple[bool, float]:
+        inside = worst(x) >= -1e-6
+        return (not inside, float(objective(x)) if inside else -worst(x))
+
+    best = min((result.x, x0), key=rank)
+    return best, math.exp(objective(best)), initial, str(result.message), worst(best) >= -1e-6
 
 
 def _reference_excitation(system: System, duration: float, harmonics: int, limits: Mapping[str, Any] | None,
@@ -379,9 +401,10 @@ def _reference_excitation(system: System, duration: float, harmonics: int, limit
         return np.concatenate(parts)
 
     x0 = _start_feasible(rng.normal(scale=0.1, size=int(np.prod(shape))), margins, bounds)
-    best, condition, initial, message = _optimize(objective, margins, x0, bounds, max_iterations)
+    best, condition, initial, message, feasible = _optimize(objective, margins, x0, bounds, max_iterations)
     return Excitation(system=system, coefficients=best.reshape(shape), q0=offset, frequency=w,
-                      duration=duration, condition=condition, initial=initial, columns=columns, message=message)
+                      duration=duration, condition=condition, initial=initial, columns=columns, message=message,
+                      feasible=feasible)
 
 
 def _input_excitation(system: System, duration: float, harmonics: int, limits: Mapping[str, Any] | None,
@@ -419,7 +442,7 @@ def _input_excitation(system: System, duration: float, harmonics: int, limits: M
         if key not in cache:
             if len(cache) > 4 * x.size + 8:  # the points of one Jacobian and the line search's
                 cache.clear()
-            u = input_series(x.reshape(shape), w, times)
+            u = input_series(x[:-nu].reshape(shape), w, times, x[-nu:])
             cache[key] = (*free_motion(system, u, start_q, start_v, dt), u)
         return cache[key]
 
@@ -443,8 +466,9 @@ def _input_excitation(system: System, duration: float, harmonics: int, limits: M
         return np.where(np.isnan(out), -1e3, out)  # a run that diverged violates every limit
 
     scale = 0.3 * float(np.min(bounds["u"])) / harmonics if "u" in bounds and np.isfinite(bounds["u"]).all() else 1.0
-    x0 = _start_feasible(rng.normal(scale=scale, size=int(np.prod(shape))), margins, bounds)
-    best, condition, initial, message = _optimize(objective, margins, x0, bounds, max_iterations, 1e-7)
-    return Excitation(system=system, coefficients=best.reshape(shape), q0=start_q, frequency=w, duration=duration,
-                      condition=condition, initial=initial, columns=columns, message=message, parametrize="input",
-                      v0=start_v, dt=float(dt))
+    x0 = _start_feasible(np.append(rng.normal(scale=scale, size=int(np.prod(shape))), np.zeros(nu)), margins,
+                         bounds)
+    best, condition, initial, message, feasible = _optimize(objective, margins, x0, bounds, max_iterations, 1e-7)
+    return Excitation(system=system, coefficients=best[:-nu].reshape(shape), q0=start_q, frequency=w,
+                      duration=duration, condition=condition, initial=initial, columns=columns, message=message,
+                      parametrize="input", v0=start_v, dt=float(dt), u0=best[-nu:].copy(), feasible=feasible)
