@@ -340,11 +340,12 @@ def _forward_differences(function: Any, step: float) -> Any:
 def _optimize(objective: Any, margins: Any, x0: FloatArray, bounds: Mapping[str, FloatArray],
               max_iterations: int, differences: float | None = None) -> tuple[FloatArray, float, float, str, bool]:
     """SLSQP from ``x0`` (feasible where shrinking the start could make it so). Returns the
-    better of the start and the optimum: a design within the limits (tolerance 1e-6) before one
-    outside them, then the lower condition number, or, neither within them, the smaller
-    violation; with its condition, the start's, SLSQP's message and whether it is within the
-    limits. ``differences``: forward-difference Jacobians of that relative step (shared
-    points) instead of SciPy's own."""
+    best of the start, SLSQP's iterates and its answer (SLSQP may stop at its iteration limit
+    just outside a limit after better points inside): a design within the limits (tolerance
+    1e-6) before one outside them, then the lower condition number, or, none within them, the
+    smaller violation; with its condition, the start's, SLSQP's message and whether it is
+    within the limits. ``differences``: forward-difference Jacobians of that relative step
+    (shared points) instead of SciPy's own."""
     initial = math.exp(objective(x0))
     jac: Any = None if differences is None else _forward_differences(objective, differences)
     constraint: dict[str, Any] = {"type": "ineq", "fun": margins}
@@ -352,8 +353,9 @@ def _optimize(objective: Any, margins: Any, x0: FloatArray, bounds: Mapping[str,
         constraint["jac"] = _forward_differences(margins, differences)
     constraints: Any = [constraint] if bounds else []
     options: Any = {"maxiter": max_iterations, "ftol": 1e-6}
+    iterates: list[FloatArray] = []
     result = scipy.optimize.minimize(objective, x0, jac=jac, method="SLSQP", constraints=constraints,
-                                     options=options)
+                                     options=options, callback=lambda x: iterates.append(np.array(x)))
 
     def worst(x: FloatArray) -> float:
         return float(np.min(margins(x), initial=0.0)) if bounds else 0.0
@@ -362,7 +364,7 @@ def _optimize(objective: Any, margins: Any, x0: FloatArray, bounds: Mapping[str,
         inside = worst(x) >= -1e-6
         return (not inside, float(objective(x)) if inside else -worst(x))
 
-    best = min((result.x, x0), key=rank)
+    best = min((result.x, *iterates, x0), key=rank)
     return best, math.exp(objective(best)), initial, str(result.message), worst(best) >= -1e-6
 
 
