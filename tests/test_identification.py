@@ -522,6 +522,12 @@ def test_excitation_refuses_bad_arguments() -> None:
         excitation(cartpole, 2.0, limits={"u": [1.0, 2.0]})
     with pytest.raises(IdentificationError, match="whole number of steps"):
         excitation(cartpole, 2.0, dt=0.03)
+    with pytest.raises(IdentificationError, match="q0 must be 2 finite numbers"):
+        excitation(cartpole, 2.0, q0=[0.0, 0.0, 1.0])
+    with pytest.raises(IdentificationError, match="seed must be an integer"):
+        excitation(cartpole, 2.0, seed=-1)
+    with pytest.raises(IdentificationError, match="v0 applies to parametrize='input'"):
+        excitation(_system(Pendulum, {"m": 1.0, "l": 1.0}), 2.0, v0=[0.0])
     with pytest.raises(IdentificationError, match="unknown limit"):
         excitation(_system(Pendulum, {"m": 1.0, "l": 1.0}), 2.0, limits={"torque": 1.0})
     with pytest.raises(IdentificationError, match="positive"):

@@ -285,6 +285,7 @@ def excitation(system: System, duration: float, harmonics: int = 5, limits: Mapp
     _check_integer("harmonics", harmonics, 1)
     _check_integer("samples", samples, 2)
     _check_integer("max_iterations", max_iterations, 1)
+    _check_integer("seed", seed, 0)
     fully = _fully_actuated(system)
     mode = ("reference" if fully else "input") if parametrize is None else parametrize
     if mode not in PARAMETRIZATIONS:
@@ -373,7 +374,9 @@ def _reference_excitation(system: System, duration: float, harmonics: int, limit
     n = system.nv
     B = np.asarray(system.B)  # type: ignore[attr-defined]
     bounds = _check_limits(limits, {"q": n, "v": n, "u": n})
-    offset = np.zeros(n) if q0 is None else np.asarray(q0, dtype=np.float64).reshape(n)
+    offset = np.zeros(n) if q0 is None else np.asarray(q0, dtype=np.float64)
+    if offset.shape != (n,) or not np.all(np.isfinite(offset)):
+        raise IdentificationError(f"excitation: q0 must be {n} finite numbers, got {q0!r}")
     w = 2.0 * math.pi / duration
     times = np.linspace(0.0, duration, samples, endpoint=False)
     rng = np.random.default_rng(seed)
@@ -428,9 +431,10 @@ def _input_excitation(system: System, duration: float, harmonics: int, limits: M
     start_q = np.asarray(default[0] if (q0 is None and default is not None) else
                          (np.zeros(system.nq) if q0 is None else q0), dtype=np.float64)
     start_v = np.asarray(np.zeros(system.nv) if v0 is None else v0, dtype=np.float64)
-    if start_q.shape != (system.nq,) or start_v.shape != (system.nv,):
-        raise IdentificationError(f"excitation: q0 must have {system.nq} entries and v0 {system.nv}, got "
-                                  f"{start_q.shape} and {start_v.shape}")
+    if start_q.shape != (system.nq,) or start_v.shape != (system.nv,) or not (
+            np.all(np.isfinite(start_q)) and np.all(np.isfinite(start_v))):
+        raise IdentificationError(f"excitation: q0 must be {system.nq} finite numbers and v0 {system.nv}, got "
+                                  f"{q0!r} and {v0!r}")
     w = 2.0 * math.pi / duration
     times = np.arange(steps) * dt
     rows = np.unique(np.linspace(0, steps - 1, min(samples, steps)).round().astype(int))
