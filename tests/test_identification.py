@@ -378,7 +378,7 @@ def test_energy_covariance_is_calibrated_over_50_seeds() -> None:
     mean square 1 +- 0.27 as in the equation error's test), and Student's t with 35 degrees of
     freedom with the noise estimated from the residuals (40 windows, 5 parameters: mean square
     35/33 = 1.06, same band; measured 1.05 and 1.10; ordinary least squares gave 1.41, with
-    1.8 on the worst parameter). About 10 s: slow."""
+    1.8 on the worst parameter). 3 to 10 s (100 estimates): slow."""
     system = _system(DoublePendulum, {"m1": 1.1, "m2": 0.7, "l1": 0.9, "l2": 1.3})
     data = {k: v for k, v in _prescribed(system, n=401).items() if k != "vdot"}
     truth = lumped_parameters(system).values
@@ -496,7 +496,7 @@ def test_excitation_of_a_free_body_holds_it_against_gravity() -> None:
     limit that free fall alone breaks within 0.51 s (|v| <= 5 m/s) is met at every step (the
     start breaks it: SLSQP starts outside). The stacked condition number falls by more than 100
     (measured 4.0e3 to 1.8); ``co.simulate`` of the design, quaternions included, is its motion
-    to 1e-12. About 15 s: slow."""
+    to 1e-12. 5 to 15 s (40 SLSQP iterations over 25 coefficients): slow."""
     from contactopt.identification import excitation
 
     system = MjcfSystem(FREE_BODY)
