@@ -369,6 +369,31 @@ def test_covariance_is_calibrated_over_50_seeds() -> None:
     assert stated.sigma == sigma and est.sigma == pytest.approx(sigma, rel=0.1)
 
 
+@pytest.mark.slow
+def test_energy_covariance_is_calibrated_over_50_seeds() -> None:
+    """The energy method with Gaussian noise on the measured torques: the window integrals'
+    errors are correlated and of unequal variance (``S = C diag(|B^T v_k|^2) C^T``), which the
+    generalized least squares whitens, so the error over the reported standard error is
+    standard normal with the stated noise (50 seeds x 5 parameters: at most 3 of 250 beyond 3,
+    mean square 1 +- 0.27 as in the equation error's test), and Student's t with 35 degrees of
+    freedom with the noise estimated from the residuals (40 windows, 5 parameters: mean square
+    35/33 = 1.06, same band; measured 1.05 and 1.10; ordinary least squares gave 1.41, with
+    1.8 on the worst parameter). 3 to 10 s (100 estimates): slow."""
+    system = _system(DoublePendulum, {"m1": 1.1, "m2": 0.7, "l1": 0.9, "l2": 1.3})
+    data = {k: v for k, v in _prescribed(system, n=401).items() if k != "vdot"}
+    truth = lumped_parameters(system).values
+    sigma = 0.05
+    for stated in (sigma, None):
+        z = []
+        for seed in range(50):
+            noisy = {**data, "u": data["u"] + np.random.default_rng(seed).normal(scale=sigma, size=data["u"].shape)}
+            est = estimate(system, noisy, method="energy", noise=stated, window=10)
+            z.extend((est.values - truth[list(est.identifiable.independent)]) / est.standard_errors)
+        z_arr = np.array(z)
+        assert np.sum(np.abs(z_arr) > 3.0) <= 3
+        assert abs(np.mean(z_arr**2) - (1.0 if stated else 35.0 / 33.0)) < 0.27
+
+
 def test_bad_arguments_are_refused() -> None:
     system = _system(Pendulum, {"m": 1.0, "l": 1.0})
     data = _random_data(system, 10, 0)
@@ -396,6 +421,8 @@ def test_facade_exposes_the_module() -> None:
     assert co.identification.estimate is estimate and "identification" in dir(co)
 
 
+# slow: the default suite's excitation check is the cart-pole's (the same Must-show line)
+@pytest.mark.slow
 def test_excitation_lowers_the_condition_number_and_drives_simulate() -> None:
     """Swevers et al. 1997 (Tedrake 2020, "Trajectory design"): the optimized Fourier series has
     a lower condition number of the stacked base regressor than its random start and than one
@@ -427,13 +454,84 @@ def test_excitation_lowers_the_condition_number_and_drives_simulate() -> None:
     np.testing.assert_allclose(est.values, est.identifiable.values, rtol=1e-8)
 
 
-def test_excitation_refuses_an_underactuated_system() -> None:
+def test_excitation_of_the_underactuated_cartpole() -> None:
+    """The cart-pole (a force on the cart only): the input's Fourier series, the motion by
+    simulating the system (Swevers et al. 1997's criterion, the inputs parametrized). The design
+    lowers the stacked condition number below that of one sine of the same amplitude (both
+    measured on the ``co.simulate`` runs' own data, as ``estimate`` sees them); the limits
+    hold at every step of the simulated run (the design's steps are ``co.simulate``'s contact-free
+    steps: they agree to rounding, 1e-12); the run's data give the three lumped parameters to
+    1e-8. ``dt = 40 ms`` and two harmonics keep the design short (50 steps per objective
+    evaluation, 5 coefficients with the constant)."""
     from contactopt.identification import excitation
 
+    system = _system(CartPole, {"mc": 1.0, "mp": 0.3, "l": 0.5})
+    limits = {"q": [0.5, np.inf], "v": [2.0, 8.0], "u": 10.0}  # cart within 0.5 m, pole angle free
+    ex = excitation(system, 2.0, harmonics=2, limits=limits, samples=30, dt=0.04, max_iterations=30)
+    assert ex.parametrize == "input" and ex.coefficients.shape == (1, 2, 2) and ex.u0 is not None
+    q0, v0 = ex.initial_state()
+    run = _simulate(system, ex, q0, dt=0.04, duration=2.0, v0=v0)
+    _, q, v = ex.motion()
+    np.testing.assert_allclose(run.q, q, atol=1e-12)  # the design's motion is the simulated one
+    np.testing.assert_allclose(run.v, v, atol=1e-12)
+    u = run.controls()
+    assert np.all(np.abs(run.q[:, 0] - q0[0]) <= 0.5 + 1e-6)  # SLSQP keeps its constraints to ~1e-9
+    assert np.all(np.abs(run.v) <= np.array([2.0, 8.0]) + 1e-6) and np.all(np.abs(u) <= 10.0 + 1e-6)
+    amplitude = float(np.max(np.abs(u)))
+    single = _simulate(system, lambda t, q, v: np.array([amplitude * np.sin(np.pi * t)]), q0, dt=0.04,
+                       duration=2.0, v0=v0)
+    designed, sine = identifiable(system, run).condition, identifiable(system, single).condition
+    assert ex.feasible and ex.u0 is not None
+    assert designed < 0.5 * sine  # measured 1.84 against 4.58
+    assert designed < 0.5 * ex.initial  # and against its random start (6.0)
+    est = estimate(system, run)
+    np.testing.assert_allclose(est.values, lumped_parameters(system).values[list(est.identifiable.independent)],
+                               rtol=1e-8)
+
+
+@pytest.mark.slow
+def test_excitation_of_a_free_body_holds_it_against_gravity() -> None:
+    """A free joint (the free body of ``identification_free_body.xml``, its six motors on the
+    six dofs): the input series' constants can hold the body against gravity, so the velocity
+    limit that free fall alone breaks within 0.51 s (|v| <= 5 m/s) is met at every step (the
+    start breaks it: SLSQP starts outside). The stacked condition number falls by more than 100
+    (measured 4.0e3 to 1.8); ``co.simulate`` of the design, quaternions included, is its motion
+    to 1e-12. 5 to 15 s (40 SLSQP iterations over 25 coefficients): slow."""
+    from contactopt.identification import excitation
+
+    system = MjcfSystem(FREE_BODY)
+    ex = excitation(system, 1.0, harmonics=2, limits={"v": 5.0, "u": 30.0}, samples=20, dt=0.05, max_iterations=40)
+    assert ex.feasible and ex.u0 is not None and ex.u0[2] > 0.0  # an upward force against gravity
+    assert ex.condition < 0.01 * ex.initial
+    q0, v0 = ex.initial_state()
+    run = _simulate(system, ex, q0, dt=0.05, duration=1.0, v0=v0)
+    np.testing.assert_allclose(run.q, ex.motion()[1], atol=1e-12)
+    assert np.all(np.abs(run.v) <= 5.0 + 1e-6) and np.all(np.abs(run.controls()) <= 30.0 + 1e-6)
+    assert identifiable(system, run).rank == 10
+
+
+def test_excitation_refuses_bad_arguments() -> None:
+    from contactopt.identification import excitation
+
+    cartpole = _system(CartPole, {"mc": 1.0, "mp": 0.2, "l": 0.5})
     with pytest.raises(IdentificationError, match="fully actuated"):
-        excitation(_system(CartPole, {"mc": 1.0, "mp": 0.2, "l": 0.5}), 2.0)
+        excitation(cartpole, 2.0, parametrize="reference")
+    with pytest.raises(IdentificationError, match="parametrize must be one of"):
+        excitation(cartpole, 2.0, parametrize="torque")
+    with pytest.raises(IdentificationError, match=r"limits\['u'\] must be a number or 1 numbers"):
+        excitation(cartpole, 2.0, limits={"u": [1.0, 2.0]})
+    with pytest.raises(IdentificationError, match="whole number of steps"):
+        excitation(cartpole, 2.0, dt=0.03)
+    with pytest.raises(IdentificationError, match="q0 must be 2 finite numbers"):
+        excitation(cartpole, 2.0, q0=[0.0, 0.0, 1.0])
+    with pytest.raises(IdentificationError, match="seed must be an integer"):
+        excitation(cartpole, 2.0, seed=-1)
+    with pytest.raises(IdentificationError, match="v0 applies to parametrize='input'"):
+        excitation(_system(Pendulum, {"m": 1.0, "l": 1.0}), 2.0, v0=[0.0])
     with pytest.raises(IdentificationError, match="unknown limit"):
         excitation(_system(Pendulum, {"m": 1.0, "l": 1.0}), 2.0, limits={"torque": 1.0})
+    with pytest.raises(IdentificationError, match="positive"):
+        excitation(_system(Pendulum, {"m": 1.0, "l": 1.0}), 2.0, limits={"q": -1.0})
 
 
 def test_mu_and_mass_of_a_pushed_box_from_recorded_impulses() -> None:
@@ -493,6 +591,49 @@ def test_rigid3d_regressor_is_its_newton_euler_equation() -> None:
     assert identifiable(system, data).rank == 20
 
 
+def test_rigid3d_regressor_equals_mj_inverse_of_the_same_body(tmp_path: Path) -> None:
+    """A rigid3d box against MuJoCo's ``mj_inverse`` of an MJCF free body with the same mass
+    and principal inertia at its frame's origin (the peer): with ``w_world = R w_body`` (and
+    ``wd_world = R wd_body``, since ``w_body x w_body = 0``), every one of the ten columns equals
+    MuJoCo's, the torque rows rotated, ``Y_rigid3d = diag(1, R) Y_mjcf``, to 1e-10 (the MJCF
+    columns are exact differences, ~1e-12)."""
+    from contactopt.core.arrays import to_dense
+    from contactopt.systems.geometry import quat_to_matrix
+
+    system = co.systems.get("rigid3d").from_config({
+        "gravity": [0.0, 0.0, -9.81],
+        "bodies": [{"name": "box", "shape": "box", "size": [0.1, 0.2, 0.3], "mass": 1.3, "position": [0, 0, 1]}]}, {})
+    inertia = system.bodies[0].inertia
+    path = tmp_path / "box.xml"
+    path.write_text('<mujoco><option gravity="0 0 -9.81"/><worldbody><body name="box"><freejoint/>'
+                    f'<inertial pos="0 0 0" mass="1.3" diaginertia="{inertia[0]} {inertia[1]} {inertia[2]}"/>'
+                    "</body></worldbody></mujoco>")
+    peer = MjcfSystem(path)
+    assert lumped_parameters(peer).names == lumped_parameters(system).names
+    np.testing.assert_allclose(lumped_parameters(peer).values, lumped_parameters(system).values, rtol=1e-12)
+    model = peer.model
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(12)
+    for _ in range(5):
+        q = rng.normal(size=7)
+        q[3:] /= np.linalg.norm(q[3:])
+        R = quat_to_matrix(q[3:])
+        v_body, a_body = rng.normal(size=(2, 6))
+        rotate = np.eye(6)
+        rotate[3:, 3:] = R
+        Y = regressor(system, q, rotate @ v_body, rotate @ a_body)
+        np.testing.assert_allclose(Y, rotate @ regressor(peer, q, v_body, a_body), rtol=0, atol=1e-10)
+        data.qpos[:], data.qvel[:], data.qacc[:] = q, v_body, a_body
+        mujoco.mj_inverse(model, data)
+        np.testing.assert_allclose(Y @ lumped_parameters(system).values, rotate @ data.qfrc_inverse, rtol=0,
+                                   atol=1e-10)
+        dyn = system.dynamics(q, rotate @ v_body)
+        np.testing.assert_allclose(to_dense(dyn.M) @ (rotate @ a_body) - dyn.tau, rotate @ data.qfrc_inverse,
+                                   rtol=0, atol=1e-10)
+
+
+# slow: the default suite's mu-and-mass check is the MJCF pushed box's (the same Must-show line)
+@pytest.mark.slow
 def test_mu_and_mass_of_a_sliding_rigid3d_box() -> None:
     """``problems/box_slide.toml`` (a rigid3d cube launched at 1 m/s on its four bottom corners,
     mu = 0.5, 1 kg) under the LCP: the recorded normal impulses carry the weight, so the mass is
@@ -508,3 +649,132 @@ def test_mu_and_mass_of_a_sliding_rigid3d_box() -> None:
     assert values["box.m"] == pytest.approx(1.0, rel=1e-6) and est.mu == pytest.approx(0.5, rel=1e-6)
     assert est.sliding > 150 and est.dropped > 50
     assert all(abs(value) < 1e-9 for name, value in values.items() if "m*c" in name)
+
+
+FREE_BODY = ROOT / "problems" / "mjcf" / "identification_free_body.xml"
+
+
+def _plate(tmp_path: Path) -> MjcfSystem:
+    """The free body of ``identification_free_body.xml`` made a thin plate (0.2 x 0.1 x 0.002 m,
+    1 kg) off the body origin: its inertia about the centre nearly meets the triangle
+    inequality ``I_zz <= I_xx + I_yy`` (flat), so noise easily takes an estimate outside."""
+    xml = FREE_BODY.read_text().replace('size="0.1 0.1 0.1" mass="2"', 'size="0.1 0.05 0.001" mass="1" '
+                                        'pos="0.02 -0.01 0.005"')
+    path = tmp_path / "plate.xml"
+    path.write_text(xml)
+    return MjcfSystem(path)
+
+
+def test_mjcf_regressor_is_linear_for_a_lone_free_body(tmp_path: Path) -> None:
+    """``Y`` of the nominal free body (a 2 kg cube, which MuJoCo marks as a "simple" body whose
+    mass matrix it takes from compile-time constants) times the plate's parameters equals
+    ``mj_inverse`` of the plate's own model to 1e-10: the regressor is the inverse dynamics'
+    linear map, not the nominal model's; likewise for the pushed box's slide joints (mass 1 -> 1.7).
+    Random data of a free body identify all ten parameters (Atkeson, An and Hollerbach 1986)."""
+    cases = [(MjcfSystem(FREE_BODY), _plate(tmp_path))]
+    box = MjcfSystem(ROOT / "problems" / "mjcf" / "pushed_box.xml", detection_margin=0.0)
+    cases.append((box, box.with_parameters({"box.mass": 1.7})))
+    rng = np.random.default_rng(4)
+    for nominal, truth in cases:
+        assert np.any(np.asarray(nominal.model.body_simple) != 0)  # the shortcut is there to be defeated
+        values = lumped_parameters(truth).values
+        model = truth.model
+        data = mujoco.MjData(model)
+        model.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+        q0, _ = nominal.default_state()
+        for _ in range(5):
+            q = nominal.integrate(q0, rng.normal(size=nominal.nv), 1.0)
+            v, a = rng.normal(size=(2, nominal.nv))
+            data.qpos[:], data.qvel[:], data.qacc[:] = q, v, a
+            mujoco.mj_inverse(model, data)
+            np.testing.assert_allclose(regressor(nominal, q, v, a) @ values, data.qfrc_inverse, rtol=0, atol=1e-10)
+    free = cases[0][0]
+    assert identifiable(free, _free_body_data(free, lumped_parameters(free).values, 20, 0, 1.0, 0.0)).rank == 10
+
+
+def _free_body_data(system: MjcfSystem, truth: np.ndarray, n: int, seed: int, spin: float,
+                    noise: float) -> dict[str, np.ndarray]:
+    """A log of ``n`` random states of the free body, angular velocities and accelerations
+    scaled by ``spin`` (small: poorly excited inertia), with the exact wrench of the parameters
+    ``truth`` (its six motors act on the six dofs, ``qfrc_actuator = u``) plus Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    q0, _ = system.default_state()
+    q = np.array([system.integrate(q0, rng.normal(size=6), 1.0) for _ in range(n)])
+    v, a = rng.normal(size=(2, n, 6))
+    v[:, 3:] *= spin
+    a[:, 3:] *= spin
+    u = np.array([regressor(system, q[k], v[k], a[k]) @ truth for k in range(n)])
+    return {"t": np.arange(n) * 0.01, "q": q, "v": v, "vdot": a, "u": u + noise * rng.normal(size=u.shape)}
+
+
+def _prediction_error(est: object, data: dict[str, np.ndarray]) -> float:
+    predicted = est.predict(data["q"], data["v"], data["vdot"])  # type: ignore[attr-defined]
+    return float(np.sqrt(np.mean((predicted.reshape(data["u"].shape) - data["u"]) ** 2)))
+
+
+def test_enforced_consistency_keeps_the_pseudo_inertia_psd(tmp_path: Path) -> None:
+    """``consistency="enforce"`` (Wensing, Kim and Slotine 2017; the log-Cholesky fit of Rucker
+    and Wensing 2022) on the free body, estimated with the nominal cube's model (2 kg), the data
+    from the plate (1 kg). Noise-free: the truth both ways, to 1e-8 (measured 1e-15). Twenty
+    samples with little rotation and torque noise 0.02 (seed 4): the unconstrained pseudo-inertia
+    has a negative eigenvalue (a triangle inequality fails; so it does for each of seeds 0-7);
+    the enforced one is positive semidefinite, its lumped parameters give its base parameters,
+    its residual is at most 2 % above the unconstrained one (the least-squares optimum; measured
+    0.4 %), and on fresh noise-free data its prediction error is no larger (measured 0.023
+    against 0.027)."""
+    nominal = MjcfSystem(FREE_BODY)
+    truth = lumped_parameters(_plate(tmp_path)).values
+    clean = _free_body_data(nominal, truth, 30, 0, 1.0, 0.0)
+    for consistency in ("report", "enforce"):
+        est = estimate(nominal, clean, consistency=consistency)
+        assert est.consistency == consistency and est.identifiable.rank == 10
+        np.testing.assert_allclose(est.values, truth[list(est.identifiable.independent)], rtol=1e-8, atol=1e-12)
+        assert all(est.consistent.values())
+    noisy = _free_body_data(nominal, truth, 20, 4, 0.3, 0.02)
+    free, enforced = estimate(nominal, noisy), estimate(nominal, noisy, consistency="enforce")
+    key = "body: pseudo-inertia positive semidefinite"
+    assert free.consistent[key] is False and free.lumped is None
+    assert all(enforced.consistent.values()) and enforced.consistent[key] is True
+    assert enforced.lumped is not None
+    np.testing.assert_allclose(enforced.identifiable.combination @ enforced.lumped, enforced.values, rtol=1e-12)
+    assert free.residual <= enforced.residual <= 1.02 * free.residual
+    fresh = _free_body_data(nominal, truth, 100, 99, 1.0, 0.0)
+    assert _prediction_error(enforced, fresh) <= _prediction_error(free, fresh)
+
+
+def test_enforced_consistency_keeps_textbook_lumped_parameters_positive() -> None:
+    """The pendulum's ``m l^2`` and ``m l`` (estimated with a nominal m = l = 1, the data from
+    m = 1.3, l = 0.7). Noise-free: the truth both ways, to 1e-8. A small swing at one
+    frequency (``thetadd = -w^2 theta`` nearly parallel to ``g sin(theta)``: poorly excited)
+    with torque noise 0.05, seed 8: the unconstrained fit has both negative; the enforced one
+    has both positive, a residual within 1 % of the unconstrained one (measured 0.3 %) and a
+    prediction error on a fresh, larger swing 100 times smaller (3.9 against 387)."""
+    nominal = _system(Pendulum, {"m": 1.0, "l": 1.0})
+    truth = np.array([1.3 * 0.7**2, 1.3 * 0.7])
+
+    def swing(amplitude: float, w: float, noise: float, seed: int, n: int) -> dict[str, np.ndarray]:
+        t = np.linspace(0.0, 2.0, n)
+        q, v, a = amplitude * np.sin(w * t), amplitude * w * np.cos(w * t), -amplitude * w * w * np.sin(w * t)
+        u = np.array([regressor(nominal, [q[k]], [v[k]], [a[k]]) @ truth for k in range(n)])
+        u += noise * np.random.default_rng(seed).normal(size=u.shape)
+        return {"t": t, "q": q[:, None], "v": v[:, None], "vdot": a[:, None], "u": u}
+
+    for consistency in ("report", "enforce"):
+        np.testing.assert_allclose(estimate(nominal, swing(1.0, 3.0, 0.0, 0, 50), consistency=consistency).values,
+                                   truth, rtol=1e-8)
+    noisy = swing(0.05, 4.0, 0.05, 8, 20)
+    free, enforced = estimate(nominal, noisy), estimate(nominal, noisy, consistency="enforce")
+    assert not any(free.consistent.values()) and np.all(free.values < 0)
+    assert all(enforced.consistent.values()) and len(enforced.consistent) == 2 and np.all(enforced.values > 0)
+    assert free.residual <= enforced.residual <= 1.01 * free.residual
+    fresh = swing(1.0, 2.0, 0.0, 0, 200)
+    assert _prediction_error(enforced, fresh) < 0.02 * _prediction_error(free, fresh)  # measured 0.010
+
+
+def test_consistency_argument_is_checked() -> None:
+    system = _system(Pendulum, {"m": 1.0, "l": 1.0})
+    data = _random_data(system, 10, 0)
+    with pytest.raises(IdentificationError, match="consistency must be one of 'report', 'enforce'"):
+        estimate(system, data, consistency="strict")
+    with pytest.raises(IdentificationError, match="consistency='enforce' applies to"):
+        estimate(system, data, method="simulation_error", consistency="enforce")

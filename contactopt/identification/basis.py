@@ -110,11 +110,9 @@ def stacked(system: System, data: Samples) -> tuple[FloatArray, FloatArray, Floa
     if _is_mjcf(system):
         from contactopt.identification.mjcf import mjcf_regressor
 
-        layout = mjcf_regressor(system)
-        for k in range(n):
-            Y, f0 = layout.at(data.q[k], data.v[k], data.vdot[k], data.v_damper[k])
-            rows.append(Y)
-            offsets[k] = f0
+        Y, f0 = mjcf_regressor(system).stack(data.q, data.v, data.vdot, data.v_damper)
+        rows.append(Y)
+        offsets = f0.reshape(n, nv)
     else:
         rows = [regressor(system, data.q[k], data.v[k], data.vdot[k]) for k in range(n)]
     return np.concatenate(rows, axis=0), data.F.reshape(-1), offsets.reshape(-1)

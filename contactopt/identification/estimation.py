@@ -18,10 +18,18 @@ Estimation", "Least-squares estimation" and the power formulation).
 The covariance of ``theta`` is ``sigma^2 (W_i^T W_i)^{-1}`` with ``sigma`` the stated standard
 deviation of the noise in ``F`` (``noise=``) or, without it, the residual estimate
 ``sigma^2 = |r|^2 / (rows - r)`` (the standard result for ordinary least squares with
-independent, equal-variance errors). Physical consistency of the textbook lumped parameters
-(positive masses and lengths make every lumped parameter positive) is reported in
-``Estimate.consistent``; MJCF models: positive mass for every
-body mass that is identifiable on its own.
+independent, equal-variance errors). The energy rows' errors are neither: independent noise of
+standard deviation ``sigma`` in each measured input ``u_k`` enters the window integrals as
+``sum_k c_wk n_k . (G_k^T v_k)`` (``c_wk`` the quadrature weights, ``G_k = dF/du``), so
+``Cov(b) = sigma^2 S`` with ``S = C diag(|G_k^T v_k|^2) C^T`` (neighbouring windows share an
+end sample); the energy method therefore solves the generalized least-squares problem whitened
+by ``S = L L^T`` (``L^{-1} W_i theta = L^{-1} b``; the Gauss-Markov estimator, e.g. Kay,
+*Fundamentals of Statistical Signal Processing: Estimation Theory*, Sec. 4.6), and its
+``noise``/``sigma`` is the standard deviation of the input noise. Physical consistency (positive masses and lengths, a
+positive definite pseudo-inertia per body: Wensing, Kim and Slotine 2017) is reported in
+``Estimate.consistent`` (``consistency="report"``, the default) or enforced by the constrained
+fit of :mod:`contactopt.identification.consistency` (``consistency="enforce"``: the same least
+squares over physically consistent lumped parameters; ``Estimate.lumped`` holds them).
 
 * ``"simulation_error"``: the physical parameters themselves (``"mu"``, ``"box.mass"``) by
   Gauss-Newton least squares on simulated minus recorded ``(q, v)`` through whole simulations
@@ -34,10 +42,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 from numpy.typing import NDArray
 
-from contactopt.identification.basis import DEFAULT_TOLERANCE, Basis, decompose, stacked
-from contactopt.identification.data import Samples, samples
+from contactopt.identification.basis import DEFAULT_TOLERANCE, decompose, stacked
+from contactopt.identification.consistency import CONSISTENCY, enforce, report
+from contactopt.identification.data import Samples, input_matrix, samples
 from contactopt.identification.lumped import (
     IdentificationError,
     _is_mjcf,
@@ -56,17 +66,28 @@ __all__ = ["METHODS", "Estimate", "estimate"]
 METHODS = ("equation_error", "energy", "simulation_error")
 
 
-def _integral(t: FloatArray, f: FloatArray) -> float:
-    """``int f dt`` over the samples: composite Simpson on an even number of uniform intervals,
-    the trapezoid rule otherwise."""
+def _weights(t: FloatArray) -> FloatArray:
+    """``c`` with ``int f dt = c @ f`` over the samples ``t``: composite Simpson on an even
+    number of uniform intervals, the trapezoid rule otherwise."""
     h = np.diff(t)
     n = h.size
+    c = np.zeros(n + 1)
     if n >= 2 and n % 2 == 0 and np.allclose(h, h[0], rtol=1e-9, atol=0.0):
-        return float(h[0] / 3.0 * (f[0] + f[-1] + 4.0 * f[1:-1:2].sum() + 2.0 * f[2:-1:2].sum()))
-    return float(np.sum(0.5 * h * (f[1:] + f[:-1])))
+        c[1:-1:2], c[2:-1:2] = 4.0, 2.0
+        c[0] = c[-1] = 1.0
+        return c * h[0] / 3.0
+    c[:-1] += 0.5 * h
+    c[1:] += 0.5 * h
+    return c
 
 
-def _energy_rows(system: System, data: Samples, window: int) -> tuple[FloatArray, FloatArray]:
+def _integral(t: FloatArray, f: FloatArray) -> float:
+    """``int f dt`` over the samples (:func:`_weights`)."""
+    return float(_weights(t) @ f)
+
+
+def _energy_rows(system: System, data: Samples, window: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """``(A, b, C)``: per window ``A_w = h(t_b) - h(t_a)``, ``b_w = int F . v dt = C_w @ (F . v)``."""
     if data.discrete:  # a trajectory's steps: no exact discrete power balance (message)
         raise IdentificationError("estimate: method='energy' takes recorded data (a mapping t, q, v, u): the "
                                   "time-stepping scheme has no exact discrete energy balance; use "
@@ -78,31 +99,33 @@ def _energy_rows(system: System, data: Samples, window: int) -> tuple[FloatArray
     power = np.einsum("ki,ki->k", data.F, data.v)
     starts = range(0, n - window, window)
     A = np.array([h[s + window] - h[s] for s in starts])
-    b = np.array([_integral(data.t[s : s + window + 1], power[s : s + window + 1]) for s in starts])
-    return A, b
+    C = np.zeros((len(starts), n))
+    for row, s in enumerate(starts):
+        C[row, s : s + window + 1] = _weights(data.t[s : s + window + 1])
+    return A, C @ power, C
 
 
-def _consistency(system: System, lumped_names: tuple[str, ...], combination: FloatArray,
-                 values: FloatArray, basis: Basis) -> dict[str, bool]:
-    """Physical consistency of the estimate where it can be read off (module docstring)."""
-    checks: dict[str, bool] = {}
-    if _is_mjcf(system):
-        for r, i in enumerate(basis.independent):
-            name = lumped_names[i]
-            if name.endswith(".m") and not np.any(combination[r, list(basis.dependent)]):
-                checks[f"{name} > 0"] = bool(values[r] > 0)
-        return checks
-    for r, name in enumerate(basis.names):
-        if " " not in name:  # a lumped parameter on its own: positive for positive masses and lengths
-            checks[f"{name} > 0"] = bool(values[r] > 0)
-    return checks
+def _input_power_gains(system: System, data: Samples) -> FloatArray:
+    """Per sample ``|G_k^T v_k|^2`` with ``G_k = dF/du`` (``B``; an MJCF model's actuator
+    moments, from ``qfrc_actuator`` of unit inputs, exact for its affine actuators): the
+    variance of the input power ``F_k . v_k`` per unit variance of each input's noise."""
+    nu = system.control_size
+    out = np.zeros(len(data))
+    if nu == 0:
+        return out
+    for k in range(len(data)):
+        q, v = data.q[k], data.v[k]
+        base = input_matrix(system, q, v, np.zeros(nu))
+        g = np.array([(input_matrix(system, q, v, e) - base) @ v for e in np.eye(nu)])
+        out[k] = float(g @ g)
+    return out
 
 
 def estimate(system: System, data: Any, method: str = "equation_error", noise: float | None = None, *,
              tolerance: float = DEFAULT_TOLERANCE, window: int = 20, scene: Any = None,
              parameters: Sequence[str] | None = None, initial: Mapping[str, float] | None = None,
              formulation: str | None = None, solver: str | None = None, options: Mapping[str, Any] | None = None,
-             controller: Any = None, xtol: float = 1e-10) -> Estimate:
+             controller: Any = None, xtol: float = 1e-10, consistency: str = "report") -> Estimate:
     """Estimate the identifiable lumped parameters of ``system`` from ``data`` (a
     :class:`~contactopt.records.trajectory.Trajectory` or a mapping of arrays ``t, q, v, u``;
     :mod:`contactopt.identification.data`) by ``method`` ``"equation_error"`` or ``"energy"``
@@ -111,7 +134,8 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
     of the noise in the regression's right-hand side (the measured force ``B u`` for the equation
     error, the input's work over a window for the energy method), for the covariance (None: from
     the residuals); ``tolerance``: the rank tolerance of :func:`~contactopt.identification.identifiable`;
-    ``window``: sample intervals per energy row.
+    ``window``: sample intervals per energy row; ``consistency``: ``"report"`` (the checks in
+    ``Estimate.consistent``) or ``"enforce"`` (the constrained fit, module docstring).
 
     ``method="simulation_error"`` (:mod:`contactopt.identification.simulation_error`) fits the
     physical ``parameters`` (names from ``system.differentiable_parameters()``) from ``initial``
@@ -129,6 +153,13 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
         raise IdentificationError(f"estimate: noise must be a number >= 0 or None, got {noise!r}")
     if not (isinstance(tolerance, float | int) and 0.0 < float(tolerance) < 1.0):
         raise IdentificationError(f"estimate: tolerance must be a number in (0, 1), got {tolerance!r}")
+    if consistency not in CONSISTENCY:
+        raise IdentificationError(f"estimate: consistency must be one of {', '.join(map(repr, CONSISTENCY))}, "
+                                  f"got {consistency!r}")
+    if consistency == "enforce" and method == "simulation_error":
+        raise IdentificationError("estimate: consistency='enforce' applies to method='equation_error' and "
+                                  "'energy'; method='simulation_error' fits physical parameters within their "
+                                  "declared bounds")
     simulation = {"scene": scene, "parameters": parameters, "initial": initial, "formulation": formulation,
                   "solver": solver, "options": options, "controller": controller}
     if method == "simulation_error":
@@ -153,24 +184,35 @@ def estimate(system: System, data: Any, method: str = "equation_error", noise: f
             raise IdentificationError("estimate: method='energy' does not model the power that joint damping and "
                                       "friction loss dissipate; use method='equation_error'")
         data_set = samples(system, data, "estimate", accelerations=False)
-        A, b = _energy_rows(system, data_set, window)
-        W, rhs = A, b
+        W, rhs, C = _energy_rows(system, data_set, window)
+        S = (C * _input_power_gains(system, data_set)) @ C.T  # Cov(rhs) / sigma_u^2 (module docstring)
+        largest = float(np.max(np.diag(S), initial=0.0))
+        whiten = scipy.linalg.cholesky(S + 1e-12 * largest * np.eye(S.shape[0]), lower=True) if largest > 0 \
+            else None
     else:
         data_set = samples(system, data, "estimate")
         W, F, f0 = stacked(system, data_set)
         rhs = F - f0
+        whiten = None
     basis = decompose(lumped, W, tolerance)
     Wi = W[:, list(basis.independent)]
-    theta = np.asarray(np.linalg.lstsq(Wi, rhs, rcond=None)[0], dtype=np.float64)
+    Ww, rw = (Wi, rhs) if whiten is None else (scipy.linalg.solve_triangular(whiten, Wi, lower=True),
+                                                scipy.linalg.solve_triangular(whiten, rhs, lower=True))
+    theta = np.asarray(np.linalg.lstsq(Ww, rw, rcond=None)[0], dtype=np.float64)
+    consistent_lumped = None
+    if consistency == "enforce":
+        fit = enforce(system, lumped, basis, Ww, rw)
+        theta, consistent_lumped = fit.values, fit.lumped
     residual = rhs - Wi @ theta
+    whitened = rw - Ww @ theta
     dof = W.shape[0] - basis.rank
     sigma = float(noise) if noise is not None else (
-        float(np.sqrt(residual @ residual / dof)) if dof > 0 else float("nan"))
-    covariance = np.asarray(sigma**2 * np.linalg.inv(Wi.T @ Wi), dtype=np.float64)
+        float(np.sqrt(whitened @ whitened / dof)) if dof > 0 else float("nan"))
+    covariance = np.asarray(sigma**2 * np.linalg.inv(Ww.T @ Ww), dtype=np.float64)
     return Estimate(values=theta, names=basis.names, identifiable=basis, covariance=covariance,
                     condition=basis.condition, method=method, sigma=sigma,
                     residual=float(np.sqrt(np.mean(residual**2))), system=system,
-                    consistent=_consistency(system, lumped.names, basis.combination, theta, basis))
+                    consistent=report(system, basis, theta), consistency=consistency, lumped=consistent_lumped)
 
 
 def mjcf_damped(system: System) -> bool:

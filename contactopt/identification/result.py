@@ -33,7 +33,10 @@ class Estimate:
             full rank), ``system`` the system with the fitted values, and :meth:`predict` raises.
         sigma: the noise standard deviation used in ``covariance``.
         residual: root-mean-square residual of the fit.
-        consistent: per check its outcome (module docstring).
+        consistent: per check its outcome (:mod:`contactopt.identification.consistency`).
+        consistency: ``"report"`` or ``"enforce"`` (the constrained fit).
+        lumped: ``"enforce"``: a physically consistent lumped vector whose base parameters are
+            ``values`` (``identifiable.combination @ lumped``); None otherwise.
     """
 
     values: FloatArray
@@ -46,6 +49,8 @@ class Estimate:
     residual: float
     system: System = field(repr=False)
     consistent: dict[str, bool] = field(default_factory=dict)
+    consistency: str = "report"
+    lumped: FloatArray | None = None
 
     @property
     def standard_errors(self) -> FloatArray:
