@@ -30,14 +30,17 @@ on a system with contact candidates each step solves the discrete Lagrange-d'Ale
 equations with the contact impulses at the end configuration, Signorini on ``phi(q_k+1)`` and
 Coulomb friction, by Newton iterates that are each a time-stepping program
 (:mod:`contactopt.integrators.variational_contact`; options ``contact``, the iterate's
-formulation, ``contact_options``, its options, and ``contact_tol``). The systems: the textbook
+formulation: ``anitescu``, ``ccp``, ``lcp``, or ``coulomb``, the exact cone with De Saxce's
+complementarity, no hover; ``contact_options``, its options, and ``contact_tol``). The systems: the textbook
 manipulator systems and the planar ones of constant mass matrix whose forces depend on ``q``
 alone (``point_mass``, ``brick``, ``planar_body``, ``planar_ball``, ``cart``: ``L = 1/2 v^T M v``
 and their ``tau`` the discrete Lagrange-d'Alembert force at the midpoint). Refused before
 step 0: quaternion states other than free ``rigid3d`` bodies (MJCF), restitution (the
-position-level Signorini law makes every impact plastic). ``rigid3d`` free bodies take the
-Lie-group variational integrator on unit quaternions of :mod:`contactopt.integrators.variational_rigid`
-(no contacts yet).
+position-level Signorini law makes every impact plastic), inputs on ``rigid3d``. ``rigid3d``
+bodies take the Lie-group variational integrator on unit quaternions of
+:mod:`contactopt.integrators.variational_rigid`, with the same contact step in the twist of the step
+(box corners and spheres on the ground, sphere pairs; box pairs while their number of contacts
+stays the same within a step, a failed step otherwise).
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ from numpy.typing import NDArray
 
 from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.capabilities import refuse_activation_states
-from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, Lagrangian, contact_step
-from contactopt.integrators.variational_rigid import rigid_step
+from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, contact_step, midpoint_lagrangian
+from contactopt.integrators.variational_rigid import rigid_lagrangian, rigid_step
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
 from contactopt.records.trajectory import StepRecord
@@ -123,7 +126,8 @@ class VariationalIntegrator:
         else:  # L = 1/2 v^T M v; every force of tau(q) is the midpoint discrete force
             self.nonconservative = True
             self._M0 = np.asarray(system.dynamics(probe_q, probe_v).M, dtype=np.float64)
-        self.lagrangian = Lagrangian(mass=self._mass, midpoint_terms=self._midpoint_terms)
+        self.lagrangian = rigid_lagrangian(system, self.dt) if isinstance(system, Rigid3D) \
+            else midpoint_lagrangian(self._mass, self._midpoint_terms)
         self.formulation_options = self.options
 
     def _mass(self, q: FloatArray) -> FloatArray:
@@ -175,12 +179,10 @@ class VariationalIntegrator:
         """Before step 0: restitution is refused, not ignored (the position-level Signorini law
         makes impacts plastic)."""
         contacts = self.system.contacts(state.q)
-        if self.rigid and (contacts.count or self.system.control is not None):
-            inputs = " and inputs" if self.system.control is not None else ""
-            raise OptionError(f"formulation 'variational' on rigid3d integrates free bodies only (Lie-group "
-                              f"variational integrator; contact is carried on the textbook systems only); "
-                              f"{self.system.describe()} has {contacts.count} contact candidate(s){inputs}: "
-                              f"set ground = false, or use a time-stepping formulation")
+        if self.rigid and self.system.control is not None:
+            raise OptionError(f"formulation 'variational' on rigid3d carries no inputs (the Lie-group "
+                              f"variational integrator of bodies under gravity and contact); "
+                              f"{self.system.describe()} has a controller: use a time-stepping formulation")
         if contacts.count and np.any(contacts.restitution > 0):
             raise OptionError(f"formulation 'variational' has plastic impacts (Signorini on phi(q_k+1)), "
                               f"and {self.system.type_name!r} has restitution "
@@ -188,9 +190,7 @@ class VariationalIntegrator:
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         system, h = self.system, self.dt
-        if isinstance(system, Rigid3D):
-            if system.contacts(state.q).count:
-                self.check_state(state)  # candidates appeared mid-run: one line, not ignored
+        if isinstance(system, Rigid3D) and not system.contacts(state.q).count:
             return rigid_step(system, state, h, self.options["tol"], self.options["max_iter"])
         if system.contacts(state.q).count:
             return contact_step(system, self.lagrangian, state, h, self.options["contact"], self.solver,

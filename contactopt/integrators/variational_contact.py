@@ -61,32 +61,61 @@ from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["CONTACT_FORMULATIONS", "contact_step"]
+__all__ = ["CONTACT_FORMULATIONS", "Lagrangian", "contact_step", "midpoint_lagrangian"]
 
 #: The time-stepping formulations whose program an iterate may be (each a ConicProgram or an LCP).
-CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp")
+CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp", "coulomb")
 
 
 @dataclasses.dataclass(frozen=True)
 class Lagrangian:
-    """What a step needs of the integrator: ``M(q)`` and ``(M(qm) vd, h/2 (dT/dq - dU/dq + F))``."""
+    """What a step needs of the discrete Lagrangian: ``M(q)``, the end-point map
+    ``q_k+1 = advance(q_k, vd, h)``, ``terms(q_k, q_k+1, t) = (-D1 L_d - h/2 F, D2 L_d + h/2 F)``
+    (so that ``R = p_k - terms[0]`` and ``p_k+1 = terms[1]``), the iterate's symmetric mass
+    ``iterate_mass(q_k, vbar, h)`` (the leading order of ``-dR/dvd``) and ``velocity(q, p)``,
+    the velocity of a momentum (``M(q)^{-1} p``)."""
 
     mass: Callable[[FloatArray], FloatArray]
-    midpoint_terms: Callable[[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray]]
+    terms: Callable[[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray]]
+    iterate_mass: Callable[[FloatArray, FloatArray, float], FloatArray]
+    advance: Callable[[FloatArray, FloatArray, float], FloatArray] = lambda q, vd, h: q + h * vd
+    velocity: Callable[[FloatArray, FloatArray], FloatArray] | None = None
+
+    def momentum(self, q: FloatArray, v: FloatArray) -> FloatArray:
+        """``p = M(q) v``."""
+        return np.asarray(self.mass(q) @ v, dtype=np.float64)
+
+    def end_velocity(self, q: FloatArray, p: FloatArray) -> FloatArray:
+        """``M(q)^{-1} p``."""
+        if self.velocity is not None:
+            return self.velocity(q, p)
+        return np.asarray(np.linalg.solve(self.mass(q), p), dtype=np.float64)
+
+
+def midpoint_lagrangian(mass: Callable[[FloatArray], FloatArray],
+                        midpoint_terms: Callable[[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray]]
+                        ) -> Lagrangian:
+    """The midpoint discrete Lagrangian of :mod:`.variational` from ``M(q)`` and
+    ``midpoint_terms(q0, q1, t) = (M(qm) vd, h/2 (dT/dq - dU/dq + F))``."""
+
+    def terms(q0: FloatArray, q1: FloatArray, t: float) -> tuple[FloatArray, FloatArray]:
+        momentum, midpoint = midpoint_terms(q0, q1, t)
+        return momentum - midpoint, momentum + midpoint
+
+    return Lagrangian(mass=mass, terms=terms, iterate_mass=lambda q0, vbar, h: mass(q0 + 0.5 * h * vbar))
 
 
 def _residual(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vd: FloatArray, h: float,
               t: float) -> FloatArray:
-    """``R = p_k + D1 L_d(q_k, q_k + h vd) + h/2 F`` (module doc)."""
-    momentum, midpoint = lag.midpoint_terms(q0, q0 + h * vd, t)
-    return p0 - momentum + midpoint
+    """``R = p_k + D1 L_d(q_k, q_k+1) + h/2 F`` with ``q_k+1 = advance(q_k, vd, h)`` (module doc)."""
+    return p0 - lag.terms(q0, lag.advance(q0, vd, h), t)[0]
 
 
 def _iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
                      h: float, t: float, now: Bilateral) -> StepProblem:
     """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc)."""
-    qbar = q0 + h * vbar
-    A = lag.mass(0.5 * (q0 + qbar))
+    qbar = lag.advance(q0, vbar, h)
+    A = lag.iterate_mass(q0, vbar, h)
     R = _residual(lag, q0, p0, vbar, h, t)
     contacts = system.contacts(qbar)
     dim = contacts.dim
@@ -112,7 +141,7 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
     q0, v0, t = state.q, state.v, state.t
     formulation = formulations.get(contact)
     options = formulation.resolve_options(dict(contact_options))
-    p0 = lag.mass(q0) @ v0
+    p0 = lag.momentum(q0, v0)
     now = system.constraints(q0, v0, t)
     scale = max(1.0, float(np.abs(p0).max()))
     vbar = np.array(v0, dtype=np.float64)
@@ -150,7 +179,7 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         impulses = np.asarray(result.impulses, dtype=np.float64)
         bilateral = np.asarray(result.bilateral, dtype=np.float64) if now.count else np.zeros(0)
         # the step's own conditions at the new iterate, with J at the new q_k+1
-        q1 = q0 + h * vd
+        q1 = lag.advance(q0, vd, h)
         end = system.contacts(q1)
         dynamics = _residual(lag, q0, p0, vd, h, t) + end.J.T @ impulses.reshape(-1)
         if now.count:
@@ -179,8 +208,7 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         text = message or (f"Newton with {contact} iterates stopped at DEL residual {norm:.2e}, "
                            f"penetration {gap_error:.2e}")
         return None, StepRecord(status=status, message=text, **record)
-    q1 = q0 + h * vbar
-    momentum, midpoint = lag.midpoint_terms(q0, q1, t)
-    v1 = np.asarray(np.linalg.solve(lag.mass(q1), momentum + midpoint), dtype=np.float64)
+    q1 = lag.advance(q0, vbar, h)
+    v1 = lag.end_velocity(q1, lag.terms(q0, q1, t)[1])
     return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=(
         f"Newton converged in {iterations} {contact} iterates (DEL residual {norm:.1e})"), **record)
