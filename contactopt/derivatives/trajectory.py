@@ -238,6 +238,10 @@ class Sensitivities:
 def step_derivative(stepper: TimeStepping, state: State, u: FloatArray | None,
                     parameters: Sequence[str]) -> StepDerivative:
     """The derivative of the step ``stepper`` just took from ``state``."""
+    if getattr(stepper, "name", "") == "variational":  # its own implicit function theorem
+        from contactopt.derivatives.variational import VariationalStepDerivative
+
+        return VariationalStepDerivative(stepper, state, u, parameters)  # type: ignore[arg-type, return-value]
     problem, program, solution = stepper.last_problem, stepper.last_program, stepper.last_solution
     assert problem is not None and program is not None and solution is not None
     return StepDerivative(stepper, state, u, problem, program, solution,

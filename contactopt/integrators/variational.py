@@ -55,8 +55,8 @@ from numpy.typing import NDArray
 
 from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.capabilities import refuse_activation_states
-from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, contact_step, midpoint_lagrangian
-from contactopt.integrators.variational_rigid import rigid_lagrangian, rigid_step
+from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, Iterate, contact_step, midpoint_lagrangian
+from contactopt.integrators.variational_rigid import rigid_lagrangian, rigid_step, step_twist
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
 from contactopt.records.trajectory import StepRecord
@@ -129,6 +129,11 @@ class VariationalIntegrator:
         self.lagrangian = rigid_lagrangian(system, self.dt) if isinstance(system, Rigid3D) \
             else midpoint_lagrangian(self._mass, self._midpoint_terms)
         self.formulation_options = self.options
+        #: What the last accepted step solved, for its derivative (:mod:`contactopt.derivatives.variational`):
+        #: ``"free"`` (``last_x = (q_k+1, lambda)``), ``"rigid"`` (free bodies) or ``"contact"`` (``last_iterate``).
+        self.last_kind = ""
+        self.last_x = np.zeros(0)
+        self.last_iterate: Iterate | None = None
 
     def _mass(self, q: FloatArray) -> FloatArray:
         system = self.system
@@ -190,12 +195,19 @@ class VariationalIntegrator:
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         system, h = self.system, self.dt
+        self.last_kind, self.last_iterate = "", None
         if isinstance(system, Rigid3D) and not system.contacts(state.q).count:
-            return rigid_step(system, state, h, self.options["tol"], self.options["max_iter"])
+            advanced = rigid_step(system, state, h, self.options["tol"], self.options["max_iter"])
+            if advanced[0] is not None:
+                self.last_kind, self.last_x = "rigid", step_twist(state.q, advanced[0].q, h)
+            return advanced
         if system.contacts(state.q).count:
-            return contact_step(system, self.lagrangian, state, h, self.options["contact"], self.solver,
-                                self.solver_options, self.options["contact_options"],
-                                self.options["contact_tol"], self.options["max_iter"])
+            keep: list[Iterate] = []
+            result = contact_step(system, self.lagrangian, state, h, self.options["contact"], self.solver,
+                                  self.solver_options, self.options["contact_options"],
+                                  self.options["contact_tol"], self.options["max_iter"], keep)
+            self.last_kind, self.last_iterate = "contact", (keep[0] if keep else None)
+            return result
         q0, v0, t = state.q, state.v, state.t
         p0 = self._mass(q0) @ v0
         bilateral = system.constraints(q0, v0, t)
@@ -228,6 +240,7 @@ class VariationalIntegrator:
             status = Status.MAX_ITERATIONS if np.isfinite(norm) else Status.NUMERICAL_ERROR
             return None, StepRecord(status=status, message=f"Newton stopped at residual {norm:.2e}", **record)
         q1 = x[: system.nq]
+        self.last_kind, self.last_x = "free", x
         momentum, midpoint = self._midpoint_terms(q0, q1, t)
         v1 = np.asarray(np.linalg.solve(self._mass(q1), momentum + midpoint), dtype=np.float64)
         return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=f"Newton converged in "

@@ -61,7 +61,7 @@ from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["CONTACT_FORMULATIONS", "Lagrangian", "contact_step", "midpoint_lagrangian"]
+__all__ = ["CONTACT_FORMULATIONS", "Iterate", "Lagrangian", "contact_step", "iterate_problem", "midpoint_lagrangian"]
 
 #: The time-stepping formulations whose program an iterate may be (each a ConicProgram or an LCP).
 CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp", "coulomb")
@@ -111,7 +111,20 @@ def _residual(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vd: FloatArray, h
     return p0 - lag.terms(q0, lag.advance(q0, vd, h), t)[0]
 
 
-def _iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
+@dataclasses.dataclass(frozen=True)
+class Iterate:
+    """The last Newton iterate of an accepted contact step: its guess ``vbar``, the accepted
+    ``vd`` (``q_k+1 = advance(q_k, vd, h)``), the problem built at ``vbar``, the program and its
+    solution (what the step's derivative differentiates)."""
+
+    vbar: FloatArray
+    vd: FloatArray
+    problem: StepProblem
+    program: Any
+    solution: Any
+
+
+def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
                      h: float, t: float, now: Bilateral) -> StepProblem:
     """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc)."""
     qbar = lag.advance(q0, vbar, h)
@@ -136,8 +149,9 @@ def _iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatA
 
 def contact_step(system: System, lag: Lagrangian, state: State, h: float, contact: str, solver: str,
                  solver_options: Mapping[str, Any], contact_options: Mapping[str, Any], tol: float,
-                 max_iter: int) -> tuple[State | None, StepRecord]:
-    """One step with contact (module doc): the next state, or None and a failed record."""
+                 max_iter: int, keep: list[Iterate] | None = None) -> tuple[State | None, StepRecord]:
+    """One step with contact (module doc): the next state, or None and a failed record; an
+    accepted step's last iterate is appended to ``keep`` when given."""
     q0, v0, t = state.q, state.v, state.t
     formulation = formulations.get(contact)
     options = formulation.resolve_options(dict(contact_options))
@@ -156,7 +170,7 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
     message = ""
     converged = False
     for iterations in range(1, max_iter + 1):
-        problem = _iterate_problem(system, lag, q0, p0, vbar, h, t, now)
+        problem = iterate_problem(system, lag, q0, p0, vbar, h, t, now)
         if problem.contacts.count != contacts0.count:
             message = (f"the contact candidates changed within the step ({contacts0.count} at q_k, "
                        f"{problem.contacts.count} at the guess of q_k+1)")
@@ -191,9 +205,11 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
             closing = system.constraints(q1, vd, t + h)
             mid = system.constraints(q0, vd, t + 0.5 * h)
             closure = float(np.abs(np.where(now.velocity_rows, mid.H @ vd - mid.target, closing.h)).max())
-        vbar = vd
+        guess, vbar = vbar, vd
         if norm <= tol * scale and gap_error <= tol and closure <= tol:
             converged = True
+            if keep is not None:
+                keep.append(Iterate(guess, vd, problem, program, solution))
             break
     elapsed = time.perf_counter() - start
     record: dict[str, Any] = dict(

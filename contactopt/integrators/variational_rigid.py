@@ -50,7 +50,7 @@ from contactopt.systems.rigid3d import Rigid3D
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["rigid_lagrangian", "rigid_step"]
+__all__ = ["rigid_lagrangian", "rigid_step", "step_twist"]
 
 
 def _hat(w: FloatArray) -> FloatArray:
@@ -183,3 +183,18 @@ def rigid_lagrangian(system: Rigid3D, h: float) -> Lagrangian:
 
     return Lagrangian(mass=mass, terms=terms, velocity=velocity, advance=system.integrate,
                       iterate_mass=lambda q0, vbar, step: mass(system.integrate(q0, vbar, 0.5 * step)))
+
+
+def step_twist(q0: FloatArray, q1: FloatArray, h: float) -> FloatArray:
+    """The world-frame twist ``vd`` of every body with ``Rigid3D.integrate(q0, vd, h) = q1``:
+    ``(x1 - x0) / h`` and ``theta / h`` for the rotation ``quat1 * conj(quat0)`` of angle
+    ``|theta|`` about ``theta / |theta|`` (the shorter way round)."""
+    a, b = q0.reshape(-1, 7), q1.reshape(-1, 7)
+    conjugate = a[:, 3:] * np.array([1.0, -1.0, -1.0, -1.0])
+    delta = quat_multiply_rows(b[:, 3:], conjugate)
+    delta = delta * np.where(delta[:, :1] < 0, -1.0, 1.0)
+    sine = np.linalg.norm(delta[:, 1:], axis=1)
+    angle = 2.0 * np.arctan2(sine, delta[:, 0])
+    factor = np.where(sine > 1e-300, angle / np.where(sine > 1e-300, sine, 1.0), 2.0)
+    twist = np.concatenate([(b[:, :3] - a[:, :3]) / h, factor[:, None] * delta[:, 1:] / h], axis=1)
+    return np.asarray(twist.reshape(-1), dtype=np.float64)
