@@ -288,3 +288,16 @@ def _constant_mass_form(system: System) -> bool:
         np.asarray(b.M.toarray() if hasattr(b.M, "toarray") else b.M)
     return bool(np.array_equal(Ma, Mb) and np.array_equal(a.tau, slow.tau)
                 and np.allclose(moved, qa + 0.1 * va, rtol=0, atol=1e-14))
+
+
+def refusal(system: System, q0: FloatArray, v0: FloatArray, dt: float,
+            options: Mapping[str, Any] | None = None) -> str | None:
+    """Why ``formulation="variational"`` refuses a run of ``system`` from ``(q0, v0)`` with the
+    scene's ``options`` before step 0 (the system's kind, restitution, unknown options), or None
+    when it takes it (``compare`` adds it to its default formulations on such a scene)."""
+    try:
+        VariationalIntegrator(system, "clarabel", dt, options).check_state(State(np.asarray(q0, dtype=np.float64),
+                                                                                np.asarray(v0, dtype=np.float64), 0.0))
+    except ContactoptError as exc:
+        return str(exc)
+    return None
