@@ -5,6 +5,7 @@ left out with the reason (:func:`contactopt.integrators.variational.refusal`).""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 import contactopt as co
 from contactopt.analysis.compare import default_formulations, plan
@@ -35,6 +36,7 @@ def test_the_box_slide_table_shows_the_variational_energy_beside_time_stepping()
     1e-9 answers)."""
     h = 1e-2
     table = co.compare("box_slide", ["variational", "lcp"], ["lemke", "clarabel"], dts=[h], executor="serial")
+    assert isinstance(table, pd.DataFrame)
     rows = {row.formulation: row for row in table.itertuples() if row.status == "completed"}
     assert set(rows) == {"variational", "lcp"}
     np.testing.assert_allclose(rows["lcp"].final_energy_drift, -0.5, atol=1e-12)
