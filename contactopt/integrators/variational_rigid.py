@@ -23,7 +23,7 @@ and the linear momentum without gravity; the energy oscillates without drift (sy
 same discrete Lagrangian in the unknown world-frame twist ``vd = [xd, wd]`` of the step,
 ``q_k+1 = Rigid3D.integrate(q_k, vd, h)`` (``R_k+1 = exp(h wd^) R_k``, so ``F_k = R_k^T R_k+1``).
 Its momentum form per body is ``p_k + J^T P = (m xd - h/2 m g, R_k vee(F_k J_d - J_d F_k^T) / h)``
-(the contact impulse ``P`` at ``q_k+1`` added to the momentum that decides the step, as in the
+(the contact impulse ``P`` through the rows at ``q_k`` added to the momentum that decides the step, as in the
 planar case; for the rotation it is the Lee-Leok-McClamroch equation with ``Pi_k`` replaced by
 ``Pi_k + R_k^T T``, ``T`` the impulse's world torque), and ``p_k+1 = (m xd + h/2 m g,
 R_k vee(F_k J_d - J_d F_k^T) / h)``: the spatial angular momentum changes by ``T`` exactly.
