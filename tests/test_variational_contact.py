@@ -135,6 +135,8 @@ def test_variational_refuses_restitution_and_unknown_iterates_before_step_0() ->
         co.simulate(ball, formulation="variational", duration=0.01)
     with pytest.raises(OptionError, match="contact must be one of"):
         co.simulate(_brick(1e-2), options={"contact": "gauss"})
+    with pytest.raises(OptionError, match=r"iterates are 'lcp' programs .* solver 'clarabel' cannot take"):
+        co.simulate(_brick(1e-2), solver="clarabel", options={"contact": "lcp"})
 
 
 def test_a_planar_box_on_its_four_corners_slides_to_the_same_stop_without_tipping() -> None:

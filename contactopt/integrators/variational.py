@@ -188,10 +188,25 @@ class VariationalIntegrator:
             raise OptionError(f"formulation 'variational' on rigid3d carries no inputs (the Lie-group "
                               f"variational integrator of bodies under gravity and contact); "
                               f"{self.system.describe()} has a controller: use a time-stepping formulation")
+        if contacts.count:
+            self._check_iterate_solver()
         if contacts.count and np.any(contacts.restitution > 0):
             raise OptionError(f"formulation 'variational' has plastic impacts (Signorini on phi(q_k+1)), "
                               f"and {self.system.type_name!r} has restitution "
                               f"{float(contacts.restitution.max()):g}; set restitution = 0 or use 'hybrid'")
+
+    def _check_iterate_solver(self) -> None:
+        """The run's solver must take the contact iterate's kind of program (one line, before step 0)."""
+        from contactopt import formulations, solvers
+
+        contact = self.options["contact"]
+        kind = formulations.contact_kind(contact, dict(self.options["contact_options"]), self.system)
+        if kind is not None and not solvers.can_take_kind(self.solver, kind.kind, symmetric=kind.symmetric):
+            able = [name for name in solvers.available()
+                    if solvers.can_take_kind(name, kind.kind, symmetric=kind.symmetric)]
+            raise OptionError(f"formulation 'variational': its contact iterates are {contact!r} programs "
+                              f"({kind.why}), which solver {self.solver!r} cannot take (solvers that can: "
+                              f"{', '.join(able) or 'none installed'})")
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         system, h = self.system, self.dt
