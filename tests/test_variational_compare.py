@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import contactopt as co
 from contactopt.analysis.compare import default_formulations, plan
+from contactopt.core.errors import PartialTrajectoryWarning
 from contactopt.integrators.variational import refusal
 
 G = 9.81
@@ -23,10 +25,21 @@ def test_the_default_comparison_has_a_variational_row_where_variational_takes_th
     assert "variational" not in default_formulations(ball)
     reason = refusal(ball.system, ball.q0, ball.v0, ball.dt, ball.options)
     assert reason is not None and "restitution 0.8" in reason
-    mjcf = co.load_scene("box_slide_mjcf")  # MJCF: no manipulator form carried
+
+
+def test_mjcf_scenes_are_refused_or_fail_a_step_in_one_line() -> None:
+    """A free MJCF body (quaternion state) is refused before step 0; slide joints (constant M,
+    forces of q) are taken, and a step whose contact candidates change within it (MuJoCo's
+    detection) fails with that message, not an exception."""
+    pytest.importorskip("mujoco")
+    mjcf = co.load_scene("box_slide_mjcf")  # a free joint: no manipulator form carried
     assert "variational" not in default_formulations(mjcf)
     assert "formulation 'variational' needs a textbook system" in str(
         refusal(mjcf.system, mjcf.q0, mjcf.v0, mjcf.dt, mjcf.options))
+    pushed = co.load_scene("pushed_box_mjcf")
+    with pytest.warns(PartialTrajectoryWarning):
+        traj = co.simulate(pushed, formulation="variational", duration=0.1)
+    assert not traj.completed and "contact candidates changed within the step" in traj.message
 
 
 def test_the_box_slide_table_shows_the_variational_energy_beside_time_stepping() -> None:

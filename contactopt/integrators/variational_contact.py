@@ -71,7 +71,8 @@ from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["CONTACT_FORMULATIONS", "Iterate", "Lagrangian", "contact_step", "iterate_problem", "midpoint_lagrangian"]
+__all__ = ["CONTACT_FORMULATIONS", "CandidatesChangedError", "Iterate", "Lagrangian", "contact_step", "iterate_problem",
+           "midpoint_lagrangian"]
 
 #: The time-stepping formulations whose program an iterate may be (each a ConicProgram or an LCP).
 CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp", "coulomb")
@@ -121,6 +122,10 @@ def _residual(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vd: FloatArray, h
     return p0 - lag.terms(q0, lag.advance(q0, vd, h), t)[0]
 
 
+class CandidatesChangedError(ContactoptError):
+    """The contact candidates at the guess of ``q_k+1`` are not those at ``q_k`` (a failed step)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Iterate:
     """The last Newton iterate of an accepted contact step: its guess ``vbar``, the accepted
@@ -142,7 +147,11 @@ def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatAr
     A = lag.iterate_mass(q0, vbar, h)
     R = _residual(lag, q0, p0, vbar, h, t)
     contacts = system.contacts(qbar)
-    rows = (system.contacts(q0) if start is None else start).J  # the force acts at the knot q_k
+    start = system.contacts(q0) if start is None else start
+    if start.count != contacts.count:
+        raise CandidatesChangedError(f"the contact candidates changed within the step ({start.count} at q_k, "
+                                     f"{contacts.count} at the guess of q_k+1)")
+    rows = start.J  # the force acts at the knot q_k
     dim = contacts.dim
     normal = rows[::dim] if contacts.count else np.zeros((0, system.nv))
     gaps = contacts.phi - h * normal @ vbar
@@ -182,10 +191,10 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
     message = ""
     converged = False
     for iterations in range(1, max_iter + 1):
-        problem = iterate_problem(system, lag, q0, p0, vbar, h, t, now, contacts0)
-        if problem.contacts.count != contacts0.count:
-            message = (f"the contact candidates changed within the step ({contacts0.count} at q_k, "
-                       f"{problem.contacts.count} at the guess of q_k+1)")
+        try:
+            problem = iterate_problem(system, lag, q0, p0, vbar, h, t, now, contacts0)
+        except CandidatesChangedError as exc:
+            message = str(exc)
             break
         program = formulation.build(problem, options)
         try:
