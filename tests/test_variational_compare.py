@@ -10,7 +10,6 @@ import pytest
 
 import contactopt as co
 from contactopt.analysis.compare import default_formulations, plan
-from contactopt.core.errors import PartialTrajectoryWarning
 from contactopt.integrators.variational import refusal
 
 G = 9.81
@@ -27,19 +26,22 @@ def test_the_default_comparison_has_a_variational_row_where_variational_takes_th
     assert reason is not None and "restitution 0.8" in reason
 
 
-def test_mjcf_scenes_are_refused_or_fail_a_step_in_one_line() -> None:
-    """A free MJCF body (quaternion state) is refused before step 0; slide joints (constant M,
-    forces of q) are taken, and a step whose contact candidates change within it (MuJoCo's
-    detection) fails with that message, not an exception."""
+def test_mjcf_free_joints_are_refused_and_hinge_and_slide_models_run() -> None:
+    """A free MJCF body (quaternion state) is refused before step 0. Hinge and slide joints run:
+    the pushed box (slide joints, constant M) and the two-link arm falling onto the floor
+    (hinges, M(q)), whose MuJoCo contacts come and go within a step; there the gaps are
+    linearized at q_k (the time-stepping gap), said in the step's message."""
     pytest.importorskip("mujoco")
     mjcf = co.load_scene("box_slide_mjcf")  # a free joint: no manipulator form carried
     assert "variational" not in default_formulations(mjcf)
     assert "formulation 'variational' needs a textbook system" in str(
         refusal(mjcf.system, mjcf.q0, mjcf.v0, mjcf.dt, mjcf.options))
-    pushed = co.load_scene("pushed_box_mjcf")
-    with pytest.warns(PartialTrajectoryWarning):
-        traj = co.simulate(pushed, formulation="variational", duration=0.1)
-    assert not traj.completed and "contact candidates changed within the step" in traj.message
+    for name, dt, duration in (("pushed_box_mjcf", 2e-3, 0.1), ("two_link_arm_mjcf", 4e-3, 0.36)):
+        scene = co.load_scene(name)
+        assert "variational" in default_formulations(scene)
+        traj = co.simulate(scene, formulation="variational", dt=dt, duration=duration)
+        assert traj.completed, traj.message
+        assert any("gaps linearized at q_k" in record.message for record in traj.steps)
 
 
 def test_the_box_slide_table_shows_the_variational_energy_beside_time_stepping() -> None:

@@ -50,7 +50,7 @@ from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.program import program_derivative
 from contactopt.derivatives.step import StepCotangent, StepTangent, _check_parameters, _require_same_structure
 from contactopt.integrators.variational import VariationalIntegrator
-from contactopt.integrators.variational_contact import CandidatesChangedError, iterate_problem
+from contactopt.integrators.variational_contact import iterate_problem
 from contactopt.model.step import State
 from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution, Status
 from contactopt.programs.convexity import vouched
@@ -163,10 +163,11 @@ class VariationalStepDerivative:
         options = formulation.resolve_options(dict(integrator.options["contact_options"]))
         lag, system = integrator.lagrangian, integrator.system
         now = system.constraints(point.q, point.v, t)
-        try:
-            problem = iterate_problem(system, lag, point.q, lag.momentum(point.q, point.v), x, integrator.dt, t, now)
-        except CandidatesChangedError as exc:
-            raise NotDifferentiableError(f"derivatives: within the difference step, {exc}") from None
+        problem, linearized = iterate_problem(system, lag, point.q, lag.momentum(point.q, point.v), x, integrator.dt,
+                                              t, now)
+        if linearized != self.iterate.linearized:
+            raise NotDifferentiableError("derivatives: the contact candidates change within the difference step "
+                                         "of the variational step (its gaps switch between q_k+1 and q_k)")
         with vouched():
             program = formulation.build(problem, options)
         _require_same_structure(self.iterate.program, program, "the step's inputs")

@@ -34,13 +34,17 @@ formulation: ``anitescu``, ``ccp``, ``lcp``, or ``coulomb``, the exact cone with
 complementarity, no hover; ``contact_options``, its options, and ``contact_tol``). The systems: the textbook
 manipulator systems and the planar ones of constant mass matrix whose forces depend on ``q``
 alone (``point_mass``, ``brick``, ``planar_body``, ``planar_ball``, ``cart``: ``L = 1/2 v^T M v``
-and their ``tau`` the discrete Lagrange-d'Alembert force at the midpoint). Refused before
-step 0: quaternion states other than free ``rigid3d`` bodies (MJCF), restitution (the
-position-level Signorini law makes every impact plastic), inputs on ``rigid3d``. ``rigid3d``
-bodies take the Lie-group variational integrator on unit quaternions of
-:mod:`contactopt.integrators.variational_rigid`, with the same contact step in the twist of the step
-(box corners and spheres on the ground, sphere pairs; box pairs while their number of contacts
-stays the same within a step, a failed step otherwise).
+and their ``tau`` the discrete Lagrange-d'Alembert force at the midpoint), and MJCF/URDF models
+of hinge and slide joints (``qdot = v``): ``L = 1/2 v^T M(q) v - U(q)`` with ``M`` from the model,
+``tau(q, 0)`` (gravity, springs, held inputs) and the odd part ``(tau(q, v) - tau(q, -v)) / 2``
+(damping, velocity servos) as the midpoint force, the even part being ``-C(q, v) v``, which the
+DEL's ``dT/dq`` and momentum carry. Refused before step 0: quaternion states other than
+``rigid3d`` bodies (MJCF free and ball joints), joint limits and dry joint friction of MJCF
+models, restitution (the position-level Signorini law makes every impact plastic), inputs on
+``rigid3d``. ``rigid3d`` bodies take the Lie-group variational integrator on unit quaternions of
+:mod:`contactopt.integrators.variational_rigid`, with the same contact step in the twist of the
+step. Where the contact candidates change within a step (MuJoCo's detection, rigid3d box pairs),
+the step's gaps are linearized at ``q_k`` (the time-stepping gap), said in its record's message.
 """
 
 from __future__ import annotations
@@ -85,10 +89,14 @@ class VariationalIntegrator:
         refuse_activation_states(system, 'variational')  # before step 0
         self.manipulator = isinstance(system, ManipulatorSystem)
         self.rigid = isinstance(system, Rigid3D)
-        if not self.rigid and (system.nq != system.nv or not (self.manipulator or _constant_mass_form(system))):
+        constant = not (self.rigid or self.manipulator) and system.nq == system.nv and _constant_mass_form(system)
+        #: MJCF or URDF joints with qdot = v (hinges, slides): M(q) from the model, tau split in v (module doc)
+        self.general = not (self.rigid or self.manipulator or constant) and _general_form(system)
+        if not (self.rigid or self.manipulator or constant or self.general):
             raise OptionError(f"formulation 'variational' needs a textbook system with M(q), C(q, v), "
-                              f"tau_g(q) and qdot = v (or a constant M and forces of q alone, or rigid3d); "
-                              f"{system.type_name!r} is not one")
+                              f"tau_g(q) and qdot = v (or a constant M and forces of q alone, MJCF/URDF hinge "
+                              f"and slide joints, or rigid3d); {system.type_name!r} with nq={system.nq}, "
+                              f"nv={system.nv} is not one")
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.defaults))
         if unknown:
@@ -123,6 +131,9 @@ class VariationalIntegrator:
             extra = system.dynamics(probe_q, probe_v).tau - lagrangian
             self.nonconservative = bool(np.abs(extra).max() > 0)
             self._M0 = np.zeros((0, 0))
+        elif self.general:
+            self.nonconservative = True
+            self._M0 = np.zeros((0, 0))
         else:  # L = 1/2 v^T M v; every force of tau(q) is the midpoint discrete force
             self.nonconservative = True
             self._M0 = np.asarray(system.dynamics(probe_q, probe_v).M, dtype=np.float64)
@@ -137,19 +148,22 @@ class VariationalIntegrator:
 
     def _mass(self, q: FloatArray) -> FloatArray:
         system = self.system
+        if self.general:
+            M = system.dynamics(q, np.zeros(system.nv)).M
+            return np.asarray(M.toarray() if hasattr(M, "toarray") else M, dtype=np.float64)
         return system.M(q) if isinstance(system, ManipulatorSystem) else self._M0
 
     # --- the discrete Lagrangian's slot derivatives --------------------------------------
     def _dT_dq(self, q: FloatArray, v: FloatArray) -> FloatArray:
         system = self.system
-        if not isinstance(system, ManipulatorSystem):
+        if not (isinstance(system, ManipulatorSystem) or self.general):
             return np.zeros(q.shape[0])  # constant M
         eps = self.options["fd_step"]
         out = np.empty(q.shape[0])
         for i in range(q.shape[0]):
             step = np.zeros_like(q)
             step[i] = eps * max(1.0, abs(q[i]))
-            dM = (system.M(q + step) - system.M(q - step)) / (2 * step[i])
+            dM = (self._mass(q + step) - self._mass(q - step)) / (2 * step[i])
             out[i] = 0.5 * v @ dM @ v
         return out
 
@@ -158,6 +172,10 @@ class VariationalIntegrator:
         h = self.dt
         qm, vd = 0.5 * (q0 + q1), (q1 - q0) / h
         system = self.system
+        if self.general:  # tau(q, 0): gravity, springs, inputs; its odd part in v: damping (module doc)
+            tau0 = system.dynamics(qm, np.zeros_like(vd)).tau
+            odd = 0.5 * (system.dynamics(qm, vd).tau - system.dynamics(qm, -vd).tau)
+            return self._mass(qm) @ vd, 0.5 * h * (self._dT_dq(qm, vd) + tau0 + odd)
         if not isinstance(system, ManipulatorSystem):  # constant M: every force is tau(q)
             return self._M0 @ vd, 0.5 * h * system.dynamics(qm, vd).tau
         # Non-conservative forces: what tau holds beyond the Lagrangian's tau_g - C v (zero
@@ -188,6 +206,12 @@ class VariationalIntegrator:
             raise OptionError(f"formulation 'variational' on rigid3d carries no inputs (the Lie-group "
                               f"variational integrator of bodies under gravity and contact); "
                               f"{self.system.describe()} has a controller: use a time-stepping formulation")
+        if self.general:
+            limits, loss = self.system.limits(state.q).count, self.system.friction_loss(state.q).count
+            if limits or loss:
+                raise OptionError(f"formulation 'variational' carries no joint limits or dry joint friction; "
+                                  f"{self.system.describe()} has {limits} limit row(s) and {loss} friction-loss "
+                                  f"row(s): use a time-stepping formulation")
         if contacts.count:
             self._check_iterate_solver()
         if contacts.count and np.any(contacts.restitution > 0):
@@ -283,6 +307,19 @@ class VariationalIntegrator:
             forward, backward = self._residual(x + step, q0, p0, t), self._residual(x - step, q0, p0, t)
             J[:, j] = (forward - backward) / (2 * step[j])
         return J
+
+
+def _general_form(system: System) -> bool:
+    """Whether ``system`` is an MJCF or URDF model whose joints all have ``qdot = v`` (hinges and
+    slides, no free or ball joint): ``L = 1/2 v^T M(q) v - U(q)`` with ``M`` from the model."""
+    if system.type_name not in ("mjcf", "urdf") or system.nq != system.nv:
+        return False
+    q, v = np.linspace(0.3, 0.7, system.nq), np.linspace(-0.5, 0.4, system.nv)
+    try:
+        moved = system.integrate(q, v, 0.1)
+    except ContactoptError:
+        return False
+    return bool(np.allclose(moved, q + 0.1 * v, rtol=0, atol=1e-14))
 
 
 def _constant_mass_form(system: System) -> bool:

@@ -48,6 +48,11 @@ program's, so the step is accepted when the true DEL residual is below ``contact
 character inside the DEL (Anitescu's and the CCP's sliding contact hovers by about
 ``h mu |v_t|``; ``lcp`` with ``k = 2`` in the plane, or along a tangent of its cone, and
 ``coulomb`` are exact Coulomb).
+
+**Candidates that change within a step.** The gap at ``q_k+1`` needs the candidates of ``q_k``
+there. Where the system's detection gives another set at the guess (MuJoCo's contacts, rigid3d
+box pairs), the iterate's gaps are the time-stepping ones, ``phi(q_k) + h J_n(q_k) vd >= 0``, and
+the step says so in its record's message.
 """
 
 from __future__ import annotations
@@ -71,8 +76,7 @@ from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["CONTACT_FORMULATIONS", "CandidatesChangedError", "Iterate", "Lagrangian", "contact_step", "iterate_problem",
-           "midpoint_lagrangian"]
+__all__ = ["CONTACT_FORMULATIONS", "Iterate", "Lagrangian", "contact_step", "iterate_problem", "midpoint_lagrangian"]
 
 #: The time-stepping formulations whose program an iterate may be (each a ConicProgram or an LCP).
 CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp", "coulomb")
@@ -122,10 +126,6 @@ def _residual(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vd: FloatArray, h
     return p0 - lag.terms(q0, lag.advance(q0, vd, h), t)[0]
 
 
-class CandidatesChangedError(ContactoptError):
-    """The contact candidates at the guess of ``q_k+1`` are not those at ``q_k`` (a failed step)."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Iterate:
     """The last Newton iterate of an accepted contact step: its guess ``vbar``, the accepted
@@ -137,25 +137,24 @@ class Iterate:
     problem: StepProblem
     program: Any
     solution: Any
+    linearized: bool = False
 
 
 def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
-                     h: float, t: float, now: Bilateral, start: Contacts | None = None) -> StepProblem:
-    """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc);
-    ``start``: the contacts at ``q_k`` (computed when None)."""
+                     h: float, t: float, now: Bilateral, start: Contacts | None = None) -> tuple[StepProblem, bool]:
+    """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc), and
+    whether its gaps are linearized at ``q_k`` (the candidates at the guess are not those at
+    ``q_k``: module doc); ``start``: the contacts at ``q_k`` (computed when None)."""
     qbar = lag.advance(q0, vbar, h)
     A = lag.iterate_mass(q0, vbar, h)
     R = _residual(lag, q0, p0, vbar, h, t)
     contacts = system.contacts(qbar)
     start = system.contacts(q0) if start is None else start
-    if start.count != contacts.count:
-        raise CandidatesChangedError(f"the contact candidates changed within the step ({start.count} at q_k, "
-                                     f"{contacts.count} at the guess of q_k+1)")
-    rows = start.J  # the force acts at the knot q_k
-    dim = contacts.dim
-    normal = rows[::dim] if contacts.count else np.zeros((0, system.nv))
-    gaps = contacts.phi - h * normal @ vbar
-    linear = Contacts(phi=gaps, J=rows, mu=contacts.mu, restitution=np.zeros(contacts.count), dim=dim)
+    rows, dim = start.J, start.dim  # the force acts at the knot q_k
+    normal = rows[::dim] if start.count else np.zeros((0, system.nv))
+    linearized = start.count != contacts.count
+    gaps = start.phi if linearized else contacts.phi - h * normal @ vbar  # phi(q_k+1) ~ phi(q_k) + h J_n vd
+    linear = Contacts(phi=gaps, J=rows, mu=start.mu, restitution=np.zeros(start.count), dim=dim)
     bilateral = now
     target = np.zeros(0)
     if now.count:
@@ -165,7 +164,7 @@ def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatAr
         bilateral = Bilateral(h=end.h, H=np.where(now.velocity_rows[:, None], mid.H, now.H), Hdot_v=now.Hdot_v,
                               target=target, velocity_rows=now.velocity_rows)
     return StepProblem(state=State(q0, vbar, t), dt=h, dynamics=Dynamics(M=A, tau=R / h), contacts=linear,
-                       bilateral=bilateral, bilateral_target=target)
+                       bilateral=bilateral, bilateral_target=target), linearized
 
 
 def contact_step(system: System, lag: Lagrangian, state: State, h: float, contact: str, solver: str,
@@ -189,13 +188,9 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
     residuals = Residuals(math.inf, math.inf, math.inf, math.inf)
     solver_name = solver
     message = ""
-    converged = False
+    converged = linearized = False
     for iterations in range(1, max_iter + 1):
-        try:
-            problem = iterate_problem(system, lag, q0, p0, vbar, h, t, now, contacts0)
-        except CandidatesChangedError as exc:
-            message = str(exc)
-            break
+        problem, linearized = iterate_problem(system, lag, q0, p0, vbar, h, t, now, contacts0)
         program = formulation.build(problem, options)
         try:
             solution = solvers.solve(program, solver, solver_options)
@@ -220,7 +215,9 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         if now.count:
             dynamics = dynamics + problem.bilateral.H.T @ bilateral
         norm = float(np.abs(dynamics).max())
-        gap_error = float(max(0.0, -end.phi.min())) if end.count else 0.0
+        linearized = linearized or end.count != contacts0.count
+        gaps = contacts0.phi + h * (contacts0.J[::contacts0.dim] @ vd) if linearized else end.phi
+        gap_error = float(max(0.0, -gaps.min())) if gaps.shape[0] else 0.0
         closure = 0.0
         if now.count:
             closing = system.constraints(q1, vd, t + h)
@@ -230,7 +227,7 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         if norm <= tol * scale and gap_error <= tol and closure <= tol:
             converged = True
             if keep is not None:
-                keep.append(Iterate(guess, vd, problem, program, solution))
+                keep.append(Iterate(guess, vd, problem, program, solution, linearized))
             break
     elapsed = time.perf_counter() - start
     record: dict[str, Any] = dict(
@@ -247,5 +244,6 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         return None, StepRecord(status=status, message=text, **record)
     q1 = lag.advance(q0, vbar, h)
     v1 = lag.end_velocity(q1, lag.terms(q0, q1, t)[1])
+    where = "; gaps linearized at q_k (the candidates changed within the step)" if linearized else ""
     return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=(
-        f"Newton converged in {iterations} {contact} iterates (DEL residual {norm:.1e})"), **record)
+        f"Newton converged in {iterations} {contact} iterates (DEL residual {norm:.1e}){where}"), **record)
