@@ -268,8 +268,11 @@ def _require_differentiable(stepper: Any) -> None:
     """Refuse, before step 0, a run whose steps have no derivative: a method that is not time
     stepping, or a step of several stage programs (every time-stepping formulation's single
     program is differentiated: :mod:`contactopt.derivatives`)."""
+    if getattr(stepper, "name", "") == "variational":  # contactopt.derivatives.variational
+        return
     if not isinstance(stepper, TimeStepping):
-        raise OptionError("sensitivities: only a time-stepping formulation is differentiated, "
+        raise OptionError("sensitivities: only a time-stepping formulation or the variational integrator is "
+                          "differentiated, "
                           f"not {stepper.__class__.__name__}")
     if stepper.tableau is not None:  # a step of several stage programs (MuJoCo's RK4)
         from contactopt.integrators.runge_kutta import derivative_refusal

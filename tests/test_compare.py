@@ -155,7 +155,7 @@ def test_compare_cli_is_the_main_job(tmp_path: Path) -> None:
     assert sorted(zip(ran["formulation"], ran["solver"], strict=True)) == sorted(
         (c.formulation, c.solver) for c in cells)
     assert len(table) - len(ran) == len(skipped)
-    assert set(table["formulation"]) == {"gauss", "lcp", "anitescu", "ccp", "regularized", "coulomb"}
+    assert set(table["formulation"]) == {"gauss", "lcp", "anitescu", "ccp", "regularized", "coulomb", "variational"}
     for name in ("trajectories.png", "metrics.png", "time_per_step.png", "report.md", "traces.parquet"):
         assert (tmp_path / name).exists(), name
     assert "penetration" in result.stdout and "lemke" in result.stdout

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import contactopt as co
-from contactopt.core.errors import OptionError
 from contactopt.systems.rigid3d import Rigid3D
 from contactopt.systems.rigid3d_bodies import RigidBody
 
@@ -76,9 +75,3 @@ def test_falling_free_body_is_exact_under_gravity() -> None:
     expected = np.array([0.3, -0.2, 0.1])[None, :] * traj.t[:, None]
     expected[:, 2] += -0.5 * 9.81 * traj.t**2
     np.testing.assert_allclose(traj.q[:, :3], expected, atol=1e-11)
-
-
-def test_rigid3d_with_contact_candidates_is_refused_before_step_0() -> None:
-    _, scene = _tumbling(1e-2, 10, ground=True)
-    with pytest.raises(OptionError, match="free bodies only"):
-        co.simulate(scene)

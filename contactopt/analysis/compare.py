@@ -11,9 +11,9 @@ their units and tolerances in ``table.attrs["observables"]``; one row per cell a
 :func:`contactopt.analysis.observations.long_table`), the error text if any and wall time.
 
 A formulation is named with its options as ``"name:key=value:key=value"`` (values in TOML
-syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational``,
-``compliant``, ``hybrid`` and ``mujoco`` (MuJoCo's own solver on an MJCF scene: the reference
-row) get one cell per step size, with solver ``-``.
+syntax), e.g. ``"anitescu:form=dual"``, ``"lcp:k=8"``. ``ode``, ``variational`` (a default
+on the scenes it takes), ``compliant``, ``hybrid`` and ``mujoco`` (MuJoCo's own solver on an MJCF
+scene: the reference row) get one cell per step size, with solver ``-``.
 
 Sweeps are resumable: with an output folder every finished cell is stored under
 ``cells/`` as soon as it completes, and a re-run loads it instead of recomputing it (when its
@@ -71,31 +71,32 @@ def parse_formulation(spec: str) -> tuple[str, dict[str, Any]]:
             raise OptionError(f"formulation {spec!r}: option {part!r} is not KEY=VALUE")
         try:
             options[key.strip()] = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
+        except tomllib.TOMLDecodeError:  # a bare word
             options[key.strip()] = raw
     return name.strip().lower(), options
 
 
-def default_formulations() -> list[str]:
-    """The time-stepping formulations (the other methods are opt-in, and so is a formulation
-    that sets ``default_comparison = False``, e.g. ``sap``)."""
+def default_formulations(scene: Scene | None = None) -> list[str]:
+    """The time-stepping formulations (but those that set ``default_comparison = False``, e.g.
+    ``sap``) and, on a ``scene`` it takes, ``variational`` (its energy and momentum beside them:
+    :func:`contactopt.integrators.variational.refusal`); the other methods are opt-in."""
     from contactopt import formulations
+    from contactopt.integrators.variational import refusal as variational_refusal
+    names = [name for name in formulations.names() if getattr(formulations.get(name), "default_comparison", True)]
+    takes = scene is not None and variational_refusal(scene.system, scene.q0, scene.v0, scene.dt, scene.options) is None
+    return names + (["variational"] if takes else [])
 
-    return [name for name in formulations.names()
-            if getattr(formulations.get(name), "default_comparison", True)]
 
-
-#: The status of a row whose solver cannot take the formulation's programs: decided before
-#: step 0, no time spent (its ``message`` says why).
+#: The status of a row whose solver cannot take the formulation's programs (before step 0; ``message`` says why).
 REFUSED = "refused"
 
 
 def _grid_pairs(formulations: Sequence[str] | None, solvers_: Sequence[str] | None,
-                pairs: Sequence[tuple[str, str]] | None) -> list[tuple[str, str]]:
+                pairs: Sequence[tuple[str, str]] | None, scene: Scene) -> list[tuple[str, str]]:
     """The (formulation, solver) pairs: the ``pairs`` named, or the cross product."""
     if pairs is None:
         solver_names = list(solvers_ or solvers.comparison_defaults())
-        return [(spec, solver) for spec in (formulations or default_formulations()) for solver in solver_names]
+        return [(spec, solver) for spec in (formulations or default_formulations(scene)) for solver in solver_names]
     if formulations is not None or solvers_ is not None:
         raise OptionError("compare: pairs names the formulation/solver pairs itself; give either pairs or "
                           "formulations and solvers (their cross product), not both")
@@ -122,8 +123,7 @@ def _takers(kind: formulations_.ContactKind | None, probe: Any) -> list[str]:
     from contactopt.solvers.choice import takers
 
     able = takers(probe) if probe is not None else solvers.available()
-    return [name for name in able
-            if kind is None or solvers.can_take_kind(name, kind.kind, symmetric=kind.symmetric)]
+    return [name for name in able if kind is None or solvers.can_take_kind(name, kind.kind, symmetric=kind.symmetric)]
 
 
 def refusal(scene: Scene, method: str, options: Mapping[str, Any], solver: str, probe: Any) -> str | None:
@@ -150,7 +150,7 @@ def plan_grid(scene: Scene, formulations: Sequence[str] | None = None, solvers_:
     """Every cell of the grid with, for one that cannot run, why (:func:`refusal`; None for a
     cell to run). The grid is the cross product of ``formulations`` and ``solvers_``, or the
     explicit ``pairs`` (then neither may be given), at every step size of ``dts``."""
-    grid = _grid_pairs(formulations, solvers_, pairs)
+    grid = _grid_pairs(formulations, solvers_, pairs, scene)
     step_sizes = [float(dt) for dt in (dts or [scene.dt])]
     horizon = float(scene.duration if duration is None else duration)
     for name, value in [*(("dt", dt) for dt in step_sizes), ("duration", horizon)]:

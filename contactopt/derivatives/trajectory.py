@@ -240,6 +240,10 @@ def step_derivative(stepper: TimeStepping, state: State, u: FloatArray | None,
                     parameters: Sequence[str]) -> StepDerivative:
     """The derivative of the step ``stepper`` just took from ``state`` (through the system's
     analytic tangents where it has them: :mod:`contactopt.derivatives.linearized_step`)."""
+    if getattr(stepper, "name", "") == "variational":  # its own implicit function theorem
+        from contactopt.derivatives.variational import VariationalStepDerivative
+
+        return VariationalStepDerivative(stepper, state, u, parameters)  # type: ignore[arg-type, return-value]
     problem, program, solution = stepper.last_problem, stepper.last_program, stepper.last_solution
     assert problem is not None and program is not None and solution is not None
     kind = LinearizedStepDerivative if hasattr(stepper.system, "linearize_step_problem") else StepDerivative

@@ -27,17 +27,24 @@ The method is symplectic: energy oscillates without secular drift (experiments/e
 
 **Contact** (the "Lagrangian Mechanics" notes, "Variational Integrator with Contacts"; Dojo, Howell et al. 2022):
 on a system with contact candidates each step solves the discrete Lagrange-d'Alembert
-equations with the contact impulses at the end configuration, Signorini on ``phi(q_k+1)`` and
+equations with the contact impulses through the rows at ``q_k``, Signorini on ``phi(q_k+1)`` and
 Coulomb friction, by Newton iterates that are each a time-stepping program
 (:mod:`contactopt.integrators.variational_contact`; options ``contact``, the iterate's
-formulation, ``contact_options``, its options, and ``contact_tol``). The systems: the textbook
+formulation: ``anitescu``, ``ccp``, ``lcp``, or ``coulomb``, the exact cone with De Saxce's
+complementarity, no hover; ``contact_options``, its options, and ``contact_tol``). The systems: the textbook
 manipulator systems and the planar ones of constant mass matrix whose forces depend on ``q``
 alone (``point_mass``, ``brick``, ``planar_body``, ``planar_ball``, ``cart``: ``L = 1/2 v^T M v``
-and their ``tau`` the discrete Lagrange-d'Alembert force at the midpoint). Refused before
-step 0: quaternion states other than free ``rigid3d`` bodies (MJCF), restitution (the
-position-level Signorini law makes every impact plastic). ``rigid3d`` free bodies take the
-Lie-group variational integrator on unit quaternions of :mod:`contactopt.integrators.variational_rigid`
-(no contacts yet).
+and their ``tau`` the discrete Lagrange-d'Alembert force at the midpoint), and MJCF/URDF models
+of hinge and slide joints (``qdot = v``): ``L = 1/2 v^T M(q) v - U(q)`` with ``M`` from the model,
+``tau(q, 0)`` (gravity, springs, held inputs) and the odd part ``(tau(q, v) - tau(q, -v)) / 2``
+(damping, velocity servos) as the midpoint force, the even part being ``-C(q, v) v``, which the
+DEL's ``dT/dq`` and momentum carry. Refused before step 0: quaternion states other than
+``rigid3d`` bodies (MJCF free and ball joints), joint limits and dry joint friction of MJCF
+models, restitution (the position-level Signorini law makes every impact plastic), inputs on
+``rigid3d``. ``rigid3d`` bodies take the Lie-group variational integrator on unit quaternions of
+:mod:`contactopt.integrators.variational_rigid`, with the same contact step in the twist of the
+step. Where the contact candidates change within a step (MuJoCo's detection, rigid3d box pairs),
+the step's gaps are linearized at ``q_k`` (the time-stepping gap), said in its record's message.
 """
 
 from __future__ import annotations
@@ -52,8 +59,8 @@ from numpy.typing import NDArray
 
 from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.integrators.capabilities import refuse_activation_states
-from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, Lagrangian, contact_step
-from contactopt.integrators.variational_rigid import rigid_step
+from contactopt.integrators.variational_contact import CONTACT_FORMULATIONS, Iterate, contact_step, midpoint_lagrangian
+from contactopt.integrators.variational_rigid import rigid_lagrangian, rigid_step, step_twist
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
 from contactopt.records.trajectory import StepRecord
@@ -82,10 +89,14 @@ class VariationalIntegrator:
         refuse_activation_states(system, 'variational')  # before step 0
         self.manipulator = isinstance(system, ManipulatorSystem)
         self.rigid = isinstance(system, Rigid3D)
-        if not self.rigid and (system.nq != system.nv or not (self.manipulator or _constant_mass_form(system))):
+        constant = not (self.rigid or self.manipulator) and system.nq == system.nv and _constant_mass_form(system)
+        #: MJCF or URDF joints with qdot = v (hinges, slides): M(q) from the model, tau split in v (module doc)
+        self.general = not (self.rigid or self.manipulator or constant) and _general_form(system)
+        if not (self.rigid or self.manipulator or constant or self.general):
             raise OptionError(f"formulation 'variational' needs a textbook system with M(q), C(q, v), "
-                              f"tau_g(q) and qdot = v (or a constant M and forces of q alone, or rigid3d); "
-                              f"{system.type_name!r} is not one")
+                              f"tau_g(q) and qdot = v (or a constant M and forces of q alone, MJCF/URDF hinge "
+                              f"and slide joints, or rigid3d); {system.type_name!r} with nq={system.nq}, "
+                              f"nv={system.nv} is not one")
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.defaults))
         if unknown:
@@ -120,27 +131,39 @@ class VariationalIntegrator:
             extra = system.dynamics(probe_q, probe_v).tau - lagrangian
             self.nonconservative = bool(np.abs(extra).max() > 0)
             self._M0 = np.zeros((0, 0))
+        elif self.general:
+            self.nonconservative = True
+            self._M0 = np.zeros((0, 0))
         else:  # L = 1/2 v^T M v; every force of tau(q) is the midpoint discrete force
             self.nonconservative = True
             self._M0 = np.asarray(system.dynamics(probe_q, probe_v).M, dtype=np.float64)
-        self.lagrangian = Lagrangian(mass=self._mass, midpoint_terms=self._midpoint_terms)
+        self.lagrangian = rigid_lagrangian(system, self.dt) if isinstance(system, Rigid3D) \
+            else midpoint_lagrangian(self._mass, self._midpoint_terms)
         self.formulation_options = self.options
+        #: What the last accepted step solved, for its derivative (:mod:`contactopt.derivatives.variational`):
+        #: ``"free"`` (``last_x = (q_k+1, lambda)``), ``"rigid"`` (free bodies) or ``"contact"`` (``last_iterate``).
+        self.last_kind = ""
+        self.last_x = np.zeros(0)
+        self.last_iterate: Iterate | None = None
 
     def _mass(self, q: FloatArray) -> FloatArray:
         system = self.system
+        if self.general:
+            M = system.dynamics(q, np.zeros(system.nv)).M
+            return np.asarray(M.toarray() if hasattr(M, "toarray") else M, dtype=np.float64)
         return system.M(q) if isinstance(system, ManipulatorSystem) else self._M0
 
     # --- the discrete Lagrangian's slot derivatives --------------------------------------
     def _dT_dq(self, q: FloatArray, v: FloatArray) -> FloatArray:
         system = self.system
-        if not isinstance(system, ManipulatorSystem):
+        if not (isinstance(system, ManipulatorSystem) or self.general):
             return np.zeros(q.shape[0])  # constant M
         eps = self.options["fd_step"]
         out = np.empty(q.shape[0])
         for i in range(q.shape[0]):
             step = np.zeros_like(q)
             step[i] = eps * max(1.0, abs(q[i]))
-            dM = (system.M(q + step) - system.M(q - step)) / (2 * step[i])
+            dM = (self._mass(q + step) - self._mass(q - step)) / (2 * step[i])
             out[i] = 0.5 * v @ dM @ v
         return out
 
@@ -149,6 +172,10 @@ class VariationalIntegrator:
         h = self.dt
         qm, vd = 0.5 * (q0 + q1), (q1 - q0) / h
         system = self.system
+        if self.general:  # tau(q, 0): gravity, springs, inputs; its odd part in v: damping (module doc)
+            tau0 = system.dynamics(qm, np.zeros_like(vd)).tau
+            odd = 0.5 * (system.dynamics(qm, vd).tau - system.dynamics(qm, -vd).tau)
+            return self._mass(qm) @ vd, 0.5 * h * (self._dT_dq(qm, vd) + tau0 + odd)
         if not isinstance(system, ManipulatorSystem):  # constant M: every force is tau(q)
             return self._M0 @ vd, 0.5 * h * system.dynamics(qm, vd).tau
         # Non-conservative forces: what tau holds beyond the Lagrangian's tau_g - C v (zero
@@ -175,27 +202,51 @@ class VariationalIntegrator:
         """Before step 0: restitution is refused, not ignored (the position-level Signorini law
         makes impacts plastic)."""
         contacts = self.system.contacts(state.q)
-        if self.rigid and (contacts.count or self.system.control is not None):
-            inputs = " and inputs" if self.system.control is not None else ""
-            raise OptionError(f"formulation 'variational' on rigid3d integrates free bodies only (Lie-group "
-                              f"variational integrator; contact is carried on the textbook systems only); "
-                              f"{self.system.describe()} has {contacts.count} contact candidate(s){inputs}: "
-                              f"set ground = false, or use a time-stepping formulation")
+        if self.rigid and self.system.control is not None:
+            raise OptionError(f"formulation 'variational' on rigid3d carries no inputs (the Lie-group "
+                              f"variational integrator of bodies under gravity and contact); "
+                              f"{self.system.describe()} has a controller: use a time-stepping formulation")
+        if self.general:
+            limits, loss = self.system.limits(state.q).count, self.system.friction_loss(state.q).count
+            if limits or loss:
+                raise OptionError(f"formulation 'variational' carries no joint limits or dry joint friction; "
+                                  f"{self.system.describe()} has {limits} limit row(s) and {loss} friction-loss "
+                                  f"row(s): use a time-stepping formulation")
+        if contacts.count:
+            self._check_iterate_solver()
         if contacts.count and np.any(contacts.restitution > 0):
             raise OptionError(f"formulation 'variational' has plastic impacts (Signorini on phi(q_k+1)), "
                               f"and {self.system.type_name!r} has restitution "
                               f"{float(contacts.restitution.max()):g}; set restitution = 0 or use 'hybrid'")
 
+    def _check_iterate_solver(self) -> None:
+        """The run's solver must take the contact iterate's kind of program (one line, before step 0)."""
+        from contactopt import formulations, solvers
+
+        contact = self.options["contact"]
+        kind = formulations.contact_kind(contact, dict(self.options["contact_options"]), self.system)
+        if kind is not None and not solvers.can_take_kind(self.solver, kind.kind, symmetric=kind.symmetric):
+            able = [name for name in solvers.available()
+                    if solvers.can_take_kind(name, kind.kind, symmetric=kind.symmetric)]
+            raise OptionError(f"formulation 'variational': its contact iterates are {contact!r} programs "
+                              f"({kind.why}), which solver {self.solver!r} cannot take (solvers that can: "
+                              f"{', '.join(able) or 'none installed'})")
+
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         system, h = self.system, self.dt
-        if isinstance(system, Rigid3D):
-            if system.contacts(state.q).count:
-                self.check_state(state)  # candidates appeared mid-run: one line, not ignored
-            return rigid_step(system, state, h, self.options["tol"], self.options["max_iter"])
+        self.last_kind, self.last_iterate = "", None
+        if isinstance(system, Rigid3D) and not system.contacts(state.q).count:
+            advanced = rigid_step(system, state, h, self.options["tol"], self.options["max_iter"])
+            if advanced[0] is not None:
+                self.last_kind, self.last_x = "rigid", step_twist(state.q, advanced[0].q, h)
+            return advanced
         if system.contacts(state.q).count:
-            return contact_step(system, self.lagrangian, state, h, self.options["contact"], self.solver,
-                                self.solver_options, self.options["contact_options"],
-                                self.options["contact_tol"], self.options["max_iter"])
+            keep: list[Iterate] = []
+            result = contact_step(system, self.lagrangian, state, h, self.options["contact"], self.solver,
+                                  self.solver_options, self.options["contact_options"],
+                                  self.options["contact_tol"], self.options["max_iter"], keep)
+            self.last_kind, self.last_iterate = "contact", (keep[0] if keep else None)
+            return result
         q0, v0, t = state.q, state.v, state.t
         p0 = self._mass(q0) @ v0
         bilateral = system.constraints(q0, v0, t)
@@ -228,6 +279,7 @@ class VariationalIntegrator:
             status = Status.MAX_ITERATIONS if np.isfinite(norm) else Status.NUMERICAL_ERROR
             return None, StepRecord(status=status, message=f"Newton stopped at residual {norm:.2e}", **record)
         q1 = x[: system.nq]
+        self.last_kind, self.last_x = "free", x
         momentum, midpoint = self._midpoint_terms(q0, q1, t)
         v1 = np.asarray(np.linalg.solve(self._mass(q1), momentum + midpoint), dtype=np.float64)
         return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=f"Newton converged in "
@@ -257,6 +309,19 @@ class VariationalIntegrator:
         return J
 
 
+def _general_form(system: System) -> bool:
+    """Whether ``system`` is an MJCF or URDF model whose joints all have ``qdot = v`` (hinges and
+    slides, no free or ball joint): ``L = 1/2 v^T M(q) v - U(q)`` with ``M`` from the model."""
+    if system.type_name not in ("mjcf", "urdf") or system.nq != system.nv:
+        return False
+    q, v = np.linspace(0.3, 0.7, system.nq), np.linspace(-0.5, 0.4, system.nv)
+    try:
+        moved = system.integrate(q, v, 0.1)
+    except ContactoptError:
+        return False
+    return bool(np.allclose(moved, q + 0.1 * v, rtol=0, atol=1e-14))
+
+
 def _constant_mass_form(system: System) -> bool:
     """Whether ``system`` is a Lagrangian system of constant ``M`` whose forces depend on ``q``
     alone and with ``qdot = v`` (probed at two states): ``L = 1/2 v^T M v`` with ``tau(q)``
@@ -275,3 +340,16 @@ def _constant_mass_form(system: System) -> bool:
         np.asarray(b.M.toarray() if hasattr(b.M, "toarray") else b.M)
     return bool(np.array_equal(Ma, Mb) and np.array_equal(a.tau, slow.tau)
                 and np.allclose(moved, qa + 0.1 * va, rtol=0, atol=1e-14))
+
+
+def refusal(system: System, q0: FloatArray, v0: FloatArray, dt: float,
+            options: Mapping[str, Any] | None = None) -> str | None:
+    """Why ``formulation="variational"`` refuses a run of ``system`` from ``(q0, v0)`` with the
+    scene's ``options`` before step 0 (the system's kind, restitution, unknown options), or None
+    when it takes it (``compare`` adds it to its default formulations on such a scene)."""
+    try:
+        VariationalIntegrator(system, "clarabel", dt, options).check_state(State(np.asarray(q0, dtype=np.float64),
+                                                                                np.asarray(v0, dtype=np.float64), 0.0))
+    except ContactoptError as exc:
+        return str(exc)
+    return None

@@ -4,40 +4,55 @@ with contact candidates).
 
 The "Lagrangian Mechanics" notes, "Variational Integrator with Contacts": the contact impulses join the discrete
 Euler-Lagrange equations as a force to be solved for, ``D2 L_d(q_k-1, q_k) + D1 L_d(q_k, q_k+1)
-+ h F = 0``. As in Dojo (Howell et al. 2022) the contact acts at the step's end configuration:
-with ``p_k = D2 L_d(q_k-1, q_k)`` (the discrete Legendre transform, :mod:`.variational`), the
-unknowns ``q_k+1``, the bilateral impulses ``Lambda`` and the contact impulses ``P`` solve
++ h F = 0``. As the notes' "DEL with Constraints" puts a constraint's force at the middle knot
+``q_k`` (``h lambda Dc(q_k)``) and the constraint at the end point (``c(q_k+1) = 0``), the contact
+impulse acts through the rows ``J(q_k)`` and Signorini holds at ``q_k+1`` (the variational form of
+a unilateral constraint; Dojo, Howell et al. 2022, also imposes the gap at the step's end
+configuration). With ``p_k = D2 L_d(q_k-1, q_k)`` (the discrete Legendre transform,
+:mod:`.variational`), the unknowns ``q_k+1``, the bilateral impulses ``Lambda`` and the contact
+impulses ``P`` solve
 
-    R(q_k+1) + H(q_k)^T Lambda + J(q_k+1)^T P = 0,
+    R(q_k+1) + H(q_k)^T Lambda + J(q_k)^T P = 0,
     R = p_k + D1 L_d(q_k, q_k+1) + h/2 F,
     c(q_k+1) = 0,
     Signorini   0 <= phi(q_k+1)  _|_  P_n >= 0,
     Coulomb     P in the friction cone, maximum dissipation on the tangential velocity
-                J_t(q_k+1) (q_k+1 - q_k) / h,
+                J_t(q_k) vd,   vd = (q_k+1 - q_k) / h (the step's twist on rigid3d),
 
 and ``p_k+1 = D2 L_d(q_k, q_k+1) + h/2 F`` (the contact impulse is wholly in the left
 discrete force: an impact removes the approach velocity and puts none back, a plastic
-impact, the position-level Signorini law's).
+impact, the position-level Signorini law's). While the set of active contacts stays the same,
+the step is the constrained variational integrator (SHAKE's form), whose energy oscillates
+without drift: a rocking block (half extents 0.05 x 0.5 m, h = 2e-3) keeps its energy between
+impacts to 3e-7 to 7e-7 J, where the rows at ``q_k+1`` (this module's first form) moved it by
+1e-4 J, 0.5 to 1 % of the swing's, in every swing.
 
-**Each Newton iterate is a time-stepping program.** With ``vd = (q_k+1 - q_k) / h`` and the
-guess ``vbar``, ``R`` is linearized with its leading-order Jacobian ``dR/dvd = -M(qm)`` (the
-neglected terms are O(h), as the bilateral-only Newton of :mod:`.variational`), ``phi`` and
-``c`` at ``qbar = q_k + h vbar`` by their Jacobians:
+**Each Newton iterate is a time-stepping program.** With the guess ``vbar``, ``R`` is
+linearized with its leading-order Jacobian ``dR/dvd = -M(qm)`` (the neglected terms are O(h), as
+the bilateral-only Newton of :mod:`.variational`), ``phi`` and ``c`` at ``qbar = advance(q_k, vbar)``
+to first order:
 
-    M(qm) vd = M(qm) vbar + R(qbar) + H(q_k)^T Lambda + J(qbar)^T P,
-    phi(qbar) + h J_n(qbar) (vd - vbar) >= 0,        c(qbar) + h H(q_k) (vd - vbar) = 0.
+    M(qm) vd = M(qm) vbar + R(qbar) + H(q_k)^T Lambda + J(q_k)^T P,
+    phi(qbar) + h J_n(q_k) (vd - vbar) >= 0,        c(qbar) + h H(q_k) (vd - vbar) = 0.
 
 That is exactly a time-stepping step problem with mass ``M(qm)``, free velocity
-``v_free = vbar + M(qm)^{-1} R(qbar)``, contact gaps ``phi(qbar) - h J_n vbar`` and bilateral
-target ``H(q_k) vbar - c(qbar) / h``; the formulation named by the option ``contact`` (default
-``anitescu``: Anitescu's convex relaxation of the cone, a QP; ``ccp``: the Lorentz cone, an
-SOCP; ``lcp``) builds its program, any solver of ``contactopt.solvers.solve`` solves it, and
-contactopt's residuals judge it. The iterate's ``vd`` is the next guess. At a fixed point the
-linearization is exact: the DEL residual with ``J(q_k+1)`` and the contact conditions at
-``q_k+1`` are those of the program, so the step is accepted when the true DEL residual is
-below ``contact_tol`` (relative to ``max(1, |p|)``) and ``phi(q_k+1) >= -contact_tol``.
-The relaxations keep their character inside the DEL (Anitescu's and the CCP's sliding contact
-hovers by about ``h mu |v_t|``; ``lcp`` with ``k = 2`` in the plane is exact Coulomb).
+``v_free = vbar + M(qm)^{-1} R(qbar)``, rows ``J(q_k)``, contact gaps ``phi(qbar) - h J_n vbar``
+and bilateral target ``H(q_k) vbar - c(qbar) / h``; the formulation named by the option ``contact``
+(default ``anitescu``: Anitescu's convex relaxation of the cone, a QP; ``ccp``: the Lorentz cone,
+an SOCP; ``lcp``; ``coulomb``: the exact cone with De Saxce's complementarity, FCLIB's problem,
+solved by ``nsgs``/``nsn``) builds its program, any solver of ``contactopt.solvers.solve`` that
+takes it solves it, and contactopt's residuals judge it. The iterate's ``vd`` is the next guess.
+At a fixed point (``vd = vbar``) the gap is ``phi(q_k+1)`` exactly and the DEL residual is the
+program's, so the step is accepted when the true DEL residual is below ``contact_tol``
+(relative to ``max(1, |p|)``) and ``phi(q_k+1) >= -contact_tol``. The relaxations keep their
+character inside the DEL (Anitescu's and the CCP's sliding contact hovers by about
+``h mu |v_t|``; ``lcp`` with ``k = 2`` in the plane, or along a tangent of its cone, and
+``coulomb`` are exact Coulomb).
+
+**Candidates that change within a step.** The gap at ``q_k+1`` needs the candidates of ``q_k``
+there. Where the system's detection gives another set at the guess (MuJoCo's contacts, rigid3d
+box pairs), the iterate's gaps are the time-stepping ones, ``phi(q_k) + h J_n(q_k) vd >= 0``, and
+the step says so in its record's message.
 """
 
 from __future__ import annotations
@@ -61,38 +76,85 @@ from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["CONTACT_FORMULATIONS", "contact_step"]
+__all__ = ["CONTACT_FORMULATIONS", "Iterate", "Lagrangian", "contact_step", "iterate_problem", "midpoint_lagrangian"]
 
 #: The time-stepping formulations whose program an iterate may be (each a ConicProgram or an LCP).
-CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp")
+CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp", "coulomb")
 
 
 @dataclasses.dataclass(frozen=True)
 class Lagrangian:
-    """What a step needs of the integrator: ``M(q)`` and ``(M(qm) vd, h/2 (dT/dq - dU/dq + F))``."""
+    """What a step needs of the discrete Lagrangian: ``M(q)``, the end-point map
+    ``q_k+1 = advance(q_k, vd, h)``, ``terms(q_k, q_k+1, t) = (-D1 L_d - h/2 F, D2 L_d + h/2 F)``
+    (so that ``R = p_k - terms[0]`` and ``p_k+1 = terms[1]``), the iterate's symmetric mass
+    ``iterate_mass(q_k, vbar, h)`` (the leading order of ``-dR/dvd``) and ``velocity(q, p)``,
+    the velocity of a momentum (``M(q)^{-1} p``)."""
 
     mass: Callable[[FloatArray], FloatArray]
-    midpoint_terms: Callable[[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray]]
+    terms: Callable[[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray]]
+    iterate_mass: Callable[[FloatArray, FloatArray, float], FloatArray]
+    advance: Callable[[FloatArray, FloatArray, float], FloatArray] = lambda q, vd, h: q + h * vd
+    velocity: Callable[[FloatArray, FloatArray], FloatArray] | None = None
+
+    def momentum(self, q: FloatArray, v: FloatArray) -> FloatArray:
+        """``p = M(q) v``."""
+        return np.asarray(self.mass(q) @ v, dtype=np.float64)
+
+    def end_velocity(self, q: FloatArray, p: FloatArray) -> FloatArray:
+        """``M(q)^{-1} p``."""
+        if self.velocity is not None:
+            return self.velocity(q, p)
+        return np.asarray(np.linalg.solve(self.mass(q), p), dtype=np.float64)
+
+
+def midpoint_lagrangian(mass: Callable[[FloatArray], FloatArray],
+                        midpoint_terms: Callable[[FloatArray, FloatArray, float], tuple[FloatArray, FloatArray]]
+                        ) -> Lagrangian:
+    """The midpoint discrete Lagrangian of :mod:`.variational` from ``M(q)`` and
+    ``midpoint_terms(q0, q1, t) = (M(qm) vd, h/2 (dT/dq - dU/dq + F))``."""
+
+    def terms(q0: FloatArray, q1: FloatArray, t: float) -> tuple[FloatArray, FloatArray]:
+        momentum, midpoint = midpoint_terms(q0, q1, t)
+        return momentum - midpoint, momentum + midpoint
+
+    return Lagrangian(mass=mass, terms=terms, iterate_mass=lambda q0, vbar, h: mass(q0 + 0.5 * h * vbar))
 
 
 def _residual(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vd: FloatArray, h: float,
               t: float) -> FloatArray:
-    """``R = p_k + D1 L_d(q_k, q_k + h vd) + h/2 F`` (module doc)."""
-    momentum, midpoint = lag.midpoint_terms(q0, q0 + h * vd, t)
-    return p0 - momentum + midpoint
+    """``R = p_k + D1 L_d(q_k, q_k+1) + h/2 F`` with ``q_k+1 = advance(q_k, vd, h)`` (module doc)."""
+    return p0 - lag.terms(q0, lag.advance(q0, vd, h), t)[0]
 
 
-def _iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
-                     h: float, t: float, now: Bilateral) -> StepProblem:
-    """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc)."""
-    qbar = q0 + h * vbar
-    A = lag.mass(0.5 * (q0 + qbar))
+@dataclasses.dataclass(frozen=True)
+class Iterate:
+    """The last Newton iterate of an accepted contact step: its guess ``vbar``, the accepted
+    ``vd`` (``q_k+1 = advance(q_k, vd, h)``), the problem built at ``vbar``, the program and its
+    solution (what the step's derivative differentiates)."""
+
+    vbar: FloatArray
+    vd: FloatArray
+    problem: StepProblem
+    program: Any
+    solution: Any
+    linearized: bool = False
+
+
+def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
+                     h: float, t: float, now: Bilateral, start: Contacts | None = None) -> tuple[StepProblem, bool]:
+    """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc), and
+    whether its gaps are linearized at ``q_k`` (the candidates at the guess are not those at
+    ``q_k``: module doc); ``start``: the contacts at ``q_k`` (computed when None)."""
+    qbar = lag.advance(q0, vbar, h)
+    A = lag.iterate_mass(q0, vbar, h)
     R = _residual(lag, q0, p0, vbar, h, t)
     contacts = system.contacts(qbar)
-    dim = contacts.dim
-    normal = contacts.J[::dim] if contacts.count else np.zeros((0, system.nv))
-    gaps = contacts.phi - h * normal @ vbar
-    linear = Contacts(phi=gaps, J=contacts.J, mu=contacts.mu, restitution=np.zeros(contacts.count), dim=dim)
+    start = system.contacts(q0) if start is None else start
+    rows, dim = start.J, start.dim  # the force acts at the knot q_k
+    normal = rows[::dim] if start.count else np.zeros((0, system.nv))
+    linearized = start.count != contacts.count
+    gaps = start.phi if linearized else contacts.phi - h * normal @ vbar  # phi(q_k+1) ~ phi(q_k) + h J_n vd
+    linear = Contacts(phi=gaps, J=rows, mu=start.mu, restitution=np.zeros(start.count), dim=dim)
     bilateral = now
     target = np.zeros(0)
     if now.count:
@@ -102,17 +164,18 @@ def _iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatA
         bilateral = Bilateral(h=end.h, H=np.where(now.velocity_rows[:, None], mid.H, now.H), Hdot_v=now.Hdot_v,
                               target=target, velocity_rows=now.velocity_rows)
     return StepProblem(state=State(q0, vbar, t), dt=h, dynamics=Dynamics(M=A, tau=R / h), contacts=linear,
-                       bilateral=bilateral, bilateral_target=target)
+                       bilateral=bilateral, bilateral_target=target), linearized
 
 
 def contact_step(system: System, lag: Lagrangian, state: State, h: float, contact: str, solver: str,
                  solver_options: Mapping[str, Any], contact_options: Mapping[str, Any], tol: float,
-                 max_iter: int) -> tuple[State | None, StepRecord]:
-    """One step with contact (module doc): the next state, or None and a failed record."""
+                 max_iter: int, keep: list[Iterate] | None = None) -> tuple[State | None, StepRecord]:
+    """One step with contact (module doc): the next state, or None and a failed record; an
+    accepted step's last iterate is appended to ``keep`` when given."""
     q0, v0, t = state.q, state.v, state.t
     formulation = formulations.get(contact)
     options = formulation.resolve_options(dict(contact_options))
-    p0 = lag.mass(q0) @ v0
+    p0 = lag.momentum(q0, v0)
     now = system.constraints(q0, v0, t)
     scale = max(1.0, float(np.abs(p0).max()))
     vbar = np.array(v0, dtype=np.float64)
@@ -125,13 +188,9 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
     residuals = Residuals(math.inf, math.inf, math.inf, math.inf)
     solver_name = solver
     message = ""
-    converged = False
+    converged = linearized = False
     for iterations in range(1, max_iter + 1):
-        problem = _iterate_problem(system, lag, q0, p0, vbar, h, t, now)
-        if problem.contacts.count != contacts0.count:
-            message = (f"the contact candidates changed within the step ({contacts0.count} at q_k, "
-                       f"{problem.contacts.count} at the guess of q_k+1)")
-            break
+        problem, linearized = iterate_problem(system, lag, q0, p0, vbar, h, t, now, contacts0)
         program = formulation.build(problem, options)
         try:
             solution = solvers.solve(program, solver, solver_options)
@@ -150,21 +209,25 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         impulses = np.asarray(result.impulses, dtype=np.float64)
         bilateral = np.asarray(result.bilateral, dtype=np.float64) if now.count else np.zeros(0)
         # the step's own conditions at the new iterate, with J at the new q_k+1
-        q1 = q0 + h * vd
+        q1 = lag.advance(q0, vd, h)
         end = system.contacts(q1)
-        dynamics = _residual(lag, q0, p0, vd, h, t) + end.J.T @ impulses.reshape(-1)
+        dynamics = _residual(lag, q0, p0, vd, h, t) + contacts0.J.T @ impulses.reshape(-1)
         if now.count:
             dynamics = dynamics + problem.bilateral.H.T @ bilateral
         norm = float(np.abs(dynamics).max())
-        gap_error = float(max(0.0, -end.phi.min())) if end.count else 0.0
+        linearized = linearized or end.count != contacts0.count
+        gaps = contacts0.phi + h * (contacts0.J[::contacts0.dim] @ vd) if linearized else end.phi
+        gap_error = float(max(0.0, -gaps.min())) if gaps.shape[0] else 0.0
         closure = 0.0
         if now.count:
             closing = system.constraints(q1, vd, t + h)
             mid = system.constraints(q0, vd, t + 0.5 * h)
             closure = float(np.abs(np.where(now.velocity_rows, mid.H @ vd - mid.target, closing.h)).max())
-        vbar = vd
+        guess, vbar = vbar, vd
         if norm <= tol * scale and gap_error <= tol and closure <= tol:
             converged = True
+            if keep is not None:
+                keep.append(Iterate(guess, vd, problem, program, solution, linearized))
             break
     elapsed = time.perf_counter() - start
     record: dict[str, Any] = dict(
@@ -179,8 +242,8 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         text = message or (f"Newton with {contact} iterates stopped at DEL residual {norm:.2e}, "
                            f"penetration {gap_error:.2e}")
         return None, StepRecord(status=status, message=text, **record)
-    q1 = q0 + h * vbar
-    momentum, midpoint = lag.midpoint_terms(q0, q1, t)
-    v1 = np.asarray(np.linalg.solve(lag.mass(q1), momentum + midpoint), dtype=np.float64)
+    q1 = lag.advance(q0, vbar, h)
+    v1 = lag.end_velocity(q1, lag.terms(q0, q1, t)[1])
+    where = "; gaps linearized at q_k (the candidates changed within the step)" if linearized else ""
     return State(q1, v1, t + h), StepRecord(status=Status.OPTIMAL, message=(
-        f"Newton converged in {iterations} {contact} iterates (DEL residual {norm:.1e})"), **record)
+        f"Newton converged in {iterations} {contact} iterates (DEL residual {norm:.1e}){where}"), **record)

@@ -19,7 +19,16 @@ rounding, and ``g`` solves the three equations by Newton's method (initial guess
 the leading order: ``F ~ I + 2 g^`` gives ``2 (I_b g)^``; then a central-difference Jacobian).
 The spatial angular momentum ``R Pi`` is conserved exactly: ``R_k+1 Pi_k+1 = R_k F_k F_k^T Pi_k``,
 and the linear momentum without gravity; the energy oscillates without drift (symplectic).
-Contacts and inputs on ``rigid3d`` are not carried yet: refused before step 0.
+**Contact** (:func:`rigid_lagrangian`, for :func:`~.variational_contact.contact_step`): the
+same discrete Lagrangian in the unknown world-frame twist ``vd = [xd, wd]`` of the step,
+``q_k+1 = Rigid3D.integrate(q_k, vd, h)`` (``R_k+1 = exp(h wd^) R_k``, so ``F_k = R_k^T R_k+1``).
+Its momentum form per body is ``p_k + J^T P = (m xd - h/2 m g, R_k vee(F_k J_d - J_d F_k^T) / h)``
+(the contact impulse ``P`` through the rows at ``q_k`` added to the momentum that decides the step, as in the
+planar case; for the rotation it is the Lee-Leok-McClamroch equation with ``Pi_k`` replaced by
+``Pi_k + R_k^T T``, ``T`` the impulse's world torque), and ``p_k+1 = (m xd + h/2 m g,
+R_k vee(F_k J_d - J_d F_k^T) / h)``: the spatial angular momentum changes by ``T`` exactly.
+The iterate's mass ``blockdiag(m I3, R I_b R^T)`` at the half step is ``-dR/dvd`` to leading
+order (``F J_d - J_d F^T = h (I_b w_b)^ + O(h^2)``). Inputs on ``rigid3d`` are refused before step 0.
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.integrators.variational_contact import Lagrangian
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
 from contactopt.records.trajectory import StepRecord
@@ -40,7 +50,7 @@ from contactopt.systems.rigid3d import Rigid3D
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["rigid_step"]
+__all__ = ["rigid_lagrangian", "rigid_step", "step_twist"]
 
 
 def _hat(w: FloatArray) -> FloatArray:
@@ -133,3 +143,58 @@ def _record(state: State, start: float, iterations: int, worst: float) -> dict[s
     return dict(t=state.t, impulses=np.zeros((0, 3)), phi=np.zeros(0), build_time=0.0, setup_time=0.0,
                 solve_time=time.perf_counter() - start, iterations=iterations, solver="newton",
                 residuals=Residuals(primal=worst, dual=0.0, gap=math.nan, complementarity=0.0))
+
+
+def rigid_lagrangian(system: Rigid3D, h: float) -> Lagrangian:
+    """The Lie-group discrete Lagrangian of every body, step ``h``, in the twist ``vd`` of the
+    step (module doc)."""
+    inertia = np.array([body.inertia for body in system.bodies], dtype=np.float64)  # (N, 3)
+    masses = np.array([body.mass for body in system.bodies], dtype=np.float64)
+    Jd = 0.5 * inertia.sum(axis=1)[:, None, None] * np.eye(3) - inertia[:, :, None] * np.eye(3)
+    n = len(system.bodies)
+
+    def blocks(q: FloatArray, invert: bool = False) -> FloatArray:
+        R = kernels.rotations(q.reshape(-1, 7)[:, 3:])
+        principal = 1.0 / inertia if invert else inertia
+        return np.einsum("nij,nj,nkj->nik", R, principal, R)
+
+    def mass(q: FloatArray) -> FloatArray:
+        M = np.zeros((6 * n, 6 * n))
+        for i, block in enumerate(blocks(q)):
+            M[6 * i: 6 * i + 3, 6 * i: 6 * i + 3] = masses[i] * np.eye(3)
+            M[6 * i + 3: 6 * i + 6, 6 * i + 3: 6 * i + 6] = 0.5 * (block + block.T)
+        return M
+
+    def terms(q0: FloatArray, q1: FloatArray, t: float) -> tuple[FloatArray, FloatArray]:
+        a, b = q0.reshape(-1, 7), q1.reshape(-1, 7)
+        R0, R1 = kernels.rotations(a[:, 3:]), kernels.rotations(b[:, 3:])
+        F = np.einsum("nji,njk->nik", R0, R1)  # R0^T R1
+        S = F @ Jd - Jd @ np.transpose(F, (0, 2, 1))
+        spin = np.einsum("nij,nj->ni", R0, np.stack([S[:, 2, 1], S[:, 0, 2], S[:, 1, 0]], axis=1)) / h
+        linear = masses[:, None] * (b[:, :3] - a[:, :3]) / h
+        weight = 0.5 * h * masses[:, None] * system.gravity[None, :]
+        return (np.concatenate([linear - weight, spin], axis=1).reshape(-1),
+                np.concatenate([linear + weight, spin], axis=1).reshape(-1))
+
+    def velocity(q: FloatArray, p: FloatArray) -> FloatArray:
+        pp = p.reshape(-1, 6)
+        spin = np.einsum("nij,nj->ni", blocks(q, invert=True), pp[:, 3:])
+        return np.concatenate([pp[:, :3] / masses[:, None], spin], axis=1).reshape(-1)
+
+    return Lagrangian(mass=mass, terms=terms, velocity=velocity, advance=system.integrate,
+                      iterate_mass=lambda q0, vbar, step: mass(system.integrate(q0, vbar, 0.5 * step)))
+
+
+def step_twist(q0: FloatArray, q1: FloatArray, h: float) -> FloatArray:
+    """The world-frame twist ``vd`` of every body with ``Rigid3D.integrate(q0, vd, h) = q1``:
+    ``(x1 - x0) / h`` and ``theta / h`` for the rotation ``quat1 * conj(quat0)`` of angle
+    ``|theta|`` about ``theta / |theta|`` (the shorter way round)."""
+    a, b = q0.reshape(-1, 7), q1.reshape(-1, 7)
+    conjugate = a[:, 3:] * np.array([1.0, -1.0, -1.0, -1.0])
+    delta = quat_multiply_rows(b[:, 3:], conjugate)
+    delta = delta * np.where(delta[:, :1] < 0, -1.0, 1.0)
+    sine = np.linalg.norm(delta[:, 1:], axis=1)
+    angle = 2.0 * np.arctan2(sine, delta[:, 0])
+    factor = np.where(sine > 1e-300, angle / np.where(sine > 1e-300, sine, 1.0), 2.0)
+    twist = np.concatenate([(b[:, :3] - a[:, :3]) / h, factor[:, None] * delta[:, 1:] / h], axis=1)
+    return np.asarray(twist.reshape(-1), dtype=np.float64)

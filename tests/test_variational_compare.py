@@ -1,0 +1,58 @@
+"""``compare`` takes the variational integrator by default on the scenes it takes (issue 38):
+its energy beside the time-stepping formulations' on the box slide, and the scenes it refuses
+left out with the reason (:func:`contactopt.integrators.variational.refusal`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import contactopt as co
+from contactopt.analysis.compare import default_formulations, plan
+from contactopt.integrators.variational import refusal
+
+G = 9.81
+
+
+def test_the_default_comparison_has_a_variational_row_where_variational_takes_the_scene() -> None:
+    box = co.load_scene("box_slide")
+    assert "variational" in default_formulations(box)
+    cells, _ = plan(box, solvers_=["clarabel"])
+    assert [cell.solver for cell in cells if cell.method == "variational"] == ["-"]  # one cell per dt
+    ball = co.load_scene("bouncing_ball")  # restitution 0.8: the Signorini law at q_k+1 is plastic
+    assert "variational" not in default_formulations(ball)
+    reason = refusal(ball.system, ball.q0, ball.v0, ball.dt, ball.options)
+    assert reason is not None and "restitution 0.8" in reason
+
+
+def test_mjcf_free_joints_are_refused_and_hinge_and_slide_models_run() -> None:
+    """A free MJCF body (quaternion state) is refused before step 0. Hinge and slide joints run:
+    the pushed box (slide joints, constant M) and the two-link arm falling onto the floor
+    (hinges, M(q)), whose MuJoCo contacts come and go within a step; there the gaps are
+    linearized at q_k (the time-stepping gap), said in the step's message."""
+    pytest.importorskip("mujoco")
+    mjcf = co.load_scene("box_slide_mjcf")  # a free joint: no manipulator form carried
+    assert "variational" not in default_formulations(mjcf)
+    assert "formulation 'variational' needs a textbook system" in str(
+        refusal(mjcf.system, mjcf.q0, mjcf.v0, mjcf.dt, mjcf.options))
+    for name, dt, duration in (("pushed_box_mjcf", 2e-3, 0.1), ("two_link_arm_mjcf", 4e-3, 0.36)):
+        scene = co.load_scene(name)
+        assert "variational" in default_formulations(scene)
+        traj = co.simulate(scene, formulation="variational", dt=dt, duration=duration)
+        assert traj.completed, traj.message
+        assert any("gaps linearized at q_k" in record.message for record in traj.steps)
+
+
+def test_the_box_slide_table_shows_the_variational_energy_beside_time_stepping() -> None:
+    """The rigid3d box slide at h = 1e-2: friction takes all the kinetic energy, 1/2 m v0^2 =
+    0.5 J, under lcp (to rounding); the variational row keeps the discrete rest momentum of its
+    DEL, |v| = g h / 2, so its final drift is -(0.5 - 1/2 m (g h / 2)^2) J (to the iterate's
+    1e-9 answers)."""
+    h = 1e-2
+    table = co.compare("box_slide", ["variational", "lcp"], ["lemke", "clarabel"], dts=[h], executor="serial")
+    assert isinstance(table, pd.DataFrame)
+    rows = {row.formulation: row for row in table.itertuples() if row.status == "completed"}
+    assert set(rows) == {"variational", "lcp"}
+    np.testing.assert_allclose(rows["lcp"].final_energy_drift, -0.5, atol=1e-12)
+    np.testing.assert_allclose(rows["variational"].final_energy_drift, -(0.5 - 0.5 * (G * h / 2) ** 2), atol=1e-8)
