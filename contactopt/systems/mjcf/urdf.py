@@ -25,7 +25,6 @@ algorithms through Pinocchio, the same coordinates, ground contacts built as MuJ
 from __future__ import annotations
 
 import atexit
-import re
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
@@ -39,7 +38,7 @@ from numpy.typing import NDArray
 from contactopt.systems.base import ParameterError, System
 from contactopt.systems.mjcf import compat, parameters
 from contactopt.systems.mjcf.system import MjcfSystem
-from contactopt.systems.urdf_file import read_robot
+from contactopt.systems.urdf_file import read_robot, resolve_meshes
 
 FloatArray = NDArray[np.float64]
 BACKENDS = ("mujoco", "pinocchio")
@@ -52,27 +51,6 @@ def _folder() -> Path:
         atexit.register(shutil.rmtree, folder, True)
         _FOLDER.append(folder)
     return _FOLDER[0]
-
-
-def resolve_meshes(root: ET.Element, urdf: Path, package_dirs: Sequence[Path]) -> None:
-    """Every ``<mesh filename>`` made an absolute path (module docstring); a missing one raises
-    :class:`ParameterError` naming it."""
-    for mesh in root.iter("mesh"):
-        name = mesh.get("filename", "")
-        match = re.match(r"package://([^/]+)/(.*)", name)
-        if match:
-            package, rest = match.groups()
-            tried = [directory / package / rest for directory in package_dirs]
-            tried += [directory / rest for directory in package_dirs if directory.name == package]
-        else:
-            plain = Path(name.removeprefix("file://"))
-            tried = [plain if plain.is_absolute() else urdf.parent / plain]
-        found = next((path for path in tried if path.is_file()), None)
-        if found is None:
-            where = ", ".join(str(path) for path in tried) or f"no package_dirs to look for package {name!r} in"
-            raise ParameterError("system.file", f"system.file: {urdf.name}: mesh {name!r} not found (looked for: "
-                                 f"{where}; set [system] package_dirs or --system-option package_dirs=DIR)")
-        mesh.set("filename", str(found.resolve()))
 
 
 def compile_urdf(path: Path, floating_base: bool, ground: bool, ground_friction: float,
