@@ -125,3 +125,46 @@ def example_robot_data(name: str) -> RobotFiles:
     prefixed = [path for path in srdfs if urdf.stem == path.stem or urdf.stem.startswith(path.stem + "_")]
     srdf = prefixed[0] if prefixed else (srdfs[0] if len(srdfs) == 1 else None)
     return RobotFiles(urdf, share, srdf)
+
+
+#: The SRDF ``<group_state>`` names :func:`srdf_state` prefers, in order.
+STANDING_STATES = ("standing", "half_sitting", "straight_standing", "default", "home", "neutral")
+
+
+def srdf_state(srdf: Path, q_names: Sequence[str], q: Sequence[float],
+               name: str | None = None) -> tuple[str, list[float]]:
+    """A ``<group_state>`` of an SRDF (the MoveIt/Pinocchio "semantic robot description") as a
+    configuration in the URDF systems' coordinates (both backends: ``q_names``), starting from
+    ``q`` for the joints it leaves out. ``name``: the state's name; by default the first of
+    :data:`STANDING_STATES` the file has, else its first state. A scalar joint takes its one
+    value; a 7-valued joint (Pinocchio's ``root_joint``, ``x y z qx qy qz qw``) sets the floating
+    base ``joint0.x .. joint0.qz`` (``qw`` first); its unknown joints are ignored (a state of
+    another variant of the robot). Returns the state's name and the configuration."""
+    try:
+        root = ET.parse(srdf).getroot()
+    except (ET.ParseError, OSError) as exc:
+        raise ParameterError("system.srdf", f"system.srdf: cannot read {srdf} as SRDF: {exc}") from exc
+    states = {state.get("name", ""): state for state in root.iter("group_state")}
+    if not states:
+        raise ParameterError("system.srdf", f"system.srdf: {Path(srdf).name} has no <group_state>")
+    if name is None:
+        name = next((n for n in STANDING_STATES if n in states), next(iter(states)))
+    if name not in states:
+        raise ParameterError("system.srdf", f"system.srdf: {Path(srdf).name} has no group_state {name!r} "
+                             f"(it has {', '.join(map(repr, states))})")
+    out = [float(x) for x in q]
+    if len(out) != len(q_names):
+        raise ParameterError("q", f"q: {len(q_names)} entries (one per q_names), got {len(out)}")
+    index = {n: k for k, n in enumerate(q_names)}
+    for joint in states[name].iter("joint"):
+        try:
+            values = [float(x) for x in joint.get("value", "").split()]
+        except ValueError as exc:
+            raise ParameterError("system.srdf", f"system.srdf: {Path(srdf).name}: joint {joint.get('name')!r} of "
+                                 f"group_state {name!r} has a value that is not numbers") from exc
+        if len(values) == 7 and "joint0.x" in index:
+            base = index["joint0.x"]
+            out[base:base + 7] = [*values[:3], values[6], *values[3:6]]
+        elif len(values) == 1 and joint.get("name") in index:
+            out[index[joint.get("name", "")]] = values[0]
+    return name, out

@@ -13,10 +13,14 @@ MuJoCo's world body is not):
 * primitives: :mod:`.ground`, MuJoCo's plane collisions restated (up to 4 points per shape);
 * a convex hull: after MuJoCo's ``mjc_PlaneConvex`` (``src/engine/engine_collision_convex.c``):
   its deepest vertex (the support point along ``-e_z``, the witness point of coal's
-  halfspace-convex distance), and up to two more hull vertices within the margin of the plane,
-  deepest first, each at least ``0.3 r`` from the first (``r`` the hull's bounding radius,
-  MuJoCo's ``tolplanemesh``, at most 3 points, MuJoCo's ``maxplanemesh``); MuJoCo takes the two
-  from the deepest vertex's neighbours in its mesh graph, here from all hull vertices.
+  halfspace-convex distance), and up to three more hull vertices within the margin of the
+  plane, deepest first, each at least ``0.3 r`` from the first (``r`` the hull's bounding radius
+  about the mesh origin, MuJoCo's ``tolplanemesh``); at most 4 points, as MuJoCo 3.17 gives for a
+  mesh box resting on a face. MuJoCo takes the extra points from the deepest vertex's
+  neighbours in its own mesh graph, in the graph's order: a single deepest vertex is the same
+  contact under both backends (tests/test_urdf_collisions.py, 1e-15), but where several
+  vertices are within the margin the two may choose different ones (here from all hull
+  vertices: restricted to coal's hull graph, the choice matched MuJoCo's less often).
 
 Each point is ``pos = x - n dist / 2`` (half-way between the vertex and the plane) with
 ``dist`` its height, as MuJoCo's.
@@ -60,7 +64,7 @@ from contactopt.systems.base import ParameterError
 from contactopt.systems.urdf_pinocchio import ground
 
 FloatArray = NDArray[np.float64]
-PLANE_MESH_POINTS = 3  # MuJoCo's maxplanemesh
+PLANE_MESH_POINTS = 4  # MuJoCo 3.17's count for a mesh box on a face
 PLANE_MESH_SPREAD = 0.3  # MuJoCo's tolplanemesh, a fraction of the bounding radius
 GJK_TOLERANCE = 1e-9
 

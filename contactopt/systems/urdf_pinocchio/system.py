@@ -98,6 +98,9 @@ class PinocchioUrdfSystem(System):
                                                     package_dirs=[str(d) for d in self.package_dirs])
         self.data, self.geometry_data = self.model.createData(), self.geometry.createData()
         self._layout(root)
+        if self.nv == 0:  # as the mujoco backend (MjcfSystem): nothing to simulate
+            raise ParameterError("system.file", f"system.file: {self.urdf.name} has no degree of freedom (only fixed "
+                                 "joints and no floating base): nothing can move (floating_base = true frees its root)")
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbodies)}
         self.damping = np.array(self.model.damping, dtype=np.float64)[self._dofs]  # public dof order
         self.dry_friction = np.array(self.model.friction, dtype=np.float64)[self._dofs]
@@ -308,6 +311,15 @@ class PinocchioUrdfSystem(System):
                 if found is not None:
                     out.append(found)
         return out
+
+    def disable_pairs_in_contact(self, q: ArrayLike) -> list[tuple[str, str]]:
+        """Leave out the self-collision pairs in contact at ``q`` (within the detection margin), as
+        MoveIt's setup assistant disables the pairs in collision at the default configuration;
+        the pairs' shape names."""
+        touching = {(c.first, c.second) for c in self.contact_list(q) if c.first >= 0}
+        self._pairs = [pair for pair in self._pairs if pair not in touching]
+        self._at, self._contacts = None, None
+        return [(self._shapes[a].name, self._shapes[b].name) for a, b in sorted(touching)]
 
     def _ground_contacts(self, q: FloatArray) -> Contacts:
         touches = self.contact_list(q)  # the placements of self.data are q's from here on
