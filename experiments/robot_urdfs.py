@@ -7,8 +7,9 @@ Per model, before step 0 (a refusal is one line there, never a crash mid-run): P
 the URDF and its collision geometry (meshes through ``package_dirs``, convex hulls by coal); the
 base floats when the SRDF's state places a ``root_joint`` (legged robots, humanoids), else it is
 welded to the world; self-collisions on less the SRDF's disabled pairs; the ground on, except
-for a fixed base whose moving links start below ``z = 0`` (a hand, a drone's arm, a humanoid
-without an SRDF: its base is welded at the origin); a floating robot is raised until its
+for a fixed base whose moving links start on or below ``z = 0`` (a hand, a drone's arm, a
+humanoid without an SRDF: its base is welded at the origin; tiago's wheels, whose contacts
+with the ground no dof can open: their normal rows are zero); a floating robot is raised until its
 lowest collision point touches ``z = 0``; the self-collision
 pairs already in contact there are left out (the convex hulls of neighbouring links overlap
 where the meshes do not: solo12's base and upper legs by 4 mm standing), as MoveIt's setup
@@ -38,7 +39,7 @@ from contactopt.analysis.cell_limits import CellTimeLimitReached, cell_deadline
 METHODS = (("sap/newton", "sap", "newton"), ("ccp/clarabel", "ccp", "clarabel"))
 DT = 0.002  # MuJoCo's default step, the URDF scenes' default
 DISTANCE_TOLERANCE = 1e-6
-GROUND_TOLERANCE = 1e-6  # m: a fixed base's moving geometry this far below z = 0 starts without a ground
+GROUND_TOLERANCE = 1e-6  # m: a fixed base's moving geometry not this far above z = 0 starts without a ground
 
 
 def one_line(text: object, limit: int = 200) -> str:
@@ -69,7 +70,7 @@ def build(files: Any, backend: str, self_collisions: bool) -> tuple[co.Scene, st
     low = lowest(probe, q0)
     if floating:
         q0[2] -= low  # standing on the ground
-    ground = floating or low >= -GROUND_TOLERANCE  # a fixed base's links below z = 0: no ground
+    ground = floating or low > GROUND_TOLERANCE  # a fixed base's links on or below z = 0: no ground
     srdf = files.srdf if (self_collisions and backend == "pinocchio") else None
     if backend == "pinocchio":
         system: Any = PinocchioUrdfSystem(files.urdf, floating, ground, package_dirs=[files.package_dir],

@@ -18,9 +18,10 @@ from contactopt.systems.base import ParameterError
 REFUSED_JOINTS = ("floating", "planar")
 
 
-def read_robot(path: Path, backend: str) -> ET.Element:
+def read_robot(path: Path, backend: str, mimic: bool = False) -> ET.Element:
     """The URDF's ``<robot>`` element; a file that is not URDF, a floating or planar joint, or a
-    ``<mimic>`` coupling is one :class:`ParameterError` naming it (``backend`` says who refuses)."""
+    ``<mimic>`` coupling (unless ``mimic``: the backend maps them) is one :class:`ParameterError`
+    naming it (``backend`` says who refuses); so is a file without a ``<link>``."""
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
@@ -28,13 +29,15 @@ def read_robot(path: Path, backend: str) -> ET.Element:
     if root.tag != "robot":
         raise ParameterError("system.file", f"system.file: {path.name}: not a URDF file (its root element is "
                              f"<{root.tag}>, a URDF's is <robot>)")
+    if root.find("link") is None:
+        raise ParameterError("system.file", f"system.file: {path.name}: the robot has no <link>")
     for joint in root.iter("joint"):
         kind, name = joint.get("type", ""), joint.get("name", "?")
         if kind in REFUSED_JOINTS:
             raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} is {kind!r}; the {backend} "
                                  "backend maps revolute, continuous, prismatic and fixed joints (a free base: "
                                  "floating_base = true)")
-        if joint.find("mimic") is not None:
+        if joint.find("mimic") is not None and not mimic:
             raise ParameterError("system.file", f"system.file: {path.name}: joint {name!r} mimics another joint; "
                                  f"the {backend} backend does not map <mimic> (the joint would move freely): couple "
                                  "them with an MJCF <equality><joint/></equality> in an MJCF file instead")

@@ -2,7 +2,8 @@
 elements as Pinocchio loads them (``pin.buildGeomFromUrdfString``, coal shapes), against the
 ground plane ``z = 0`` and against each other.
 
-**Shapes.** Boxes, spheres and cylinders are kept as coal primitives; a mesh (STL, OBJ, DAE, as
+**Shapes.** Boxes, spheres, cylinders and capsules (urdfdom's ``<capsule radius length>``) are
+kept as coal primitives; a mesh (STL, OBJ, DAE, as
 coal's loader reads it, scaled by its ``scale``) becomes its **convex hull** (coal's
 ``buildConvexHull``, Qhull), as MuJoCo collides a mesh through its convex hull (MuJoCo
 documentation, "Modeling: Meshes"). Other coal shapes are refused in one line.
@@ -10,7 +11,9 @@ documentation, "Modeling: Meshes"). Other coal shapes are refused in one line.
 **Ground contacts** (each shape on a moving link; geometry fixed to the world is not tested, as
 MuJoCo's world body is not):
 
-* primitives: :mod:`.ground`, MuJoCo's plane collisions restated (up to 4 points per shape);
+* primitives: :mod:`.ground`, MuJoCo's plane collisions restated (up to 4 points per shape); a
+  capsule as MuJoCo's ``mjc_PlaneCapsule``: the sphere at each end of its segment, ``+h`` along
+  its axis first;
 * a convex hull: after MuJoCo's ``mjc_PlaneConvex`` (``src/engine/engine_collision_convex.c``):
   its deepest vertex (the support point along ``-e_z``, the witness point of coal's
   halfspace-convex distance), and up to three more hull vertices within the margin of the
@@ -72,8 +75,8 @@ GJK_TOLERANCE = 1e-9
 @dataclass(frozen=True)
 class Shape:
     """One collision shape: its index in Pinocchio's ``GeometryModel``, link, joint (0: the world),
-    kind (``box``, ``sphere``, ``cylinder``, ``convex``), MuJoCo-style size (``box``: half sides,
-    ``sphere``: radius, ``cylinder``: radius and half-length), the coal shape, the hull's
+    kind (``box``, ``sphere``, ``cylinder``, ``capsule``, ``convex``), MuJoCo-style size (``box``:
+    half sides, ``sphere``: radius, ``cylinder`` and ``capsule``: radius and half-length), the coal shape, the hull's
     vertices (``convex``; geometry frame), the centre and half extents of its bounding box and
     its bounding radius about its origin."""
 
@@ -124,6 +127,10 @@ def shapes(pin: Any, model: Any, geometry: Any, link_order: list[str], urdf: str
             r, h = float(shape.radius), float(shape.halfLength)
             out.append(Shape(index, obj.name, link, joint, "cylinder", np.array([r, h]), shape, np.zeros((0, 3)),
                              zero, np.array([r, r, h]), float(np.hypot(r, h))))
+        elif kind == "Capsule":
+            r, h = float(shape.radius), float(shape.halfLength)
+            out.append(Shape(index, obj.name, link, joint, "capsule", np.array([r, h]), shape, np.zeros((0, 3)),
+                             zero, np.array([r, r, h + r]), h + r))
         elif kind.startswith("BVHModel") or kind in ("Convex", "ConvexBase"):
             hull = _hull(shape, kind, obj.name, urdf)
             points = np.array(hull.points(), dtype=np.float64).reshape(-1, 3)
@@ -132,7 +139,7 @@ def shapes(pin: Any, model: Any, geometry: Any, link_order: list[str], urdf: str
                              (high - low) / 2, float(np.linalg.norm(points, axis=1).max())))
         else:
             raise ParameterError("system.file", f"system.file: {urdf}: collision geometry {obj.name!r} is a "
-                                 f"{kind}; the pinocchio backend takes boxes, spheres, cylinders and meshes")
+                                 f"{kind}; the pinocchio backend takes boxes, spheres, cylinders, capsules and meshes")
     return out
 
 
@@ -185,6 +192,10 @@ def ground_contacts(item: Shape, number: int, centre: FloatArray, rotation: Floa
         touches = ground.box(centre, rotation, item.size, margin)
     elif item.kind == "sphere":
         touches = ground.sphere(centre, float(item.size[0]), margin)
+    elif item.kind == "capsule":
+        axis = rotation[:, 2] * float(item.size[1])
+        touches = (ground.sphere(centre + axis, float(item.size[0]), margin)
+                   + ground.sphere(centre - axis, float(item.size[0]), margin))
     elif item.kind == "cylinder":
         touches = ground.cylinder(centre, rotation, float(item.size[0]), float(item.size[1]), margin)
     else:
@@ -207,6 +218,18 @@ def plane_convex(vertices: FloatArray, radius: float, margin: float) -> list[gro
             continue
         out.append(ground.Touch(float(heights[k]), vertices[k] - ground.NORMAL * (heights[k] / 2)))
     return out
+
+
+def near_pairs(candidates: list[tuple[int, int]], items: list[Shape], placements: list[Any],
+               margin: float) -> list[tuple[int, int]]:
+    """The pairs whose bounding spheres (about the shapes' origins) are within ``margin``, in order."""
+    if not candidates:
+        return []
+    index = np.array(candidates, dtype=np.int_)
+    centres = np.array([c for c, _ in placements])
+    radii = np.array([item.radius for item in items])
+    gap = np.linalg.norm(centres[index[:, 0]] - centres[index[:, 1]], axis=1) - radii[index[:, 0]] - radii[index[:, 1]]
+    return [candidates[k] for k in np.flatnonzero(gap <= margin)]
 
 
 def pair_contact(coal: Any, first: Shape, second: Shape, a: int, b: int, placements: list[Any],

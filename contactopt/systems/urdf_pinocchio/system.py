@@ -28,8 +28,14 @@ for scalar joints, ``q + h v`` (not wrapped).
 * ``<dynamics friction>``: a dry-friction box row per dof (``bound = friction``);
 * ``effort``: kept (``effort_limits``); it bounds actuators, and a URDF has none (MuJoCo's
   importer makes it ``actfrcrange``, which acts on actuators only: no effect there either);
-* ``floating``/``planar`` joints and ``<mimic>`` are refused in one line, as by the
-  ``mujoco`` backend.
+* ``floating``/``planar`` joints are refused in one line, as by the ``mujoco`` backend;
+* ``<mimic joint multiplier offset>``: Pinocchio's mimic joint (``buildModelFromXML(...,
+  mimic=True)``: the follower has no coordinate of its own, ``q_f = multiplier q_leader + offset``
+  in every algorithm), so the follower is not in ``q``/``v``, and its own ``<limit>``,
+  ``<dynamics>`` and ``effort`` are not carried (the leader's are); the ``mujoco`` backend refuses
+  ``<mimic>`` (MuJoCo's importer drops it);
+* a joint that moves no mass (``M`` singular at the neutral configuration: a massless leaf link
+  on a joint) is refused in one line, as MuJoCo's compiler refuses a massless moving body.
 
 **Contacts** (:mod:`.collision`): the URDF's collision geometry, boxes, spheres, cylinders and
 meshes (their convex hulls, by coal), ``package://`` meshes found through ``package_dirs``; with
@@ -91,16 +97,17 @@ class PinocchioUrdfSystem(System):
             base = pin.JointModelComposite()
             base.addJoint(pin.JointModelTranslation())
             base.addJoint(pin.JointModelSpherical())
-            self.model = pin.buildModelFromXML(xml, base)
+            self.model = _load(pin, self.urdf, lambda: pin.buildModelFromXML(xml, base, True))
         else:
-            self.model = pin.buildModelFromXML(xml)
-        self.geometry = pin.buildGeomFromUrdfString(self.model, xml, pin.GeometryType.COLLISION,
-                                                    package_dirs=[str(d) for d in self.package_dirs])
+            self.model = _load(pin, self.urdf, lambda: pin.buildModelFromXML(xml, True))
+        self.geometry = _load(pin, self.urdf, lambda: pin.buildGeomFromUrdfString(
+            self.model, xml, pin.GeometryType.COLLISION, package_dirs=[str(d) for d in self.package_dirs]))
         self.data, self.geometry_data = self.model.createData(), self.geometry.createData()
         self._layout(root)
         if self.nv == 0:  # as the mujoco backend (MjcfSystem): nothing to simulate
             raise ParameterError("system.file", f"system.file: {self.urdf.name} has no degree of freedom (only fixed "
                                  "joints and no floating base): nothing can move (floating_base = true frees its root)")
+        self._check_masses()
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbodies)}
         self.damping = np.array(self.model.damping, dtype=np.float64)[self._dofs]  # public dof order
         self.dry_friction = np.array(self.model.friction, dtype=np.float64)[self._dofs]
@@ -134,8 +141,12 @@ class PinocchioUrdfSystem(System):
             raise ParameterError("system.file", f"system.file: {self.urdf.name}: Pinocchio's joints "
                                  f"{sorted(ids)} do not match the URDF's tree")
         public = 0
+        self.mimic_joints: tuple[str, ...] = ()
         for j in order:
             name, iq, iv, nq = model.names[j], model.idx_qs[j], model.idx_vs[j], model.nqs[j]
+            if nq == 0 and model.nvs[j] == 0 and "Mimic" in model.joints[j].shortname():
+                self.mimic_joints += (name,)  # a follower: no coordinate of its own
+                continue
             if nq == 7:  # the composite floating base
                 self._base = (public, iq)
                 q_names += [f"joint0.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
@@ -160,6 +171,22 @@ class PinocchioUrdfSystem(System):
                         * (self._base is not None) + tuple(q_names[7 if self._base else 0:]))
         self.rotation_dofs = (np.array([[3, 4, 5]], dtype=np.int_) if self._base is not None
                               else np.zeros((0, 3), dtype=np.int_))
+
+    def _check_masses(self) -> None:
+        """Refuse (one line) a dof that moves no mass: ``M`` at the neutral configuration not
+        positive definite, naming the dofs whose diagonal entry is (numerically) zero."""
+        upper = np.array(self.pin.crba(self.model, self.data, self.pin_q(self._neutral())))
+        M = np.triu(upper) + np.triu(upper, 1).T
+        try:
+            np.linalg.cholesky(M)
+            return
+        except np.linalg.LinAlgError:
+            pass
+        diagonal = np.diag(M)[self._dofs]
+        weak = [self.v_names[k] for k in np.flatnonzero(diagonal <= 1e-12 * max(float(diagonal.max()), 1.0))]
+        raise ParameterError("system.file", f"system.file: {self.urdf.name}: the mass matrix is singular at the "
+                             f"neutral configuration (dofs moving no mass: {', '.join(weak) or 'none alone'}): give "
+                             "the links they move an <inertial>")
 
     def pin_q(self, q: ArrayLike) -> FloatArray:
         """Pinocchio's configuration of the public ``q``."""
@@ -306,7 +333,7 @@ class PinocchioUrdfSystem(System):
         if self._pairs:
             if self._coal is None:
                 self._coal = importlib.import_module("coal")  # pin's collision library (pin depends on it)
-            for a, b in self._pairs:
+            for a, b in collision.near_pairs(self._pairs, self._shapes, placed, margin):
                 found = collision.pair_contact(self._coal, self._shapes[a], self._shapes[b], a, b, placed, margin)
                 if found is not None:
                     out.append(found)
@@ -406,3 +433,12 @@ class PinocchioUrdfSystem(System):
     def describe(self) -> str:
         return (f"URDF {self.urdf.name} through Pinocchio (floating_base={self.floating_base}, "
                 f"ground={self.ground}): nq={self.nq}, nv={self.nv}")
+
+
+def _load(pin: Any, urdf: Path, build: Any) -> Any:
+    """``build()``, Pinocchio's (or coal's) refusal made one line naming the file."""
+    try:
+        return build()
+    except (ValueError, RuntimeError) as exc:
+        reason = " ".join(str(exc).split())[:300]
+        raise ParameterError("system.file", f"system.file: Pinocchio cannot load {urdf.name}: {reason}") from exc

@@ -29,9 +29,9 @@ def load_pinocchio() -> Any:
 
 def read_urdf(path: Path, package_dirs: Sequence[Path] = ()) -> ET.Element:
     """The URDF's root, refused in one line where this backend cannot carry it (the joints of
-    :func:`contactopt.systems.urdf_file.read_robot`), without its ``<visual>`` elements and with
+    :func:`contactopt.systems.urdf_file.read_robot`; ``<mimic>`` is mapped), without its ``<visual>`` elements and with
     its collision meshes' names made absolute paths (a missing mesh: one line naming it)."""
-    root = read_robot(path, "pinocchio")
+    root = read_robot(path, "pinocchio", mimic=True)
     for link in root.iter("link"):
         for visual in link.findall("visual"):
             link.remove(visual)
