@@ -357,3 +357,65 @@ def test_example_robot_data_files_and_their_errors(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
     with pytest.raises(ParameterError, match=r"example-robot-data is not installed: pip install example-robot-data"):
         example_robot_data("solo12")
+
+
+MIMIC = """<robot name="gripper">
+ <link name="base"/>
+ <link name="finger1"><inertial><mass value="0.3"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0"
+  iyz="0"/></inertial></link>
+ <link name="finger2"><inertial><mass value="0.2"/><inertia ixx="1e-4" iyy="1e-4" izz="1e-4" ixy="0" ixz="0"
+  iyz="0"/></inertial><collision><geometry><sphere radius="0.01"/></geometry></collision></link>
+ <joint name="joint1" type="prismatic"><parent link="base"/><child link="finger1"/><origin xyz="0 0 0.5"/>
+  <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+ <joint name="joint2" type="prismatic"><parent link="base"/><child link="finger2"/><origin xyz="0.1 0 0.5"/>
+  <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="10" velocity="1"/>
+  <mimic joint="joint1" multiplier="-2" offset="0.05"/></joint>
+</robot>"""
+
+
+def test_a_mimic_joint_follows_its_leader(tmp_path: Path) -> None:
+    """``<mimic joint multiplier="-2" offset="0.05">``: the follower has no coordinate; with both
+    fingers sliding along z, in closed form (q2 = k q1 + c, k = -2: kinetic energy
+    (m1 + k^2 m2) qdot^2 / 2, so M = m1 + k^2 m2; potential g (m1 q1 + m2 q2), so
+    tau = -g (m1 + k m2));
+    the follower's sphere touches the ground at z = 0.5 + k q1 + c - r with the normal row k."""
+    path = tmp_path / "gripper.urdf"
+    path.write_text(MIMIC)
+    system = PinocchioUrdfSystem(path, ground=True, detection_margin=1.0)
+    assert system.q_names == ("joint1",) and system.mimic_joints == ("joint2",)
+    k, c, g = -2.0, 0.05, 9.81
+    for q1 in (-0.1, 0.0, 0.2):
+        dynamics = system.dynamics(np.array([q1]), np.zeros(1))
+        np.testing.assert_allclose(np.asarray(dynamics.M), [[0.3 + k**2 * 0.2]], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(dynamics.tau, [-g * (0.3 + k * 0.2)], rtol=0, atol=1e-12)
+        contacts = system.contacts(np.array([q1]))
+        np.testing.assert_allclose(contacts.phi, [0.5 + k * q1 + c - 0.01], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(contacts.J)[0], [k], rtol=0, atol=1e-12)
+    assert [row for row in system.limits(np.zeros(1)).labels] == ["joint1 lower"]
+    with pytest.raises(ParameterError, match=r"joint 'joint2' mimics another joint; the mujoco backend"):
+        UrdfSystem(path, ground=True)
+
+
+# Pinocchio's URDF extension: <collision_checking><capsule name=.../> makes that cylinder a capsule
+CAPSULE = """<robot name="rod"><link name="rod"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01"
+ izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial><collision name="shaft"><geometry><cylinder radius="0.02"
+ length="0.3"/></geometry></collision><collision_checking><capsule name="shaft"/></collision_checking></link>
+</robot>"""
+
+
+def test_a_capsule_touches_the_ground_with_its_end_spheres(tmp_path: Path) -> None:
+    """A capsule (radius r, half-length h) tilted by angle a about x: the end spheres at
+    z0 +- h cos a, each a contact when within the margin, phi = z_end - r (MuJoCo's
+    plane-capsule collision, the +h end first); the normal rows are d phi / dt."""
+    path = tmp_path / "rod.urdf"
+    path.write_text(CAPSULE)
+    system = PinocchioUrdfSystem(path, True, True, detection_margin=1.0)
+    assert [shape.kind for shape in system._shapes] == ["capsule"]
+    r, h, a, z0 = 0.02, 0.15, 0.4, 0.1
+    q = np.array([0.0, 0.0, z0, np.cos(a / 2), np.sin(a / 2), 0.0, 0.0])
+    contacts = system.contacts(q)
+    np.testing.assert_allclose(contacts.phi, [z0 + h * np.cos(a) - r, z0 - h * np.cos(a) - r], rtol=0, atol=1e-12)
+    v = np.array([0.1, -0.2, 0.3, 0.7, -0.4, 0.2])  # world linear velocity, body angular velocity
+    rates = np.asarray(contacts.J).reshape(2, 3, 6)[:, 0] @ v
+    # the ends at c +- h R e_z, R e_z = (0, -sin a, cos a): their z rate vz -+ h sin a wx
+    np.testing.assert_allclose(rates, [v[2] - h * np.sin(a) * v[3], v[2] + h * np.sin(a) * v[3]], rtol=0, atol=1e-12)

@@ -2,8 +2,9 @@
 elements as Pinocchio loads them (``pin.buildGeomFromUrdfString``, coal shapes), against the
 ground plane ``z = 0`` and against each other.
 
-**Shapes.** Boxes, spheres, cylinders and capsules (urdfdom's ``<capsule radius length>``) are
-kept as coal primitives; a mesh (STL, OBJ, DAE, as
+**Shapes.** Boxes, spheres, cylinders and capsules (Pinocchio's URDF extension
+``<collision_checking><capsule name="..."/>`` makes the named cylinder a capsule) are kept as
+coal primitives; a mesh (STL, OBJ, DAE, as
 coal's loader reads it, scaled by its ``scale``) becomes its **convex hull** (coal's
 ``buildConvexHull``, Qhull), as MuJoCo collides a mesh through its convex hull (MuJoCo
 documentation, "Modeling: Meshes"). Other coal shapes are refused in one line.

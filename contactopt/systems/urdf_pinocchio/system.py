@@ -361,8 +361,8 @@ class PinocchioUrdfSystem(System):
             if joint == 0:  # the ground, or geometry fixed to the world
                 return np.zeros((3, self.nv))
             if joint not in jacobians:
-                jacobians[joint] = (np.array(pin.getJointJacobian(self.model, self.data, joint,
-                                                                  pin.LOCAL_WORLD_ALIGNED))[:, self._dofs],
+                full = np.array(pin.getJointJacobian(self.model, self.data, joint, pin.LOCAL_WORLD_ALIGNED))
+                jacobians[joint] = (full.reshape(6, self.model.nv)[:, self._dofs],  # (6,) when nv = 1
                                     np.array(self.data.oMi[joint].translation))
             jacobian, origin = jacobians[joint]
             return jacobian[:3] - skew(pos - origin) @ jacobian[3:]
