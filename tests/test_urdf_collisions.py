@@ -419,3 +419,13 @@ def test_a_capsule_touches_the_ground_with_its_end_spheres(tmp_path: Path) -> No
     rates = np.asarray(contacts.J).reshape(2, 3, 6)[:, 0] @ v
     # the ends at c +- h R e_z, R e_z = (0, -sin a, cos a): their z rate vz -+ h sin a wx
     np.testing.assert_allclose(rates, [v[2] - h * np.sin(a) * v[3], v[2] + h * np.sin(a) * v[3]], rtol=0, atol=1e-12)
+
+
+def test_the_mujoco_backend_keeps_the_urdfs_numbers() -> None:
+    """problems/urdf/box.urdf's ``ixx = 0.004166667`` (nine digits) is M's rotational entry to
+    double precision on the mujoco backend, not MjSpec.to_xml's six-digit ``0.00416667``; the
+    floating base's M is diag(m, m, m, ixx, iyy, izz) at the identity (1e-15: rounding)."""
+    box = Path(__file__).resolve().parent.parent / "problems" / "urdf" / "box.urdf"
+    system = UrdfSystem(box, True, True)
+    M = np.asarray(system.dynamics(np.array([0, 0, 0.05, 1, 0, 0, 0.0]), np.zeros(6)).M)
+    np.testing.assert_allclose(M, np.diag([1.0, 1.0, 1.0, 0.004166667, 0.004166667, 0.006666667]), rtol=0, atol=1e-15)
