@@ -45,13 +45,14 @@ def read_robot(path: Path, backend: str, mimic: bool = False) -> ET.Element:
 
 
 def resolve_meshes(root: ET.Element, urdf: Path, package_dirs: Sequence[Path]) -> None:
-    """Every ``<mesh filename>`` made an absolute path: ``package://PKG/path`` looked up as
+    """Every ``<mesh filename>`` made an absolute path: ``package://PKG/path`` (extra slashes
+    after ``package:`` ignored) looked up as
     ``DIR/PKG/path`` (or ``DIR/path`` where ``DIR`` is the package itself) in ``package_dirs``,
     other names relative to the URDF's folder; a missing mesh raises :class:`ParameterError`
     naming it and the paths tried."""
     for mesh in root.iter("mesh"):
         name = mesh.get("filename", "")
-        match = re.match(r"package://([^/]+)/(.*)", name)
+        match = re.match(r"package://+([^/]+)/(.*)", name)  # package:///PKG/... (talos_full_v2) as package://PKG/...
         if match:
             package, rest = match.groups()
             tried = [directory / package / rest for directory in package_dirs]

@@ -4,10 +4,11 @@ ground plane ``z = 0`` and against each other.
 
 **Shapes.** Boxes, spheres, cylinders and capsules (Pinocchio's URDF extension
 ``<collision_checking><capsule name="..."/>`` makes the named cylinder a capsule) are kept as
-coal primitives; a mesh (STL, OBJ, DAE, as
-coal's loader reads it, scaled by its ``scale``) becomes its **convex hull** (coal's
-``buildConvexHull``, Qhull), as MuJoCo collides a mesh through its convex hull (MuJoCo
-documentation, "Modeling: Meshes"). Other coal shapes are refused in one line.
+coal primitives; a mesh (STL, OBJ, DAE, as coal's loader reads it, scaled by its ``scale``)
+becomes its **convex hull** (coal's ``buildConvexHull``, Qhull with triangulated output ``Qt``;
+where Qhull refuses that, with joggled input ``QJ``, which perturbs the points by about 1e-11
+of their extent), as MuJoCo collides a mesh through its convex hull (MuJoCo documentation,
+"Modeling: Meshes"). Other coal shapes are refused in one line.
 
 **Ground contacts** (each shape on a moving link; geometry fixed to the world is not tested, as
 MuJoCo's world body is not):
@@ -152,10 +153,13 @@ def _hull(shape: Any, kind: str, name: str, urdf: str) -> Any:
                              f"{int(shape.num_vertices)} vertices: no convex hull")
     try:
         shape.buildConvexHull(False, "Qt")
-    except Exception as exc:  # Qhull's errors (a flat or degenerate mesh): one line
-        reason = " ".join(str(exc).split())[:200]
-        raise ParameterError("system.file", f"system.file: {urdf}: collision mesh {name!r}: coal cannot build "
-                             f"its convex hull ({reason})") from exc
+    except Exception:  # Qhull's refusal (coplanar points: "Too many neighbors"): joggled input
+        try:
+            shape.buildConvexHull(False, "QJ")
+        except Exception as exc:  # a flat or degenerate mesh: one line
+            reason = " ".join(str(exc).split()[-12:])
+            raise ParameterError("system.file", f"system.file: {urdf}: collision mesh {name!r}: coal cannot build "
+                                 f"its convex hull (Qhull: {reason})") from exc
     if shape.convex is None:
         raise ParameterError("system.file", f"system.file: {urdf}: collision mesh {name!r}: coal built no convex hull")
     return shape.convex
