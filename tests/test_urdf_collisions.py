@@ -272,6 +272,16 @@ def test_an_arm_striking_its_base_completes_under_sap_and_ccp(tmp_path: Path) ->
         assert abs(traj.q[-1, 1]) > 0.1
 
 
+def requires_example_robot_data() -> None:
+    """Skip, naming the package, where example-robot-data is not installed."""
+    from contactopt.systems.urdf_file import example_robot_data_share
+
+    try:
+        example_robot_data_share()
+    except ParameterError as exc:
+        pytest.skip(str(exc))
+
+
 def solo12() -> tuple[object, np.ndarray]:
     try:
         files = example_robot_data("solo12")
@@ -299,10 +309,12 @@ def test_solo12_standing_agrees_under_both_backends(tmp_path: Path) -> None:
       over the step (9e-10 / 2 ms = 4e-7 m/s at the feet) through the lower legs' 0.16 m (3e-6
       rad/s at the knees, observed 4e-6), 1e-8 in q (h times that)."""
     files, q = solo12()
-    pn = PinocchioUrdfSystem(files.urdf, True, True, package_dirs=[files.package_dir], detection_margin=MARGIN,
-                             self_collisions=False)
-    mj = UrdfSystem(files.urdf, True, True, package_dirs=[files.package_dir], detection_margin=MARGIN,
-                    self_collisions=False)
+    q_deep = q.copy()
+    q_deep[2] -= 1e-6  # in contact for every formulation (regularized: phi < 0), still the two feet
+    v0 = np.zeros(18)
+    extra = f'self_collisions = false\npackage_dirs = ["{files.package_dir}"]'
+    scenes = [scene(tmp_path, files.urdf, backend, extra, q_deep, v0) for backend in ("mujoco", "pinocchio")]
+    mj, pn = (s.system for s in scenes)
     assert pn.q_names == mj.q_names and pn.nv == 18
     rng = np.random.default_rng(4)
     for _ in range(5):
@@ -326,12 +338,12 @@ def test_solo12_standing_agrees_under_both_backends(tmp_path: Path) -> None:
         rows = collision.ground.contact_frame(touch.normal) @ (
             jacobian[:3] - skew(point - np.array(pn.data.oMi[joint].translation)) @ jacobian[3:])
         np.testing.assert_allclose(rows, np.asarray(ca.J)[3 * k:3 * k + 3], rtol=0, atol=1e-10)
-    q_deep = q.copy()
-    q_deep[2] -= 1e-6  # in contact for every formulation (regularized: phi < 0), still the two feet
-    v0 = np.zeros(18)
-    extra = f'self_collisions = false\npackage_dirs = ["{files.package_dir}"]'
     for formulation in FORMULATIONS:
-        (qa, va), (qb, vb) = one_step(tmp_path, files.urdf, extra, q_deep, v0, formulation)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gauss: friction ignored
+            runs = [co.simulate(s, formulation=formulation, max_steps=1) for s in scenes]
+        assert all(run.completed for run in runs)
+        (qa, va), (qb, vb) = ((run.q[-1], run.v[-1]) for run in runs)
         assert np.abs(va).max() > 0.1  # the contacts push the feet out (the legs are unactuated)
         np.testing.assert_allclose(qb, qa, rtol=0, atol=1e-8)
         np.testing.assert_allclose(vb, va, rtol=0, atol=2e-5)
@@ -429,3 +441,60 @@ def test_the_mujoco_backend_keeps_the_urdfs_numbers() -> None:
     system = UrdfSystem(box, True, True)
     M = np.asarray(system.dynamics(np.array([0, 0, 0.05, 1, 0, 0, 0.0]), np.zeros(6)).M)
     np.testing.assert_allclose(M, np.diag([1.0, 1.0, 1.0, 0.004166667, 0.004166667, 0.006666667]), rtol=0, atol=1e-15)
+
+
+def run_collection(tmp_path: Path, models: str, steps: int) -> list[dict]:
+    """``experiments/robots.py --collection example-robot-data`` on ``models``: its rows."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    requires_example_robot_data()
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(root / "experiments" / "robots.py"), "--collection",
+                           "example-robot-data", "--models", models, "--steps", str(steps), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=900, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((tmp_path / "summary.json").read_text())["rows"]
+
+
+def test_the_example_robot_data_collection_rows(tmp_path: Path) -> None:
+    """A completed row (a double pendulum, with its distance to the mujoco backend's run: the
+    same M, bias and contacts, so rounding, 1e-12) and a refusal before step 0 in one line (a
+    URDF with no joint), per formulation."""
+    import importlib
+    import sys
+
+    requires_example_robot_data()
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))
+    try:
+        robot_urdfs = importlib.import_module("robot_urdfs")
+    finally:
+        sys.path.pop(0)
+    rows = [row for model in robot_urdfs.collection_rows(5, 60.0, True, ["double_pendulum_simple", "quadrotor_base"])
+            for row in model]
+    assert sorted((row["model"].split("/")[-1], row["method"]) for row in rows) == [
+        ("double_pendulum_simple.urdf", "ccp/clarabel"), ("double_pendulum_simple.urdf", "sap/newton"),
+        ("quadrotor_base.urdf", "ccp/clarabel"), ("quadrotor_base.urdf", "sap/newton")]
+    for row in rows:
+        if "quadrotor" in row["model"]:
+            assert row["status"].startswith("refused: ") and "no degree of freedom" in row["status"]
+            assert row["steps"] == 0 and "\n" not in row["status"]
+        else:
+            assert row["status"] == "completed" and row["steps"] == 5 and row["dist_mujoco"] < 1e-12
+
+
+@pytest.mark.slow
+def test_example_robot_data_robots_complete_100_steps(tmp_path: Path) -> None:
+    """Quadrupeds, arms, a humanoid with mimic grippers: 100 steps of sap/newton and ccp/clarabel
+    from their standing or default configurations on the pinocchio backend; where MuJoCo compiles
+    the URDF too, within 1e-6 of the mujoco backend's run (ground contacts only; observed
+    <= 1e-7, centauro's hull-joggled meshes)."""
+    rows = run_collection(tmp_path, "solo12,a1,go2,ur5_robot,panda,talos_reduced,double_pendulum", 100)
+    assert len(rows) == 14
+    for row in rows:
+        assert row["status"] == "completed", (row["model"], row["status"])
+        if np.isfinite(row["dist_mujoco"]):
+            assert row["dist_mujoco"] < 1e-6, (row["model"], row["dist_mujoco"])
