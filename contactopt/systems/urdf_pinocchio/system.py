@@ -64,8 +64,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.model.step import Contacts, Dynamics, FrictionLoss, Unilateral, as_vector
 from contactopt.systems.base import ParameterError, System
-from contactopt.systems.urdf_pinocchio import collision, derivatives, ground
-from contactopt.systems.urdf_pinocchio.tree import joint_limits, load_pinocchio, read_urdf, skew, tree_order
+from contactopt.systems.urdf_pinocchio import collision, derivatives, rows
+from contactopt.systems.urdf_pinocchio.tree import joint_limits, load_checked, load_pinocchio, read_urdf, tree_order
 
 FloatArray = NDArray[np.float64]
 TOUCH_MARGIN = 1e-8  # per metre of extent, as contactopt.systems.mjcf.system.TOUCH_MARGIN
@@ -97,17 +97,17 @@ class PinocchioUrdfSystem(System):
             base = pin.JointModelComposite()
             base.addJoint(pin.JointModelTranslation())
             base.addJoint(pin.JointModelSpherical())
-            self.model = _load(pin, self.urdf, lambda: pin.buildModelFromXML(xml, base, True))
+            self.model = load_checked(self.urdf, lambda: pin.buildModelFromXML(xml, base, True))
         else:
-            self.model = _load(pin, self.urdf, lambda: pin.buildModelFromXML(xml, True))
-        self.geometry = _load(pin, self.urdf, lambda: pin.buildGeomFromUrdfString(
+            self.model = load_checked(self.urdf, lambda: pin.buildModelFromXML(xml, True))
+        self.geometry = load_checked(self.urdf, lambda: pin.buildGeomFromUrdfString(
             self.model, xml, pin.GeometryType.COLLISION, package_dirs=[str(d) for d in self.package_dirs]))
         self.data, self.geometry_data = self.model.createData(), self.geometry.createData()
         self._layout(root)
         if self.nv == 0:  # as the mujoco backend (MjcfSystem): nothing to simulate
             raise ParameterError("system.file", f"system.file: {self.urdf.name} has no degree of freedom (only fixed "
                                  "joints and no floating base): nothing can move (floating_base = true frees its root)")
-        self._check_masses()
+        rows.check_masses(self)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbodies)}
         self.damping = np.array(self.model.damping, dtype=np.float64)[self._dofs]  # public dof order
         self.dry_friction = np.array(self.model.friction, dtype=np.float64)[self._dofs]
@@ -171,22 +171,6 @@ class PinocchioUrdfSystem(System):
                         * (self._base is not None) + tuple(q_names[7 if self._base else 0:]))
         self.rotation_dofs = (np.array([[3, 4, 5]], dtype=np.int_) if self._base is not None
                               else np.zeros((0, 3), dtype=np.int_))
-
-    def _check_masses(self) -> None:
-        """Refuse (one line) a dof that moves no mass: ``M`` at the neutral configuration not
-        positive definite, naming the dofs whose diagonal entry is (numerically) zero."""
-        upper = np.array(self.pin.crba(self.model, self.data, self.pin_q(self._neutral())))
-        M = np.triu(upper) + np.triu(upper, 1).T
-        try:
-            np.linalg.cholesky(M)
-            return
-        except np.linalg.LinAlgError:
-            pass
-        diagonal = np.diag(M)[self._dofs]
-        weak = [self.v_names[k] for k in np.flatnonzero(diagonal <= 1e-12 * max(float(diagonal.max()), 1.0))]
-        raise ParameterError("system.file", f"system.file: {self.urdf.name}: the mass matrix is singular at the "
-                             f"neutral configuration (dofs moving no mass: {', '.join(weak) or 'none alone'}): give "
-                             "the links they move an <inertial>")
 
     def pin_q(self, q: ArrayLike) -> FloatArray:
         """Pinocchio's configuration of the public ``q``."""
@@ -349,35 +333,7 @@ class PinocchioUrdfSystem(System):
         return [(self._shapes[a].name, self._shapes[b].name) for a, b in sorted(touching)]
 
     def _ground_contacts(self, q: FloatArray) -> Contacts:
-        touches = self.contact_list(q)  # the placements of self.data are q's from here on
-        if not touches:
-            return Contacts.empty(self.nv, 3)
-        pin = self.pin
-        pin.computeJointJacobians(self.model, self.data, self.pin_q(q))
-        jacobians: dict[int, tuple[FloatArray, FloatArray]] = {}
-
-        def point_jacobian(shape: int, pos: FloatArray) -> FloatArray:
-            joint = self._shapes[shape].joint if shape >= 0 else 0
-            if joint == 0:  # the ground, or geometry fixed to the world
-                return np.zeros((3, self.nv))
-            if joint not in jacobians:
-                full = np.array(pin.getJointJacobian(self.model, self.data, joint, pin.LOCAL_WORLD_ALIGNED))
-                jacobians[joint] = (full.reshape(6, self.model.nv)[:, self._dofs],  # (6,) when nv = 1
-                                    np.array(self.data.oMi[joint].translation))
-            jacobian, origin = jacobians[joint]
-            return jacobian[:3] - skew(pos - origin) @ jacobian[3:]
-
-        phis, rows = [], []
-        for touch in touches:
-            frame = ground.contact_frame(touch.normal)
-            relative = point_jacobian(touch.second, touch.pos)
-            if touch.first >= 0:
-                relative = relative - point_jacobian(touch.first, touch.pos)
-            phis.append(touch.dist)
-            rows.append(frame @ relative)
-        n = len(phis)
-        return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, self.mu),
-                        restitution=np.zeros(n), dim=3)
+        return rows.contact_rows(self, q, self.contact_list(q))
 
     # --- other rows ----------------------------------------------------------------------------------
     def limits(self, q: ArrayLike) -> Unilateral:
@@ -434,11 +390,3 @@ class PinocchioUrdfSystem(System):
         return (f"URDF {self.urdf.name} through Pinocchio (floating_base={self.floating_base}, "
                 f"ground={self.ground}): nq={self.nq}, nv={self.nv}")
 
-
-def _load(pin: Any, urdf: Path, build: Any) -> Any:
-    """``build()``, Pinocchio's (or coal's) refusal made one line naming the file."""
-    try:
-        return build()
-    except (ValueError, RuntimeError) as exc:
-        reason = " ".join(str(exc).split())[:300]
-        raise ParameterError("system.file", f"system.file: Pinocchio cannot load {urdf.name}: {reason}") from exc

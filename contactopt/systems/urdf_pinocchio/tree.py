@@ -27,6 +27,15 @@ def load_pinocchio() -> Any:
                              "(pip install 'contactopt[urdf]'); backend = 'mujoco' runs without it") from exc
 
 
+def load_checked(urdf: Path, build: Any) -> Any:
+    """``build()``, Pinocchio's (or coal's) refusal made one line naming the file."""
+    try:
+        return build()
+    except (ValueError, RuntimeError) as exc:
+        reason = " ".join(str(exc).split())[:300]
+        raise ParameterError("system.file", f"system.file: Pinocchio cannot load {urdf.name}: {reason}") from exc
+
+
 def read_urdf(path: Path, package_dirs: Sequence[Path] = ()) -> ET.Element:
     """The URDF's root, refused in one line where this backend cannot carry it (the joints of
     :func:`contactopt.systems.urdf_file.read_robot`; ``<mimic>`` is mapped), without its ``<visual>`` elements and with
