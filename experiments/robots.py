@@ -30,6 +30,14 @@ Every run has a wall-time limit (``--cell-time-limit``); a run that reaches it k
 
     PYTHONPATH=. python experiments/robots.py [--steps 250] [--models suite/hopper,gym/ant] [--quick]
 
+The third collection, example-robot-data's URDFs on the pinocchio backend (:mod:`robot_urdfs`:
+sap/newton and ccp/clarabel, completed or refused before step 0 with its reason, time per step,
+the distance to the mujoco backend's run where MuJoCo compiles the URDF)::
+
+    PYTHONPATH=. python experiments/robots.py --collection example-robot-data [--steps 100] [--models solo12,ur5_robot]
+
+writes ``experiments/out/robots_urdf/{summary.json, summary.csv}``.
+
 Writes ``experiments/out/robots/{summary.json, summary.csv, ratios.png}`` and prints a compact
 table and the medians over the set.
 """
@@ -149,8 +157,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--models", default=None, help="comma-separated model names (default: the whole set)")
     parser.add_argument("--quick", action="store_true", help="a few models, a few steps (a smoke check)")
     parser.add_argument("--cell-time-limit", type=float, default=15.0, help="seconds per run (default 15)")
-    parser.add_argument("--out", default=str(OUT / "robots"))
+    parser.add_argument("--out", default=None, help="default experiments/out/robots (example-robot-data: robots_urdf)")
+    parser.add_argument("--collection", choices=("mujoco", "example-robot-data"), default="mujoco",
+                        help="mujoco: the MJCF set (default); example-robot-data: its URDFs through Pinocchio")
+    parser.add_argument("--no-mujoco-distance", action="store_true",
+                        help="example-robot-data: skip the runs on the mujoco backend")
     args = parser.parse_args(argv)
+    if args.collection == "example-robot-data":
+        return urdf_collection(args)
+    args.out = args.out or str(OUT / "robots")
     steps = args.steps if args.steps is not None else (QUICK_STEPS if args.quick else 250)
     if steps < 1 or not args.cell_time_limit > 0:
         parser.error("--steps and --cell-time-limit must be positive")
@@ -177,6 +192,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     for key, value in summary.items():
         print(f"{key}: {value if not isinstance(value, float) else f'{value:.3g}'}")
     plot(rows, folder / "ratios.png")
+    return 0
+
+
+def urdf_collection(args: argparse.Namespace) -> int:
+    """The example-robot-data collection (:mod:`robot_urdfs`)."""
+    from robot_urdfs import collection_rows, counts
+
+    from contactopt.core.errors import ContactoptError
+
+    steps = args.steps if args.steps is not None else (QUICK_STEPS if args.quick else 100)
+    if steps < 1 or not args.cell_time_limit > 0:
+        raise SystemExit("robots: --steps and --cell-time-limit must be positive")
+    start = time.perf_counter()
+    folder = Path(args.out or str(OUT / "robots_urdf"))
+    rows: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    try:
+        for model in collection_rows(steps, args.cell_time_limit, not args.no_mujoco_distance,
+                                     args.models.split(",") if args.models else None, sys.stderr):
+            rows += model
+            summary = counts(rows)
+            write_results(folder, rows, {"steps": steps, "cell_time_limit": args.cell_time_limit, "counts": summary,
+                                         "wall_seconds": time.perf_counter() - start,
+                                         "command": "PYTHONPATH=. python " + " ".join(sys.argv)})  # after each model
+    except ContactoptError as exc:  # example-robot-data or pin missing: one line
+        print(f"robots: {exc}", file=sys.stderr)
+        return 1
+    print_table([{"model": row["model"], "method": row["method"], "status": str(row["status"])[:70],
+                  "steps": row["steps"], "ms/step": f"{row.get('ms_per_step', math.nan):.3g}",
+                  "dist mj": f"{row.get('dist_mujoco', math.nan):.2g}"} for row in rows])
+    for key, value in summary.items():
+        print(f"{key}: {value if not isinstance(value, float) else f'{value:.3g}'}")
     return 0
 
 

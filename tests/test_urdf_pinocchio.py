@@ -7,12 +7,11 @@ different recursions (Featherstone's CRBA/RNEA in Pinocchio, MuJoCo's composite 
 RNE), so they agree to rounding (observed 1e-15 .. 1e-14); 1e-10 for the quantities and 1e-9 for
 a step (a program solved to its solver's tolerance from identical inputs: observed <= 4e-14) leave
 orders of magnitude of margin while catching any modelling difference (a frame, a sign, a
-contact point off by dist/2 changes the rows by ~1e-3). The URDFs' inertias are written with at
-most six significant digits: the ``mujoco`` backend passes the URDF through ``MjSpec.to_xml``,
-which rounds numbers to six digits (problems/urdf/box.urdf's ``0.004166667`` becomes
-``0.00416667``, a 3e-9 difference in M), and the principal axes of a non-diagonal inertia
-(``ixy = 0.001``: M off by 2e-8) likewise, and so of a rotated collision origin
-(``rpy = "0.3 0 0"``: phi off by 4e-9); the inertias here are diagonal, the origins unrotated.
+contact point off by dist/2 changes the rows by ~1e-3). The ``mujoco`` backend's MJCF
+(``MjSpec.to_xml``) has six significant digits; its numbers are restored to the URDF's
+(:func:`contactopt.systems.mjcf.urdf.restore_precision`): without that, problems/urdf/box.urdf's
+``0.004166667`` became ``0.00416667`` (M off by 3e-9), a non-diagonal inertia's principal axes
+(M off by 2e-8) and a rotated collision origin (phi off by 4e-9) likewise.
 """
 
 from __future__ import annotations
@@ -230,10 +229,12 @@ def test_one_step_of_the_walker_agrees(tmp_path: Path, formulation: str) -> None
     np.testing.assert_allclose(vb, va, rtol=0, atol=1e-9)
 
 
-def test_what_the_pinocchio_backend_cannot_carry_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_a_missing_collision_mesh_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Meshes are carried (tests/test_urdf_collisions.py); a missing one is one line naming it."""
     meshed = write(tmp_path, "meshed", BOX.replace('<box size="0.2 0.2 0.1"/>', '<mesh filename="cube.stl"/>'))
-    with pytest.raises(co.SceneError, match=r"collision mesh 'cube.stl'.*backend = 'mujoco' takes meshes"):
+    with pytest.raises(co.SceneError, match=r"mesh 'cube.stl' not found \(looked for: .*cube.stl") as info:
         co.load_scene(meshed, system_options={"backend": "pinocchio"})
+    assert "\n" not in str(info.value)
 
 
 def example_robot_data() -> Path:
@@ -255,9 +256,10 @@ def test_an_example_robot_data_quadruped_agrees(tmp_path: Path, robot: str) -> N
     """A quadruped whose collision geometry is primitives (boxes, cylinders, sphere feet; 12
     revolute joints). M and the bias against MuJoCo compiling the URDF straight from its
     ``MjSpec`` (1e-10: both exact to rounding, observed 1e-15); the ground contacts against the
-    ``mujoco`` backend (1e-10, observed 1e-16); one step of each formulation within 1e-6 of the
-    ``mujoco`` backend, whose URDF goes through ``MjSpec.to_xml`` at six significant digits (M
-    differs from the URDF's by 2e-7 there: a step's v by at most 9e-8 observed, h M^-1 dM v')."""
+    ``mujoco`` backend (1e-10, observed 1e-16); five steps of each formulation within 1e-9 of the
+    ``mujoco`` backend (observed 3e-12), whose six-digit MJCF (``MjSpec.to_xml``) has its
+    numbers restored to the URDF's (:func:`contactopt.systems.mjcf.urdf.restore_precision`;
+    without it M differed by 2e-7 and v by 9e-8)."""
     import xml.etree.ElementTree as ET
 
     import mujoco
@@ -311,8 +313,8 @@ def test_an_example_robot_data_quadruped_agrees(tmp_path: Path, robot: str) -> N
             states.append((trajectory.q, trajectory.v))
         (qa, va), (qb, vb) = states
         assert np.abs(va[-1]).max() > 0.01  # it falls onto its feet
-        np.testing.assert_allclose(qb, qa, rtol=0, atol=1e-6)
-        np.testing.assert_allclose(vb, va, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(qb, qa, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(vb, va, rtol=0, atol=1e-9)
 
 
 def residual(system: PinocchioUrdfSystem, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:

@@ -59,7 +59,10 @@ CONFIG_KEY_DOCS: dict[str, str] = {
     "ground_friction": "urdf: the ground plane's friction coefficient (default 1)",
     "package_dirs": "urdf: folders holding the packages of `package://PKG/...` mesh names (relative to the URDF)",
     "backend": "urdf: `mujoco` (default: MuJoCo's URDF compiler) or `pinocchio` (Pinocchio's CRBA/RNEA, the same "
-                "coordinates; collision boxes, spheres and cylinders against the ground; needs the urdf extra)",
+                "coordinates; collision primitives and convex meshes by coal; needs the urdf extra)",
+    "self_collisions": "urdf: true or false (default true): contacts between the robot's links, not only with the "
+                       "ground",
+    "srdf": "urdf, pinocchio backend: an SRDF file whose <disable_collisions> pairs are not tested",
     "ground_normal": "3 numbers: the ground plane's normal (normalized; default [0, 0, 1])",
     "ground_point": "3 numbers [m]: a point of the ground plane (default the origin)",
     "box_pairs": "true or false (default true): contacts of the body pairs with a box, from MuJoCo",

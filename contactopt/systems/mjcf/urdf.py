@@ -13,6 +13,11 @@ URDF specification, ROS wiki "urdf/XML"):
   (MuJoCo's importer drops it: the coupled joint would move freely);
 * the root link is welded to the world unless ``floating_base = true`` gives it a free joint;
 * ``ground = true`` adds a ground plane at ``z = 0`` (friction ``ground_friction``, default 1);
+* ``self_collisions = false`` lets the robot's geoms collide with the ground only (``contype`` 2,
+  ``conaffinity`` 1; the ground's 1 and 2); by default MuJoCo's own rule (all but parent-child);
+* the numbers are the URDF's to double precision: MuJoCo's ``MjSpec.to_xml`` writes six
+  significant digits, so the arrays of the model compiled from that file which equal the
+  spec's own compilation to that rounding are copied from it (:func:`restore_precision`);
 * ``package://PKG/path`` mesh names are looked up as ``DIR/PKG/path`` (or ``DIR/path`` where
   ``DIR`` is the package itself) in ``package_dirs``, relative names next to the URDF file; a
   mesh that is not found is one error naming the file and the folders searched.
@@ -25,7 +30,6 @@ algorithms through Pinocchio, the same coordinates, ground contacts built as MuJ
 from __future__ import annotations
 
 import atexit
-import re
 import shutil
 import tempfile
 import xml.etree.ElementTree as ET
@@ -39,7 +43,7 @@ from numpy.typing import NDArray
 from contactopt.systems.base import ParameterError, System
 from contactopt.systems.mjcf import compat, parameters
 from contactopt.systems.mjcf.system import MjcfSystem
-from contactopt.systems.urdf_file import read_robot
+from contactopt.systems.urdf_file import read_robot, resolve_meshes
 
 FloatArray = NDArray[np.float64]
 BACKENDS = ("mujoco", "pinocchio")
@@ -54,31 +58,11 @@ def _folder() -> Path:
     return _FOLDER[0]
 
 
-def resolve_meshes(root: ET.Element, urdf: Path, package_dirs: Sequence[Path]) -> None:
-    """Every ``<mesh filename>`` made an absolute path (module docstring); a missing one raises
-    :class:`ParameterError` naming it."""
-    for mesh in root.iter("mesh"):
-        name = mesh.get("filename", "")
-        match = re.match(r"package://([^/]+)/(.*)", name)
-        if match:
-            package, rest = match.groups()
-            tried = [directory / package / rest for directory in package_dirs]
-            tried += [directory / rest for directory in package_dirs if directory.name == package]
-        else:
-            plain = Path(name.removeprefix("file://"))
-            tried = [plain if plain.is_absolute() else urdf.parent / plain]
-        found = next((path for path in tried if path.is_file()), None)
-        if found is None:
-            where = ", ".join(str(path) for path in tried) or f"no package_dirs to look for package {name!r} in"
-            raise ParameterError("system.file", f"system.file: {urdf.name}: mesh {name!r} not found (looked for: "
-                                 f"{where}; set [system] package_dirs or --system-option package_dirs=DIR)")
-        mesh.set("filename", str(found.resolve()))
-
-
 def compile_urdf(path: Path, floating_base: bool, ground: bool, ground_friction: float,
-                 package_dirs: Sequence[Path]) -> Path:
+                 package_dirs: Sequence[Path], self_collisions: bool = True) -> tuple[Path, Any]:
     """The MJCF file of the URDF at ``path`` with the module docstring's additions, written to
-    this process's temporary folder."""
+    this process's temporary folder, and the ``MjModel`` compiled from the ``MjSpec`` itself
+    (full precision: ``MjSpec.to_xml`` writes six significant digits)."""
     mujoco = compat.load()
     root = read_robot(path, "mujoco")
     resolve_meshes(root, path, package_dirs)
@@ -99,14 +83,46 @@ def compile_urdf(path: Path, floating_base: bool, ground: bool, ground_friction:
         if ground:
             spec.worldbody.add_geom(name="ground", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0.0, 0.0, 1.0],
                                     friction=[ground_friction, 0.005, 0.0001])
-        spec.compile()
+        if not self_collisions:  # robot geoms collide with the ground only
+            for geom in spec.geoms:
+                if geom.name != "ground":
+                    geom.contype, geom.conaffinity = 2, 1
+            if ground:
+                geom = spec.geom("ground")
+                geom.contype, geom.conaffinity = 1, 2
+        precise = spec.compile()
         xml = spec.to_xml()
     except ValueError as exc:  # MuJoCo's compile errors: one line
         reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
         raise ParameterError("system.file", f"system.file: MuJoCo cannot compile {path.name}: {reason}") from exc
     out = _folder() / f"{path.stem}-{abs(hash((str(path.resolve()), floating_base, ground, ground_friction)))}.xml"
     out.write_text(xml)
-    return out
+    return out, precise
+
+
+def restore_precision(model: Any, precise: Any) -> int:
+    """Copy into ``model`` (compiled from ``MjSpec.to_xml``'s six-digit file) every float array of
+    ``precise`` (the same spec compiled directly) that equals it to that rounding (relative 1e-5),
+    so that inertias, positions and sizes are the URDF's to double precision; arrays changed on
+    purpose since (margins, gaps) differ by more and are kept. Does nothing when the two models'
+    sizes differ. The number of arrays copied."""
+    sizes = ("nq", "nv", "nbody", "njnt", "ngeom", "nmesh", "nmeshvert")
+    if any(int(getattr(model, n, 0)) != int(getattr(precise, n, 0)) for n in sizes):
+        return 0
+    copied = 0
+    for name in dir(precise):
+        if name.startswith("_") or name.startswith("opt") or name in ("stat", "vis"):
+            continue
+        try:
+            a, b = getattr(model, name), getattr(precise, name)
+        except Exception:  # properties that raise on access
+            continue
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.dtype != np.float64 or a.shape != b.shape:
+            continue
+        if a.size and not np.array_equal(a, b) and np.all(np.abs(a - b) <= 1e-5 * np.abs(b)):
+            a[...] = b
+            copied += 1
+    return copied
 
 
 class UrdfSystem(MjcfSystem):
@@ -116,16 +132,20 @@ class UrdfSystem(MjcfSystem):
     description: ClassVar[str] = ("a URDF robot (file = URDF; floating_base, ground, package_dirs): compiled by "
                                   "MuJoCo's URDF importer, then as mjcf")
     config_keys: ClassVar[frozenset[str]] = frozenset({"file", "floating_base", "ground", "ground_friction",
-                                                       "package_dirs", "backend", "detection_margin"})
+                                                       "package_dirs", "backend", "detection_margin",
+                                                       "self_collisions", "srdf"})
 
     def __init__(self, path: str | Path, floating_base: bool = False, ground: bool = False,
                  ground_friction: float = 1.0, package_dirs: Sequence[str | Path] = (),
-                 detection_margin: float | None = None) -> None:
+                 detection_margin: float | None = None, self_collisions: bool = True) -> None:
         self.urdf = Path(path)
         self.floating_base, self.ground, self.ground_friction = floating_base, ground, ground_friction
         self.package_dirs = tuple(Path(d) for d in package_dirs)
-        compiled = compile_urdf(self.urdf, floating_base, ground, ground_friction, self.package_dirs)
+        self.self_collisions = bool(self_collisions)
+        compiled, precise = compile_urdf(self.urdf, floating_base, ground, ground_friction, self.package_dirs,
+                                         self.self_collisions)
         super().__init__(compiled, detection_margin)
+        restore_precision(self.model, precise)
 
     @classmethod
     def from_config(cls, table: Mapping[str, Any], contact: Mapping[str, Any]) -> System:
@@ -143,8 +163,8 @@ class UrdfSystem(MjcfSystem):
             raise ParameterError("system.backend", f"system.backend: one of {', '.join(map(repr, BACKENDS))}, "
                                  f"got {backend!r}")
         flags = {}
-        for key in ("floating_base", "ground"):
-            value = table.get(key, False)
+        for key in ("floating_base", "ground", "self_collisions"):
+            value = table.get(key, key == "self_collisions")
             if isinstance(value, str) and value.lower() in ("true", "false"):  # from --system-option KEY=VALUE
                 value = value.lower() == "true"
             if not isinstance(value, bool):
@@ -169,13 +189,22 @@ class UrdfSystem(MjcfSystem):
         if margin is not None and (isinstance(margin, bool) or not isinstance(margin, int | float) or not margin >= 0):
             raise ParameterError("system.detection_margin",
                                  f"system.detection_margin: must be a number >= 0, got {margin!r}")
+        srdf = table.get("srdf")
+        if srdf is not None:
+            given = srdf
+            srdf = (Path(srdf) if Path(srdf).is_absolute() else base / srdf) if isinstance(srdf, str | Path) else None
+            if srdf is None or not srdf.is_file():
+                raise ParameterError("system.srdf", f"system.srdf: an SRDF file (relative to the scene), got {given!r}")
+            if backend != "pinocchio":
+                raise ParameterError("system.srdf", "system.srdf: the SRDF's disabled collision pairs are taken by "
+                                     "backend = 'pinocchio'; the mujoco backend takes self_collisions = false")
         if backend == "pinocchio":  # Featherstone's algorithms through Pinocchio (its own package)
             from contactopt.systems.urdf_pinocchio.system import PinocchioUrdfSystem
 
             return PinocchioUrdfSystem(path, flags["floating_base"], flags["ground"], friction, folders,
-                                       None if margin is None else float(margin))
+                                       None if margin is None else float(margin), flags["self_collisions"], srdf)
         return cls(path, flags["floating_base"], flags["ground"], friction, folders,
-                   None if margin is None else float(margin))
+                   None if margin is None else float(margin), flags["self_collisions"])
 
     def default_state(self) -> tuple[FloatArray, FloatArray]:
         """MuJoCo's ``qpos0`` at rest; with ``floating_base`` and ``ground``, the base raised so that
@@ -206,11 +235,13 @@ class UrdfSystem(MjcfSystem):
     def __getstate__(self) -> dict[str, Any]:  # the URDF and its settings: compiled again on load
         return {"urdf": str(self.urdf), "floating_base": self.floating_base, "ground": self.ground,
                 "ground_friction": self.ground_friction, "package_dirs": [str(d) for d in self.package_dirs],
-                "detection_margin": self.detection_margin, "parameters": self.parameter_arrays}
+                "detection_margin": self.detection_margin, "parameters": self.parameter_arrays,
+                "self_collisions": self.self_collisions}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["urdf"], state["floating_base"], state["ground"],  # type: ignore[misc]
-                      state["ground_friction"], state["package_dirs"], state["detection_margin"])
+                      state["ground_friction"], state["package_dirs"], state["detection_margin"],
+                      state.get("self_collisions", True))
         parameters.reload(self, state.get("parameters"))
 
     def describe(self) -> str:

@@ -28,20 +28,31 @@ for scalar joints, ``q + h v`` (not wrapped).
 * ``<dynamics friction>``: a dry-friction box row per dof (``bound = friction``);
 * ``effort``: kept (``effort_limits``); it bounds actuators, and a URDF has none (MuJoCo's
   importer makes it ``actfrcrange``, which acts on actuators only: no effect there either);
-* ``floating``/``planar`` joints and ``<mimic>`` are refused in one line, as by the
-  ``mujoco`` backend; collision meshes too (the ground contacts below take primitives).
+* ``floating``/``planar`` joints are refused in one line, as by the ``mujoco`` backend;
+* ``<mimic joint multiplier offset>``: Pinocchio's mimic joint (``buildModelFromXML(...,
+  mimic=True)``: the follower has no coordinate of its own, ``q_f = multiplier q_leader + offset``
+  in every algorithm), so the follower is not in ``q``/``v``, and its own ``<limit>``,
+  ``<dynamics>`` and ``effort`` are not carried (the leader's are); the ``mujoco`` backend refuses
+  ``<mimic>`` (MuJoCo's importer drops it);
+* a joint that moves no mass (``M`` singular at the neutral configuration: a massless leaf link
+  on a joint) is refused in one line, as MuJoCo's compiler refuses a massless moving body.
 
-**Contacts** (``ground = true``): each collision box, sphere and cylinder of a moving link against
-the plane ``z = 0`` (:mod:`.ground`, MuJoCo's plane collisions; geometry fixed to the world is
-not tested, as MuJoCo's world body is not), ``mu = ground_friction``; rows ``frame (J_lin -
-[r]x J_ang)`` with the joint Jacobian in ``LOCAL_WORLD_ALIGNED`` and ``r`` the contact point less
-the joint origin. Self-collisions are not detected. ``detection_margin`` (m) as in the ``mujoco``
-backend; by default 1e-8 of the geometry's extent (the diagonal of its bounding box at the
-neutral configuration, an approximation of MuJoCo's ``stat.extent``).
+**Contacts** (:mod:`.collision`): the URDF's collision geometry, boxes, spheres, cylinders and
+meshes (their convex hulls, by coal), ``package://`` meshes found through ``package_dirs``; with
+``ground = true`` each shape of a moving link against the plane ``z = 0`` (primitives as MuJoCo's
+plane collisions, :mod:`.ground`); with ``self_collisions = true`` (the default) the pairs of
+shapes on links that are not parent and child, less an optional ``srdf``'s disabled pairs,
+through coal's signed distance; ``mu = ground_friction`` for all. Rows ``frame (J_2 - J_1)`` at
+the contact point, each ``J_k = J_lin - [r]x J_ang`` from the joint Jacobian in
+``LOCAL_WORLD_ALIGNED`` with ``r`` the point less the joint origin; the order and frames are
+:mod:`.collision`'s. ``detection_margin`` (m) as in the ``mujoco`` backend; by default 1e-8 of
+the geometry's extent (the diagonal of its bounding box at the neutral configuration, an
+approximation of MuJoCo's ``stat.extent``).
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -53,8 +64,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.model.step import Contacts, Dynamics, FrictionLoss, Unilateral, as_vector
 from contactopt.systems.base import ParameterError, System
-from contactopt.systems.urdf_pinocchio import derivatives, ground
-from contactopt.systems.urdf_pinocchio.tree import joint_limits, load_pinocchio, read_urdf, skew, tree_order
+from contactopt.systems.urdf_pinocchio import collision, derivatives, rows
+from contactopt.systems.urdf_pinocchio.tree import joint_limits, load_checked, load_pinocchio, read_urdf, tree_order
 
 FloatArray = NDArray[np.float64]
 TOUCH_MARGIN = 1e-8  # per metre of extent, as contactopt.systems.mjcf.system.TOUCH_MARGIN
@@ -72,29 +83,39 @@ class PinocchioUrdfSystem(System):
 
     def __init__(self, path: str | Path, floating_base: bool = False, ground: bool = False,
                  ground_friction: float = 1.0, package_dirs: Sequence[str | Path] = (),
-                 detection_margin: float | None = None) -> None:
+                 detection_margin: float | None = None, self_collisions: bool = True,
+                 srdf: str | Path | None = None) -> None:
         super().__init__({}, {"mu": ground_friction})
         pin = self.pin = load_pinocchio()
         self.urdf = Path(path)
         self.floating_base, self.ground, self.ground_friction = floating_base, ground, ground_friction
         self.package_dirs = tuple(Path(d) for d in package_dirs)
-        root = read_urdf(self.urdf)
+        self.self_collisions, self.srdf = bool(self_collisions), None if srdf is None else Path(srdf)
+        root = read_urdf(self.urdf, self.package_dirs)
+        xml = ET.tostring(root, encoding="unicode")
         if floating_base:
             base = pin.JointModelComposite()
             base.addJoint(pin.JointModelTranslation())
             base.addJoint(pin.JointModelSpherical())
-            self.model = pin.buildModelFromUrdf(str(self.urdf), base)
+            self.model = load_checked(self.urdf, lambda: pin.buildModelFromXML(xml, base, True))
         else:
-            self.model = pin.buildModelFromUrdf(str(self.urdf))
-        self.geometry = pin.buildGeomFromUrdf(self.model, str(self.urdf), pin.GeometryType.COLLISION,
-                                              package_dirs=[str(d) for d in self.package_dirs])
+            self.model = load_checked(self.urdf, lambda: pin.buildModelFromXML(xml, True))
+        self.geometry = load_checked(self.urdf, lambda: pin.buildGeomFromUrdfString(
+            self.model, xml, pin.GeometryType.COLLISION, package_dirs=[str(d) for d in self.package_dirs]))
         self.data, self.geometry_data = self.model.createData(), self.geometry.createData()
         self._layout(root)
+        if self.nv == 0:  # as the mujoco backend (MjcfSystem): nothing to simulate
+            raise ParameterError("system.file", f"system.file: {self.urdf.name} has no degree of freedom (only fixed "
+                                 "joints and no floating base): nothing can move (floating_base = true frees its root)")
+        rows.check_masses(self)
         self.params = {"nq": float(self.nq), "nv": float(self.nv), "nbody": float(self.model.nbodies)}
         self.damping = np.array(self.model.damping, dtype=np.float64)[self._dofs]  # public dof order
         self.dry_friction = np.array(self.model.friction, dtype=np.float64)[self._dofs]
         self.effort_limits = np.array(self.model.effortLimit, dtype=np.float64)
-        self._shapes = self._collision_shapes()
+        self._shapes = collision.shapes(pin, self.model, self.geometry, self._link_order, self.urdf.name)
+        disabled = collision.disabled_pairs(self.srdf) if self.srdf is not None else set()
+        self._pairs = collision.pairs(self.model, self._shapes, disabled) if self.self_collisions else []
+        self._coal: Any = None
         self.detection_margin = (TOUCH_MARGIN * self._extent() if detection_margin is None
                                  else float(detection_margin))
         self._at: tuple[bytes, float] | None = None
@@ -120,8 +141,12 @@ class PinocchioUrdfSystem(System):
             raise ParameterError("system.file", f"system.file: {self.urdf.name}: Pinocchio's joints "
                                  f"{sorted(ids)} do not match the URDF's tree")
         public = 0
+        self.mimic_joints: tuple[str, ...] = ()
         for j in order:
             name, iq, iv, nq = model.names[j], model.idx_qs[j], model.idx_vs[j], model.nqs[j]
+            if nq == 0 and model.nvs[j] == 0 and "Mimic" in model.joints[j].shortname():
+                self.mimic_joints += (name,)  # a follower: no coordinate of its own
+                continue
             if nq == 7:  # the composite floating base
                 self._base = (public, iq)
                 q_names += [f"joint0.{c}" for c in ("x", "y", "z", "qw", "qx", "qy", "qz")]
@@ -235,7 +260,8 @@ class PinocchioUrdfSystem(System):
         if self._base is not None:
             q[self._base[0] + 3] = 1.0
             if self.ground:
-                low = min((ground.lowest_point(c, R, half) for c, R, half, _ in self._placed(q)), default=0.0)
+                low = min((collision.lowest_point(self._shapes[k], c, R) for k, (c, R) in self._placed(q)
+                           if self._shapes[k].joint != 0), default=0.0)
                 q[self._base[0] + 2] -= low
         return q, np.zeros(self.nv)
 
@@ -248,47 +274,22 @@ class PinocchioUrdfSystem(System):
         return float(self.pin.computePotentialEnergy(self.model, self.data, self.pin_q(q)))
 
     # --- contacts ----------------------------------------------------------------------------------
-    def _collision_shapes(self) -> list[tuple[int, str, FloatArray, FloatArray]]:
-        """``(geometry index, kind, size, bounding half extents)`` of each moving primitive."""
-        shapes = []
-        rank = {link: k for k, link in enumerate(self._link_order)}
-        objects = list(enumerate(self.geometry.geometryObjects))  # in MuJoCo's geom order: by body, then as written
-        objects.sort(key=lambda item: (rank.get(self.model.frames[item[1].parentFrame].name, len(rank)), item[0]))
-        for index, obj in objects:
-            if obj.parentJoint == 0:
-                continue  # fixed to the world, as MuJoCo's world-body geoms: not tested against the ground
-            shape, kind = obj.geometry, type(obj.geometry).__name__
-            if kind == "Box":
-                half = np.array(shape.halfSide, dtype=np.float64)
-                shapes.append((index, "box", half, half))
-            elif kind == "Sphere":
-                shapes.append((index, "sphere", np.array([shape.radius]), np.full(3, float(shape.radius))))
-            elif kind == "Cylinder":
-                r, h = float(shape.radius), float(shape.halfLength)
-                shapes.append((index, "cylinder", np.array([r, h]), np.array([r, r, h])))
-            else:
-                raise ParameterError("system.file", f"system.file: {self.urdf.name}: collision geometry "
-                                     f"{obj.name!r} is a {kind}; the pinocchio backend takes boxes, spheres and "
-                                     "cylinders")
-        return shapes
-
-    def _placed(self, q: ArrayLike) -> list[tuple[FloatArray, FloatArray, FloatArray, int]]:
-        """``(centre, rotation, half extents, shape number)`` of each shape at ``q``."""
+    def _placed(self, q: ArrayLike) -> list[tuple[int, tuple[FloatArray, FloatArray]]]:
+        """``(shape number, (centre, rotation))`` of each shape at ``q``."""
         pin, qp = self.pin, self.pin_q(q)
         pin.forwardKinematics(self.model, self.data, qp)
         pin.updateGeometryPlacements(self.model, self.data, self.geometry, self.geometry_data)
         out = []
-        for k, (index, _, _, half) in enumerate(self._shapes):
-            placement = self.geometry_data.oMg[index]
-            out.append((np.array(placement.translation), np.array(placement.rotation), half, k))
+        for k, item in enumerate(self._shapes):
+            placement = self.geometry_data.oMg[item.index]
+            out.append((k, (np.array(placement.translation), np.array(placement.rotation))))
         return out
 
     def _extent(self) -> float:
-        signs = np.array(list(np.ndindex(2, 2, 2)), dtype=np.float64) * 2 - 1
-        corners = [c + R @ (half * sign) for c, R, half, _ in self._placed(self._neutral()) for sign in signs]
-        if not corners:
+        placed = [(k, at) for k, at in self._placed(self._neutral()) if self._shapes[k].joint != 0]
+        if not placed:
             return 1.0
-        points = np.array(corners)
+        points = np.vstack([collision.corners(self._shapes[k], c, R) for k, (c, R) in placed])
         return float(np.linalg.norm(points.max(axis=0) - points.min(axis=0))) or 1.0
 
     def _neutral(self) -> FloatArray:
@@ -306,39 +307,38 @@ class PinocchioUrdfSystem(System):
         self._at, self._contacts = key, contacts
         return contacts
 
-    def _ground_contacts(self, q: FloatArray) -> Contacts:
-        if not self.ground or not self._shapes:
-            return Contacts.empty(self.nv, 3)
-        pin = self.pin
-        placed = self._placed(q)
-        pin.computeJointJacobians(self.model, self.data, self.pin_q(q))
-        frame = ground.contact_frame(ground.NORMAL)
-        phis: list[float] = []
-        rows: list[FloatArray] = []
+    def contact_list(self, q: ArrayLike) -> list[collision.Contact]:
+        """The contacts at ``q`` in :mod:`.collision`'s order (the ground's, then the pairs')."""
+        qv = as_vector(q, "q", self.nq)
+        if not (self.ground or self._pairs):
+            return []
+        placed = [at for _, at in self._placed(qv)]
         margin = self.detection_margin
-        for centre, R, _, k in placed:
-            index, kind, size, _ = self._shapes[k]
-            if kind == "box":
-                touches = ground.box(centre, R, size, margin)
-            elif kind == "sphere":
-                touches = ground.sphere(centre, float(size[0]), margin)
-            else:
-                touches = ground.cylinder(centre, R, float(size[0]), float(size[1]), margin)
-            if not touches:
-                continue
-            joint = int(self.geometry.geometryObjects[index].parentJoint)
-            jacobian = np.array(pin.getJointJacobian(self.model, self.data, joint,
-                                                     pin.LOCAL_WORLD_ALIGNED))[:, self._dofs]
-            origin = np.array(self.data.oMi[joint].translation)
-            for touch in touches:
-                point = jacobian[:3] - skew(touch.pos - origin) @ jacobian[3:]
-                phis.append(touch.dist)
-                rows.append(frame @ point)
-        if not phis:
-            return Contacts.empty(self.nv, 3)
-        n = len(phis)
-        return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, self.mu),
-                        restitution=np.zeros(n), dim=3)
+        out: list[collision.Contact] = []
+        if self.ground:
+            for k, item in enumerate(self._shapes):
+                if item.joint != 0:  # fixed to the world: not tested, as MuJoCo's world body is not
+                    out += collision.ground_contacts(item, k, placed[k][0], placed[k][1], margin)
+        if self._pairs:
+            if self._coal is None:
+                self._coal = importlib.import_module("coal")  # pin's collision library (pin depends on it)
+            for a, b in collision.near_pairs(self._pairs, self._shapes, placed, margin):
+                found = collision.pair_contact(self._coal, self._shapes[a], self._shapes[b], a, b, placed, margin)
+                if found is not None:
+                    out.append(found)
+        return out
+
+    def disable_pairs_in_contact(self, q: ArrayLike) -> list[tuple[str, str]]:
+        """Leave out the self-collision pairs in contact at ``q`` (within the detection margin), as
+        MoveIt's setup assistant disables the pairs in collision at the default configuration;
+        the pairs' shape names."""
+        touching = {(c.first, c.second) for c in self.contact_list(q) if c.first >= 0}
+        self._pairs = [pair for pair in self._pairs if pair not in touching]
+        self._at, self._contacts = None, None
+        return [(self._shapes[a].name, self._shapes[b].name) for a, b in sorted(touching)]
+
+    def _ground_contacts(self, q: FloatArray) -> Contacts:
+        return rows.contact_rows(self, q, self.contact_list(q))
 
     # --- other rows ----------------------------------------------------------------------------------
     def limits(self, q: ArrayLike) -> Unilateral:
@@ -383,12 +383,15 @@ class PinocchioUrdfSystem(System):
     def __getstate__(self) -> dict[str, Any]:
         return {"urdf": str(self.urdf), "floating_base": self.floating_base, "ground": self.ground,
                 "ground_friction": self.ground_friction, "package_dirs": [str(d) for d in self.package_dirs],
-                "detection_margin": self.detection_margin}
+                "detection_margin": self.detection_margin, "self_collisions": self.self_collisions,
+                "srdf": None if self.srdf is None else str(self.srdf)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["urdf"], state["floating_base"], state["ground"],  # type: ignore[misc]
-                      state["ground_friction"], state["package_dirs"], state["detection_margin"])
+                      state["ground_friction"], state["package_dirs"], state["detection_margin"],
+                      state.get("self_collisions", True), state.get("srdf"))
 
     def describe(self) -> str:
         return (f"URDF {self.urdf.name} through Pinocchio (floating_base={self.floating_base}, "
                 f"ground={self.ground}): nq={self.nq}, nv={self.nv}")
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.systems.base import ParameterError
-from contactopt.systems.urdf_file import read_robot
+from contactopt.systems.urdf_file import read_robot, resolve_meshes
 
 FloatArray = NDArray[np.float64]
 
@@ -26,15 +27,24 @@ def load_pinocchio() -> Any:
                              "(pip install 'contactopt[urdf]'); backend = 'mujoco' runs without it") from exc
 
 
-def read_urdf(path: Path) -> ET.Element:
-    """The URDF's root, refused in one line where this backend cannot carry it (module docstring)."""
-    root = read_robot(path, "pinocchio")
-    for collision in root.iter("collision"):
-        mesh = collision.find("geometry/mesh")
-        if mesh is not None:
-            raise ParameterError("system.file", f"system.file: {path.name}: collision mesh "
-                                 f"{mesh.get('filename', '?')!r}: the pinocchio backend's ground contacts take "
-                                 "boxes, spheres and cylinders; backend = 'mujoco' takes meshes")
+def load_checked(urdf: Path, build: Any) -> Any:
+    """``build()``, Pinocchio's (or coal's) refusal made one line naming the file."""
+    try:
+        return build()
+    except (ValueError, RuntimeError) as exc:
+        reason = " ".join(str(exc).split())[:300]
+        raise ParameterError("system.file", f"system.file: Pinocchio cannot load {urdf.name}: {reason}") from exc
+
+
+def read_urdf(path: Path, package_dirs: Sequence[Path] = ()) -> ET.Element:
+    """The URDF's root, refused in one line where this backend cannot carry it (the joints of
+    :func:`contactopt.systems.urdf_file.read_robot`; ``<mimic>`` is mapped), without its ``<visual>`` elements and with
+    its collision meshes' names made absolute paths (a missing mesh: one line naming it)."""
+    root = read_robot(path, "pinocchio", mimic=True)
+    for link in root.iter("link"):
+        for visual in link.findall("visual"):
+            link.remove(visual)
+    resolve_meshes(root, path, package_dirs)
     return root
 
 
