@@ -22,7 +22,8 @@ from contactopt.scenes.observable_kinds import local_maxima
 PROBLEMS = Path(__file__).resolve().parent.parent / "problems"
 #: Benchmark scenes without a closed form (MJCF robots and piles); every other scene is a
 #: textbook example and declares what it is about.
-BENCHMARK_ONLY = {"box_stack_mjcf", "sphere_pile_mjcf", "two_link_arm_mjcf"}
+BENCHMARK_ONLY = {"box_stack_mjcf", "sphere_pile_mjcf", "two_link_arm_mjcf",
+                  "ur5_like_arm_floor"}  # the last: the URDF scene of experiments/gradient_cost.py
 #: Robot scenes (issue 13): MJCF models driven by controllers, with no closed form to declare.
 ROBOT_SCENES = {"pushed_box_mjcf", "quadruped_stand", "quadruped_trot"}
 

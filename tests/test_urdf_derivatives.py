@@ -67,7 +67,8 @@ def linearized(stepper: TimeStepping, state: State) -> LinearizedStepDerivative:
 
 def arm(name: str) -> tuple[PinocchioUrdfSystem, np.ndarray, np.ndarray]:
     path, q, v, mu = ARMS[name]
-    return PinocchioUrdfSystem(path, False, True, ground_friction=mu), q, v
+    # self-collisions off: the arms' simple link shapes overlap across a joint (the ground rows are the subject)
+    return PinocchioUrdfSystem(path, False, True, ground_friction=mu, self_collisions=False), q, v
 
 
 def one_step(system: co.System, formulation: str, solver: str, q: np.ndarray, v: np.ndarray,

@@ -134,14 +134,17 @@ class StepLinearization:
         if not nc:
             return dphi, dJ
         q = problem.state.q
-        placed = system._placed(q)
+        if any(item.kind not in ("box", "sphere", "cylinder") for item in system._shapes):
+            raise _StructureChange  # capsules and hulls: their tangents are not derived here (differences)
+        placed = [(centre, R, None, k) for k, (centre, R) in system._placed(q)
+                  if system._shapes[k].joint != 0]  # fixed to the world: never tested (the system's rule)
         qp = system.pin_q(q)
         pin.computeJointJacobians(model, data, qp)
         frame = ground.contact_frame(ground.NORMAL)
         margin = system.detection_margin
 
         def touches(k: int, centre: FloatArray, R: FloatArray) -> list[Any]:
-            _, kind, size, _ = system._shapes[k]
+            kind, size = system._shapes[k].kind, system._shapes[k].size
             if kind == "box":
                 return ground.box(centre, R, size, margin)
             if kind == "sphere":
@@ -150,7 +153,7 @@ class StepLinearization:
 
         touching = [(centre, R, shape, found) for centre, R, _, shape in placed
                     if (found := touches(shape, centre, R))]
-        parent = {shape: int(system.geometry.geometryObjects[system._shapes[shape][0]].parentJoint)
+        parent = {shape: int(system.geometry.geometryObjects[system._shapes[shape].index].parentJoint)
                   for _, _, shape, _ in touching}
         joints = sorted(set(parent.values()))
         bases = {joint: (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
@@ -164,17 +167,19 @@ class StepLinearization:
                 variations[joint][:, :, k] = np.array(pin.getJointJacobianTimeVariation(
                     model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d]
         row = 0
+        if sum(len(found) for *_, found in touching) != nc:
+            raise _StructureChange  # self-collision pairs, or another count: differences
         for centre, R, shape, found in touching:
             jacobian, origin = bases[parent[shape]]
             J_o, J_w = jacobian[:3], jacobian[3:]
             variation = variations[parent[shape]]
             dc = J_o - skew(centre - origin) @ J_w  # the centre's motion per dof, (3, nv)
-            if system._shapes[shape][1] == "cylinder":
-                size = system._shapes[shape][2]
+            if system._shapes[shape].kind == "cylinder":
+                size = system._shapes[shape].size
                 ddists, dposes = _cylinder_tangents(centre, R, float(size[0]), float(size[1]), margin, dc, J_w,
                                                     len(found))
             else:  # a box corner (r from the centre) or a sphere's lowest point (r = 0 in the motion)
-                box = system._shapes[shape][1] == "box"
+                box = system._shapes[shape].kind == "box"
                 velocities = np.array([dc - skew(touch.pos - centre + ground.NORMAL * (touch.dist / 2)) @ J_w
                                        if box else dc for touch in found])  # (touches, 3, nv)
                 ddists = np.einsum("i,civ->cv", ground.NORMAL, velocities)
