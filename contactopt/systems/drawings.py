@@ -152,7 +152,7 @@ def _rigid3d(system: Rigid3D, q: FloatArray) -> Drawing:
     _phi, points, frames, _terms, _offsets = system._geometry(q)
     patch = system.hydro.rows(*system._split(q), system.plane)  # hydroelastic rows: their quadrature points
     points = np.concatenate([points, *[rows.points for _, rows in patch]])
-    frames = np.concatenate([frames, *[np.broadcast_to(s.frame, (rows.count, 3, 3)) for s, rows in patch]])
+    frames = np.concatenate([frames, *[rows.frames for _, rows in patch]])
     return Drawing(3, tuple(shapes), ContactMarks(points, np.array(frames)))
 
 

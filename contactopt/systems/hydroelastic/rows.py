@@ -42,13 +42,15 @@ MIN_GRADIENT_FRACTION = 1e-9
 @dataclass(frozen=True)
 class SurfaceRows:
     """The rows of one surface: ``keep`` (F,) which polygons made one, then per row the
-    point (n, 3), separation ``phi`` (n,), stiffness ``k`` (n,) and dissipation (n,)."""
+    point (n, 3), separation ``phi`` (n,), stiffness ``k`` (n,), dissipation (n,) and frame
+    ``[n_i; t1_i; t2_i]`` (n, 3, 3) (the polygon's normal first)."""
 
     keep: NDArray[np.bool_]
     points: FloatArray
     phi: FloatArray
     stiffness: FloatArray
     dissipation: FloatArray
+    frames: FloatArray
 
     @property
     def count(self) -> int:
@@ -66,4 +68,5 @@ def surface_rows(surface: ContactSurface, max_gradient: float, dissipation: floa
     keep = (g > MIN_GRADIENT_FRACTION * max_gradient) & (surface.areas > 0) & (surface.pressures > 0)
     gk = g[keep]
     return SurfaceRows(keep=keep, points=surface.centroids[keep], phi=-surface.pressures[keep] / gk,
-                       stiffness=surface.areas[keep] * gk, dissipation=np.full(gk.shape[0], float(dissipation)))
+                       stiffness=surface.areas[keep] * gk, dissipation=np.full(gk.shape[0], float(dissipation)),
+                       frames=surface.face_frames()[keep])
