@@ -1,6 +1,6 @@
 """Hydroelastic contact surfaces against point contact and against Drake (issue 39).
 
-Four scenes of a soft 1 kg cube (half size 0.05 m) or ball (radius 0.05 m), hydroelastic modulus
+Five scenes of a soft 1 kg cube (half size 0.05 m) or ball (radius 0.05 m), hydroelastic modulus
 1e6 Pa, mu = 0.5, on the rigid ground (problems/hydroelastic_*.toml; docs/hydroelastic.md):
 
 1. the box at rest (on the ground and on a rigid box table): how its weight is spread: over
@@ -11,7 +11,9 @@ Four scenes of a soft 1 kg cube (half size 0.05 m) or ball (radius 0.05 m), hydr
 2. the box spinning at 10 rad/s on its face: point contact's friction acts at the corners
    (r = a sqrt 2), the surface's at r_eff = int |r| p dA / F = 0.7652 a;
 3. the box sliding from 1 m/s: stop time and distance against Coulomb's v0 / (mu g);
-4. the ball rolling from 1 m/s, and its rest penetration and surface area.
+4. the ball rolling from 1 m/s, and its rest penetration and surface area;
+5. two soft cubes stacked: the equal-pressure surface between two soft bodies, halfway through
+   their overlap, whose rows have the fields' gradients in series (overlap and area).
 
 With ``--drake PYTHON`` (a Python with pydrake, e.g. /work/drake-venv/bin/python) each scene is
 also run by ``experiments/drake_hydroelastic.py`` in that interpreter (MultibodyPlant,
@@ -255,6 +257,31 @@ def main() -> None:
     if result:
         curves["roll"]["drake lagged"] = (np.array(result["t"]), np.array(result["vx"]))
         rows.append(row("roll speed at 0.5 s [m/s]", math.nan, "drake lagged", float(result["vx"][-1])))
+
+    # 5. two soft cubes stacked: the equal-pressure surface between two soft bodies -------------
+    ground_delta = brentq(lambda d: box_force(d) - 2 * M * G, 0.0, 1e-3)
+    overlap = 2 * brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)  # F(overlap / 2) = m g: halfway
+    stack = scene("hydroelastic_stack")
+    traj = co.simulate(stack)
+    between = surface_records(stack.system, traj)[-1][1]
+    q = traj.q[-1]
+    rows.append(row("stack: lower cube's penetration [m]", ground_delta, "contactopt sap", A - q[2]))
+    rows.append(row("stack: overlap of the cubes [m]", overlap, "contactopt sap", q[2] + 2 * A - q[9],
+                    "equal-pressure surface halfway"))
+    rows.append(row("stack: area between the cubes [m^2]", 4 * A * A, "contactopt", between.area))
+    rows.append(row("stack: force between the cubes [N]", M * G, "contactopt sap", -between.force[2]))
+    for approximation in ("sap", "lagged"):
+        result = drake(args.drake, "--scene", "stack", "--duration", "0.3", "--approximation", approximation,
+                       "--z0", "0.0499", "--z-upper", "0.1498")
+        if result:
+            rows.append(row("stack: lower cube's penetration [m]", ground_delta, f"drake {approximation}",
+                            A - result["z"][-1]))
+            rows.append(row("stack: overlap of the cubes [m]", overlap, f"drake {approximation}",
+                            result["z"][-1] + 2 * A - result["z_upper"][-1]))
+            rows.append(row("stack: area between the cubes [m^2]", 4 * A * A, f"drake {approximation}",
+                            result["area_between"][-1]))
+            rows.append(row("stack: force between the cubes [N]", M * G, f"drake {approximation}",
+                            result["fz_between"][-1]))
 
     print_table(rows)
     print("point contact, bottom corner forces [N]:", {k: [round(f, 4) for f in v] for k, v in corners.items()})
