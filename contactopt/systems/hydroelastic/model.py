@@ -10,12 +10,14 @@ Scene keys (Drake's names, "Hydroelastic Contact User Guide"):
 
 Under the hydroelastic model a soft body's ground contact is its contact surface against the
 ground (a rigid half-space), and its contact with a rigid box the box's surface inside it
-(:func:`.surface.box_surfaces`), meshed and turned into rows (:mod:`.surface`, :mod:`.rows`); a
-rigid body keeps its point contacts (Drake too has no hydroelastic contact between two rigid
-geometries). A soft body that can touch another soft body or a rigid sphere is refused by name:
-those surfaces are not built. Soft bodies are boxes, spheres, cylinders and capsules (the last
-two along the body's z axis, ``size = [radius, half length]``, soft only: they have no point
-contacts).
+(:func:`.surface.box_surfaces`); a soft box or sphere against a second soft box or sphere has
+their equal-pressure surface, and against a rigid sphere the sphere's surface inside it
+(:func:`.pair.pair_surface`). Each surface is meshed and turned into rows (:mod:`.surface`,
+:mod:`.pair`, :mod:`.rows`); a rigid body keeps its point contacts with rigid bodies (Drake too
+has no hydroelastic contact between two rigid geometries). A soft cylinder or capsule that can
+touch any other body but a rigid box is refused by name: those surfaces are not built. Soft
+bodies are boxes, spheres, cylinders and capsules (the last two along the body's z axis,
+``size = [radius, half length]``, soft only: they have no point contacts).
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ def check_scene(bodies: Sequence[RigidBody], model: str, ground: bool) -> None:
 
 
 class HydroelasticSetup:
-    """The soft bodies of a ``rigid3d`` system and their surfaces against the ground."""
+    """The soft bodies of a ``rigid3d`` system and their surfaces against the ground, rigid
+    boxes, rigid spheres and each other (module docstring)."""
 
     def __init__(self, bodies: Sequence[RigidBody], model: str, resolution: tuple[int, int], ground: bool) -> None:
         if model not in MODELS:
@@ -167,8 +170,9 @@ class HydroelasticSetup:
     def combined(self, surface: ContactSurface) -> tuple[float, float]:
         """``(max gradient, dissipation)`` of a surface's rows: the soft field's ``E / d_max``
         and ``hunt_crossley_dissipation``; between two soft bodies the gradients in series and
-        Drake's combined dissipation ``(E_B d_A + E_A d_B) / (E_A + E_B)`` ("Hydroelastic
-        Contact User Guide", the combination of material properties)."""
+        the dissipation Drake combines, ``(E_B d_A + E_A d_B) / (E_A + E_B)`` (its rule for
+        Hunt-Crossley dissipation, ``(k_B d_A + k_A d_B) / (k_A + k_B)``, with the hydroelastic
+        moduli as the stiffnesses: "Contact Modeling in Drake", dissipation)."""
         field = self.fields[surface.soft]
         own = self.bodies[surface.soft].hunt_crossley_dissipation
         other = self.fields.get(surface.rigid) if surface.rigid >= 0 else None

@@ -25,9 +25,9 @@ into ``A``, crosses it once, as for bodies that overlap by much less than their 
    where its lines stop crossing ``A ∩ B`` (bisection: the projection of the convex ``A ∩ B``
    is convex), and ``rings`` rings, the fan mesh of :func:`.surface.fan_faces`;
 4. each vertex lifted along ``n`` onto the surface: for a soft ``B`` the root of
-   ``p_A - p_B`` on the line's chord (bisection: ``p_A - p_B <= 0`` where the chord enters
-   ``A``, ``>= 0`` where it leaves ``B``), for a rigid ``B`` the point where the line leaves
-   ``B``;
+   ``p_A - p_B`` on the line's chord (``p_A - p_B <= 0`` where the chord enters ``A``, ``>= 0``
+   where it leaves ``B``), for a rigid ``B`` the point where the line leaves ``B``; a boundary
+   vertex at the height of the surface just inside (1e-6 of its ray's reach), its limit;
 5. quadrature, one point per polygon: its area ``A_i`` and unit normal ``n_i`` (the sum of its
    two triangles' vector areas), its point ``c_i`` (the triangles' area-weighted centroid,
    lifted onto the surface), the pressure ``p_i`` there and the gradients along ``n_i``:
@@ -152,14 +152,17 @@ def _chords(a: Solid, b: Solid, points: FloatArray, n: FloatArray) -> tuple[Floa
     return np.maximum(a_in, b_in), np.minimum(a_out, b_out), b_out
 
 
-def _lift(a: Solid, b: Solid, points: FloatArray, n: FloatArray, tolerance: float) -> FloatArray:
+def _lift(a: Solid, b: Solid, points: FloatArray, n: FloatArray) -> FloatArray:
     """``points`` moved along ``n`` onto the surface (module docstring, step 4); a line that
     misses ``a ∩ b`` (only at the boundary, by rounding) keeps its point. The root of
     ``f = p_A - p_B`` on the chord: its midpoint first (the root itself between mirror images,
     and where ``f`` is flat to rounding, as at the rim of two equal boxes), then the Illinois
     variant of regula falsi (Dahlquist and Bjorck, "Numerical Methods", section 6.2), exact in
-    one step where both fields are linear along the chord, stopped at ``|f| <= tolerance`` or a
-    bracket of 1e-15 of the chord."""
+    one step where both fields are linear along the chord, stopped at ``|f|`` below 1e-5 of
+    the most ``f`` can change along the chord, ``(g_A + g_B) L`` (``g = E / d_max``, ``L`` the
+    chord's length: the root is then within 1e-5 L; this also takes the midpoint where ``f`` is
+    flat but for rounding-sized offsets, as along the coinciding side faces of two stacked equal
+    boxes, slightly tilted), or at a bracket of 1e-15 of the chord."""
     low, high, b_exit = _chords(a, b, points, n)
     empty = ~(low <= high)
     low, high = np.where(empty, 0.0, low), np.where(empty, 0.0, high)
@@ -170,6 +173,9 @@ def _lift(a: Solid, b: Solid, points: FloatArray, n: FloatArray, tolerance: floa
         at = points + s[:, None] * n
         return a.pressure(at) - b.pressure(at)
 
+    assert a.field is not None
+    slope = a.field.modulus / a.field.extent + b.field.modulus / b.field.extent
+    tolerance = 1e-5 * slope * (high - low)
     f_low, f_high = f(low), f(high)
     root = 0.5 * (low + high)
     f_root = f(root)
@@ -249,10 +255,12 @@ def pair_surface(a: Solid, b: Solid, soft: int, other: int, resolution: tuple[in
     fractions = np.arange(1, rings + 1) / rings
     ring_points = base + (fractions[:, None, None] * inside[None, :, None]) * directions[None, :, :]
     flat = np.concatenate([base[None, :], ring_points.reshape(-1, 3)])
-    # |p_A - p_B| this small is equal: 1e-9 E moves a root by 1e-9 d_max at most, and absorbs
-    # rounding-sized offsets between two equal boxes' side faces (a flat p_A - p_B at the rim)
-    tolerance = 1e-9 * max(a.field.modulus, b.field.modulus if b.field is not None else 0.0)
-    vertices = _lift(a, b, flat, n, tolerance)
+    # the boundary ring at the height of the surface 1e-6 of the reach inside it: at the boundary
+    # itself the chord shrinks to a point (or, along coinciding side faces, the height is
+    # ill-posed, p = 0 on the whole chord); the surface's own limit there is well-posed
+    pulled = flat.copy()
+    pulled[-rays:] = base + (1.0 - 1e-6) * inside[:, None] * directions
+    vertices = _lift(a, b, pulled, n) + (flat - pulled)
     faces = fan_faces(rays, rings)
     p0, p1, p2, p3 = (vertices[faces[:, j]] for j in range(4))
     first, second = 0.5 * np.cross(p1 - p0, p2 - p0), 0.5 * np.cross(p2 - p0, p3 - p0)
@@ -264,7 +272,7 @@ def pair_surface(a: Solid, b: Solid, soft: int, other: int, resolution: tuple[in
     safe = np.where(areas > 0, areas, 1.0)
     centroids = (w1[:, None] * (p0 + p1 + p2) + w2[:, None] * (p0 + p2 + p3)) / (3.0 * safe[:, None])
     centroids = np.where(areas[:, None] > 0, centroids, (p0 + p1 + p2) / 3.0)
-    centroids = _lift(a, b, centroids - ((centroids - base) @ n)[:, None] * n, n, tolerance)
+    centroids = _lift(a, b, centroids - ((centroids - base) @ n)[:, None] * n, n)
     g_a = np.einsum("ij,ij->i", a.gradient(centroids), normals)
     if b.field is None:
         pressures, gradients = a.pressure(centroids), g_a

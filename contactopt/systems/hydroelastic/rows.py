@@ -16,6 +16,10 @@ stiffness to first order. Points whose gradient along the normal is not positive
 (``g_i <= 0``: a box's rim, where a side face is nearest, has ``g = 0``) have no such spring
 and are left out, as in the paper's construction; so are polygons of zero area.
 
+Between two soft bodies (:mod:`.pair`) ``g_i`` is the two fields' gradients along the
+polygon's normal in series, ``g_A g_B / (g_A + g_B)`` (moving the bodies together by ``x``
+raises the common pressure by that much), as Masterjohn et al. combine them.
+
 Dissipation: the Hunt-Crossley law on each point, ``f_i = k_i x_i (1 + d xdot_i)``
 (``d = hunt_crossley_dissipation``, s/m; Hunt & Crossley 1975, the dissipation Drake names
 so), carried per row for the formulations to read (:attr:`Contacts.dissipation`).
@@ -59,7 +63,8 @@ class SurfaceRows:
 
 def surface_rows(surface: ContactSurface, max_gradient: float, dissipation: float) -> SurfaceRows:
     """``k_i = A_i g_i`` and ``phi0_i = -p_i / g_i`` of the points with ``g_i > 0`` and
-    ``A_i p_i > 0`` (module docstring); ``max_gradient`` is the field's ``E / d_max``."""
+    ``A_i p_i > 0`` (module docstring); ``max_gradient`` is the field's ``E / d_max`` (two soft
+    bodies: both fields' in series)."""
     if not (max_gradient > 0 and np.isfinite(max_gradient)):
         raise ValueError(f"surface_rows: max_gradient must be a finite number > 0, got {max_gradient}")
     if not (dissipation >= 0 and np.isfinite(dissipation)):
