@@ -210,13 +210,10 @@ def line_interval(shape: str, size: tuple[float, ...], origins: FloatArray,
         root = np.sqrt(np.maximum(disc, 0.0))
         return np.where(disc >= 0, -b - root, np.inf), np.where(disc >= 0, -b + root, -np.inf)
     half = np.asarray(size, dtype=np.float64)
-    t_in, t_out = np.full(o.shape[0], -np.inf), np.full(o.shape[0], np.inf)
-    for axis in range(3):
-        if d[axis] != 0.0:
-            first, second = (-half[axis] - o[:, axis]) / d[axis], (half[axis] - o[:, axis]) / d[axis]
-            t_in = np.maximum(t_in, np.minimum(first, second))
-            t_out = np.minimum(t_out, np.maximum(first, second))
-        else:  # parallel to the slab: inside it or missing the box
-            outside = np.abs(o[:, axis]) > half[axis]
-            t_in, t_out = np.where(outside, np.inf, t_in), np.where(outside, -np.inf, t_out)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inverse = 1.0 / d  # +-inf along a slab: its entry and exit are then -inf and +inf inside
+        first, second = (-half - o) * inverse, (half - o) * inverse  # it, both -inf or +inf outside
+    # fmin/fmax skip the NaN of a line on a slab's face parallel to it (0 * inf)
+    t_in = np.fmax.reduce(np.fmin(first, second), axis=1)
+    t_out = np.fmin.reduce(np.fmax(first, second), axis=1)
     return t_in, t_out

@@ -59,8 +59,9 @@ __all__ = ["PAIR_SHAPES", "Solid", "pair_normal", "pair_surface"]
 #: The shapes of both bodies of a pair surface.
 PAIR_SHAPES: tuple[str, ...] = LINE_SHAPES
 
-#: Halvings of a ray's bisection (to 2^-52 of its bracket) and the most steps of a vertex's root.
-_HALVINGS = 52
+#: Halvings of a ray's bisection (to 2^-44, 6e-14, of its bracket) and the most steps of a
+#: vertex's root.
+_HALVINGS = 44
 
 
 @dataclass(frozen=True)
@@ -205,14 +206,15 @@ def _lift(a: Solid, b: Solid, points: FloatArray, n: FloatArray) -> FloatArray:
     return points + root[:, None] * n
 
 
-def _reach(a: Solid, b: Solid, base: FloatArray, directions: FloatArray, n: FloatArray) -> FloatArray:
+def _reach(a: Solid, b: Solid, base: FloatArray, directions: FloatArray, n: FloatArray,
+           halvings: int = _HALVINGS) -> FloatArray:
     """How far each in-plane ray from ``base`` (whose line crosses ``a ∩ b``) goes while its
-    lines along ``n`` still cross ``a ∩ b`` (bisection; the projection of ``a ∩ b`` is convex
-    and lies within each body's bounding ball's shadow)."""
+    lines along ``n`` still cross ``a ∩ b`` (``halvings`` steps of bisection; the projection of
+    ``a ∩ b`` is convex and lies within each body's bounding ball's shadow)."""
     limit = min(float(np.linalg.norm((base - body.position) - ((base - body.position) @ n) * n)) + body.radius
                 for body in (a, b))
     inside, outside = np.zeros(directions.shape[0]), np.full(directions.shape[0], limit)
-    for _ in range(_HALVINGS):
+    for _ in range(halvings):
         mid = 0.5 * (inside + outside)
         lo, hi, _ = _chords(a, b, base + mid[:, None] * directions, n)
         hit = lo < hi
@@ -241,7 +243,7 @@ def pair_surface(a: Solid, b: Solid, soft: int, other: int, resolution: tuple[in
     t1, t2 = _plane_frame(n, a.rotation[:, 0] if abs(float(a.rotation[:, 0] @ n)) < 0.99 else a.rotation[:, 1])
     angles = 2.0 * math.pi * (np.arange(rays) + 0.5) / rays
     directions = np.cos(angles)[:, None] * t1 + np.sin(angles)[:, None] * t2
-    reach = _reach(a, b, base, directions, n)
+    reach = _reach(a, b, base, directions, n, halvings=20)  # to 1e-6 of the bound: enough to recentre
     # recentre on the boundary polygon's centroid (inside it: the region is convex), so that
     # the fan is not cut short on one side when the first centre is off the middle
     u, v = reach * np.cos(angles), reach * np.sin(angles)

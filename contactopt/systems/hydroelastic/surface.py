@@ -261,10 +261,12 @@ def box_surfaces(field: PressureField, position: FloatArray, rotation: FloatArra
 
 
 def frames_of(normals: FloatArray) -> FloatArray:
-    """(n, 3, 3) frames ``[n; t1; t2]`` of unit normals (n, 3), each by
-    :func:`~contactopt.systems.geometry.tangent_basis`."""
-    out = np.empty((normals.shape[0], 3, 3))
-    for i, n in enumerate(normals):
-        out[i, 0] = n
-        out[i, 1], out[i, 2] = tangent_basis(n)
-    return out
+    """(n, 3, 3) frames ``[n; t1; t2]`` of unit normals (n, 3), each the one
+    :func:`~contactopt.systems.geometry.tangent_basis` gives (``t1`` from the coordinate axis
+    least aligned with ``n``, lowest index on ties; ``t2 = n x t1``), all at once."""
+    nn = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
+    axis = np.zeros_like(nn)
+    axis[np.arange(nn.shape[0]), np.argmin(np.abs(nn), axis=1)] = 1.0
+    t1 = axis - np.sum(axis * nn, axis=1)[:, None] * nn
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    return np.stack([nn, t1, np.cross(nn, t1)], axis=1)
