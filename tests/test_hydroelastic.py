@@ -470,3 +470,43 @@ def test_sap_glides_on_the_sliding_branch_of_its_cone() -> None:
     # the weight to 1e-3 (5e-4: the scene starts at the field's rest, 0.1 % deeper than the rows'),
     # and v_z below 1e-5 m/s
     assert weight / h == pytest.approx(M * G, rel=1e-3) and abs(plain[2]) < 1e-5
+
+
+@pytest.mark.slow
+def test_rigid_ball_rests_on_a_soft_box_at_the_field_closed_form() -> None:
+    """A rigid ball (radius R, 0.5 kg) on the soft cube: the surface is the ball's cap inside the
+    cube, with the cube's pressure E (depth below its top) / c, so the vertical force at an overlap
+    delta is ``int_0^a (E / c) (delta - R + sqrt(R^2 - rho^2)) 2 pi rho drho``,
+    ``a^2 = R^2 - (R - delta)^2``; the ball rests where that is its weight, to 1 %. Frictionless:
+    with mu = 0.5 friction on the cap's tilted rows holds the ball where it started, 5 % deeper,
+    while the normal forces exceed its weight by 9 %, and sap's regularized friction lets it creep
+    back only at 2.6e-7 m/s (still 5 % deep after 0.15 s)."""
+    from scipy.integrate import quad
+
+    from contactopt.systems.rigid3d import Rigid3D, RigidBody
+
+    R, m_ball = 0.03, 0.5
+
+    def force(delta: float) -> float:
+        a = math.sqrt(R * R - (R - delta) ** 2)
+        return quad(lambda rho: E / C * (delta - R + math.sqrt(R * R - rho * rho)) * 2 * math.pi * rho, 0.0, a,
+                    epsabs=0, epsrel=1e-12)[0]
+
+    delta = brentq(lambda d: force(d) - m_ball * G, 1e-7, 1e-2)
+    box_delta = brentq(lambda d: box_force(d) - (M + m_ball) * G, 0.0, 1e-3)
+    cube = RigidBody(name="cube", shape="box", size=np.full(3, C), mass=M, position=np.array([0, 0, C - box_delta]),
+                     orientation=np.array([1.0, 0, 0, 0]), velocity=np.zeros(3), angular_velocity=np.zeros(3),
+                     compliance="soft", hydroelastic_modulus=E, hunt_crossley_dissipation=90.0)
+    ball = RigidBody(name="ball", shape="sphere", size=np.array([R]), mass=m_ball,
+                     position=np.array([0, 0, 2 * C - box_delta + R - 1.05 * delta]),
+                     orientation=np.array([1.0, 0, 0, 0]), velocity=np.zeros(3), angular_velocity=np.zeros(3))
+    system = Rigid3D([cube, ball], {"mu": 0.0}, contact_model="hydroelastic")
+    q0, v0 = system.default_state()
+    trajectory = co.simulate(co.Scene(system, q0, v0, 1e-3, 0.15), formulation="sap", solver="newton")
+    assert trajectory.completed
+    q = trajectory.q[-1]
+    overlap = (q[2] + C) - (q[9] - R)
+    assert overlap == pytest.approx(delta, rel=1e-2)
+    record = surface_records(system, trajectory)[-1][1]
+    # 1e-3: the ball still rings by 2e-4 of its weight after 0.15 s (the cube's d = 90 s/m damps it)
+    assert record.body == "cube|ball" and -record.force[2] == pytest.approx(m_ball * G, rel=1e-3)
