@@ -1,6 +1,6 @@
 """Hydroelastic contact surfaces against point contact and against Drake (issue 39).
 
-Four scenes of a soft 1 kg cube (half size 0.05 m) or ball (radius 0.05 m), hydroelastic modulus
+Five scenes of a soft 1 kg cube (half size 0.05 m) or ball (radius 0.05 m), hydroelastic modulus
 1e6 Pa, mu = 0.5, on the rigid ground (problems/hydroelastic_*.toml; docs/hydroelastic.md):
 
 1. the box at rest (on the ground and on a rigid box table): how its weight is spread: over
@@ -10,8 +10,12 @@ Four scenes of a soft 1 kg cube (half size 0.05 m) or ball (radius 0.05 m), hydr
    centre of mass), and the rest penetration against the field's closed form;
 2. the box spinning at 10 rad/s on its face: point contact's friction acts at the corners
    (r = a sqrt 2), the surface's at r_eff = int |r| p dA / F = 0.7652 a;
-3. the box sliding from 1 m/s: stop time and distance against Coulomb's v0 / (mu g);
-4. the ball rolling from 1 m/s, and its rest penetration and surface area.
+3. the box sliding from 1 m/s: stop time and distance against Coulomb's v0 / (mu g), and its
+   gliding under sap and regularized: the first step's normal force against the sliding branch of
+   SAP's cone solved apart (and without the cone's normal-tangential coupling), the largest lift;
+4. the ball rolling from 1 m/s, and its rest penetration and surface area;
+5. two soft cubes stacked: the equal-pressure surface between two soft bodies, halfway through
+   their overlap, whose rows have the fields' gradients in series (overlap and area).
 
 With ``--drake PYTHON`` (a Python with pydrake, e.g. /work/drake-venv/bin/python) each scene is
 also run by ``experiments/drake_hydroelastic.py`` in that interpreter (MultibodyPlant,
@@ -81,6 +85,39 @@ def four_by_one(sc: co.Scene) -> co.Scene:
     assert isinstance(system, Rigid3D)
     coarse = Rigid3D(system.bodies, {"mu": system.mu}, contact_model="hydroelastic", patch_resolution=(4, 1))
     return dataclasses.replace(sc, system=coarse)
+
+
+def sliding_step(sc: co.Scene, coupled: bool) -> tuple[np.ndarray, float]:
+    """``(v', normal force)`` of the first step of ``sc`` (a sliding soft body) on the sliding
+    branch of SAP's cone, solved apart from SAP: each row's normal impulse is its spring,
+    ``gamma_n = h k (h + tau) (v_hat - g . v')``, and its friction ``-mu gamma_n d`` along the
+    slip direction ``d``, so ``M (v' - v_free) = (J_n - mu d J_t)^T gamma_n``. ``coupled``: the
+    projection of the cone (in its ``R``-norm, with ``R_t`` neglected: ``mu^2 R_t / R_n`` is 1e-5
+    here) puts ``g = J_n - mu d J_t`` (the gap rate seen is ``v_n - mu |v_t|``, the cone's
+    dilation); uncoupled, ``g = J_n``: Coulomb friction beside a spring along the normal.
+    A fixed point over the slip directions (they do not change here)."""
+    system, q, v, h = sc.system, sc.q0, sc.v0, sc.dt
+    contacts, dynamics = system.contacts(q), system.dynamics(q, v)
+    assert contacts.stiffness is not None and contacts.dissipation is not None
+    J = contacts.J.toarray() if hasattr(contacts.J, "toarray") else np.asarray(contacts.J)
+    Jn, Jt = J[0::3], np.stack([J[1::3], J[2::3]], axis=1)
+    x = -contacts.phi
+    tau = contacts.dissipation * x
+    gain = h * contacts.stiffness * (h + tau)
+    v_hat = x / (h + tau)
+    v_free = v + h * np.linalg.solve(dynamics.M, dynamics.tau)
+    v_next = v_free.copy()
+    for _ in range(50):
+        slip = np.einsum("ikn,n->ik", Jt, v_next)
+        d = slip / np.linalg.norm(slip, axis=1)[:, None]
+        dilated = Jn - MU * np.einsum("ik,ikn->in", d, Jt)
+        seen = dilated if coupled else Jn
+        update = np.linalg.solve(dynamics.M + dilated.T @ (gain[:, None] * seen),
+                                 dynamics.M @ v_free + dilated.T @ (gain * v_hat))
+        if np.abs(update - v_next).max() < 1e-15:
+            break
+        v_next = update
+    return v_next, float((gain * (v_hat - seen @ v_next)).sum() / h)
 
 
 def drake(python: str | None, *arguments: str) -> dict[str, Any] | None:
@@ -226,15 +263,31 @@ def main() -> None:
                         else "one point: no torsional friction"))
 
     # 3. sliding -----------------------------------------------------------------------------
+    # and its gliding: the first step's normal force against the sliding branch of SAP's cone
     v0 = 1.0
-    for label, formulation, options in (("patch sap", "sap", {}), *(() if args.quick else (
-            ("patch compliant", "compliant", {"method": "Radau", "slip_velocity": 1e-3}),))):
-        sc = scene("hydroelastic_slide")
-        traj = co.simulate(sc, formulation=formulation, solver="newton", options=options, duration=0.25)
-        curves["slide"][label] = (traj.t, traj.q[:, 0])
-        t_stop = stop(traj.t, traj.v[:, 0], 1e-3)
-        rows.append(row("slide stop time [s]", v0 / (MU * G), f"contactopt {label}", t_stop))
-        rows.append(row("slide stop distance [m]", v0**2 / (2 * MU * G), f"contactopt {label}", float(traj.q[-1, 0])))
+    sc = scene("hydroelastic_slide")
+    coupled, uncoupled = sliding_step(sc, coupled=True), sliding_step(sc, coupled=False)
+    extra["slide_first_step_uncoupled"] = {"normal_force": uncoupled[1], "vz": uncoupled[0][2]}
+    cone_note = f"Coulomb with the spring along n: {uncoupled[1]:.4g} N"
+    for label, formulation, solver, options in (
+            ("patch sap", "sap", "newton", {}), ("patch regularized", "regularized", "clarabel", {"cone": "elliptic"}),
+            *(() if args.quick else (("patch compliant", "compliant", "newton",
+                                      {"method": "Radau", "slip_velocity": 1e-3}),))):
+        traj = co.simulate(sc, formulation=formulation, solver=solver, options=options, duration=0.25)
+        lift = 1e3 * float(traj.q[:, 2].max() - traj.q[0, 2])
+        if formulation != "regularized":  # the regularized run's landings fail to solve after a few hops
+            curves["slide"][label] = (traj.t, traj.q[:, 0])
+            t_stop = stop(traj.t, traj.v[:, 0], 1e-3)
+            rows.append(row("slide stop time [s]", v0 / (MU * G), f"contactopt {label}", t_stop))
+            rows.append(row("slide stop distance [m]", v0**2 / (2 * MU * G), f"contactopt {label}",
+                            float(traj.q[-1, 0])))
+        if formulation != "compliant":
+            rows.append(row("slide: first step's normal force [N]", coupled[1], f"contactopt {label}",
+                            float(traj.steps[0].impulses[:, 0].sum() / sc.dt), cone_note))
+            rows.append(row("slide: first step's v_z [m/s]", coupled[0][2], f"contactopt {label}",
+                            float(traj.v[1, 2])))
+        rows.append(row("slide: largest lift [mm]", math.nan, f"contactopt {label}", lift,
+                        "" if traj.completed else f"first {len(traj.steps)} steps"))
     for approximation in ("sap", "lagged"):
         result = drake(args.drake, "--scene", "slide", "--duration", "0.25", "--approximation", approximation,
                        "--z0", "0.0499509")
@@ -244,6 +297,12 @@ def main() -> None:
             rows.append(row("slide stop time [s]", v0 / (MU * G), f"drake {approximation}",
                             stop(t, np.array(result["vx"]), 1e-3)))
             rows.append(row("slide stop distance [m]", v0**2 / (2 * MU * G), f"drake {approximation}", float(x[-1])))
+            rows.append(row("slide: first step's normal force [N]", coupled[1], f"drake {approximation}",
+                            float(result["fz"][1]), "Drake's 4-point face, tau = relaxation_time"))
+            rows.append(row("slide: first step's v_z [m/s]", coupled[0][2], f"drake {approximation}",
+                            float(result["vz"][1])))
+            rows.append(row("slide: largest lift [mm]", math.nan, f"drake {approximation}",
+                            1e3 * float(max(result["z"]) - result["z"][0])))
 
     # 4. rolling -----------------------------------------------------------------------------
     traj = co.simulate(ball)
@@ -255,6 +314,31 @@ def main() -> None:
     if result:
         curves["roll"]["drake lagged"] = (np.array(result["t"]), np.array(result["vx"]))
         rows.append(row("roll speed at 0.5 s [m/s]", math.nan, "drake lagged", float(result["vx"][-1])))
+
+    # 5. two soft cubes stacked: the equal-pressure surface between two soft bodies -------------
+    ground_delta = brentq(lambda d: box_force(d) - 2 * M * G, 0.0, 1e-3)
+    overlap = 2 * brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)  # F(overlap / 2) = m g: halfway
+    stack = scene("hydroelastic_stack")
+    traj = co.simulate(stack)
+    between = surface_records(stack.system, traj)[-1][1]
+    q = traj.q[-1]
+    rows.append(row("stack: lower cube's penetration [m]", ground_delta, "contactopt sap", A - q[2]))
+    rows.append(row("stack: overlap of the cubes [m]", overlap, "contactopt sap", q[2] + 2 * A - q[9],
+                    "equal-pressure surface halfway"))
+    rows.append(row("stack: area between the cubes [m^2]", 4 * A * A, "contactopt", between.area))
+    rows.append(row("stack: force between the cubes [N]", M * G, "contactopt sap", -between.force[2]))
+    for approximation in ("sap", "lagged"):
+        result = drake(args.drake, "--scene", "stack", "--duration", "0.3", "--approximation", approximation,
+                       "--z0", "0.0499", "--z-upper", "0.1498")
+        if result:
+            rows.append(row("stack: lower cube's penetration [m]", ground_delta, f"drake {approximation}",
+                            A - result["z"][-1]))
+            rows.append(row("stack: overlap of the cubes [m]", overlap, f"drake {approximation}",
+                            result["z"][-1] + 2 * A - result["z_upper"][-1]))
+            rows.append(row("stack: area between the cubes [m^2]", 4 * A * A, f"drake {approximation}",
+                            result["area_between"][-1]))
+            rows.append(row("stack: force between the cubes [N]", M * G, f"drake {approximation}",
+                            result["fz_between"][-1]))
 
     print_table(rows)
     print("point contact, bottom corner forces [N]:", {k: [round(f, 4) for f in v] for k, v in corners.items()})

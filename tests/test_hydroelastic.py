@@ -15,6 +15,7 @@ import contactopt as co
 from contactopt.core.errors import OptionError, SceneError
 from contactopt.systems.base import ParameterError
 from contactopt.systems.hydroelastic.fields import PressureField
+from contactopt.systems.hydroelastic.pair import Solid, pair_surface
 from contactopt.systems.hydroelastic.records import surface_records
 from contactopt.systems.hydroelastic.surface import ContactSurface, plane_surface
 
@@ -201,19 +202,157 @@ def test_tube_inertia_matches_a_numerical_integral(shape: str) -> None:
 
 
 def test_unbuilt_pairs_are_refused_in_one_line() -> None:
+    """A soft cylinder or capsule meets only the ground and rigid boxes; boxes and spheres also
+    meet soft bodies and rigid spheres (:mod:`contactopt.systems.hydroelastic.pair`)."""
     from contactopt.systems.rigid3d import Rigid3D, RigidBody
 
     def body(name: str, shape: str, x: float, soft: bool) -> RigidBody:
-        size = np.full(3, 0.05) if shape == "box" else np.array([0.05])
+        size = np.full(3, 0.05) if shape == "box" else np.array([0.05] if shape == "sphere" else [0.05, 0.1])
         return RigidBody(name=name, shape=shape, size=size, mass=1.0, position=np.array([x, 0.0, 0.05]),
                          orientation=np.array([1.0, 0, 0, 0]), velocity=np.zeros(3), angular_velocity=np.zeros(3),
                          compliance="soft" if soft else "rigid", hydroelastic_modulus=E if soft else None)
 
-    for other, soft in (("sphere", False), ("box", True)):
+    for shape, other, soft in (("capsule", "sphere", False), ("cylinder", "box", True), ("box", "capsule", True)):
         with pytest.raises(ParameterError, match="ground and rigid boxes only") as error:
-            Rigid3D([body("a", "sphere", 0.0, True), body("b", other, 0.2, soft)], {"mu": MU},
+            Rigid3D([body("a", shape, 0.0, True), body("b", other, 0.3, soft)], {"mu": MU},
                     contact_model="hydroelastic")
         assert "\n" not in str(error.value)
+    for shape, other, soft in (("sphere", "sphere", False), ("sphere", "box", True), ("box", "box", True),
+                               ("capsule", "box", False)):
+        Rigid3D([body("a", shape, 0.0, True), body("b", other, 0.3, soft)], {"mu": MU}, contact_model="hydroelastic")
+
+
+def solid(shape: str, z: float, modulus: float | None, half: float = A) -> Solid:
+    size = (half, half, half) if shape == "box" else (half,)
+    field = None if modulus is None else PressureField(shape, size, modulus)
+    return Solid(shape, size, np.array([0.0, 0.0, z]), np.eye(3), field)
+
+
+def test_two_equal_soft_boxes_meet_halfway_at_the_field_closed_form() -> None:
+    """Two equal soft cubes face to face, overlapping by delta: by symmetry the equal-pressure
+    surface is the square halfway, the pressure E min(delta / 2, d_side) / c (force
+    ``box_force(delta / 2)``), and every row's gradient the two in series, ``E / (2 c)``."""
+    delta = 2e-4
+    surface = pair_surface(solid("box", C - delta / 2, E), solid("box", -C + delta / 2, E), 0, 1, (44, 8))
+    assert surface is not None
+    assert np.allclose(surface.vertices[:, 2], 0.0, atol=1e-15)  # the plane halfway
+    assert surface.normals is not None and np.allclose(surface.normals, [0.0, 0.0, 1.0], atol=1e-12)
+    assert surface.area == pytest.approx(4 * A * B, rel=1e-12)
+    # 1 %: the centroids miss the rim strip of width delta / 2 (0.2 % of the force here)
+    assert surface.normal_force == pytest.approx(box_force(delta / 2), rel=1e-2)
+    assert np.allclose(surface.gradients, E / (2 * C), rtol=1e-12)
+    # stiffer below: the surface moves towards the softer body's side by the ratio of the gradients
+    stiff = pair_surface(solid("box", C - delta / 2, E), solid("box", -C + delta / 2, 3 * E), 0, 1, (44, 8))
+    assert stiff is not None
+    # p_A = E x / c = 3 E (delta - x) / c on the axis: x = 3 delta / 4 into the upper cube
+    assert stiff.vertices[0, 2] == pytest.approx(-delta / 2 + 3 * delta / 4, rel=1e-9)
+    # the inner ring's (g_A g_B / (g_A + g_B), 3 E / (4 c)); the outer ring's polygons tilt where the
+    # rims' fields bend the surface
+    assert np.allclose(stiff.gradients[:44], 3 * E / (4 * C), rtol=1e-12)
+
+
+def test_soft_spheres_and_a_rigid_sphere_match_their_closed_forms() -> None:
+    """Two equal soft balls meet on their bisecting plane (``sphere_force`` at half the
+    overlap); a soft ball on a soft box and on a rigid ball: the vertical force against the
+    axisymmetric integrals of the fields, computed apart from the mesh (1-D roots and quadrature)."""
+    from scipy.integrate import quad
+
+    R, delta = 0.05, 2e-3
+    equal = pair_surface(solid("sphere", R - delta / 2, E), solid("sphere", -R + delta / 2, E), 0, 1, (44, 8))
+    assert equal is not None
+    a = math.sqrt(R * R - (R - delta / 2) ** 2)
+    assert np.allclose(np.linalg.norm(equal.vertices[-44:, :2], axis=1), a, rtol=1e-9)
+    assert np.allclose(equal.vertices[:, 2], 0.0, atol=1e-12)
+    # as the plane's disk: 1 % (the centroid rule over 8 rings is 0.4 % long)
+    assert equal.normal_force == pytest.approx(sphere_force(R, delta / 2), rel=1e-2)
+
+    def vertical(surface: ContactSurface) -> float:
+        assert surface.normals is not None
+        return float(surface.areas * surface.pressures @ surface.normals[:, 2])
+
+    # a ball (E) on a soft cube (2 E, top face z = 0), its centre at H = R - delta: for each radius
+    # rho the surface height z solves 2 E (-z) / c = E (1 - |(rho, z - H)| / R); F_z = int p 2 pi rho drho
+    H = R - delta
+    disk = math.sqrt(R * R - H * H)
+
+    def level(rho: float) -> float:
+        z = brentq(lambda z: 2 * E * (-z) / C - E * (1 - math.hypot(rho, z - H) / R), H - math.sqrt(R * R - rho * rho),
+                   0.0)
+        return 2 * E * (-z) / C
+
+    on_box = pair_surface(solid("sphere", H, E), solid("box", -C, 2 * E), 0, 1, (44, 8))
+    assert on_box is not None
+    assert np.allclose(np.linalg.norm(on_box.vertices[-44:, :2], axis=1), disk, rtol=1e-9)
+    closed = quad(lambda rho: level(rho) * 2 * math.pi * rho, 0.0, disk, epsabs=0, epsrel=1e-10)[0]
+    assert vertical(on_box) == pytest.approx(closed, rel=1e-2)  # 0.4 %, as the disk above
+    # a soft ball on a rigid ball of radius Rb, centres D apart: the surface is the rigid ball's
+    # cap inside, F = int E (1 - dist / R) cos(t) 2 pi Rb^2 sin(t) dt, dist^2 = Rb^2 + D^2 - 2 Rb D cos t
+    Rb = 0.03
+    D = R + Rb - delta
+    on_ball = pair_surface(solid("sphere", D, E), solid("sphere", 0.0, None, Rb), 0, 1, (44, 8))
+    assert on_ball is not None
+    assert np.allclose(np.linalg.norm(on_ball.vertices, axis=1), Rb, rtol=1e-12)  # on the rigid ball
+    top = math.acos((Rb * Rb + D * D - R * R) / (2 * Rb * D))
+    closed = quad(lambda t: E * (1 - math.sqrt(Rb * Rb + D * D - 2 * Rb * D * math.cos(t)) / R) * math.cos(t)
+                  * 2 * math.pi * Rb * Rb * math.sin(t), 0.0, top, epsabs=0, epsrel=1e-10)[0]
+    assert vertical(on_ball) == pytest.approx(closed, rel=1e-2)
+    assert np.all(on_ball.gradients > 0)  # g = g_A against a rigid body
+
+
+def test_stacked_soft_boxes_rest_on_the_combined_field() -> None:
+    """Two soft cubes stacked on the ground, on a coarse mesh (16 rows a surface): at rest the
+    rows carry m g and 2 m g, every row with the gradient in series E / (2 c) between the cubes and
+    E / c on the ground, so the overlaps are ``2 m g c / (E A_mesh)`` both (twice the weight
+    on the ground, half the gradient between the cubes)."""
+    import dataclasses
+
+    from contactopt.systems.rigid3d import Rigid3D
+
+    scene = co.load_scene(PROBLEMS / "hydroelastic_stack.toml")
+    assert isinstance(scene.system, Rigid3D)
+    system = Rigid3D(scene.system.bodies, {"mu": MU}, contact_model="hydroelastic", patch_resolution=(8, 2))
+    ground, between = system.contact_surfaces(scene.q0)
+    assert (ground.soft, ground.rigid, between.soft, between.rigid) == (0, -1, 0, 1)
+    delta = 2 * M * G * C / (E * ground.area)  # both overlaps (the two meshes' areas are equal)
+    assert between.area == pytest.approx(ground.area, rel=1e-12)
+    q0 = scene.q0.copy()
+    q0[2] = C - 1.01 * delta  # 1 % deeper than the rest, both
+    q0[9] = q0[2] + 2 * C - 1.01 * delta
+    scene = dataclasses.replace(scene, system=system, q0=q0)
+    trajectory = co.simulate(scene, duration=0.05)
+    assert trajectory.completed
+    q = trajectory.q[-1]
+    # 1e-4: settled from its 1 % start to 5e-5 after 50 ms; not a model error
+    assert C - q[2] == pytest.approx(delta, rel=1e-4)
+    assert q[2] + 2 * C - q[9] == pytest.approx(delta, rel=1e-4)
+    records = surface_records(system, trajectory)[-1]
+    assert records[1].body == "lower|upper"
+    assert records[1].force[2] == pytest.approx(-M * G, rel=1e-4)  # on the lower cube, from the upper
+    # 1e-7 m: the cubes still rock by a few 1e-9 rad after the settle, and a tilt theta moves the centre
+    # of pressure by a^2 theta / (3 delta), about 1e-8 m here
+    assert np.allclose(records[1].centre_of_pressure[:2], q[7:9], atol=1e-7)
+    # unequal cubes: the rows between them take Drake's combined dissipation (E_B d_A + E_A d_B) / (E_A + E_B)
+    lower, upper = system.bodies
+    mixed = Rigid3D([lower, dataclasses.replace(upper, hydroelastic_modulus=3 * E, hunt_crossley_dissipation=10.0)],
+                    {"mu": MU}, contact_model="hydroelastic", patch_resolution=(8, 2))
+    rows = mixed.contacts(scene.q0)
+    assert rows.dissipation is not None
+    assert np.allclose(rows.dissipation[:16], 90.0) and np.allclose(rows.dissipation[16:], (3 * 90.0 + 10.0) / 4)
+
+
+@pytest.mark.slow
+def test_stacked_soft_boxes_rest_at_the_closed_form() -> None:
+    """The default mesh: the lower cube at ``F(delta_g) = 2 m g``, the cubes' overlap at
+    ``F(delta / 2) = m g`` (the equal-pressure surface halfway), both to 1 % (0.2 %: the rim)."""
+    scene = co.load_scene(PROBLEMS / "hydroelastic_stack.toml")
+    trajectory = co.simulate(scene, duration=0.1)
+    assert trajectory.completed
+    q = trajectory.q[-1]
+    assert C - q[2] == pytest.approx(brentq(lambda d: box_force(d) - 2 * M * G, 0.0, 1e-3), rel=1e-2)
+    assert q[2] + 2 * C - q[9] == pytest.approx(2 * brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3), rel=1e-2)
+    record = surface_records(scene.system, trajectory)[-1][1]
+    assert record.force[2] == pytest.approx(-M * G, rel=1e-6)
+    assert record.area == pytest.approx(4 * A * B, rel=1e-9)  # the square halfway, level at rest
 
 
 def effective_radius(delta: float, n: int = 1200) -> float:
@@ -290,3 +429,84 @@ def test_compliant_ode_holds_the_box_at_the_field_rest() -> None:
     delta = brentq(lambda d: box_force(d) - M * G, 0.0, 1e-3)
     # Hunt-Crossley about critically damped: settled to 1 % of delta within 50 ms
     assert C - trajectory.q[-1, 2] == pytest.approx(delta, rel=1e-2)
+
+
+def test_sap_glides_on_the_sliding_branch_of_its_cone() -> None:
+    """Why sap lifts a sliding soft surface (docs/hydroelastic.md, "Gliding"): on the sliding
+    branch the projection onto its friction cone (in the ``R``-norm) gives each row
+    ``gamma_n = (v_hat - v_n + mu |v_t|) / (R_n + mu^2 R_t)``, a spring that sees the gap rate
+    along ``n - mu d`` (``d`` the slip direction) instead of ``n``. Solved apart, that linear
+    system is sap's first step of the cube sliding at 1 m/s; with the spring along ``n`` alone
+    (Coulomb friction beside it) the rows carry the weight and nothing lifts."""
+    scene = co.load_scene(PROBLEMS / "hydroelastic_slide.toml")
+    system, q, v, h = scene.system, scene.q0, scene.v0, scene.dt
+    contacts, dynamics = system.contacts(q), system.dynamics(q, v)
+    assert contacts.stiffness is not None and contacts.dissipation is not None
+    J = contacts.J.toarray() if hasattr(contacts.J, "toarray") else np.asarray(contacts.J)
+    Jn, Jt = J[0::3], np.stack([J[1::3], J[2::3]], axis=1)
+    x = -contacts.phi
+    tau = contacts.dissipation * x  # sap's dissipation time scale d x
+    gain = h * contacts.stiffness * (h + tau)  # 1 / R_n
+    v_hat = x / (h + tau)
+    v_free = v + h * np.linalg.solve(dynamics.M, dynamics.tau)
+    d = np.array([1.0, 0.0])  # the slip stays along +x (checked below)
+    dilated = Jn - MU * np.einsum("k,ikn->in", d, Jt)
+
+    def solve(seen: np.ndarray) -> tuple[np.ndarray, float]:
+        v_next = np.linalg.solve(dynamics.M + dilated.T @ (gain[:, None] * seen),
+                                 dynamics.M @ v_free + dilated.T @ (gain * v_hat))
+        return v_next, float((gain * (v_hat - seen @ v_next)).sum())
+
+    trajectory = co.simulate(scene, duration=h)
+    coupled, impulse = solve(dilated)
+    slip = np.einsum("ikn,n->ik", Jt, coupled)
+    assert np.all(slip[:, 0] > 0) and np.allclose(slip[:, 1], 0.0, atol=1e-12)
+    # 1e-5: sap's friction regularization R_t (near-rigid, 1e-3 of the Delassus diagonal) is left
+    # out of the denominator here, mu^2 R_t / R_n ~ 1e-6
+    assert trajectory.steps[0].impulses[:, 0].sum() == pytest.approx(impulse, rel=1e-5)
+    np.testing.assert_allclose(trajectory.v[1], coupled, rtol=1e-5, atol=1e-9)
+    assert impulse / h > 20 * M * G and coupled[2] > 0.2  # 215 N: launched at 0.205 m/s
+    plain, weight = solve(Jn)
+    # the weight to 1e-3 (5e-4: the scene starts at the field's rest, 0.1 % deeper than the rows'),
+    # and v_z below 1e-5 m/s
+    assert weight / h == pytest.approx(M * G, rel=1e-3) and abs(plain[2]) < 1e-5
+
+
+@pytest.mark.slow
+def test_rigid_ball_rests_on_a_soft_box_at_the_field_closed_form() -> None:
+    """A rigid ball (radius R, 0.5 kg) on the soft cube: the surface is the ball's cap inside the
+    cube, with the cube's pressure E (depth below its top) / c, so the vertical force at an overlap
+    delta is ``int_0^a (E / c) (delta - R + sqrt(R^2 - rho^2)) 2 pi rho drho``,
+    ``a^2 = R^2 - (R - delta)^2``; the ball rests where that is its weight, to 1 %. Frictionless:
+    with mu = 0.5 friction on the cap's tilted rows holds the ball where it started, 5 % deeper,
+    while the normal forces exceed its weight by 9 %, and sap's regularized friction lets it creep
+    back only at 2.6e-7 m/s (still 5 % deep after 0.15 s)."""
+    from scipy.integrate import quad
+
+    from contactopt.systems.rigid3d import Rigid3D, RigidBody
+
+    R, m_ball = 0.03, 0.5
+
+    def force(delta: float) -> float:
+        a = math.sqrt(R * R - (R - delta) ** 2)
+        return quad(lambda rho: E / C * (delta - R + math.sqrt(R * R - rho * rho)) * 2 * math.pi * rho, 0.0, a,
+                    epsabs=0, epsrel=1e-12)[0]
+
+    delta = brentq(lambda d: force(d) - m_ball * G, 1e-7, 1e-2)
+    box_delta = brentq(lambda d: box_force(d) - (M + m_ball) * G, 0.0, 1e-3)
+    cube = RigidBody(name="cube", shape="box", size=np.full(3, C), mass=M, position=np.array([0, 0, C - box_delta]),
+                     orientation=np.array([1.0, 0, 0, 0]), velocity=np.zeros(3), angular_velocity=np.zeros(3),
+                     compliance="soft", hydroelastic_modulus=E, hunt_crossley_dissipation=90.0)
+    ball = RigidBody(name="ball", shape="sphere", size=np.array([R]), mass=m_ball,
+                     position=np.array([0, 0, 2 * C - box_delta + R - 1.05 * delta]),
+                     orientation=np.array([1.0, 0, 0, 0]), velocity=np.zeros(3), angular_velocity=np.zeros(3))
+    system = Rigid3D([cube, ball], {"mu": 0.0}, contact_model="hydroelastic")
+    q0, v0 = system.default_state()
+    trajectory = co.simulate(co.Scene(system, q0, v0, 1e-3, 0.15), formulation="sap", solver="newton")
+    assert trajectory.completed
+    q = trajectory.q[-1]
+    overlap = (q[2] + C) - (q[9] - R)
+    assert overlap == pytest.approx(delta, rel=1e-2)
+    record = surface_records(system, trajectory)[-1][1]
+    # 1e-3: the ball still rings by 2e-4 of its weight after 0.15 s (the cube's d = 90 s/m damps it)
+    assert record.body == "cube|ball" and -record.force[2] == pytest.approx(m_ball * G, rel=1e-3)

@@ -13,6 +13,12 @@ frame has its forces. One length scale per video (the median of
 the frames' largest forces spans 30 % of the view's diagonal; longer arrows are cut at twice
 that), stated in the heading as a round length and its force (``arrow 5 cm = 12.3 N``) and
 drawn as a grey reference arrow in the top left corner of each matplotlib panel.
+
+**Contact surfaces.** A drawing's patches (hydroelastic contact surfaces,
+:class:`~contactopt.systems.drawing.Patch`) are drawn over the bodies, each polygon coloured by
+its pressure on matplotlib's ``viridis`` map from 0 to the largest pressure of the video
+(:func:`contactopt.analysis.render_mpl.pressure_colours`), stated in the heading
+(``pressure 0-9.8 kPa``).
 """
 
 from __future__ import annotations
@@ -151,9 +157,17 @@ def paint_frames(frames: Any, progress: bool) -> Iterator[Frame]:
     from matplotlib.figure import Figure
     from tqdm import tqdm
 
-    from contactopt.analysis.render_mpl import paint_coordinates, paint_drawing, paint_image, setup_axes
+    from contactopt.analysis.render_mpl import (
+        paint_coordinates,
+        paint_drawing,
+        paint_image,
+        pressure_legend,
+        pressure_top,
+        setup_axes,
+    )
 
     layout, items, drawings, bounds = frames.layout, frames.items, frames.drawings, frames.bounds
+    top = pressure_top([d for row in drawings for d in row]) if drawings is not None else 0.0
     fig = Figure(figsize=(layout.width / frames.dpi, layout.height / frames.dpi), dpi=frames.dpi)
     canvas = FigureCanvasAgg(fig)
     axes = [fig.add_axes(layout.rect(k), projection="3d" if layout.kind == "3d" else None)
@@ -181,14 +195,14 @@ def paint_frames(frames: Any, progress: bool) -> Iterator[Frame]:
                     if frames.painter is not None:
                         paint_image(ax, frames.painter.render(traj.q[index], pairs, 0.008 * frames.diagonal))
                     else:
-                        paint_drawing(ax, drawings[k][f], bounds, pairs)
+                        paint_drawing(ax, drawings[k][f], bounds, pairs, pressure_scale=top)
                 drawn.append(pairs)
                 shown[k] = [artist for artist in ax.get_children() if artist not in before]
                 if layout.titled:
                     stopped = " (stopped)" if not traj.completed and now > traj.t[-1] + 1e-12 else ""
                     ax.set_title(f"{item.title}{stopped}", fontsize="small", pad=3)
             heading = "   ".join(part for part in (f"t = {now:.{places}f} s", speed_text(frames.speed),
-                                                   frames.legend, frames.heading) if part)
+                                                   frames.legend, pressure_legend(top), frames.heading) if part)
             fig.suptitle(heading, fontsize=8, x=4.0 / layout.width, y=1.0 - 5.0 / layout.height, ha="left",
                          va="top")
             canvas.draw()

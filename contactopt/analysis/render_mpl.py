@@ -5,12 +5,15 @@ and no OpenGL), one frame at a time.
 ``mplot3d`` axes seen from ``-y`` (azimuth -90 deg, elevation 20 deg, the view MuJoCo's camera
 takes in :mod:`.render_gl`), with boxes, balls and tubes as shaded polygon meshes. Contact
 forces are red arrows from the contact point along the force on the body; their length is
-``scale * |F|`` with one scale per video. Systems without a drawing are shown as their
-coordinates against time with a cursor at the frame's time.
+``scale * |F|`` with one scale per video. A drawing's contact patches (hydroelastic contact
+surfaces) are drawn over the bodies, each polygon coloured by its pressure (:mod:`.render_frames`).
+Systems without a drawing are shown as their coordinates against time with a cursor at the
+frame's time.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -20,7 +23,8 @@ from contactopt.systems.drawing import Ball, Box, Disk, Dot, Drawing, Line, Plan
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["paint_coordinates", "paint_drawing", "paint_image", "paint_reference_arrow", "setup_axes"]
+__all__ = ["paint_coordinates", "paint_drawing", "paint_image", "paint_reference_arrow", "pressure_colours",
+           "pressure_legend", "pressure_top", "setup_axes"]
 
 BODY = "#4C72B0"
 LINK = "#2F3E56"
@@ -63,6 +67,34 @@ def _tube_quads(start: FloatArray, end: FloatArray, radius: float, sides: int = 
     return [np.array([start + ring[i], start + ring[i + 1], end + ring[i + 1], end + ring[i]]) for i in range(sides)]
 
 
+def pressure_top(drawings: list[Drawing]) -> float:
+    """The largest patch pressure [Pa] over ``drawings`` (0 without patches): the top of the
+    colour scale."""
+    values = [float(np.max(patch.pressures)) for d in drawings for patch in d.patches if patch.pressures.size]
+    finite = [v for v in values if math.isfinite(v)]
+    return max(finite, default=0.0)
+
+
+def pressure_colours(pressures: FloatArray, top: float) -> FloatArray:
+    """(n, 4) RGBA of ``pressures`` on ``viridis`` from 0 to ``top`` (clipped; all at the map's
+    low end when ``top <= 0``)."""
+    from matplotlib import colormaps
+
+    values = np.asarray(pressures, dtype=np.float64)
+    fraction = np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
+    return np.asarray(colormaps["viridis"](np.nan_to_num(fraction)), dtype=np.float64)
+
+
+def pressure_legend(top: float) -> str:
+    """``"pressure 0-9.8 kPa"``: the colour scale of the patches ("" without any)."""
+    if not top > 0:
+        return ""
+    for factor, unit in ((1e9, "GPa"), (1e6, "MPa"), (1e3, "kPa")):
+        if top >= factor:
+            return f"pressure 0-{top / factor:.3g} {unit}"
+    return f"pressure 0-{top:.3g} Pa"
+
+
 def _grid_step(span: float) -> float:
     """A 1-2-5 step giving 4 to 10 ground grid lines over ``span`` (so sliding shows)."""
     raw = span / 6.0 if span > 0 else 0.1
@@ -98,13 +130,15 @@ def setup_axes(ax: Any, kind: str, bounds: FloatArray | None, names: tuple[str, 
 
 
 def paint_drawing(ax: Any, drawing: Drawing, bounds: FloatArray,
-                  arrows: list[tuple[FloatArray, FloatArray]]) -> None:
+                  arrows: list[tuple[FloatArray, FloatArray]], pressure_scale: float | None = None) -> None:
     """Add ``drawing`` and the force ``arrows`` (start, end) to ``ax`` (set up by
-    :func:`setup_axes` with the view ``bounds`` (2, dim))."""
+    :func:`setup_axes` with the view ``bounds`` (2, dim)); its contact patches are coloured by
+    pressure from 0 to ``pressure_scale`` [Pa] (None: the drawing's own largest pressure)."""
     if drawing.dim == 2:
         _paint_2d(ax, drawing, bounds, arrows)
     else:
-        _paint_3d(ax, drawing, bounds, arrows)
+        top = pressure_top([drawing]) if pressure_scale is None else float(pressure_scale)
+        _paint_3d(ax, drawing, bounds, arrows, top)
 
 
 def _paint_2d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[FloatArray, FloatArray]]) -> None:
@@ -137,7 +171,8 @@ def _paint_2d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[
                     arrowprops={"arrowstyle": "-|>", "color": ARROW, "lw": 1.8, "shrinkA": 0, "shrinkB": 0})
 
 
-def _paint_3d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[FloatArray, FloatArray]]) -> None:
+def _paint_3d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[FloatArray, FloatArray]],
+              top: float) -> None:
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     low, high = bounds
@@ -171,6 +206,9 @@ def _paint_3d(ax: Any, drawing: Drawing, bounds: FloatArray, arrows: list[tuple[
             ax.plot(*np.array([shape.start, shape.end]).T, color=LINK, lw=shape.width)
         elif isinstance(shape, Dot):
             ax.plot(*np.asarray(shape.point).reshape(3, 1), "o", ms=shape.size, color=JOINT)
+    for patch in drawing.patches:  # over the bodies (drawn in order), under the arrows
+        ax.add_collection3d(Poly3DCollection(patch.polygons(), facecolors=pressure_colours(patch.pressures, top),
+                                             edgecolor="none", alpha=1.0))
     for start, end in arrows:
         d = end - start
         ax.quiver(start[0], start[1], start[2], d[0], d[1], d[2], color=ARROW, arrow_length_ratio=0.25, lw=1.5,

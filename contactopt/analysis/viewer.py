@@ -7,7 +7,9 @@ the bodies, the contact points and force arrows, and a time slider; several runs
 the geometry the offline videos use: rigid3d boxes and spheres, MJCF geoms posed by MuJoCo,
 textbook systems as simple shapes in the vertical plane ``y = 0``), made of meshcat objects
 by :mod:`.viewer_shapes`. Every run has its own body colour; runs are set apart along the
-horizontal axis in which the scene is narrower. Contacts that carry a force in a frame show a
+horizontal axis in which the scene is narrower. Hydroelastic contact surfaces are drawn over the
+bodies as meshes coloured by pressure (``viridis`` from 0 to the page's largest pressure, in the
+page's metadata as ``pressure_top``; :mod:`.viewer_shapes`). Contacts that carry a force in a frame show a
 dark point and a red arrow along the force on the body, ``F = frames^T lambda / h`` (the
 step's impulse over its length, docs/architecture.md, "Conventions"), with one length scale for the page
 (that of the videos, :mod:`.render`: the median of the frames' largest forces spans 30 % of the
@@ -35,8 +37,16 @@ from contactopt.analysis.render import Panel, _bounds, frame_indices
 from contactopt.analysis.render_frames import arrow_scale as _arrow_scale
 from contactopt.analysis.render_frames import clip as _clip
 from contactopt.analysis.render_frames import contact_arrows as _arrows
+from contactopt.analysis.render_mpl import pressure_top
 from contactopt.analysis.viewer_page import ViewPage, page_html
-from contactopt.analysis.viewer_shapes import ShapeModel, lift, model_shapes, rotation_onto
+from contactopt.analysis.viewer_shapes import (
+    ShapeModel,
+    lift,
+    model_shapes,
+    patch_keyframes,
+    patch_object,
+    rotation_onto,
+)
 from contactopt.core.errors import ContactoptError, OptionError
 from contactopt.records.trajectory import Trajectory
 from contactopt.scenes.loading import Scene
@@ -151,6 +161,7 @@ def view(runs: Trajectory | Sequence[Trajectory | Panel], system: System | Scene
         low[1], high[1] = -0.1 * float(np.linalg.norm(box[1] - box[0])), 0.1 * float(np.linalg.norm(box[1] - box[0]))
     size = float(np.linalg.norm(high - low))
     scale, longest = _arrow_scale([run.arrows for run in drawn], size)
+    top = pressure_top([d for run in drawn for d in run.drawings])
     axis = 1 if dim == 3 and high[1] - low[1] <= high[0] - low[0] else 0
     spacing = 1.25 * float(high[axis] - low[axis]) + 0.1 * size
     offsets = [np.eye(3)[axis] * spacing * k for k in range(len(drawn))]
@@ -167,11 +178,12 @@ def view(runs: Trajectory | Sequence[Trajectory | Panel], system: System | Scene
         models = model_shapes(run.drawings, g, size, colour)
         for j, model in enumerate(models):
             _add_shape(scene, clips, f"{root}/{'scenery' if model.scenery else 'bodies'}/shape{j}", model, times)
+        patches = _add_patches(scene, clips, g, f"{root}/patches", run.drawings, times, size, top)
         counts = _add_arrows(scene, clips, g, f"{root}/forces", run.arrows, times, scale, longest, size)
         label_at = np.array([0.5 * (low[0] + high[0]), 0.5 * (low[1] + high[1]), high[2] + 0.08 * size])
         scene.sprite(g, f"{root}/label", run.title, label_at, 0.1 * size, colour)
         summary.append({"title": run.title, "colour": f"#{colour:06x}", "times": [float(t) for t in times],
-                        "bodies": sum(not m.scenery for m in models), "forces": counts,
+                        "bodies": sum(not m.scenery for m in models), "forces": counts, "patches": patches,
                         "completed": bool(run.trajectory.completed), "message": run.trajectory.message})
     duration = max(float(run.trajectory.t[-1] - run.trajectory.t[0]) for run in drawn)
     layout = float(np.linalg.norm(high - low + np.abs(offsets[-1])))
@@ -180,7 +192,7 @@ def view(runs: Trajectory | Sequence[Trajectory | Panel], system: System | Scene
                                                          else np.array([1.0, -0.45, 0.55]))
     scene.camera(eye / np.linalg.norm(eye) * 0.95 * layout)
     scene.animation(animation, clips)
-    meta = {"title": title, "runs": summary, "arrow_scale": scale, "longest_arrow": longest,
+    meta = {"title": title, "runs": summary, "arrow_scale": scale, "longest_arrow": longest, "pressure_top": top,
             "speed": min(1.0, duration / MIN_PLAYBACK) if duration > 0 else 1.0, "duration": duration}
     page = ViewPage(page_html(scene.encoded, meta), meta)
     if path is not None:
@@ -252,6 +264,27 @@ def _add_arrows(scene: _Commands, clips: dict[str, dict[str, list[tuple[float, A
             _key(clips, f"{slot}/arrow", "quaternion", float(time), _quaternion(rotation_onto(vector)))
             _key(clips, f"{slot}/arrow", "scale", float(time), [1.0, max(float(np.linalg.norm(vector)), 1e-9), 1.0])
     return [len(frame) if scale > 0 else 0 for frame in arrows]
+
+
+def _add_patches(scene: _Commands, clips: dict[str, dict[str, list[tuple[float, Any]]]], g: Any, path: str,
+                 drawings: list[Drawing], times: FloatArray, size: float, top: float) -> int:
+    """The contact patches of a run: one mesh per keyframe (:func:`.viewer_shapes.patch_keyframes`),
+    shown from its time to the next keyframe's; the number of meshes."""
+    keys = patch_keyframes(drawings, size, top)
+    made = 0
+    for j, frame in enumerate(keys):
+        mesh = patch_object(g, drawings[frame], top)
+        if mesh is None:
+            continue
+        made += 1
+        slot = f"{path}/k{j}"
+        scene.object(f"{slot}/surface", mesh)
+        if times[frame] > times[0]:
+            _key(clips, slot, "visible", float(times[0]), False)
+        _key(clips, slot, "visible", float(times[frame]), True)
+        if j + 1 < len(keys):
+            _key(clips, slot, "visible", float(times[keys[j + 1]]), False)
+    return made
 
 
 def _shifted(mesh: Any, along_y: float) -> Any:

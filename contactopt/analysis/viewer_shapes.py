@@ -16,6 +16,12 @@ axis is its local ``y``):
   vertices onto the current ones (the least-squares rotation of Kabsch, *Acta Cryst.* A32, 1976;
   exact for the rigid bodies drawn here), a ``Dot`` a small sphere;
 - the 3-D ground ``Plane`` and 2-D ``Line`` (ground, wall) are scenery: one slab, never moved.
+
+A drawing's contact patches (hydroelastic contact surfaces) change their mesh from frame to
+frame, so they are no posed shapes: :func:`patch_keyframes` picks the frames at which they are
+drawn anew (each mesh holds until the next), and :func:`patch_object` makes one frame's patches
+a single mesh, each vertex coloured by the mean pressure of its polygons (``viridis``, as the
+videos), drawn over the bodies.
 """
 
 from __future__ import annotations
@@ -32,9 +38,12 @@ from contactopt.systems.drawing import Ball, Box, Disk, Dot, Drawing, Line, Plan
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Pose", "ShapeModel", "lift", "model_shapes", "rotation_onto"]
+__all__ = ["MAX_PATCH_FRAMES", "Pose", "ShapeModel", "lift", "model_shapes", "patch_keyframes", "patch_object",
+           "rotation_onto"]
 
 SCENERY_COLOUR = 0xB8B8B8
+#: The most meshes of contact patches one run's page carries.
+MAX_PATCH_FRAMES = 100
 
 
 @dataclass(frozen=True)
@@ -222,3 +231,60 @@ def model_shapes(drawings: list[Drawing], meshcat_geometry: Any, size: float, co
             builder.pose(d.shapes[j], shape) for d in drawings)
         models.append(ShapeModel(builder.objects(shape), scenery, poses))
     return models
+
+
+def _patches_differ(a: Drawing, b: Drawing, size: float, top: float) -> bool:
+    """Whether the patches of ``a`` and ``b`` look different: another number or mesh, a vertex
+    moved by more than 1e-3 of the view's diagonal ``size``, a pressure changed by more than 2 %
+    of the colour scale's ``top``."""
+    if len(a.patches) != len(b.patches):
+        return True
+    for p, q in zip(a.patches, b.patches, strict=True):
+        if p.vertices.shape != q.vertices.shape or p.faces.shape != q.faces.shape:
+            return True
+        if float(np.max(np.abs(p.vertices - q.vertices), initial=0.0)) > 1e-3 * size:
+            return True
+        if float(np.max(np.abs(p.pressures - q.pressures), initial=0.0)) > 0.02 * top:
+            return True
+    return False
+
+
+def patch_keyframes(drawings: list[Drawing], size: float, top: float) -> list[int]:
+    """The frames at which a run's patches are drawn anew (module docstring): the first with
+    patches, then each whose patches differ from the last drawn (:func:`_patches_differ`), a
+    frame without patches after one with them included; every k-th of those when there are
+    more than :data:`MAX_PATCH_FRAMES`, the first always kept."""
+    chosen: list[int] = []
+    for k, drawing in enumerate(drawings):
+        if not chosen:
+            if drawing.patches:
+                chosen.append(k)
+        elif _patches_differ(drawings[chosen[-1]], drawing, size, top):
+            chosen.append(k)
+    if len(chosen) > MAX_PATCH_FRAMES:
+        stride = math.ceil(len(chosen) / MAX_PATCH_FRAMES)
+        chosen = chosen[::stride]
+    return chosen
+
+
+def patch_object(meshcat_geometry: Any, drawing: Drawing, top: float) -> Any | None:
+    """One frame's patches as one meshcat mesh (None without patches): their triangles, each
+    vertex coloured by pressure from 0 to ``top``; unlit, two-sided and drawn over the bodies
+    (no depth test), as the force arrows are."""
+    from contactopt.analysis.render_mpl import pressure_colours
+
+    if not drawing.patches:
+        return None
+    g = meshcat_geometry
+    vertices, faces, colours, start = [], [], [], 0
+    for patch in drawing.patches:
+        triangles, _ = patch.triangles()
+        vertices.append(patch.vertices)
+        faces.append(triangles + start)
+        colours.append(pressure_colours(patch.vertex_pressures(), top)[:, :3])
+        start += patch.vertices.shape[0]
+    geometry = g.TriangularMeshGeometry(np.concatenate(vertices).astype(np.float32),
+                                        np.concatenate(faces).astype(np.uint32),
+                                        color=np.concatenate(colours).astype(np.float32))
+    material = g.MeshBasicMaterial(vertexColors=True, side=2, transparent=True, opacity=1.0, depthTest=False)
+    return g.Mesh(geometry, material)

@@ -23,8 +23,8 @@ from contactopt.systems.rigid3d_contacts import CORNER_SIGNS
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["Ball", "Box", "ContactMarks", "Disk", "Dot", "Drawing", "Line", "Plane", "Polygon", "Segment",
-           "Shape", "Tube"]
+__all__ = ["Ball", "Box", "ContactMarks", "Disk", "Dot", "Drawing", "Line", "Patch", "Plane", "Polygon",
+           "Segment", "Shape", "Tube"]
 
 
 def _vec(value: ArrayLike, name: str, length: int | None = None) -> FloatArray:
@@ -179,6 +179,56 @@ class ContactMarks:
 
 
 @dataclass(frozen=True)
+class Patch:
+    """A contact surface (a hydroelastic patch, :mod:`contactopt.systems.hydroelastic`): the
+    polygon mesh ``vertices`` (V, 3) and ``faces`` (F, 4) (vertex indices; a triangle repeats
+    its last), with the pressure ``pressures`` (F,) [Pa] on each polygon. Not a
+    :data:`Shape`: its mesh changes from frame to frame, and it lies inside the bodies, so a
+    renderer draws it over them, coloured by pressure."""
+
+    vertices: FloatArray
+    faces: NDArray[np.int_]
+    pressures: FloatArray
+
+    def __post_init__(self) -> None:
+        vertices = np.asarray(self.vertices, dtype=np.float64)
+        faces = np.asarray(self.faces, dtype=np.int_)
+        pressures = np.asarray(self.pressures, dtype=np.float64)
+        if vertices.ndim != 2 or vertices.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 4 \
+                or pressures.shape != (faces.shape[0],):
+            raise ValueError(f"Patch: vertices {vertices.shape}, faces {faces.shape} and pressures {pressures.shape} "
+                             "do not fit ((V, 3), (F, 4) and (F,))")
+        if faces.size and (faces.min() < 0 or faces.max() >= vertices.shape[0]):
+            raise ValueError(f"Patch: face indices must lie in [0, {vertices.shape[0]}), "
+                             f"got {faces.min()}..{faces.max()}")
+        object.__setattr__(self, "vertices", vertices)
+        object.__setattr__(self, "faces", faces)
+        object.__setattr__(self, "pressures", pressures)
+
+    def polygons(self) -> list[FloatArray]:
+        """Each face's corners (3 or 4, 3): a triangle without its repeated vertex."""
+        return [self.vertices[face[:3] if face[3] == face[2] else face] for face in self.faces]
+
+    def triangles(self) -> tuple[NDArray[np.int_], FloatArray]:
+        """(T, 3) vertex indices of the faces split into triangles ``(0, 1, 2)``, ``(0, 2, 3)``
+        (none from a repeated vertex), and each triangle's face pressure (T,)."""
+        first = self.faces[:, [0, 1, 2]]
+        second = self.faces[:, [0, 2, 3]]
+        keep = self.faces[:, 3] != self.faces[:, 2]
+        return (np.concatenate([first, second[keep]]),
+                np.concatenate([self.pressures, self.pressures[keep]]))
+
+    def vertex_pressures(self) -> FloatArray:
+        """(V,) at each vertex the mean pressure of the faces around it (0 where none)."""
+        total, count = np.zeros(self.vertices.shape[0]), np.zeros(self.vertices.shape[0])
+        for column in range(4):
+            unique = (column < 3) | (self.faces[:, 3] != self.faces[:, 2])
+            np.add.at(total, self.faces[unique, column], self.pressures[unique])
+            np.add.at(count, self.faces[unique, column], 1.0)
+        return np.where(count > 0, total / np.maximum(count, 1.0), 0.0)
+
+
+@dataclass(frozen=True)
 class Drawing:
     """What a system looks like at one configuration.
 
@@ -187,17 +237,23 @@ class Drawing:
         shapes: the shapes, drawn in order.
         contacts: contact points and frames for force arrows, or None.
         axes: names of the drawing axes, e.g. ``("x", "z")``.
+        patches: the contact surfaces at this configuration (3-D only; their number may
+            change from frame to frame), drawn over the shapes.
     """
 
     dim: int
     shapes: tuple[Shape, ...]
     contacts: ContactMarks | None = None
     axes: tuple[str, ...] = ()
+    patches: tuple[Patch, ...] = ()
 
     def __post_init__(self) -> None:
         if self.dim not in (2, 3):
             raise ValueError(f"Drawing.dim must be 2 or 3, got {self.dim}")
         object.__setattr__(self, "shapes", tuple(self.shapes))
+        object.__setattr__(self, "patches", tuple(self.patches))
+        if self.patches and self.dim != 3:
+            raise ValueError("Drawing.patches: contact surfaces are 3-D; this drawing has dim 2")
         if not self.axes:
             object.__setattr__(self, "axes", ("x", "z") if self.dim == 2 else ("x", "y", "z"))
 

@@ -33,6 +33,7 @@ from contactopt.systems.drawing import (
     Dot,
     Drawing,
     Line,
+    Patch,
     Plane,
     Polygon,
     Segment,
@@ -137,7 +138,8 @@ def _four_bar(system: FourBar, q: FloatArray) -> Drawing:
 
 def _rigid3d(system: Rigid3D, q: FloatArray) -> Drawing:
     """Boxes and spheres at their poses, the ground plane ``z = 0`` when on; contact points
-    and frames ``[n, t1, t2]`` of every contact (rigid3d module docstring)."""
+    and frames ``[n, t1, t2]`` of every contact (rigid3d module docstring); the hydroelastic
+    contact surfaces' polygons with their pressures as patches."""
     rows = q.reshape(-1, 7)
     rotations = kernels.rotations(rows[:, 3:])
     shapes: list[Any] = [Plane(0.0)] if system.ground else []
@@ -152,8 +154,9 @@ def _rigid3d(system: Rigid3D, q: FloatArray) -> Drawing:
     _phi, points, frames, _terms, _offsets = system._geometry(q)
     patch = system.hydro.rows(*system._split(q), system.plane)  # hydroelastic rows: their quadrature points
     points = np.concatenate([points, *[rows.points for _, rows in patch]])
-    frames = np.concatenate([frames, *[np.broadcast_to(s.frame, (rows.count, 3, 3)) for s, rows in patch]])
-    return Drawing(3, tuple(shapes), ContactMarks(points, np.array(frames)))
+    frames = np.concatenate([frames, *[rows.frames for _, rows in patch]])
+    patches = tuple(Patch(s.vertices, s.faces, s.pressures) for s, _ in patch)  # the surfaces' polygons
+    return Drawing(3, tuple(shapes), ContactMarks(points, np.array(frames)), patches=patches)
 
 
 def _mjcf(system: System, q: FloatArray) -> Drawing:

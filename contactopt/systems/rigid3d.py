@@ -137,7 +137,7 @@ class Rigid3D(System):
             raise ValueError(f"Rigid3D: pair_margin must be >= 0 (inf: every sphere pair), got {pair_margin}")
         self._inertia = np.array([b.inertia for b in self.bodies])
         self._masses = np.array([b.mass for b in self.bodies])
-        self._spheres = [i for i, b in enumerate(self.bodies) if b.shape == "sphere"]
+        self._spheres = [i for i, b in enumerate(self.bodies) if b.shape == "sphere" and b.compliance == "rigid"]
         self._is_box = np.array([b.shape == "box" for b in self.bodies])
         self._radii = np.array([0.0 if b.shape == "box" else float(b.size[0]) for b in self.bodies])
         self._ground_counts = np.where(self._is_box, 8, 1).astype(np.int_)
@@ -152,7 +152,7 @@ class Rigid3D(System):
         if collision_margin is not None and not (math.isfinite(collision_margin) and collision_margin >= 0):
             raise ValueError(f"Rigid3D: collision_margin must be a finite number >= 0, got {collision_margin}")
         pairs = collider_pairs(self.bodies) if box_pairs else []
-        pairs = self.hydro.point_pairs(pairs, self._spheres, box_pairs)
+        pairs = self.hydro.point_pairs(pairs, box_pairs)
         self.box_pairs = bool(box_pairs)
         self._collider = PairCollider(self.bodies, pairs, collision_margin) if pairs else None
         self._last_split: tuple[bytes, tuple[FloatArray, FloatArray]] = (b"", (np.zeros((0, 3)), np.zeros((0, 3, 3))))

@@ -19,7 +19,8 @@ boundary, normalized by the largest such distance (the primitive's own extent), 
 
 ``gradient`` is ``grad p`` (body frame), piecewise constant for the box and cylinder, where
 the nearest face decides it. Everything here is in the body frame; ``support`` and
-``ray_exit`` serve the contact surface (:mod:`.surface`).
+``ray_exit`` serve the contact surface (:mod:`.surface`); :func:`line_interval` the surface
+between two bodies (:mod:`.pair`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PRIMITIVES", "PressureField"]
+__all__ = ["PRIMITIVES", "PressureField", "line_interval"]
 
 #: The soft primitives and the number of size parameters each takes.
 PRIMITIVES: dict[str, int] = {"box": 3, "sphere": 1, "cylinder": 2, "capsule": 2}
@@ -187,3 +188,32 @@ def _quadratic_exit(d: FloatArray, o: FloatArray, radius: float, planar: bool) -
     c = float(oo @ oo) - radius * radius
     root = np.sqrt(np.maximum(b * b - a * c, 0.0))
     return np.where(a > 1e-300, (-b + root) / np.where(a > 1e-300, a, 1.0), np.inf)
+
+
+#: The shapes :func:`line_interval` takes.
+LINE_SHAPES: tuple[str, ...] = ("box", "sphere")
+
+
+def line_interval(shape: str, size: tuple[float, ...], origins: FloatArray,
+                  direction: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Where the lines ``o + t d`` (``origins`` (n, 3), one unit ``direction`` (3,), body frame)
+    cross a box (half extents ``size``: the slabs' entry and exit, Kay and Kajiya's slab test) or
+    a sphere (radius ``size[0]``: the roots of ``|o + t d|^2 = R^2``): ``(t_in, t_out)`` (n,)
+    each, ``t_in > t_out`` for a line that misses it."""
+    if shape not in LINE_SHAPES:
+        raise ValueError(f"line_interval: shape must be one of {LINE_SHAPES}, got {shape!r}")
+    o = np.asarray(origins, dtype=np.float64).reshape(-1, 3)
+    d = np.asarray(direction, dtype=np.float64).reshape(3)
+    if shape == "sphere":
+        b = o @ d
+        disc = b * b - (np.sum(o * o, axis=1) - float(size[0]) ** 2)
+        root = np.sqrt(np.maximum(disc, 0.0))
+        return np.where(disc >= 0, -b - root, np.inf), np.where(disc >= 0, -b + root, -np.inf)
+    half = np.asarray(size, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inverse = 1.0 / d  # +-inf along a slab: its entry and exit are then -inf and +inf inside
+        first, second = (-half - o) * inverse, (half - o) * inverse  # it, both -inf or +inf outside
+    # fmin/fmax skip the NaN of a line on a slab's face parallel to it (0 * inf)
+    t_in = np.fmax.reduce(np.fmin(first, second), axis=1)
+    t_out = np.fmin.reduce(np.fmax(first, second), axis=1)
+    return t_in, t_out

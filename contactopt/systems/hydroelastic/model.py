@@ -10,12 +10,14 @@ Scene keys (Drake's names, "Hydroelastic Contact User Guide"):
 
 Under the hydroelastic model a soft body's ground contact is its contact surface against the
 ground (a rigid half-space), and its contact with a rigid box the box's surface inside it
-(:func:`.surface.box_surfaces`), meshed and turned into rows (:mod:`.surface`, :mod:`.rows`); a
-rigid body keeps its point contacts (Drake too has no hydroelastic contact between two rigid
-geometries). A soft body that can touch another soft body or a rigid sphere is refused by name:
-those surfaces are not built. Soft bodies are boxes, spheres, cylinders and capsules (the last
-two along the body's z axis, ``size = [radius, half length]``, soft only: they have no point
-contacts).
+(:func:`.surface.box_surfaces`); a soft box or sphere against a second soft box or sphere has
+their equal-pressure surface, and against a rigid sphere the sphere's surface inside it
+(:func:`.pair.pair_surface`). Each surface is meshed and turned into rows (:mod:`.surface`,
+:mod:`.pair`, :mod:`.rows`); a rigid body keeps its point contacts with rigid bodies (Drake too
+has no hydroelastic contact between two rigid geometries). A soft cylinder or capsule that can
+touch any other body but a rigid box is refused by name: those surfaces are not built. Soft
+bodies are boxes, spheres, cylinders and capsules (the last two along the body's z axis,
+``size = [radius, half length]``, soft only: they have no point contacts).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from numpy.typing import NDArray
 
 from contactopt.systems.base import ParameterError
 from contactopt.systems.hydroelastic.fields import PressureField
+from contactopt.systems.hydroelastic.pair import PAIR_SHAPES, Solid, pair_surface
 from contactopt.systems.hydroelastic.rows import SurfaceRows, surface_rows
 from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactSurface, box_surfaces, plane_surface
 from contactopt.systems.rigid3d_bodies import RigidBody
@@ -79,7 +82,8 @@ def check_scene(bodies: Sequence[RigidBody], model: str, ground: bool) -> None:
 
 
 class HydroelasticSetup:
-    """The soft bodies of a ``rigid3d`` system and their surfaces against the ground."""
+    """The soft bodies of a ``rigid3d`` system and their surfaces against the ground, rigid
+    boxes, rigid spheres and each other (module docstring)."""
 
     def __init__(self, bodies: Sequence[RigidBody], model: str, resolution: tuple[int, int], ground: bool) -> None:
         if model not in MODELS:
@@ -103,35 +107,50 @@ class HydroelasticSetup:
             i: PressureField(b.shape, tuple(b.size), float(b.hydroelastic_modulus))
             for i, b in enumerate(self.bodies) if soft[i] and b.hydroelastic_modulus is not None}
 
-    def point_pairs(self, collider: Sequence[tuple[int, int]], spheres: Sequence[int],
-                    box_pairs: bool) -> list[tuple[int, int]]:
+    def point_pairs(self, collider: Sequence[tuple[int, int]], box_pairs: bool) -> list[tuple[int, int]]:
         """The body pairs left to point contact (``collider``'s pairs with a box, without those of
-        a soft body), after taking the soft-body / rigid-box pairs as contact surfaces (when
-        ``box_pairs``); one line for a soft body that can touch another soft body or a rigid
-        sphere (``spheres``: the sphere pairs' candidates), whose surfaces are not built."""
+        a soft body), after taking each pair with a soft body as a contact surface: against a
+        rigid box (:func:`.surface.box_surfaces`; when ``box_pairs``), against a second soft body
+        or a rigid sphere (:func:`.pair.pair_surface`, boxes and spheres). With
+        ``box_pairs = false`` only pairs of spheres can touch. One line for a soft body that can
+        touch a body no surface is built against (a soft cylinder or capsule's, but for the
+        ground and rigid boxes)."""
         self.box_pairs: list[tuple[int, int]] = []
+        self.solid_pairs: list[tuple[int, int]] = []
         if not self.active:
             return list(collider)
         n = len(self.bodies)
+        spheres = [i for i, body in enumerate(self.bodies) if body.shape == "sphere"]
         every = [(a, b) for a in range(n) for b in range(a + 1, n)]
         # the pairs that can touch: every pair, or (box_pairs = false) the sphere pairs alone
         pairs = every if box_pairs else [(a, b) for a, b in every if a in spheres and b in spheres]
         for a, b in pairs:
             soft_a, soft_b = bool(self.soft_mask[a]), bool(self.soft_mask[b])
-            other = b if soft_a else a
-            if (soft_a or soft_b) and (soft_a == soft_b or self.bodies[other].shape != "box"):
-                raise ParameterError("system.bodies", f"system.bodies: soft body "
-                                     f"{self.bodies[a if soft_a else b].name!r} can touch "
-                                     f"{'soft' if soft_a == soft_b else 'rigid'} {self.bodies[other].shape} "
-                                     f"{self.bodies[other].name!r}; hydroelastic surfaces are built against the "
-                                     "ground and rigid boxes only: set [system] box_pairs = false or keep them apart")
-            if soft_a != soft_b:
-                self.box_pairs.append((a, b) if soft_a else (b, a))
+            if not (soft_a or soft_b):
+                continue
+            soft, other = (a, b) if soft_a else (b, a)
+            if soft_a != soft_b and self.bodies[other].shape == "box":
+                self.box_pairs.append((soft, other))
+            elif self.bodies[soft].shape in PAIR_SHAPES and self.bodies[other].shape in PAIR_SHAPES:
+                self.solid_pairs.append((soft, other))
+            else:
+                kind = "soft" if soft_a == soft_b else "rigid"
+                raise ParameterError("system.bodies", f"system.bodies: soft {self.bodies[soft].shape} "
+                                     f"{self.bodies[soft].name!r} can touch {kind} {self.bodies[other].shape} "
+                                     f"{self.bodies[other].name!r}; a soft {self.bodies[soft].shape}'s hydroelastic "
+                                     "surfaces are built against the ground and rigid boxes only (soft boxes and "
+                                     "spheres also against each other and rigid spheres): set [system] box_pairs = "
+                                     "false or keep them apart")
         return [(a, b) for a, b in collider if not (self.soft_mask[a] or self.soft_mask[b])]
+
+    def _solid(self, i: int, positions: FloatArray, rotations: FloatArray) -> Solid:
+        body = self.bodies[i]
+        return Solid(body.shape, tuple(float(x) for x in body.size), positions[i], rotations[i], self.fields.get(i))
 
     def surfaces(self, positions: FloatArray, rotations: FloatArray, plane: Any) -> list[ContactSurface]:
         """Each soft body's surface against the ground plane, in body order (those that touch),
-        then those against rigid boxes, one per face reached, in pair order."""
+        then those against rigid boxes, one per face reached, in pair order, then those against
+        soft bodies and rigid spheres (:mod:`.pair`), in pair order."""
         out = []
         for i, field in self.fields.items():
             surface = plane_surface(field, positions[i], rotations[i], plane.normal, plane.offset, soft=i, rigid=-1,
@@ -141,16 +160,34 @@ class HydroelasticSetup:
         for soft, rigid in self.box_pairs:
             out += box_surfaces(self.fields[soft], positions[soft], rotations[soft], self.bodies[rigid].size,
                                 positions[rigid], rotations[rigid], soft, rigid, self.resolution)
+        for soft, other in self.solid_pairs:
+            surface = pair_surface(self._solid(soft, positions, rotations), self._solid(other, positions, rotations),
+                                   soft, other, self.resolution)
+            if surface is not None:
+                out.append(surface)
         return out
+
+    def combined(self, surface: ContactSurface) -> tuple[float, float]:
+        """``(max gradient, dissipation)`` of a surface's rows: the soft field's ``E / d_max``
+        and ``hunt_crossley_dissipation``; between two soft bodies the gradients in series and
+        the dissipation Drake combines, ``(E_B d_A + E_A d_B) / (E_A + E_B)`` (its rule for
+        Hunt-Crossley dissipation, ``(k_B d_A + k_A d_B) / (k_A + k_B)``, with the hydroelastic
+        moduli as the stiffnesses: "Contact Modeling in Drake", dissipation)."""
+        field = self.fields[surface.soft]
+        own = self.bodies[surface.soft].hunt_crossley_dissipation
+        other = self.fields.get(surface.rigid) if surface.rigid >= 0 else None
+        if other is None:
+            return field.modulus / field.extent, own
+        g_a, g_b = field.modulus / field.extent, other.modulus / other.extent
+        d_b = self.bodies[surface.rigid].hunt_crossley_dissipation
+        return g_a * g_b / (g_a + g_b), (other.modulus * own + field.modulus * d_b) / (field.modulus + other.modulus)
 
     def rows(self, positions: FloatArray, rotations: FloatArray,
              plane: Any) -> list[tuple[ContactSurface, SurfaceRows]]:
         """Each surface with its rows (:func:`.rows.surface_rows`); none under the point model."""
         out: list[tuple[ContactSurface, SurfaceRows]] = []
         for surface in self.surfaces(positions, rotations, plane):
-            field = self.fields[surface.soft]
-            out.append((surface, surface_rows(surface, field.modulus / field.extent,
-                                              self.bodies[surface.soft].hunt_crossley_dissipation)))
+            out.append((surface, surface_rows(surface, *self.combined(surface))))
         return out
 
     def row_names(self, pose: tuple[FloatArray, FloatArray] | None, plane: Any) -> list[str]:
@@ -194,7 +231,7 @@ class HydroelasticSetup:
         new_body = np.concatenate([soft, rigid[pair]])
         offsets = np.column_stack([np.concatenate([points - positions[soft], points[pair] - positions[rigid[pair]]]),
                                    np.concatenate([np.ones(soft.shape[0]), -np.ones(int(pair.sum()))])])
-        row_frames = np.array([surface.frame for surface, _ in patch] + [np.eye(3)])[row_surface]
+        row_frames = np.concatenate([rows.frames for _, rows in patch] + [np.zeros((0, 3, 3))])
         stiffness = np.concatenate([np.full(npoint, np.inf), *[rows.stiffness for _, rows in patch]])
         dissipation = np.concatenate([np.zeros(npoint), *[rows.dissipation for _, rows in patch]])
         return (np.concatenate([phi, *[rows.phi for _, rows in patch]]), np.concatenate([frames, row_frames]),

@@ -5,12 +5,13 @@ objects", section III.C: the net force and moment are integrals over the surface
 over its quadrature points).
 
 For a step that starts at ``q`` the rows are those of ``system.contacts(q)``; the surface's
-rows are its quadrature points ``c_i`` with frame ``F_i = [n; t1; t2]`` and impulse
-``lambda_i``, so the force on the soft body is ``f_i = F_i^T lambda_i / h`` and
+rows are its quadrature points ``c_i`` with frame ``F_i = [n_i; t1_i; t2_i]`` (``n_i = n``
+on a plane section) and impulse ``lambda_i``, so the force on the soft body is
+``f_i = F_i^T lambda_i / h`` and
 
 * ``force = sum f_i`` (N, world frame);
-* ``centre_of_pressure = sum (f_i . n) c_i / sum (f_i . n)`` (the point of the surface where
-  the normal forces' resultant acts);
+* ``centre_of_pressure = sum (f_i . n_i) c_i / sum (f_i . n_i)`` (the point of the surface
+  where the normal forces' resultant acts);
 * ``moment = sum (c_i - cop) x f_i`` (N m, about the centre of pressure: the normal forces
   give none there, so it is the friction's; its ``n`` component is the torsional moment
   that point contact cannot carry).
@@ -72,9 +73,10 @@ def surface_records(system: Any, trajectory: Trajectory) -> list[list[SurfaceRec
                              f"{count} patch rows; is this a run of this system?")
         records = []
         for surface, rows in patch:
-            forces = (impulses[start:start + rows.count] @ surface.frame) / h  # F^T lambda per row, as rows
+            lam = impulses[start:start + rows.count]
+            forces = np.einsum("kj,kjd->kd", lam, rows.frames) / h  # F_i^T lambda_i per row
             start += rows.count
-            normal = forces @ surface.normal
+            normal = lam[:, 0] / h  # along each row's own normal n_i
             total = float(normal.sum())
             cop = (normal @ rows.points / total) if total != 0 else surface.centre_of_pressure
             moment = np.cross(rows.points - cop, forces).sum(axis=0)

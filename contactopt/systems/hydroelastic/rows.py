@@ -16,6 +16,10 @@ stiffness to first order. Points whose gradient along the normal is not positive
 (``g_i <= 0``: a box's rim, where a side face is nearest, has ``g = 0``) have no such spring
 and are left out, as in the paper's construction; so are polygons of zero area.
 
+Between two soft bodies (:mod:`.pair`) ``g_i`` is the two fields' gradients along the
+polygon's normal in series, ``g_A g_B / (g_A + g_B)`` (moving the bodies together by ``x``
+raises the common pressure by that much), as Masterjohn et al. combine them.
+
 Dissipation: the Hunt-Crossley law on each point, ``f_i = k_i x_i (1 + d xdot_i)``
 (``d = hunt_crossley_dissipation``, s/m; Hunt & Crossley 1975, the dissipation Drake names
 so), carried per row for the formulations to read (:attr:`Contacts.dissipation`).
@@ -42,13 +46,15 @@ MIN_GRADIENT_FRACTION = 1e-9
 @dataclass(frozen=True)
 class SurfaceRows:
     """The rows of one surface: ``keep`` (F,) which polygons made one, then per row the
-    point (n, 3), separation ``phi`` (n,), stiffness ``k`` (n,) and dissipation (n,)."""
+    point (n, 3), separation ``phi`` (n,), stiffness ``k`` (n,), dissipation (n,) and frame
+    ``[n_i; t1_i; t2_i]`` (n, 3, 3) (the polygon's normal first)."""
 
     keep: NDArray[np.bool_]
     points: FloatArray
     phi: FloatArray
     stiffness: FloatArray
     dissipation: FloatArray
+    frames: FloatArray
 
     @property
     def count(self) -> int:
@@ -57,7 +63,8 @@ class SurfaceRows:
 
 def surface_rows(surface: ContactSurface, max_gradient: float, dissipation: float) -> SurfaceRows:
     """``k_i = A_i g_i`` and ``phi0_i = -p_i / g_i`` of the points with ``g_i > 0`` and
-    ``A_i p_i > 0`` (module docstring); ``max_gradient`` is the field's ``E / d_max``."""
+    ``A_i p_i > 0`` (module docstring); ``max_gradient`` is the field's ``E / d_max`` (two soft
+    bodies: both fields' in series)."""
     if not (max_gradient > 0 and np.isfinite(max_gradient)):
         raise ValueError(f"surface_rows: max_gradient must be a finite number > 0, got {max_gradient}")
     if not (dissipation >= 0 and np.isfinite(dissipation)):
@@ -66,4 +73,5 @@ def surface_rows(surface: ContactSurface, max_gradient: float, dissipation: floa
     keep = (g > MIN_GRADIENT_FRACTION * max_gradient) & (surface.areas > 0) & (surface.pressures > 0)
     gk = g[keep]
     return SurfaceRows(keep=keep, points=surface.centroids[keep], phi=-surface.pressures[keep] / gk,
-                       stiffness=surface.areas[keep] * gk, dissipation=np.full(gk.shape[0], float(dissipation)))
+                       stiffness=surface.areas[keep] * gk, dissipation=np.full(gk.shape[0], float(dissipation)),
+                       frames=surface.face_frames()[keep])

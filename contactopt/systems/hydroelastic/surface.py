@@ -44,7 +44,8 @@ from contactopt.systems.hydroelastic.fields import PressureField
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["DEFAULT_RESOLUTION", "ContactSurface", "Face", "box_surfaces", "plane_surface"]
+__all__ = ["DEFAULT_RESOLUTION", "ContactSurface", "Face", "box_surfaces", "fan_faces", "frames_of",
+           "plane_surface"]
 
 #: ``(rays, rings)`` of the mesh by default: 44 boundary points (``rays = 4 mod 8``, so a square
 #: face's corners are boundary points) and 8 rings, 352 polygons; a sphere's force is then
@@ -56,17 +57,22 @@ DEFAULT_RESOLUTION = (44, 8)
 
 @dataclass(frozen=True)
 class ContactSurface:
-    """One contact surface between a soft body and a rigid plane (module docstring).
+    """One contact surface between a soft body and a rigid plane (module docstring), or between
+    a soft body and another body (:mod:`.pair`).
 
     Attributes:
-        soft: index of the soft body; rigid: index of the rigid body, -1 for the ground.
-        normal: (3,) unit normal, from the rigid body into the soft one (world frame).
+        soft: index of the soft body; rigid: index of the other body (rigid, or soft for a
+            surface between two soft bodies: :mod:`.pair`), -1 for the ground.
+        normal: (3,) unit normal, from the other body into the soft one (world frame).
         vertices: (V, 3) mesh vertices; faces: (F, 4) vertex indices of each polygon
             (a triangle repeats its last vertex).
         centroids: (F, 3) quadrature points; areas: (F,) m^2; pressures: (F,) Pa;
-            gradients: (F,) ``g = grad p . normal`` (Pa/m) at the centroids.
-        frame: (3, 3) the rows' contact frame ``[n; t1; t2]``
+            gradients: (F,) ``g = grad p . normal`` (Pa/m) at the centroids (between two soft
+            bodies the combined ``g_A g_B / (g_A + g_B)``, :mod:`.pair`).
+        frame: (3, 3) the contact frame ``[n; t1; t2]`` of ``normal``
             (:func:`~contactopt.systems.geometry.tangent_basis`).
+        normals: (F, 3) each polygon's unit normal on a curved surface (:mod:`.pair`); None:
+            every polygon has ``normal`` (a plane section).
     """
 
     soft: int
@@ -79,6 +85,13 @@ class ContactSurface:
     pressures: FloatArray
     gradients: FloatArray
     frame: FloatArray
+    normals: FloatArray | None = None
+
+    def face_frames(self) -> FloatArray:
+        """(F, 3, 3) each polygon's row frame ``[n_i; t1_i; t2_i]`` (``frame`` on a plane)."""
+        if self.normals is None:
+            return np.broadcast_to(self.frame, (self.faces.shape[0], 3, 3)).copy()
+        return frames_of(self.normals)
 
     @property
     def area(self) -> float:
@@ -98,6 +111,18 @@ class ContactSurface:
         if total <= 0.0:
             return self.centroids.mean(axis=0) if self.centroids.shape[0] else np.zeros(3)
         return np.asarray(weights @ self.centroids / total, dtype=np.float64)
+
+
+def fan_faces(rays: int, rings: int) -> IntArray:
+    """(rays * rings, 4) vertex indices of the fan mesh whose vertex 0 is the centre and vertex
+    ``1 + (j - 1) rays + k`` ray ``k`` of ring ``j``: triangles (centre, ray k, ray k + 1; the
+    last index repeated) around the centre, then each ring's quadrilaterals outwards."""
+    k = np.arange(rays)
+    k1 = (k + 1) % rays
+    inner = np.column_stack([np.zeros(rays, dtype=np.int_), 1 + k, 1 + k1, 1 + k1])
+    quads = [np.column_stack([1 + j * rays + k, 1 + (j + 1) * rays + k, 1 + (j + 1) * rays + k1,
+                              1 + j * rays + k1]) for j in range(rings - 1)]
+    return np.concatenate([inner, *quads]).astype(np.int_)
 
 
 def _plane_frame(normal: FloatArray, axis: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -156,12 +181,7 @@ def plane_surface(field: PressureField, position: FloatArray, rotation: FloatArr
     fractions = np.arange(1, rings + 1) / rings
     ring_points = c0 + (fractions[:, None, None] * reach[None, :, None]) * world_dirs[None, :, :]
     vertices = np.concatenate([c0[None, :], ring_points.reshape(-1, 3)])
-    k = np.arange(rays)
-    k1 = (k + 1) % rays
-    inner = np.column_stack([np.zeros(rays, dtype=np.int_), 1 + k, 1 + k1, 1 + k1])
-    quads = [np.column_stack([1 + j * rays + k, 1 + (j + 1) * rays + k, 1 + (j + 1) * rays + k1,
-                              1 + j * rays + k1]) for j in range(rings - 1)]
-    faces = np.concatenate([inner, *quads]).astype(np.int_)
+    faces = fan_faces(rays, rings)
     # shoelace in the plane coordinates (u, v) about c0
     uv = np.column_stack([(vertices - c0) @ t1, (vertices - c0) @ t2])
     u, v = uv[faces, 0], uv[faces, 1]
@@ -238,3 +258,15 @@ def box_surfaces(field: PressureField, position: FloatArray, rotation: FloatArra
             if surface is not None:
                 out.append(surface)
     return out
+
+
+def frames_of(normals: FloatArray) -> FloatArray:
+    """(n, 3, 3) frames ``[n; t1; t2]`` of unit normals (n, 3), each the one
+    :func:`~contactopt.systems.geometry.tangent_basis` gives (``t1`` from the coordinate axis
+    least aligned with ``n``, lowest index on ties; ``t2 = n x t1``), all at once."""
+    nn = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
+    axis = np.zeros_like(nn)
+    axis[np.arange(nn.shape[0]), np.argmin(np.abs(nn), axis=1)] = 1.0
+    t1 = axis - np.sum(axis * nn, axis=1)[:, None] * nn
+    t1 /= np.linalg.norm(t1, axis=1)[:, None]
+    return np.stack([nn, t1, np.cross(nn, t1)], axis=1)
