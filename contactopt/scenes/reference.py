@@ -231,8 +231,8 @@ def scene_reference() -> str:
     lines += ["## [initial]", "", *_keys(INITIAL_KEYS, INITIAL_KEY_DOCS)]
     lines += ["## [contact]", "", *_parameters(CONTACT_PARAMETERS)]
     lines += ["rigid3d scenes also take `model` (`point`, the default, or `hydroelastic`: the soft bodies' contact "
-              "surfaces against the ground, docs/hydroelastic.md) and, with it, `patch_resolution` = [rays, rings] "
-              "(default [44, 8]) of the surfaces' polygon meshes.", ""]
+              "surfaces against the ground and the other bodies, docs/hydroelastic.md) and, with it, "
+              "`patch_resolution` = [rays, rings] (default [44, 8]) of the surfaces' polygon meshes.", ""]
     lines += _options() + _control() + _observables() + _expressions()
     return "\n".join(lines)
 

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["PRIMITIVES", "PressureField", "line_interval"]
+__all__ = ["LINE_SHAPES", "PRIMITIVES", "PressureField", "line_interval", "support_point"]
 
 #: The soft primitives and the number of size parameters each takes.
 PRIMITIVES: dict[str, int] = {"box": 3, "sphere": 1, "cylinder": 2, "capsule": 2}
@@ -136,18 +136,7 @@ class PressureField:
 
     def support(self, direction: FloatArray) -> FloatArray:
         """The point of the primitive farthest along ``direction`` (3,), body frame."""
-        d = np.asarray(direction, dtype=np.float64)
-        s = self.size
-        if self.shape == "box":
-            return np.sign(d) * np.array(s)  # a face's (or edge's) centre on ties
-        if self.shape == "sphere":
-            return s[0] * d / max(float(np.linalg.norm(d)), 1e-300)
-        planar = np.array([d[0], d[1], 0.0])
-        rho = float(np.linalg.norm(planar))
-        cap = np.array([0.0, 0.0, s[1] * (1.0 if d[2] >= 0 else -1.0)])
-        if self.shape == "cylinder":
-            return cap + (s[0] * planar / rho if rho > 0 else 0.0)
-        return cap + s[0] * d / max(float(np.linalg.norm(d)), 1e-300)
+        return support_point(self.shape, self.size, direction)
 
     def ray_exit(self, origin: FloatArray, directions: FloatArray) -> FloatArray:
         """Distances ``t >= 0`` at which rays ``origin + t d`` (``origin`` (3,) inside the
@@ -191,29 +180,81 @@ def _quadratic_exit(d: FloatArray, o: FloatArray, radius: float, planar: bool) -
 
 
 #: The shapes :func:`line_interval` takes.
-LINE_SHAPES: tuple[str, ...] = ("box", "sphere")
+LINE_SHAPES: tuple[str, ...] = ("box", "sphere", "cylinder", "capsule")
+
+
+def _sphere_interval(o: FloatArray, d: FloatArray, radius: float,
+                     planar: bool = False) -> tuple[FloatArray, FloatArray]:
+    """The roots of ``|o + t d|^2 = radius^2`` (over x, y only if ``planar``: the infinite
+    cylinder about z), ``(inf, -inf)`` for a line that misses; a line parallel to the
+    cylinder's axis is inside it along its whole length, or misses it."""
+    dd = d[:2] if planar else d
+    oo = o[:, :2] if planar else o
+    a = float(dd @ dd)
+    c = np.sum(oo * oo, axis=1) - radius * radius
+    if a <= 1e-300:  # along the axis: all of the line or none of it
+        return np.where(c <= 0, -np.inf, np.inf), np.where(c <= 0, np.inf, -np.inf)
+    b = oo @ dd
+    disc = b * b - a * c
+    root = np.sqrt(np.maximum(disc, 0.0))
+    return np.where(disc >= 0, (-b - root) / a, np.inf), np.where(disc >= 0, (-b + root) / a, -np.inf)
 
 
 def line_interval(shape: str, size: tuple[float, ...], origins: FloatArray,
                   direction: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Where the lines ``o + t d`` (``origins`` (n, 3), one unit ``direction`` (3,), body frame)
-    cross a box (half extents ``size``: the slabs' entry and exit, Kay and Kajiya's slab test) or
-    a sphere (radius ``size[0]``: the roots of ``|o + t d|^2 = R^2``): ``(t_in, t_out)`` (n,)
-    each, ``t_in > t_out`` for a line that misses it."""
+    cross a box (half extents ``size``: the slabs' entry and exit, Kay and Kajiya's slab test), a
+    sphere (radius ``size[0]``: the roots of ``|o + t d|^2 = R^2``), a cylinder (``(R, L)``: the
+    infinite cylinder ``x^2 + y^2 <= R^2`` cut by the slab ``|z| <= L``) or a capsule (``(R, L)``:
+    the union of that cylinder and the balls of radius ``R`` about ``(0, 0, +-L)``, one interval
+    since the capsule is convex): ``(t_in, t_out)`` (n,) each, ``t_in > t_out`` for a line that
+    misses it."""
     if shape not in LINE_SHAPES:
         raise ValueError(f"line_interval: shape must be one of {LINE_SHAPES}, got {shape!r}")
     o = np.asarray(origins, dtype=np.float64).reshape(-1, 3)
     d = np.asarray(direction, dtype=np.float64).reshape(3)
     if shape == "sphere":
-        b = o @ d
-        disc = b * b - (np.sum(o * o, axis=1) - float(size[0]) ** 2)
-        root = np.sqrt(np.maximum(disc, 0.0))
-        return np.where(disc >= 0, -b - root, np.inf), np.where(disc >= 0, -b + root, -np.inf)
-    half = np.asarray(size, dtype=np.float64)
+        return _sphere_interval(o, d, float(size[0]))
+    if shape == "box":
+        return _slab_interval(o, d, np.asarray(size, dtype=np.float64))
+    R, L = float(size[0]), float(size[1])
+    side_in, side_out = _sphere_interval(o, d, R, planar=True)
+    slab_in, slab_out = _slab_interval(o, d, np.array([np.inf, np.inf, L]))
+    t_in, t_out = np.maximum(side_in, slab_in), np.minimum(side_out, slab_out)
+    if shape == "cylinder":
+        return t_in, t_out
+    missed = t_in > t_out  # an empty cut of the side and the slab: nothing to join the caps to
+    t_in, t_out = np.where(missed, np.inf, t_in), np.where(missed, -np.inf, t_out)
+    for end in (L, -L):
+        cap_in, cap_out = _sphere_interval(o - np.array([0.0, 0.0, end]), d, R)
+        t_in, t_out = np.where(cap_in <= cap_out, np.fmin(t_in, cap_in), t_in), \
+            np.where(cap_in <= cap_out, np.fmax(t_out, cap_out), t_out)
+    return t_in, t_out
+
+
+def _slab_interval(o: FloatArray, d: FloatArray, half: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Kay and Kajiya's slab test of the lines against ``|x_i| <= half_i`` (an infinite
+    ``half_i`` leaves that axis free)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         inverse = 1.0 / d  # +-inf along a slab: its entry and exit are then -inf and +inf inside
         first, second = (-half - o) * inverse, (half - o) * inverse  # it, both -inf or +inf outside
-    # fmin/fmax skip the NaN of a line on a slab's face parallel to it (0 * inf)
+    # fmin/fmax skip the NaN of a line on a slab's face parallel to it (0 * inf), and of a free axis
     t_in = np.fmax.reduce(np.fmin(first, second), axis=1)
     t_out = np.fmin.reduce(np.fmax(first, second), axis=1)
     return t_in, t_out
+
+
+def support_point(shape: str, size: tuple[float, ...], direction: FloatArray) -> FloatArray:
+    """The point of the primitive (body frame) farthest along ``direction`` (3,)."""
+    d = np.asarray(direction, dtype=np.float64)
+    s = size
+    if shape == "box":
+        return np.sign(d) * np.array(s)  # a face's (or edge's) centre on ties
+    if shape == "sphere":
+        return s[0] * d / max(float(np.linalg.norm(d)), 1e-300)
+    planar = np.array([d[0], d[1], 0.0])
+    rho = float(np.linalg.norm(planar))
+    cap = np.array([0.0, 0.0, s[1] * (1.0 if d[2] >= 0 else -1.0)])
+    if shape == "cylinder":
+        return cap + (s[0] * planar / rho if rho > 0 else 0.0)
+    return cap + s[0] * d / max(float(np.linalg.norm(d)), 1e-300)

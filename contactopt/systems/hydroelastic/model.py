@@ -10,14 +10,13 @@ Scene keys (Drake's names, "Hydroelastic Contact User Guide"):
 
 Under the hydroelastic model a soft body's ground contact is its contact surface against the
 ground (a rigid half-space), and its contact with a rigid box the box's surface inside it
-(:func:`.surface.box_surfaces`); a soft box or sphere against a second soft box or sphere has
-their equal-pressure surface, and against a rigid sphere the sphere's surface inside it
+(:func:`.surface.box_surfaces`); a soft body against a second soft body has their
+equal-pressure surface, and against a rigid sphere the sphere's surface inside it
 (:func:`.pair.pair_surface`). Each surface is meshed and turned into rows (:mod:`.surface`,
 :mod:`.pair`, :mod:`.rows`); a rigid body keeps its point contacts with rigid bodies (Drake too
-has no hydroelastic contact between two rigid geometries). A soft cylinder or capsule that can
-touch any other body but a rigid box is refused by name: those surfaces are not built. Soft
-bodies are boxes, spheres, cylinders and capsules (the last two along the body's z axis,
-``size = [radius, half length]``, soft only: they have no point contacts).
+has no hydroelastic contact between two rigid geometries). Soft bodies are boxes, spheres,
+cylinders and capsules (the last two along the body's z axis, ``size = [radius, half
+length]``, soft only: they have no point contacts).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from numpy.typing import NDArray
 
 from contactopt.systems.base import ParameterError
 from contactopt.systems.hydroelastic.fields import PressureField
-from contactopt.systems.hydroelastic.pair import PAIR_SHAPES, Solid, pair_surface
+from contactopt.systems.hydroelastic.pair import Solid, pair_surface
 from contactopt.systems.hydroelastic.rows import SurfaceRows, surface_rows
 from contactopt.systems.hydroelastic.surface import DEFAULT_RESOLUTION, ContactSurface, box_surfaces, plane_surface
 from contactopt.systems.rigid3d_bodies import RigidBody
@@ -111,10 +110,8 @@ class HydroelasticSetup:
         """The body pairs left to point contact (``collider``'s pairs with a box, without those of
         a soft body), after taking each pair with a soft body as a contact surface: against a
         rigid box (:func:`.surface.box_surfaces`; when ``box_pairs``), against a second soft body
-        or a rigid sphere (:func:`.pair.pair_surface`, boxes and spheres). With
-        ``box_pairs = false`` only pairs of spheres can touch. One line for a soft body that can
-        touch a body no surface is built against (a soft cylinder or capsule's, but for the
-        ground and rigid boxes)."""
+        or a rigid sphere (:func:`.pair.pair_surface`). With ``box_pairs = false`` only pairs of
+        spheres can touch."""
         self.box_pairs: list[tuple[int, int]] = []
         self.solid_pairs: list[tuple[int, int]] = []
         if not self.active:
@@ -131,16 +128,8 @@ class HydroelasticSetup:
             soft, other = (a, b) if soft_a else (b, a)
             if soft_a != soft_b and self.bodies[other].shape == "box":
                 self.box_pairs.append((soft, other))
-            elif self.bodies[soft].shape in PAIR_SHAPES and self.bodies[other].shape in PAIR_SHAPES:
+            else:  # a second soft body, or a rigid sphere (rigid cylinders and capsules do not exist)
                 self.solid_pairs.append((soft, other))
-            else:
-                kind = "soft" if soft_a == soft_b else "rigid"
-                raise ParameterError("system.bodies", f"system.bodies: soft {self.bodies[soft].shape} "
-                                     f"{self.bodies[soft].name!r} can touch {kind} {self.bodies[other].shape} "
-                                     f"{self.bodies[other].name!r}; a soft {self.bodies[soft].shape}'s hydroelastic "
-                                     "surfaces are built against the ground and rigid boxes only (soft boxes and "
-                                     "spheres also against each other and rigid spheres): set [system] box_pairs = "
-                                     "false or keep them apart")
         return [(a, b) for a, b in collider if not (self.soft_mask[a] or self.soft_mask[b])]
 
     def _solid(self, i: int, positions: FloatArray, rotations: FloatArray) -> Solid:

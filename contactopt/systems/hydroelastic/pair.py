@@ -1,6 +1,6 @@
 """The contact surface between a soft body and another body of the scene: a second soft body
-(the equal-pressure surface) or a rigid sphere (its boundary inside the soft body), for boxes
-and spheres (Elandt et al. 2019, "A pressure field model for fast, robust approximation of net
+(the equal-pressure surface) or a rigid sphere (its boundary inside the soft body), for boxes,
+spheres, cylinders and capsules (Elandt et al. 2019, "A pressure field model for fast, robust approximation of net
 contact force and moment between nominally rigid objects", section III.B; Masterjohn et al.
 2022, "Velocity level approximation of pressure field contact patches", section IV).
 
@@ -14,8 +14,10 @@ into ``A``, crosses it once, as for bodies that overlap by much less than their 
 1. the normal ``n``: between two spheres along their centres; between a box and a sphere from
    the box's nearest point to the sphere's centre (or the box face the centre is nearest, if it
    is inside); between two boxes the face normal of least overlap (the separating-axis test
-   over both boxes' face normals); no surface where the boxes' projections on one of these
-   axes are apart;
+   over both boxes' face normals); with a cylinder or a capsule the same test over the centre
+   line, the boxes' face normals, the cylinders' axes and radial directions, and the
+   directions between the bodies' nearest core points (:func:`_axis_normal`); no surface
+   where the bodies' projections on one of these axes are apart;
 2. the mesh's centre ``c0``: among the lines along ``n`` through the two centres, their
    midpoint and each body's deepest point into the other, the one whose chord through
    ``A ∩ B`` is longest (the first on ties, so two stacked equal boxes are meshed about their
@@ -49,8 +51,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from contactopt.systems.hydroelastic.fields import LINE_SHAPES, PressureField, line_interval
-from contactopt.systems.hydroelastic.surface import ContactSurface, _plane_frame, fan_faces, frames_of
+from contactopt.systems.hydroelastic.fields import LINE_SHAPES, PressureField, line_interval, support_point
+from contactopt.systems.hydroelastic.surface import (
+    ContactSurface,
+    _plane_frame,
+    fan_faces,
+    frames_of,
+    ring_fractions,
+    spread_rays,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -66,8 +75,9 @@ _HALVINGS = 44
 
 @dataclass(frozen=True)
 class Solid:
-    """A box or sphere at a pose: ``shape``, ``size`` (half extents, or ``(R,)``), ``position``
-    (3,), ``rotation`` (3, 3) body to world, and its pressure ``field`` (None: rigid)."""
+    """A box, sphere, cylinder or capsule at a pose: ``shape``, ``size`` (half extents, ``(R,)``,
+    or ``(R, L)`` about the body's z axis), ``position`` (3,), ``rotation`` (3, 3) body to world,
+    and its pressure ``field`` (None: rigid)."""
 
     shape: str
     size: tuple[float, ...]
@@ -85,7 +95,11 @@ class Solid:
     @property
     def radius(self) -> float:
         """The radius of a ball about ``position`` that holds the body."""
-        return float(np.linalg.norm(self.size)) if self.shape == "box" else float(self.size[0])
+        if self.shape == "box":
+            return float(np.linalg.norm(self.size))
+        if self.shape == "cylinder":
+            return math.hypot(self.size[0], self.size[1])
+        return float(self.size[0]) + (float(self.size[1]) if self.shape == "capsule" else 0.0)
 
     def chord(self, origins: FloatArray, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(t_in, t_out)`` of the world lines ``o + t d`` (:func:`.fields.line_interval`)."""
@@ -94,10 +108,26 @@ class Solid:
 
     def support(self, direction: FloatArray) -> FloatArray:
         """The body's point farthest along the world ``direction``."""
-        local = self.rotation.T @ direction
-        if self.shape == "box":
-            return np.asarray(self.position + self.rotation @ (np.sign(local) * np.array(self.size)))
-        return np.asarray(self.position + self.size[0] * direction / max(float(np.linalg.norm(direction)), 1e-300))
+        return np.asarray(self.position + self.rotation @ support_point(self.shape, self.size,
+                                                                        self.rotation.T @ direction))
+
+    def core(self, point: FloatArray) -> FloatArray:
+        """The point of the body's core nearest the world ``point``: the centre of a sphere, the
+        nearest point of a capsule's segment, and of a box or cylinder the nearest point of
+        the body itself (``point`` where it is inside)."""
+        local = self.rotation.T @ (point - self.position)
+        if self.shape == "sphere":
+            return self.position.copy()
+        if self.shape == "capsule":
+            nearest = np.array([0.0, 0.0, min(max(float(local[2]), -self.size[1]), self.size[1])])
+        elif self.shape == "box":
+            nearest = np.clip(local, -np.array(self.size), np.array(self.size))
+        else:
+            rho = math.hypot(float(local[0]), float(local[1]))
+            scale = min(1.0, self.size[0] / rho) if rho > 0 else 1.0
+            nearest = np.array([local[0] * scale, local[1] * scale,
+                                min(max(float(local[2]), -self.size[1]), self.size[1])])
+        return np.asarray(self.position + self.rotation @ nearest)
 
     def pressure(self, points: FloatArray) -> FloatArray:
         assert self.field is not None
@@ -121,12 +151,54 @@ def _box_sphere_direction(box: Solid, sphere: Solid) -> FloatArray:
     return np.asarray((1.0 if local[axis] >= 0 else -1.0) * box.rotation[:, axis])
 
 
+def _overlap(a: Solid, b: Solid, n: FloatArray) -> float:
+    """How far ``b`` reaches past ``a``'s far side along ``n`` (from ``b`` into ``a``):
+    ``max_{x in b} n.x - min_{x in a} n.x``, positive where their projections overlap."""
+    return float(n @ b.support(n) - n @ a.support(-n))
+
+
+def _axis_normal(a: Solid, b: Solid) -> FloatArray | None:
+    """The separating-axis test over candidate directions, for pairs with a cylinder or a
+    capsule: the centre line; each box's face normals and each cylinder's axis; for each
+    body the direction between its core's point nearest the other's centre and the other's
+    nearest point to that (the radial direction of a capsule or a cylinder's side, a sphere's
+    centre line to a box face). Each is signed from ``b`` towards ``a``; the least overlap
+    decides, and a direction along which the two are apart means no contact (module docstring,
+    step 1)."""
+    gap = a.position - b.position
+    candidates = [gap]
+    for body, other in ((a, b), (b, a)):
+        if body.shape in ("box", "cylinder"):
+            candidates += list(body.rotation.T if body.shape == "box" else [body.rotation[:, 2]])
+        if body.shape == "cylinder":
+            axis = body.rotation[:, 2]
+            candidates.append(gap - (gap @ axis) * axis)
+        start = body.core(other.position)
+        direction = start - other.core(start)
+        candidates.append(direction if body is a else -direction)
+    best, normal = math.inf, None
+    for candidate in candidates:
+        size = float(np.linalg.norm(candidate))
+        if size < 1e-12 * max(a.radius, b.radius):
+            continue
+        n = candidate / size
+        n = n if float(n @ gap) >= 0.0 else -n
+        overlap = _overlap(a, b, n)
+        if overlap <= 0.0:
+            return None
+        if overlap < best:
+            best, normal = overlap, n
+    return normal if normal is not None else np.array([0.0, 0.0, 1.0])
+
+
 def pair_normal(a: Solid, b: Solid) -> FloatArray | None:
     """The surface's normal ``n`` from ``b`` into ``a`` (module docstring, step 1); None where the
-    bodies are apart (their bounding balls, or two boxes' projections on a face normal)."""
+    bodies are apart (their bounding balls, or their projections on a candidate axis)."""
     gap = a.position - b.position
     if float(np.linalg.norm(gap)) >= a.radius + b.radius:
         return None
+    if {a.shape, b.shape} & {"cylinder", "capsule"}:
+        return _axis_normal(a, b)
     if a.shape == "sphere" and b.shape == "sphere":
         norm = float(np.linalg.norm(gap))
         return gap / norm if norm > 0 else np.array([0.0, 0.0, 1.0])
@@ -222,6 +294,14 @@ def _reach(a: Solid, b: Solid, base: FloatArray, directions: FloatArray, n: Floa
     return inside
 
 
+def _elongated(a: Solid, b: Solid, base: FloatArray, n: FloatArray, angles: FloatArray, t1: FloatArray,
+               t2: FloatArray, directions: FloatArray, reach: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The rays of a long, thin region and their reach (:func:`.surface.spread_rays`); the
+    same ``directions`` and ``reach`` for the others."""
+    spread = spread_rays(angles, t1, t2, n, reach)
+    return (directions, reach) if spread is None else (spread, _reach(a, b, base, spread, n))
+
+
 def pair_surface(a: Solid, b: Solid, soft: int, other: int, resolution: tuple[int, int]) -> ContactSurface | None:
     """The contact surface of the soft body ``a`` against ``b`` (soft: the equal-pressure
     surface; rigid: ``b``'s boundary inside ``a``), normal from ``b`` into ``a``; None where
@@ -253,8 +333,10 @@ def pair_surface(a: Solid, b: Solid, soft: int, other: int, resolution: tuple[in
             3.0 * cross.sum())
         base = base + shift
         reach = _reach(a, b, base, directions, n)
+    spread, reach = _elongated(a, b, base, n, angles, t1, t2, directions, reach)
     inside = reach
-    fractions = np.arange(1, rings + 1) / rings
+    fractions = ring_fractions(rings, spread is not directions)
+    directions = spread
     ring_points = base + (fractions[:, None, None] * inside[None, :, None]) * directions[None, :, :]
     flat = np.concatenate([base[None, :], ring_points.reshape(-1, 3)])
     # the boundary ring at the height of the surface 1e-6 of the reach inside it: at the boundary

@@ -138,6 +138,41 @@ def _plane_frame(normal: FloatArray, axis: FloatArray) -> tuple[FloatArray, Floa
     return t1, np.cross(normal, t1)
 
 
+#: The ratio of a region's long to short half-extent above which its rays follow an ellipse.
+ELONGATED = 2.0
+
+
+def spread_rays(angles: FloatArray, t1: FloatArray, t2: FloatArray, n: FloatArray,
+                reach: FloatArray) -> FloatArray | None:
+    """The rays of a long, thin region (a capsule or cylinder on its side, two of them side by
+    side), or None for the others. Rays at equal angles from the centre (``angles`` against
+    ``t1``, ``t2``, reaching ``reach``) crowd such a region's long sides and leave its ends a
+    few wide polygons; these rays go to ``s1 cos(theta) e1 + s2 sin(theta) e2`` (normalized),
+    ``e1``, ``e2`` the principal axes of the first boundary polygon's vertices and ``s1``,
+    ``s2`` its half-extents along them: equal angles of the ellipse that fits the region.
+    Regions whose extents differ by less than ``ELONGATED`` keep their rays (the squares and
+    disks of boxes and balls)."""
+    points = reach[:, None] * np.column_stack([np.cos(angles), np.sin(angles)])
+    vectors = np.linalg.eigh(points.T @ points)[1]
+    long_axis, short_axis = vectors[:, 1], vectors[:, 0]
+    s1, s2 = float(np.abs(points @ long_axis).max()), float(np.abs(points @ short_axis).max())
+    if not s1 > ELONGATED * s2:
+        return None
+    e1 = long_axis[0] * t1 + long_axis[1] * t2
+    e1 = e1 / np.linalg.norm(e1)
+    e2 = np.cross(n, e1)
+    spread = s1 * np.cos(angles)[:, None] * e1 + s2 * np.sin(angles)[:, None] * e2
+    return np.asarray(spread / np.linalg.norm(spread, axis=1)[:, None])
+
+
+def ring_fractions(rings: int, elongated: bool) -> FloatArray:
+    """Each ring's fraction of its ray's reach: equal steps, or for a long region's rays
+    (:func:`spread_rays`) steps crowding the rim, ``sin(pi j / (2 rings))``: its ends, a few
+    per cent of a ray's reach, have a pressure profile of their own (a capsule's caps)."""
+    fractions = np.arange(1, rings + 1) / rings
+    return np.sin(0.5 * math.pi * fractions) if elongated else fractions
+
+
 def plane_surface(field: PressureField, position: FloatArray, rotation: FloatArray, normal: FloatArray,
                   offset: float, soft: int = 0, rigid: int = -1,
                   resolution: tuple[int, int] = DEFAULT_RESOLUTION,
@@ -174,11 +209,12 @@ def plane_surface(field: PressureField, position: FloatArray, rotation: FloatArr
     angles = 2.0 * math.pi * (np.arange(rays) + 0.5) / rays
     world_dirs = np.cos(angles)[:, None] * t1 + np.sin(angles)[:, None] * t2
     origin = R.T @ (c0 - x)
-    reach = field.ray_exit(origin, world_dirs @ R)  # body-frame directions: R^T d per row
-    if face is not None:
-        reach = np.minimum(reach, face.ray_exit(c0, world_dirs))
+    reach = _plane_reach(field, origin, R, c0, world_dirs, face)
+    spread = spread_rays(angles, t1, t2, n, reach)
+    if spread is not None:
+        world_dirs, reach = spread, _plane_reach(field, origin, R, c0, spread, face)
     # vertices: c0, then ring j = 1..rings, ray k at index 1 + (j - 1) rays + k
-    fractions = np.arange(1, rings + 1) / rings
+    fractions = ring_fractions(rings, spread is not None)
     ring_points = c0 + (fractions[:, None, None] * reach[None, :, None]) * world_dirs[None, :, :]
     vertices = np.concatenate([c0[None, :], ring_points.reshape(-1, 3)])
     faces = fan_faces(rays, rings)
@@ -200,6 +236,14 @@ def plane_surface(field: PressureField, position: FloatArray, rotation: FloatArr
     return ContactSurface(soft=soft, rigid=rigid, normal=n.copy(), vertices=vertices, faces=faces,
                           centroids=centroids, areas=areas, pressures=pressures, gradients=gradients,
                           frame=np.array([n, b1, b2]))
+
+
+def _plane_reach(field: PressureField, origin: FloatArray, rotation: FloatArray, c0: FloatArray,
+                 directions: FloatArray, face: Face | None) -> FloatArray:
+    """Where the in-plane rays from ``c0`` (``origin`` in the body frame) leave the soft body, or
+    the rigid face's rectangle first."""
+    reach = field.ray_exit(origin, directions @ rotation)  # body-frame directions: R^T d per row
+    return reach if face is None else np.minimum(reach, face.ray_exit(c0, directions))
 
 
 @dataclass(frozen=True)
