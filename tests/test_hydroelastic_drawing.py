@@ -118,3 +118,21 @@ def test_viewer_page_carries_the_patch_meshes(stack: co.Scene, run: co.Trajector
                                for p in drawing.patches])
     np.testing.assert_allclose(colours, expected, atol=1e-6)
     assert mesh["materials"][0]["vertexColors"] == 2 and mesh["materials"][0]["depthTest"] is False
+
+
+def test_each_surface_is_one_arrow_at_its_centre_of_pressure(stack: co.Scene, run: co.Trajectory) -> None:
+    """The arrows of a step: one per contact surface, its total force at its centre of pressure,
+    the same as the surface's record (contactopt.systems.hydroelastic.records), not one per
+    quadrature point."""
+    from contactopt.analysis.render_frames import contact_arrows
+    from contactopt.systems.hydroelastic.records import surface_records
+
+    drawing = drawing_of(stack.system, run.q[1])
+    assert drawing is not None and drawing.contacts is not None
+    assert sum(patch.rows for patch in drawing.patches) == drawing.contacts.points.shape[0]  # no point contacts
+    arrows = contact_arrows(drawing, run, 1)
+    records = surface_records(stack.system, run)[1]
+    assert len(arrows) == len(records) == 2
+    for (point, force), record in zip(arrows, records, strict=True):
+        np.testing.assert_allclose(force, record.force, rtol=1e-12, atol=1e-12 * abs(record.force).max())
+        np.testing.assert_allclose(point, record.centre_of_pressure, rtol=0, atol=1e-12)

@@ -79,7 +79,10 @@ class Frame:
 
 def contact_arrows(drawing: Drawing, trajectory: Trajectory, index: int) -> list[Arrow]:
     """(point, force) of each contact of the step that starts at state ``index`` (``drawing``
-    is that state's) with a nonzero force; none for a failed step or past the last step."""
+    is that state's) with a nonzero force; none for a failed step or past the last step. A
+    contact surface's quadrature points (its patch's ``rows``, the last marks) give one arrow:
+    their total force at its centre of pressure, ``sum (f_i . n_i) c_i / sum (f_i . n_i)``
+    (:mod:`contactopt.systems.hydroelastic.records`)."""
     if drawing.contacts is None or index >= len(trajectory.steps):
         return []
     record = trajectory.steps[index]
@@ -88,8 +91,16 @@ def contact_arrows(drawing: Drawing, trajectory: Trajectory, index: int) -> list
     forces = drawing.contacts.forces(record.impulses, trajectory.dt)
     if forces is None:
         return []
-    return [(point, force) for point, force in zip(drawing.contacts.points, forces, strict=True)
-            if float(np.linalg.norm(force)) > 0.0]
+    points, frames = drawing.contacts.points, drawing.contacts.frames
+    start = points.shape[0] - sum(patch.rows for patch in drawing.patches)
+    arrows = list(zip(points[:start], forces[:start], strict=True))
+    for patch in drawing.patches:
+        rows = slice(start, start + patch.rows)
+        start += patch.rows
+        normal = np.einsum("ij,ij->i", forces[rows], frames[rows, 0])
+        if patch.rows and float(normal.sum()) != 0.0:
+            arrows.append((normal @ points[rows] / float(normal.sum()), forces[rows].sum(axis=0)))
+    return [(point, force) for point, force in arrows if float(np.linalg.norm(force)) > 0.0]
 
 
 def arrow_scale(arrows: list[list[list[Arrow]]], diagonal: float) -> tuple[float, float]:

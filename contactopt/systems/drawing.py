@@ -182,13 +182,16 @@ class ContactMarks:
 class Patch:
     """A contact surface (a hydroelastic patch, :mod:`contactopt.systems.hydroelastic`): the
     polygon mesh ``vertices`` (V, 3) and ``faces`` (F, 4) (vertex indices; a triangle repeats
-    its last), with the pressure ``pressures`` (F,) [Pa] on each polygon. Not a
-    :data:`Shape`: its mesh changes from frame to frame, and it lies inside the bodies, so a
-    renderer draws it over them, coloured by pressure."""
+    its last), with the pressure ``pressures`` (F,) [Pa] on each polygon, and ``rows``: how many
+    of the drawing's contact marks are its quadrature points (the patches' marks come last, in
+    patch order), whose forces a renderer sums into one arrow. Not a :data:`Shape`: its mesh
+    changes from frame to frame, and it lies inside the bodies, so a renderer draws it over
+    them, coloured by pressure."""
 
     vertices: FloatArray
     faces: NDArray[np.int_]
     pressures: FloatArray
+    rows: int = 0
 
     def __post_init__(self) -> None:
         vertices = np.asarray(self.vertices, dtype=np.float64)
@@ -201,9 +204,12 @@ class Patch:
         if faces.size and (faces.min() < 0 or faces.max() >= vertices.shape[0]):
             raise ValueError(f"Patch: face indices must lie in [0, {vertices.shape[0]}), "
                              f"got {faces.min()}..{faces.max()}")
+        if isinstance(self.rows, bool) or not isinstance(self.rows, (int, np.integer)) or self.rows < 0:
+            raise ValueError(f"Patch: rows must be an integer >= 0, got {self.rows!r}")
         object.__setattr__(self, "vertices", vertices)
         object.__setattr__(self, "faces", faces)
         object.__setattr__(self, "pressures", pressures)
+        object.__setattr__(self, "rows", int(self.rows))
 
     def polygons(self) -> list[FloatArray]:
         """Each face's corners (3 or 4, 3): a triangle without its repeated vertex."""

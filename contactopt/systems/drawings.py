@@ -155,7 +155,7 @@ def _rigid3d(system: Rigid3D, q: FloatArray) -> Drawing:
     patch = system.hydro.rows(*system._split(q), system.plane)  # hydroelastic rows: their quadrature points
     points = np.concatenate([points, *[rows.points for _, rows in patch]])
     frames = np.concatenate([frames, *[rows.frames for _, rows in patch]])
-    patches = tuple(Patch(s.vertices, s.faces, s.pressures) for s, _ in patch)  # the surfaces' polygons
+    patches = tuple(Patch(s.vertices, s.faces, s.pressures, rows.count) for s, rows in patch)  # their polygons
     return Drawing(3, tuple(shapes), ContactMarks(points, np.array(frames)), patches=patches)
 
 
