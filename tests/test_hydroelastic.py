@@ -580,3 +580,27 @@ def test_rigid_ball_rests_on_a_soft_box_at_the_field_closed_form() -> None:
     record = surface_records(system, trajectory)[-1][1]
     # 1e-3: the ball still rings by 2e-4 of its weight after 0.15 s (the cube's d = 90 s/m damps it)
     assert record.body == "cube|ball" and -record.force[2] == pytest.approx(m_ball * G, rel=1e-3)
+
+
+def test_run_writes_the_surfaces_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``contactopt run`` on a hydroelastic scene writes surfaces.csv, one row per surface per
+    step with its area, force, centre of pressure and moment, the same numbers as
+    :func:`surface_records` of the saved trajectory, and says the last step's surfaces."""
+    import csv
+
+    from contactopt.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", str(PROBLEMS / "hydroelastic_box.toml"), "--out", str(out), "--no-plot", "--no-progress",
+                 "--duration", "0.01"]) == 0
+    assert "contact surfaces at the last step (surfaces.csv): box: 100 cm^2" in capsys.readouterr().out
+    with open(out / "surfaces.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    scene = co.load_scene(PROBLEMS / "hydroelastic_box.toml")
+    records = surface_records(scene.system, co.Trajectory.load(out / "trajectory.npz"))
+    assert len(table) == sum(len(step) for step in records) == 10
+    for row, step in zip(table, records, strict=True):
+        assert row["body"] == step[0].body and int(row["rows"]) == step[0].rows
+        assert float(row["area"]) == step[0].area
+        assert [float(row[f"force_{a}"]) for a in "xyz"] == list(step[0].force)
+        assert [float(row[f"moment_{a}"]) for a in "xyz"] == list(step[0].moment)

@@ -72,6 +72,30 @@ def _names(text: str | None) -> list[str] | None:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _write_surfaces(scene: Any, traj: Trajectory, path: Path) -> str:
+    """A hydroelastic scene's contact surfaces per step (area, force, centre of pressure, moment:
+    :mod:`contactopt.systems.hydroelastic.records`) written to ``path`` as CSV; the line that
+    says so and states the last step's surfaces, or "" for other scenes (nothing written)."""
+    hydro = getattr(scene.system, "hydro", None)
+    if hydro is None or not hydro.active or not traj.steps:
+        return ""
+    import csv
+    import io
+
+    from contactopt.systems.hydroelastic.records import SURFACE_COLUMNS, surface_rows
+
+    rows = surface_rows(scene.system, traj)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(SURFACE_COLUMNS)
+    writer.writerows(rows)
+    write_text(path, text.getvalue(), "contact surfaces file")
+    last = [r for r in rows if r[0] == len(traj.steps) - 1]
+    said = "; ".join(f"{r[2]}: {r[3] * 1e4:.4g} cm^2, F_z {r[6]:.4g} N, |moment| "
+                     f"{float(np.linalg.norm(r[10:13])):.3g} N m" for r in last)
+    return f"contact surfaces at the last step ({path.name}): {said or 'none'}"
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     scene = with_max_steps(load_scene_of(args.scene, args), args.max_steps)
     options = formulation_options(args.option, scene)
@@ -110,12 +134,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
         written.append(out / "trajectory.png")
     if args.save_programs:
         written.append(_save_programs(scene, traj, out / "programs"))
+    surfaces = _write_surfaces(scene, traj, out / "surfaces.csv")
+    written += [out / "surfaces.csv"] if surfaces else []
     from contactopt.analysis.legend import fill
     from contactopt.core.tables import terminal_width
 
     print(fill(folder.describe(), terminal_width()))
     print(f"{scene.name}:")
     _print_run_table(row, traj, args.wide)
+    if surfaces:
+        print(surfaces)
     if scene.observables:
         from contactopt.analysis.explain import cell_notes
         from contactopt.analysis.legend import wrapped

@@ -44,7 +44,8 @@ COMPARE_OUTPUTS = ("table.csv", "table.parquet", "traces.parquet", "observables.
 #: The cell store of a resumable comparison (:mod:`contactopt.analysis.cells`).
 CELL_STORE = ("cells", "cells-index.json")
 #: What ``contactopt run`` writes in its folder (``contactopt render RUN``'s default video included).
-RUN_OUTPUTS = ("trajectory.npz", "summary.json", "trajectory.png", "programs", "video.mp4", "video.gif")
+RUN_OUTPUTS = ("trajectory.npz", "summary.json", "trajectory.png", "surfaces.csv", "programs", "video.mp4",
+               "video.gif")
 #: What ``contactopt export`` writes in its folder (export.json: the arguments it was run with).
 EXPORT_OUTPUTS = ("npz", "fclib", "qpbenchmark", "export.json")
 #: Most folders tried when claiming ``NAME-N`` against concurrent commands.

@@ -29,7 +29,7 @@ from contactopt.records.trajectory import Trajectory
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["SurfaceRecord", "surface_records"]
+__all__ = ["SURFACE_COLUMNS", "SurfaceRecord", "surface_records", "surface_rows"]
 
 
 @dataclass(frozen=True)
@@ -86,4 +86,20 @@ def surface_records(system: Any, trajectory: Trajectory) -> list[list[SurfaceRec
                                          force=forces.sum(axis=0), centre_of_pressure=np.asarray(cop),
                                          moment=moment, normal=surface.normal, rows=rows.count))
         out.append(records)
+    return out
+
+
+#: The columns of :func:`surface_rows` (``contactopt run`` writes them to ``surfaces.csv``).
+SURFACE_COLUMNS: tuple[str, ...] = ("step", "t", "body", "area", "force_x", "force_y", "force_z", "centre_x",
+                                    "centre_y", "centre_z", "moment_x", "moment_y", "moment_z", "rows")
+
+
+def surface_rows(system: Any, trajectory: Trajectory) -> list[tuple[Any, ...]]:
+    """:func:`surface_records` flattened, one tuple per surface per step, in
+    :data:`SURFACE_COLUMNS` order (SI units: m^2, N, m, N m)."""
+    out: list[tuple[Any, ...]] = []
+    for k, records in enumerate(surface_records(system, trajectory)):
+        for r in records:
+            out.append((k, r.t, r.body, r.area, *map(float, r.force), *map(float, r.centre_of_pressure),
+                        *map(float, r.moment), r.rows))
     return out
