@@ -120,6 +120,25 @@ def sliding_step(sc: co.Scene, coupled: bool) -> tuple[np.ndarray, float]:
     return v_next, float((gain * (v_hat - seen @ v_next)).sum() / h)
 
 
+#: Drake's runs where its model and contactopt's coincide (a level face, a ball, the slide, the
+#: stack), by name: the arguments of experiments/drake_hydroelastic.py. ``main`` runs them beside
+#: contactopt's; experiments/hydroelastic_drake_record.py records their numbers for the tests.
+DRAKE_RUNS: dict[str, tuple[str, ...]] = {
+    "box_rest_sap": ("--scene", "box_rest", "--duration", "0.3", "--approximation", "sap"),
+    "box_rest_lagged": ("--scene", "box_rest", "--duration", "0.3", "--approximation", "lagged"),
+    "ball_rest_hint_0.005": ("--scene", "sphere_rest", "--duration", "0.3", "--approximation", "lagged",
+                             "--dissipation", "5", "--resolution", "0.005"),
+    "ball_rest_hint_0.0025": ("--scene", "sphere_rest", "--duration", "0.3", "--approximation", "lagged",
+                              "--dissipation", "5", "--resolution", "0.0025"),
+    "slide_sap": ("--scene", "slide", "--duration", "0.25", "--approximation", "sap", "--z0", "0.0499509"),
+    "slide_lagged": ("--scene", "slide", "--duration", "0.25", "--approximation", "lagged", "--z0", "0.0499509"),
+    "stack_sap": ("--scene", "stack", "--duration", "0.3", "--approximation", "sap", "--z0", "0.0499",
+                  "--z-upper", "0.1498"),
+    "stack_lagged": ("--scene", "stack", "--duration", "0.3", "--approximation", "lagged", "--z0", "0.0499",
+                     "--z-upper", "0.1498"),
+}
+
+
 def drake(python: str | None, *arguments: str) -> dict[str, Any] | None:
     if python is None:
         return None
@@ -185,7 +204,7 @@ def main() -> None:
         corners[f"{formulation}/{solver}"] = bottom
     extra["point_corner_forces"] = corners
     for python_approx in (("sap",), ("lagged",)):
-        result = drake(args.drake, "--scene", "box_rest", "--duration", "0.3", "--approximation", python_approx[0])
+        result = drake(args.drake, *DRAKE_RUNS[f"box_rest_{python_approx[0]}"])
         if result:
             rows.append(row("box rest penetration [m]", delta, f"drake {python_approx[0]}", A - result["z"][-1]))
             rows.append(row("box surface area [m^2]", 4 * A * A, f"drake {python_approx[0]}", result["area"][-1]))
@@ -199,8 +218,7 @@ def main() -> None:
     area = math.pi * (R_BALL**2 - (R_BALL - ball_delta) ** 2)
     rows.append(row("ball surface area [m^2]", area, "contactopt", ball_record.area, "inscribed 44-gon"))
     for resolution in ("0.005", "0.0025"):
-        result = drake(args.drake, "--scene", "sphere_rest", "--duration", "0.3", "--approximation", "lagged",
-                       "--dissipation", "5", "--resolution", resolution)
+        result = drake(args.drake, *DRAKE_RUNS[f"ball_rest_hint_{resolution}"])
         if result:
             rows.append(row("ball rest penetration [m]", ball_delta, f"drake lagged, hint {resolution}",
                             R_BALL - result["z"][-1]))
@@ -289,8 +307,7 @@ def main() -> None:
         rows.append(row("slide: largest lift [mm]", math.nan, f"contactopt {label}", lift,
                         "" if traj.completed else f"first {len(traj.steps)} steps"))
     for approximation in ("sap", "lagged"):
-        result = drake(args.drake, "--scene", "slide", "--duration", "0.25", "--approximation", approximation,
-                       "--z0", "0.0499509")
+        result = drake(args.drake, *DRAKE_RUNS[f"slide_{approximation}"])
         if result:
             t, x = np.array(result["t"]), np.array(result["x"])
             curves["slide"][f"drake {approximation}"] = (t, x)
@@ -328,8 +345,7 @@ def main() -> None:
     rows.append(row("stack: area between the cubes [m^2]", 4 * A * A, "contactopt", between.area))
     rows.append(row("stack: force between the cubes [N]", M * G, "contactopt sap", -between.force[2]))
     for approximation in ("sap", "lagged"):
-        result = drake(args.drake, "--scene", "stack", "--duration", "0.3", "--approximation", approximation,
-                       "--z0", "0.0499", "--z-upper", "0.1498")
+        result = drake(args.drake, *DRAKE_RUNS[f"stack_{approximation}"])
         if result:
             rows.append(row("stack: lower cube's penetration [m]", ground_delta, f"drake {approximation}",
                             A - result["z"][-1]))
