@@ -40,11 +40,13 @@ of hinge and slide joints (``qdot = v``): ``L = 1/2 v^T M(q) v - U(q)`` with ``M
 (damping, velocity servos) as the midpoint force, the even part being ``-C(q, v) v``, which the
 DEL's ``dT/dq`` and momentum carry. Refused before step 0: quaternion states other than
 ``rigid3d`` bodies (MJCF free and ball joints), joint limits and dry joint friction of MJCF
-models, restitution (the position-level Signorini law makes every impact plastic), inputs on
-``rigid3d``. ``rigid3d`` bodies take the Lie-group variational integrator on unit quaternions of
-:mod:`contactopt.integrators.variational_rigid`, with the same contact step in the twist of the
-step. Where the contact candidates change within a step (MuJoCo's detection, rigid3d box pairs),
-the step's gaps are linearized at ``q_k`` (the time-stepping gap), said in its record's message.
+models, inputs on ``rigid3d``. Restitution is Newton's impact law at the knot ``q_k`` where the
+impulse acts, beside Signorini, for the contacts that close within the step
+(:mod:`contactopt.integrators.variational_contact`, "Restitution"). ``rigid3d`` bodies take the
+Lie-group variational integrator on unit quaternions of :mod:`contactopt.integrators.variational_rigid`,
+with the same contact step in the twist of the step. Where the contact candidates change within a
+step (MuJoCo's detection, rigid3d box pairs), the step's gaps are linearized at ``q_k`` (the
+time-stepping gap), said in its record's message.
 """
 
 from __future__ import annotations
@@ -199,8 +201,8 @@ class VariationalIntegrator:
         return np.concatenate([dynamics, closure])
 
     def check_state(self, state: State) -> None:
-        """Before step 0: restitution is refused, not ignored (the position-level Signorini law
-        makes impacts plastic)."""
+        """Before step 0: what the step cannot carry (inputs on rigid3d, MJCF joint limits and
+        dry friction) and an iterate solver that cannot take the contact iterate's program."""
         contacts = self.system.contacts(state.q)
         if self.rigid and self.system.control is not None:
             raise OptionError(f"formulation 'variational' on rigid3d carries no inputs (the Lie-group "
@@ -214,10 +216,6 @@ class VariationalIntegrator:
                                   f"row(s): use a time-stepping formulation")
         if contacts.count:
             self._check_iterate_solver()
-        if contacts.count and np.any(contacts.restitution > 0):
-            raise OptionError(f"formulation 'variational' has plastic impacts (Signorini on phi(q_k+1)), "
-                              f"and {self.system.type_name!r} has restitution "
-                              f"{float(contacts.restitution.max()):g}; set restitution = 0 or use 'hybrid'")
 
     def _check_iterate_solver(self) -> None:
         """The run's solver must take the contact iterate's kind of program (one line, before step 0)."""
@@ -345,7 +343,7 @@ def _constant_mass_form(system: System) -> bool:
 def refusal(system: System, q0: FloatArray, v0: FloatArray, dt: float,
             options: Mapping[str, Any] | None = None) -> str | None:
     """Why ``formulation="variational"`` refuses a run of ``system`` from ``(q0, v0)`` with the
-    scene's ``options`` before step 0 (the system's kind, restitution, unknown options), or None
+    scene's ``options`` before step 0 (the system's kind, unknown options, what it does not carry), or None
     when it takes it (``compare`` adds it to its default formulations on such a scene)."""
     try:
         VariationalIntegrator(system, "clarabel", dt, options).check_state(State(np.asarray(q0, dtype=np.float64),
