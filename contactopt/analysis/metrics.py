@@ -68,6 +68,7 @@ from numpy.typing import NDArray
 from contactopt.analysis.cones import RHO, desaxce_residual, project_cone
 from contactopt.analysis.energy import balance as energy_balance
 from contactopt.analysis.energy import impacts, step_applied_work
+from contactopt.analysis.momentum import momentum_metrics
 from contactopt.records.trajectory import Trajectory
 from contactopt.scenes.loading import Scene
 
@@ -335,7 +336,9 @@ def run_metrics(scene: Scene, traj: Trajectory) -> dict[str, float | int | str]:
     * ``iterations_total``, ``iterations_mean`` (per step); ``steps``: number of records;
     * ``status_counts``: e.g. ``"optimal:400,inaccurate:2"`` (most frequent first);
     * ``n_failed``: records whose status is not usable (no answer); ``completed``: the run
-      reached its duration.
+      reached its duration;
+    * ``max_abs_linear_momentum_balance``, ``max_abs_angular_momentum_balance`` and their
+      ``_drift``: the momenta the scene's symmetry conserves (:mod:`contactopt.analysis.momentum`).
     """
     return evaluate(scene, traj)[1]
 
@@ -385,4 +388,5 @@ def _aggregate(scene: Scene, traj: Trajectory, table: pd.DataFrame,
         "n_failed": sum(1 for record in traj.steps if not record.status.usable),
         "completed": traj.completed,
     })
+    result.update(momentum_metrics(scene, traj))  # the conserved momenta (contactopt.analysis.momentum)
     return result
