@@ -83,6 +83,9 @@ class VariationalIntegrator:
     # it is far below the method's O(h^2) error.
     # contact_tol: the contact steps' DEL residual (relative to max(1, |p|)) and penetration [m];
     # the iterates are conic programs, solved to about 1e-9 by an interior-point method.
+    # contact: the iterate's formulation; a run that names none takes the first of anitescu,
+    # coulomb and lcp that its solver takes (default_iterate): anitescu with clarabel, the exact
+    # cone with nsgs or nsn, lcp with lemke.
     defaults: ClassVar[Mapping[str, Any]] = {"tol": 1e-10, "max_iter": 30, "fd_step": 1e-6,
                                              "contact": "anitescu", "contact_options": {}, "contact_tol": 1e-8}
 
@@ -106,6 +109,8 @@ class VariationalIntegrator:
             raise OptionError(f"formulation 'variational': unknown option(s) {listed}; "
                               f"known: {', '.join(self.defaults)}")
         self.options = {**self.defaults, **given}
+        if "contact" not in given:  # the first iterate the run's solver takes (class doc)
+            self.options["contact"] = default_iterate(system, solver or "clarabel")
         for key in ("tol", "fd_step", "contact_tol"):
             if not (isinstance(self.options[key], int | float) and self.options[key] > 0):
                 raise OptionError(f"formulation 'variational': {key} must be a positive number")
@@ -305,6 +310,22 @@ class VariationalIntegrator:
             forward, backward = self._residual(x + step, q0, p0, t), self._residual(x - step, q0, p0, t)
             J[:, j] = (forward - backward) / (2 * step[j])
         return J
+
+
+def default_iterate(system: System, solver: str) -> str:
+    """The contact iterate of a run that names none: ``anitescu`` (a QP) where ``solver`` takes
+    it, else ``coulomb`` (the exact cone: ``nsgs``, ``nsn``), else ``lcp`` (``lemke``, ``pgs``),
+    else ``anitescu`` (refused before step 0 with the solvers that can)."""
+    from contactopt import formulations, solvers
+
+    for name in ("anitescu", "coulomb", "lcp"):
+        kind = formulations.contact_kind(name, {}, system)
+        try:
+            if kind is not None and solvers.can_take_kind(solver, kind.kind, symmetric=kind.symmetric):
+                return name
+        except ContactoptError:  # an unknown solver: its own refusal says so
+            return "anitescu"
+    return "anitescu"
 
 
 def _general_form(system: System) -> bool:

@@ -38,7 +38,8 @@ to first order:
 That is exactly a time-stepping step problem with mass ``M(qm)``, free velocity
 ``v_free = vbar + M(qm)^{-1} R(qbar)``, rows ``J(q_k)``, contact gaps ``phi(qbar) - h J_n vbar``
 and bilateral target ``H(q_k) vbar - c(qbar) / h``; the formulation named by the option ``contact``
-(default ``anitescu``: Anitescu's convex relaxation of the cone, a QP; ``ccp``: the Lorentz cone,
+(``anitescu``: Anitescu's convex relaxation of the cone, a QP, the default where the run's solver
+takes QPs, else ``coulomb`` and then ``lcp``: :func:`~.variational.default_iterate`; ``ccp``: the Lorentz cone,
 an SOCP; ``lcp``; ``coulomb``: the exact cone with De Saxce's complementarity, FCLIB's problem,
 solved by ``nsgs``/``nsn``) builds its program, any solver of ``contactopt.solvers.solve`` that
 takes it solves it, and contactopt's residuals judge it. The iterate's ``vd`` is the next guess.
