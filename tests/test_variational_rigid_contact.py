@@ -167,3 +167,18 @@ def test_far_from_the_ground_the_contact_step_is_the_free_flight_step() -> None:
     assert all(record.impulses.shape == (8, 3) for record in runs[0].steps)
     np.testing.assert_allclose(runs[0].v, runs[1].v, rtol=0, atol=1e-8)
     np.testing.assert_allclose(runs[0].q, runs[1].q, rtol=0, atol=1e-9)
+
+
+def test_a_run_that_names_no_iterate_takes_the_one_its_solver_solves() -> None:
+    """contactopt.integrators.variational.default_iterate: with clarabel the default is
+    Anitescu's relaxation (a QP), with nsgs the exact cone (``coulomb``), which does not hover:
+    the rigid3d box slide stays at z = 0.1 to nsgs's tolerance (measured 3.4e-11) and stops at
+    the closed form v0^2 / (2 mu g) within one step's travel (measured 0.1019368 m at h = 1e-3)."""
+    scene = dataclasses.replace(co.load_scene("box_slide"), duration=0.4)
+    traj = co.simulate(scene, formulation="variational", solver="nsgs")
+    assert traj.completed, traj.message
+    assert all("coulomb iterates" in record.message for record in traj.steps)
+    assert np.abs(traj.q[:, 2] - 0.1).max() <= 1e-8  # no hover (anitescu lifts it ~h mu |v_t|)
+    assert abs(traj.q[-1, 0] - 1.0 / (2 * 0.5 * 9.81)) <= 1.0 * scene.dt
+    relaxed = co.simulate(dataclasses.replace(scene, duration=0.02), formulation="variational", solver="clarabel")
+    assert all("anitescu iterates" in record.message for record in relaxed.steps)

@@ -35,7 +35,7 @@ import pandas as pd
 
 from contactopt import formulations as formulations_
 from contactopt import integrators, solvers
-from contactopt.analysis import observations
+from contactopt.analysis import momentum, observations
 from contactopt.analysis.cell import NO_SOLVER, Cell, cell_id, scene_fingerprint, solver_used
 from contactopt.analysis.cells import CellStore
 from contactopt.analysis.mujoco_distance import add_distance_to_mujoco
@@ -390,8 +390,8 @@ def _bar(total: int, label: str, enabled: bool) -> Any:
 def summary_columns(table: pd.DataFrame) -> list[str]:
     """The columns printed by ``contactopt compare``."""
     wanted = ["formulation", "solver", "dt", "status", "steps", "max_penetration", "max_cone_violation",
-              "max_ncp_desaxce", "max_abs_energy_balance", "max_constraint_error", "time_per_step",
-              "status_counts", "error"]
+              "max_ncp_desaxce", "max_abs_energy_balance", *momentum.COLUMNS[:2], "max_constraint_error",
+              "time_per_step", "status_counts", "error"]
     return [c for c in wanted if c in table.columns]
 
 

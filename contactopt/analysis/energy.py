@@ -69,10 +69,31 @@ admissible when <= 0 (restitution e <= 1), and the rest of the record's impulse 
 ``v̄``. For the other continuous-time methods (``ode``, ``compliant``) the record's impulse is
 the integral over the step and ``v̄`` an approximation of the velocity it acted at: their
 balance is accurate to O(h) per step in contact, not to round-off.
+
+**Variational rows** (``formulation="variational"``; :mod:`contactopt.integrators.variational_contact`)
+have their own identity. Their impulse acts at the knot ``q_k``: ``p_k^+ = p_k + J(q_k)^T r``,
+and the rest of the step is the contact-free discrete Euler-Lagrange step from ``(q_k,
+p_k^+)``. For a constant ``M`` and a potential linear in ``q`` (uniform gravity, ``F = -grad
+U``) the step is ``M vd = p_k + J^T r + h/2 F``, ``p_k+1 = M vd + h/2 F``, and exactly
+
+    E_k+1 - E_k = (hF + J^T r)·v̄ - h F·vd = r·J (v_k + v_k^+) / 2,    v_k^+ = v_k + M(q_k)^{-1} J^T r,
+
+the kinetic energy change across the knot's impulse (``v̄ - vd = -M^{-1} J^T r / 2``); with
+``M(q)`` or a curved potential it holds up to the DEL's bounded O(h^2) energy oscillation (the
+free Lie-group rigid body: to rounding). So a variational row's impulses work at
+:func:`knot_mean_velocity` ``(v_k + v_k^+) / 2`` instead of ``v̄``, and its balance reads 0 for
+a step that keeps the DEL's law, as the time-stepping rows' does (the bouncing ball: 1e-11 J;
+charged at ``v̄`` instead it read 0.070 J, and 0.19 J on the box slide at h = 1e-2, whose
+resting weight impulse ``m g h`` worked against the DEL's rest momentum ``-h/2 g``). Positive
+contact work still shows: the relaxations' hover, the DEL's start from ``v = 0`` on the ground
+(its first impulse does ``1/2 m (g h / 2)^2`` to reach the rest momentum), and, at a
+multi-contact impact with restitution, a corner pushed apart faster than Newton's law asks
+while the others dissipate more.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -84,7 +105,7 @@ from contactopt.systems.base import System
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
 
-__all__ = ["applied_work", "balance", "dissipation", "impacts", "step_applied_work"]
+__all__ = ["applied_work", "balance", "dissipation", "impacts", "knot_mean_velocity", "step_applied_work"]
 
 
 def impacts(record: StepRecord, M: Any) -> tuple[FloatArray, FloatArray]:
@@ -139,6 +160,14 @@ def step_applied_work(system: System, record: StepRecord, q: FloatArray, v: Floa
         return 0.0
     dynamics = system.dynamics(q, v)
     return applied_work(force, dynamics.M, system.step_dynamics(dynamics, h).M, rows, v, v_next, h)
+
+
+def knot_mean_velocity(solve_M: Callable[[FloatArray], FloatArray], J: Any, r: FloatArray,
+                       v: FloatArray) -> FloatArray:
+    """``(v_k + v_k^+) / 2 = v_k + M(q_k)^{-1} J^T r / 2``: the velocity a variational step's
+    impulse ``r`` works at (module doc, "Variational rows"); ``solve_M``: ``M(q_k)^{-1} rhs``."""
+    impulse = np.asarray(J.T @ np.asarray(r, dtype=np.float64).reshape(-1), dtype=np.float64).reshape(-1)
+    return np.asarray(v + 0.5 * np.asarray(solve_M(impulse), dtype=np.float64), dtype=np.float64)
 
 
 def dissipation(r: FloatArray, u_mid: FloatArray) -> tuple[FloatArray, FloatArray]:

@@ -52,6 +52,14 @@ DEFINITIONS: dict[str, str] = {
     "max_constraint_error": "[m or m/s] largest bilateral-constraint violation (0 without joints "
                             "or loops closed by constraints)",
     "max_abs_energy_drift": "[J] largest |E - E0| (kinetic + potential)",
+    "max_abs_linear_momentum_balance": "[kg m/s] largest |P - P0 - contact impulses| of the linear momentum "
+                                       "the symmetry conserves (perpendicular to gravity; contactopt.analysis."
+                                       "momentum; 0: the momentum law kept; NaN: no such symmetry declared)",
+    "max_abs_angular_momentum_balance": "[kg m^2/s] largest |L - L0 - contact torque impulses| of the angular "
+                                        "momentum about the vertical through the origin (rigid3d; "
+                                        "contactopt.analysis.momentum)",
+    "max_abs_linear_momentum_drift": "[kg m/s] largest |P - P0| of that linear momentum",
+    "max_abs_angular_momentum_drift": "[kg m^2/s] largest |L - L0| of that angular momentum",
     "time_per_step": "[s] formulation build + solver setup + solve time per step (table.csv)",
     "ms/step": "formulation build + solver setup + solve time per step [ms] (time_per_step in table.csv, "
                "seconds)",

@@ -67,7 +67,8 @@ from numpy.typing import NDArray
 
 from contactopt.analysis.cones import RHO, desaxce_residual, project_cone
 from contactopt.analysis.energy import balance as energy_balance
-from contactopt.analysis.energy import impacts, step_applied_work
+from contactopt.analysis.energy import impacts, knot_mean_velocity, step_applied_work
+from contactopt.analysis.momentum import momentum_metrics
 from contactopt.records.trajectory import Trajectory
 from contactopt.scenes.loading import Scene
 
@@ -194,6 +195,7 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
     impact_work = np.zeros((n, 2))
     applied_work = np.zeros(n)
     held = system.control
+    knot = traj.info.get("formulation") == "variational"
     for i, record in enumerate(traj.steps):
         if i + 1 >= n_states:
             continue  # no v': the failed last record of a run that stopped
@@ -217,7 +219,9 @@ def _gather(scene: Scene, traj: Trajectory) -> _ContactData:
         steps.append(np.full(nc, i, dtype=np.int_))
         rs.append(_pad(record.impulses, dim))
         us.append(_pad(u, dim))
-        mids.append(_pad((contacts.J @ (0.5 * (v + v_next))).reshape(nc, dim), dim))
+        mean = knot_mean_velocity(dynamics.solve_M, contacts.J, record.impulses, v) if knot \
+            else 0.5 * (v + v_next)  # a variational step's impulse works at its knot (energy's doc)
+        mids.append(_pad((contacts.J @ mean).reshape(nc, dim), dim))
         mus.append(np.asarray(contacts.mu, dtype=np.float64))
         rest, impact_work[i] = impacts(record, dynamics.M)
         works.append(_pad(rest, dim))
@@ -335,7 +339,9 @@ def run_metrics(scene: Scene, traj: Trajectory) -> dict[str, float | int | str]:
     * ``iterations_total``, ``iterations_mean`` (per step); ``steps``: number of records;
     * ``status_counts``: e.g. ``"optimal:400,inaccurate:2"`` (most frequent first);
     * ``n_failed``: records whose status is not usable (no answer); ``completed``: the run
-      reached its duration.
+      reached its duration;
+    * ``max_abs_linear_momentum_balance``, ``max_abs_angular_momentum_balance`` and their
+      ``_drift``: the momenta the scene's symmetry conserves (:mod:`contactopt.analysis.momentum`).
     """
     return evaluate(scene, traj)[1]
 
@@ -385,4 +391,5 @@ def _aggregate(scene: Scene, traj: Trajectory, table: pd.DataFrame,
         "n_failed": sum(1 for record in traj.steps if not record.status.usable),
         "completed": traj.completed,
     })
+    result.update(momentum_metrics(scene, traj))  # the conserved momenta (contactopt.analysis.momentum)
     return result

@@ -16,6 +16,8 @@ theorem Dojo, Howell et al. 2022, applies to its step). The unknown and ``G``:
   solve is differentiated exactly by the program's own implicit function theorem
   (:func:`~contactopt.derivatives.program_derivative`); points that lose strict
   complementarity give the ``active`` one-sided derivative and count in :attr:`degenerate`.
+  The contacts under Newton's impact law (the step's restitution, decided at its start) stay
+  the same set at the moved inputs; their bound moves with ``(q_k, v_k)`` through ``Phi``.
 
 The smooth maps (``G`` of the contact-free steps, ``Y``, and ``Phi``'s build and recover) are
 differentiated by central differences of relative step :data:`VARIATIONAL_STEP` = 1e-5
@@ -164,7 +166,7 @@ class VariationalStepDerivative:
         lag, system = integrator.lagrangian, integrator.system
         now = system.constraints(point.q, point.v, t)
         problem, linearized = iterate_problem(system, lag, point.q, lag.momentum(point.q, point.v), x, integrator.dt,
-                                              t, now)
+                                              t, now, impacts=self.iterate.impacts)  # the step's impacting set
         if linearized != self.iterate.linearized:
             raise NotDifferentiableError("derivatives: the contact candidates change within the difference step "
                                          "of the variational step (its gaps switch between q_k+1 and q_k)")

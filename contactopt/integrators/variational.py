@@ -40,11 +40,13 @@ of hinge and slide joints (``qdot = v``): ``L = 1/2 v^T M(q) v - U(q)`` with ``M
 (damping, velocity servos) as the midpoint force, the even part being ``-C(q, v) v``, which the
 DEL's ``dT/dq`` and momentum carry. Refused before step 0: quaternion states other than
 ``rigid3d`` bodies (MJCF free and ball joints), joint limits and dry joint friction of MJCF
-models, restitution (the position-level Signorini law makes every impact plastic), inputs on
-``rigid3d``. ``rigid3d`` bodies take the Lie-group variational integrator on unit quaternions of
-:mod:`contactopt.integrators.variational_rigid`, with the same contact step in the twist of the
-step. Where the contact candidates change within a step (MuJoCo's detection, rigid3d box pairs),
-the step's gaps are linearized at ``q_k`` (the time-stepping gap), said in its record's message.
+models, inputs on ``rigid3d``. Restitution is Newton's impact law at the knot ``q_k`` where the
+impulse acts, beside Signorini, for the contacts that close within the step
+(:mod:`contactopt.integrators.variational_contact`, "Restitution"). ``rigid3d`` bodies take the
+Lie-group variational integrator on unit quaternions of :mod:`contactopt.integrators.variational_rigid`,
+with the same contact step in the twist of the step. Where the contact candidates change within a
+step (MuJoCo's detection, rigid3d box pairs), the step's gaps are linearized at ``q_k`` (the
+time-stepping gap), said in its record's message.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ class VariationalIntegrator:
     # it is far below the method's O(h^2) error.
     # contact_tol: the contact steps' DEL residual (relative to max(1, |p|)) and penetration [m];
     # the iterates are conic programs, solved to about 1e-9 by an interior-point method.
+    # contact: the iterate's formulation; a run that names none takes the first of anitescu,
+    # coulomb and lcp that its solver takes (default_iterate): anitescu with clarabel, the exact
+    # cone with nsgs or nsn, lcp with lemke.
     defaults: ClassVar[Mapping[str, Any]] = {"tol": 1e-10, "max_iter": 30, "fd_step": 1e-6,
                                              "contact": "anitescu", "contact_options": {}, "contact_tol": 1e-8}
 
@@ -104,6 +109,8 @@ class VariationalIntegrator:
             raise OptionError(f"formulation 'variational': unknown option(s) {listed}; "
                               f"known: {', '.join(self.defaults)}")
         self.options = {**self.defaults, **given}
+        if "contact" not in given:  # the first iterate the run's solver takes (class doc)
+            self.options["contact"] = default_iterate(system, solver or "clarabel")
         for key in ("tol", "fd_step", "contact_tol"):
             if not (isinstance(self.options[key], int | float) and self.options[key] > 0):
                 raise OptionError(f"formulation 'variational': {key} must be a positive number")
@@ -199,8 +206,8 @@ class VariationalIntegrator:
         return np.concatenate([dynamics, closure])
 
     def check_state(self, state: State) -> None:
-        """Before step 0: restitution is refused, not ignored (the position-level Signorini law
-        makes impacts plastic)."""
+        """Before step 0: what the step cannot carry (inputs on rigid3d, MJCF joint limits and
+        dry friction) and an iterate solver that cannot take the contact iterate's program."""
         contacts = self.system.contacts(state.q)
         if self.rigid and self.system.control is not None:
             raise OptionError(f"formulation 'variational' on rigid3d carries no inputs (the Lie-group "
@@ -214,10 +221,6 @@ class VariationalIntegrator:
                                   f"row(s): use a time-stepping formulation")
         if contacts.count:
             self._check_iterate_solver()
-        if contacts.count and np.any(contacts.restitution > 0):
-            raise OptionError(f"formulation 'variational' has plastic impacts (Signorini on phi(q_k+1)), "
-                              f"and {self.system.type_name!r} has restitution "
-                              f"{float(contacts.restitution.max()):g}; set restitution = 0 or use 'hybrid'")
 
     def _check_iterate_solver(self) -> None:
         """The run's solver must take the contact iterate's kind of program (one line, before step 0)."""
@@ -309,6 +312,22 @@ class VariationalIntegrator:
         return J
 
 
+def default_iterate(system: System, solver: str) -> str:
+    """The contact iterate of a run that names none: ``anitescu`` (a QP) where ``solver`` takes
+    it, else ``coulomb`` (the exact cone: ``nsgs``, ``nsn``), else ``lcp`` (``lemke``, ``pgs``),
+    else ``anitescu`` (refused before step 0 with the solvers that can)."""
+    from contactopt import formulations, solvers
+
+    for name in ("anitescu", "coulomb", "lcp"):
+        kind = formulations.contact_kind(name, {}, system)
+        try:
+            if kind is not None and solvers.can_take_kind(solver, kind.kind, symmetric=kind.symmetric):
+                return name
+        except ContactoptError:  # an unknown solver: its own refusal says so
+            return "anitescu"
+    return "anitescu"
+
+
 def _general_form(system: System) -> bool:
     """Whether ``system`` is an MJCF or URDF model whose joints all have ``qdot = v`` (hinges and
     slides, no free or ball joint): ``L = 1/2 v^T M(q) v - U(q)`` with ``M`` from the model."""
@@ -345,7 +364,7 @@ def _constant_mass_form(system: System) -> bool:
 def refusal(system: System, q0: FloatArray, v0: FloatArray, dt: float,
             options: Mapping[str, Any] | None = None) -> str | None:
     """Why ``formulation="variational"`` refuses a run of ``system`` from ``(q0, v0)`` with the
-    scene's ``options`` before step 0 (the system's kind, restitution, unknown options), or None
+    scene's ``options`` before step 0 (the system's kind, unknown options, what it does not carry), or None
     when it takes it (``compare`` adds it to its default formulations on such a scene)."""
     try:
         VariationalIntegrator(system, "clarabel", dt, options).check_state(State(np.asarray(q0, dtype=np.float64),

@@ -20,8 +20,8 @@ impulses ``P`` solve
                 J_t(q_k) vd,   vd = (q_k+1 - q_k) / h (the step's twist on rigid3d),
 
 and ``p_k+1 = D2 L_d(q_k, q_k+1) + h/2 F`` (the contact impulse is wholly in the left
-discrete force: an impact removes the approach velocity and puts none back, a plastic
-impact, the position-level Signorini law's). While the set of active contacts stays the same,
+discrete force: with Signorini alone an impact removes the approach velocity and puts none
+back, a plastic impact; restitution below). While the set of active contacts stays the same,
 the step is the constrained variational integrator (SHAKE's form), whose energy oscillates
 without drift: a rocking block (half extents 0.05 x 0.5 m, h = 2e-3) keeps its energy between
 impacts to 3e-7 to 7e-7 J, where the rows at ``q_k+1`` (this module's first form) moved it by
@@ -38,7 +38,8 @@ to first order:
 That is exactly a time-stepping step problem with mass ``M(qm)``, free velocity
 ``v_free = vbar + M(qm)^{-1} R(qbar)``, rows ``J(q_k)``, contact gaps ``phi(qbar) - h J_n vbar``
 and bilateral target ``H(q_k) vbar - c(qbar) / h``; the formulation named by the option ``contact``
-(default ``anitescu``: Anitescu's convex relaxation of the cone, a QP; ``ccp``: the Lorentz cone,
+(``anitescu``: Anitescu's convex relaxation of the cone, a QP, the default where the run's solver
+takes QPs, else ``coulomb`` and then ``lcp``: :func:`~.variational.default_iterate`; ``ccp``: the Lorentz cone,
 an SOCP; ``lcp``; ``coulomb``: the exact cone with De Saxce's complementarity, FCLIB's problem,
 solved by ``nsgs``/``nsn``) builds its program, any solver of ``contactopt.solvers.solve`` that
 takes it solves it, and contactopt's residuals judge it. The iterate's ``vd`` is the next guess.
@@ -48,6 +49,33 @@ program's, so the step is accepted when the true DEL residual is below ``contact
 character inside the DEL (Anitescu's and the CCP's sliding contact hovers by about
 ``h mu |v_t|``; ``lcp`` with ``k = 2`` in the plane, or along a tangent of its cone, and
 ``coulomb`` are exact Coulomb).
+
+**Restitution** (Newton's impact law, Tedrake 2022, "Impulsive Collisions": after the
+collision ``phidot+ = -e phidot-``). The impulse acts at the knot ``q_k``, so the velocity just
+before it is the knot's, ``v_k = M(q_k)^{-1} p_k`` (the discrete Legendre transform), and just
+after it ``v_k^+ = M(q_k)^{-1} (p_k + J^T P + H^T Lambda) = M(q_k)^{-1} (-D1 L_d(q_k, q_k+1) -
+h/2 F)`` (the step's own equation; :func:`knot_velocity`). A contact that closes within the
+step, with restitution ``e > 0``, approaching (``u^- = J_n(q_k) v_k < 0``) and whose gap the
+contact-free step would close (``phi(q_k+1) < 0`` predicted by the first iterate without
+contact: :func:`closing_contacts`, decided once at the step's start), obeys Newton's law at the
+knot besides Signorini:
+
+    J_n v_k^+ >= -e u^-,    phi(q_k+1) >= 0,    P_n >= 0 complementary to the larger bound,
+
+so ``J_n vd`` is at least the larger of the two bounds. In flight this is the impact law
+(the bounce starts from the knot before the surface, at most one step's travel ``h |u^-|``
+from it: the position error of the first order); at rest ``v_k`` is the discrete rest
+momentum ``-h/2 g``, ``-e u^-`` asks less than Signorini, and no contact micro-bounces. The
+energy of the knots then changes by ``-(1 - e^2)`` of the normal kinetic energy at the knot to
+first order in ``h`` (for a ball: ``v_k+1 = e|u^-| - g h``, ``z_k+1 = z_k + h (e|u^-| - g h/2)``,
+the ``g h`` terms cancel in ``E``); a pendulum swinging into a wall keeps ``e^2`` of its energy
+at each impact and nothing else between them (tests/test_variational_restitution.py). In the
+iterate, linearized as ``R`` is (``M(q_k)^{-1} A = I + O(h)``), the law's bound is
+``J_n vd >= J_n vbar - e u^- - J_n v_k^+(vbar)`` (:func:`newton_bounds`), at a fixed point exactly
+``J_n v_k^+ >= -e u^-``; the program takes the larger bound as its gap (``gaps = min(gap,
+-h bound)``), and the step is accepted when Newton's law holds to ``contact_tol`` as Signorini
+does. A contact that closes only through another contact's impulse within the same step is
+plastic (it was not predicted to close).
 
 **Candidates that change within a step.** The gap at ``q_k+1`` needs the candidates of ``q_k``
 there. Where the system's detection gives another set at the guess (MuJoCo's contacts, rigid3d
@@ -76,7 +104,8 @@ from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["CONTACT_FORMULATIONS", "Iterate", "Lagrangian", "contact_step", "iterate_problem", "midpoint_lagrangian"]
+__all__ = ["CONTACT_FORMULATIONS", "Iterate", "Lagrangian", "closing_contacts", "contact_step", "iterate_problem",
+           "knot_velocity", "midpoint_lagrangian", "newton_bounds"]
 
 #: The time-stepping formulations whose program an iterate may be (each a ConicProgram or an LCP).
 CONTACT_FORMULATIONS = ("anitescu", "ccp", "lcp", "coulomb")
@@ -130,7 +159,8 @@ def _residual(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vd: FloatArray, h
 class Iterate:
     """The last Newton iterate of an accepted contact step: its guess ``vbar``, the accepted
     ``vd`` (``q_k+1 = advance(q_k, vd, h)``), the problem built at ``vbar``, the program and its
-    solution (what the step's derivative differentiates)."""
+    solution (what the step's derivative differentiates), whether its gaps are linearized and
+    the contacts under Newton's impact law (module doc, "Restitution"; None: none)."""
 
     vbar: FloatArray
     vd: FloatArray
@@ -138,13 +168,36 @@ class Iterate:
     program: Any
     solution: Any
     linearized: bool = False
+    impacts: NDArray[np.bool_] | None = None
+
+
+def knot_velocity(lag: Lagrangian, q0: FloatArray, vd: FloatArray, h: float, t: float) -> FloatArray:
+    """The velocity just after the step's impulse at the knot ``q_k``, ``v_k^+ = M(q_k)^{-1}
+    (p_k + J^T P + H^T Lambda)``; at a solution of the step ``p_k + J^T P + H^T Lambda =
+    -D1 L_d - h/2 F`` (module doc), so it is ``M(q_k)^{-1} (-D1 L_d(q_k, q_k+1) - h/2 F)``."""
+    return lag.end_velocity(q0, lag.terms(q0, lag.advance(q0, vd, h), t)[0])
+
+
+def newton_bounds(lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray, h: float, t: float,
+                  start: Contacts, impacts: NDArray[np.bool_]) -> FloatArray:
+    """Per contact the least normal twist ``J_n vd`` that Newton's impact law asks of the
+    iterate at the guess ``vbar`` (module doc, "Restitution"), NaN for the contacts not in
+    ``impacts``: ``J_n vbar + (-e u^- - J_n v_k^+(vbar))``, with ``u^- = J_n v_k``."""
+    normal = start.J[:: start.dim]
+    before = normal @ lag.end_velocity(q0, p0)
+    after = normal @ knot_velocity(lag, q0, vbar, h, t)
+    least = normal @ vbar - start.restitution * before - after
+    return np.where(impacts, least, np.nan)
 
 
 def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, vbar: FloatArray,
-                     h: float, t: float, now: Bilateral, start: Contacts | None = None) -> tuple[StepProblem, bool]:
+                     h: float, t: float, now: Bilateral, start: Contacts | None = None,
+                     impacts: NDArray[np.bool_] | None = None) -> tuple[StepProblem, bool]:
     """The time-stepping problem of one Newton iterate at the guess ``vbar`` (module doc), and
     whether its gaps are linearized at ``q_k`` (the candidates at the guess are not those at
-    ``q_k``: module doc); ``start``: the contacts at ``q_k`` (computed when None)."""
+    ``q_k``: module doc); ``start``: the contacts at ``q_k`` (computed when None); ``impacts``:
+    the contacts that obey Newton's impact law in this step besides Signorini (module doc,
+    "Restitution"; None: none)."""
     qbar = lag.advance(q0, vbar, h)
     A = lag.iterate_mass(q0, vbar, h)
     R = _residual(lag, q0, p0, vbar, h, t)
@@ -154,6 +207,9 @@ def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatAr
     normal = rows[::dim] if start.count else np.zeros((0, system.nv))
     linearized = start.count != contacts.count
     gaps = start.phi if linearized else contacts.phi - h * normal @ vbar  # phi(q_k+1) ~ phi(q_k) + h J_n vd
+    if impacts is not None and np.any(impacts):  # gaps + h J_n vd >= 0 is J_n vd >= -gaps / h: the larger bound
+        least = newton_bounds(lag, q0, p0, vbar, h, t, start, impacts)
+        gaps = np.where(impacts, np.minimum(gaps, -h * np.nan_to_num(least, nan=0.0)), gaps)
     linear = Contacts(phi=gaps, J=rows, mu=start.mu, restitution=np.zeros(start.count), dim=dim)
     bilateral = now
     target = np.zeros(0)
@@ -165,6 +221,21 @@ def iterate_problem(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatAr
                               target=target, velocity_rows=now.velocity_rows)
     return StepProblem(state=State(q0, vbar, t), dt=h, dynamics=Dynamics(M=A, tau=R / h), contacts=linear,
                        bilateral=bilateral, bilateral_target=target), linearized
+
+
+def closing_contacts(system: System, lag: Lagrangian, q0: FloatArray, p0: FloatArray, v0: FloatArray, h: float,
+                     t: float, now: Bilateral, start: Contacts) -> NDArray[np.bool_] | None:
+    """The contacts that obey Newton's impact law in the step from ``q_k`` (module doc,
+    "Restitution"): restitution above 0, approaching (``J_n v_k < 0``) and closing within the
+    step, ``phi(q_k+1) < 0`` predicted by the contact-free first iterate (``vd = v_k + A^{-1}
+    R(v_k)``, its gap linearized at the guess); None when no contact has restitution."""
+    if not start.count or not np.any(start.restitution > 0):
+        return None
+    problem, _ = iterate_problem(system, lag, q0, p0, v0, h, t, now, start)
+    free = v0 + np.linalg.solve(np.asarray(problem.dynamics.M, dtype=np.float64), h * problem.dynamics.tau)
+    normal = start.J[:: start.dim]
+    closing = problem.contacts.phi + h * normal @ free < 0
+    return np.asarray((start.restitution > 0) & (normal @ v0 < 0) & closing, dtype=np.bool_)
 
 
 def contact_step(system: System, lag: Lagrangian, state: State, h: float, contact: str, solver: str,
@@ -189,8 +260,9 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
     solver_name = solver
     message = ""
     converged = linearized = False
+    impacts = closing_contacts(system, lag, q0, p0, v0, h, t, now, contacts0)
     for iterations in range(1, max_iter + 1):
-        problem, linearized = iterate_problem(system, lag, q0, p0, vbar, h, t, now, contacts0)
+        problem, linearized = iterate_problem(system, lag, q0, p0, vbar, h, t, now, contacts0, impacts)
         program = formulation.build(problem, options)
         try:
             solution = solvers.solve(program, solver, solver_options)
@@ -218,6 +290,10 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         linearized = linearized or end.count != contacts0.count
         gaps = contacts0.phi + h * (contacts0.J[::contacts0.dim] @ vd) if linearized else end.phi
         gap_error = float(max(0.0, -gaps.min())) if gaps.shape[0] else 0.0
+        if impacts is not None:  # Newton's law at the knot, exactly (module doc, "Restitution")
+            least = newton_bounds(lag, q0, p0, vd, h, t, contacts0, impacts)
+            shortfall = least - contacts0.J[:: contacts0.dim] @ vd
+            gap_error = max(gap_error, float(np.nanmax(shortfall, initial=0.0)))
         closure = 0.0
         if now.count:
             closing = system.constraints(q1, vd, t + h)
@@ -227,7 +303,7 @@ def contact_step(system: System, lag: Lagrangian, state: State, h: float, contac
         if norm <= tol * scale and gap_error <= tol and closure <= tol:
             converged = True
             if keep is not None:
-                keep.append(Iterate(guess, vd, problem, program, solution, linearized))
+                keep.append(Iterate(guess, vd, problem, program, solution, linearized, impacts))
             break
     elapsed = time.perf_counter() - start
     record: dict[str, Any] = dict(
