@@ -6,8 +6,11 @@ sensitivities at most 1.5x).
 Per scene (``box_slide``: rigid3d cube, nq=7, nv=6; ``sphere_pile_mjcf``: 100 free spheres,
 nq=700, nv=600, ~250-490 candidates; ``ur5_like_arm_floor``: a UR5-like URDF arm through
 Pinocchio, nq=nv=6, falling onto the floor, 0-3 contacts a step, whose step derivative moves the
-problem along Pinocchio's analytic derivatives, :mod:`contactopt.systems.urdf_pinocchio.derivatives`)
-and formulation/solver, in the same process:
+problem along Pinocchio's analytic derivatives, :mod:`contactopt.systems.urdf_pinocchio.derivatives`;
+``ur5_like_arm_push``, ``--scenes push``: the same arm swinging into a 1.5 kg box on the floor
+and pushing it, nq=nv=10 (the box on x, y, z and yaw joints), the tool-box pair's tangents in
+closed form, :mod:`contactopt.systems.urdf_pinocchio.pair_tangents`; every one of its 100 steps
+takes the analytic path, tests/test_urdf_push.py) and formulation/solver, in the same process:
 
 * ``forward_s``: ``co.simulate`` of the run;
 * ``forward_mode_s``: ``co.simulate(..., sensitivities=["mu"])`` (one parameter's tangent);
@@ -36,7 +39,7 @@ the ratios, per step, stand for 100 steps: the ``steps`` column says how many we
 
 Writes ``experiments/out/gradient_cost/{summary.json, summary.csv[, profile.txt]}``.
 
-    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm] [--repeat 1]
+    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm,push] [--repeat 1]
                                         [--only ccp] [--profile]
 """
 
@@ -168,7 +171,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100, help="steps per run on the box slide")
     parser.add_argument("--pile-steps", type=int, default=2,
                         help="steps timed on the pile (its ratios stand for 100 steps: extrapolated)")
-    parser.add_argument("--scenes", default="box,pile,arm", help="comma-separated subset of box, pile, arm")
+    parser.add_argument("--scenes", default="box,pile,arm,push", help="comma-separated subset of box, pile, arm, push")
     parser.add_argument("--only", default="", help="only the rows whose method contains this (e.g. ccp)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="time each run this many times, interleaved, and keep each one's fastest")
@@ -176,8 +179,8 @@ def main() -> int:
     parser.add_argument("--profile-lines", type=int, default=30)
     args = parser.parse_args()
     scenes = set(args.scenes.split(","))
-    if scenes - {"box", "pile", "arm"}:
-        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile', 'arm'}))}")
+    if scenes - {"box", "pile", "arm", "push"}:
+        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile', 'arm', 'push'}))}")
     plan: list[tuple[str, list[Case], int, bool]] = []
     if "box" in scenes:
         plan.append(("box_slide", BOX_CASES, args.steps, False))
@@ -185,6 +188,8 @@ def main() -> int:
         plan.append(("sphere_pile_mjcf", PILE_CASES, args.pile_steps, args.pile_steps < 100))
     if "arm" in scenes:
         plan.append(("ur5_like_arm_floor", ARM_CASES, args.steps, False))
+    if "push" in scenes:
+        plan.append(("ur5_like_arm_push", ARM_CASES, args.steps, False))
     rows: list[dict[str, Any]] = []
     profile = cProfile.Profile() if args.profile else None
     profiled = ""
