@@ -20,7 +20,9 @@ takes the analytic path, tests/test_urdf_push.py) and formulation/solver, in the
 and their ratios to ``forward_s`` (after an untimed three-step run with sensitivities, so that no
 one-time cost, numba's compilation or a first import, lands in one of them; with ``--repeat N``
 each of the three is timed N times, interleaved, and its fastest kept: the machine may be
-shared, and the fastest run is the one least disturbed). The floor of the
+shared, and the fastest run is the one least disturbed). Each is timed twice over: wall clock
+(``*_s``, ``*_ratio``) and this process's CPU time (``time.process_time``: ``*_cpu_s``,
+``*_cpu_ratio``, which other processes' load disturbs less; the fastest of the repeats too). The floor of the
 method (:mod:`contactopt.derivatives.step`: the program's solution differentiated exactly, the
 smooth maps around it by central differences, one column per input coordinate for the reverse
 product) is measured at the last step: ``eval_ms``, one evaluation of the smooth maps (half a
@@ -103,10 +105,22 @@ class _Floor:
         self.found["eval_ms"] = 1e3 * (time.perf_counter() - start) / 6.0  # two evaluations per product
 
 
+_CPU: list[float] = []  # the CPU seconds of the last timed() call
+
+
 def timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
-    start = time.perf_counter()
+    """Wall-clock seconds of the call and its result; its CPU seconds (this process,
+    ``time.process_time``: what other processes on a shared machine do not add) in ``_CPU[-1]``."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = function(*args, **kwargs)
+    _CPU.append(time.process_time() - cpu)
     return time.perf_counter() - start, result
+
+
+def _keep(row: dict[str, Any], key: str, seconds: float) -> None:
+    """The fastest wall-clock and CPU time of ``key`` over the repeats."""
+    row[f"{key}_s"] = min(seconds, row.get(f"{key}_s", np.inf))
+    row[f"{key}_cpu_s"] = min(_CPU[-1], row.get(f"{key}_cpu_s", np.inf))
 
 
 def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
@@ -122,11 +136,11 @@ def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
         forward_s, trajectory = timed(co.simulate, scene, **run)
         if not trajectory.completed:
             return {**row, "note": f"forward run incomplete: {trajectory.message}"}
-        row["forward_s"] = min(forward_s, row.get("forward_s", np.inf))
+        _keep(row, "forward", forward_s)
         try:
             seconds, tangent = timed(co.simulate, scene, **run, sensitivities=["mu"])
             if np.isfinite(tangent.sensitivities["mu"]).all():
-                row["forward_mode_s"] = min(seconds, row.get("forward_mode_s", np.inf))
+                _keep(row, "forward_mode", seconds)
             else:  # the sensitivities stopped at a step that is not differentiable (NaN from there)
                 row["note"] = "forward mode: NaN sensitivities (a step is not differentiable)"
         except co.errors.ContactoptError as exc:
@@ -137,7 +151,7 @@ def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
             if use is not None:
                 use.enable()
             seconds, _ = timed(co.gradient, scene, loss, list(WRT), **run)
-            row["reverse_s"] = min(seconds, row.get("reverse_s", np.inf))
+            _keep(row, "reverse", seconds)
         except co.errors.ContactoptError as exc:
             row["note"] = f"reverse: {type(exc).__name__}: {str(exc)[:120]}"
         finally:
@@ -147,6 +161,7 @@ def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
     for key in ("forward_mode", "reverse"):
         if f"{key}_s" in row:
             row[f"{key}_ratio"] = row[f"{key}_s"] / forward_s
+            row[f"{key}_cpu_ratio"] = row[f"{key}_cpu_s"] / row["forward_cpu_s"]
     floor = _Floor(steps - 1)
     try:
         co.simulate(scene, **run, _observer=floor)
@@ -204,6 +219,7 @@ def main() -> int:
                     profiled = profile_text(use, args.profile_lines)
                 print_table([rows[-1]])
     columns = ["scene", "method", "steps", "extrapolated", "repeat", "forward_s", "forward_mode_ratio", "reverse_ratio",
+               "forward_mode_cpu_ratio", "reverse_cpu_ratio",
                "step_ms", "eval_ms", "derivative_ms", "columns", "floor_ratio", "note"]
     table = [{key: row.get(key, "") for key in columns} for row in rows]
     print_table(table)
