@@ -138,7 +138,7 @@ class _Inputs:
             dtau = np.zeros((nv, nx))
             dtau[:, :nv], dtau[:, nv:2 * nv] = linear.dtau_dq, linear.dtau_dv
         else:
-            dA = linear.dM @ Dq
+            dA = linear.dM_along(Dq) if hasattr(linear, "dM_along") else linear.dM @ Dq
             dtau = linear.dtau_dq @ Dq + linear.dtau_dv @ Dv
         v, v_star = problem.state.v, problem.v_free
         dv_star = Dv + dynamics.solve_M(h * dtau - np.einsum("ijk,j->ik", dA, v_star - v))

@@ -108,24 +108,48 @@ class StepLinearization:
     """
 
     def __init__(self, system: Any, problem: Any) -> None:
-        pin, model, data = system.pin, system.model, system.data
         self.system, self.problem = system, problem
-        d, nv = system._dofs, system.nv
+        nv = system.nv
         q, v = problem.state.q, problem.state.v
-        qp = system.pin_q(q)
-        zero = np.zeros(model.nv)
-        gravity = np.array(pin.computeGeneralizedGravityDerivatives(model, data, qp))
-        tensor = np.zeros((model.nv, model.nv, model.nv))
-        for j in range(model.nv):
-            unit = np.zeros(model.nv)
-            unit[j] = 1.0
-            tensor[:, j, :] = np.array(pin.computeRNEADerivatives(model, data, qp, zero, unit)[0]) - gravity
-        self.dM = tensor[np.ix_(d, d, d)]  # (row, column, direction)
+        self._qp = system.pin_q(q)
+        self._dM: FloatArray | None = None
         dq, dv = inverse_dynamics(system, q, v, np.zeros(nv))
         self.dtau_dq, self.dtau_dv = -dq, -dv
         self.dphi, self.dJ = self._contact_tangents()
         unilateral = problem.unilateral
         self.dphi_limits = np.array(unilateral.G, dtype=np.float64)
+
+    @property
+    def dM(self) -> FloatArray:
+        """``dM/dq`` ((nv, nv, nv): row, column, direction), from ``computeRNEADerivatives(q, 0,
+        e_j)`` less the gravity's (class docstring); built on first use."""
+        if self._dM is None:
+            system = self.system
+            pin, model, data, d = system.pin, system.model, system.data, system._dofs
+            zero = np.zeros(model.nv)
+            gravity = np.array(pin.computeGeneralizedGravityDerivatives(model, data, self._qp))
+            tensor = np.zeros((model.nv, model.nv, model.nv))
+            for j in range(model.nv):
+                unit = np.zeros(model.nv)
+                unit[j] = 1.0
+                tensor[:, j, :] = np.array(pin.computeRNEADerivatives(model, data, self._qp, zero, unit)[0]) - gravity
+            self._dM = tensor[np.ix_(d, d, d)]
+        return self._dM
+
+    def dM_along(self, directions: FloatArray) -> FloatArray:
+        """``sum_k dM/dq_k D_k`` per column of ``directions`` ((nv, p) -> (nv, nv, p)) without the
+        tensor: ``dM/dt = C + C^T`` along the velocity ``D`` (``pin.computeCoriolisMatrix``, whose
+        ``C`` makes ``dM/dt - 2 C`` skew: Carpentier et al., "The Pinocchio C++ library", 2019),
+        one pass per column; the tensor's product where it is built already."""
+        if self._dM is not None:
+            return self._dM @ directions
+        system = self.system
+        pin, model, data, d = system.pin, system.model, system.data, system._dofs
+        out = np.zeros((system.nv, system.nv, directions.shape[1]))
+        for k in range(directions.shape[1]):
+            C = np.array(pin.computeCoriolisMatrix(model, data, self._qp, system.pin_v(directions[:, k])))[np.ix_(d, d)]
+            out[:, :, k] = C + C.T
+        return out
 
     def _contact_tangents(self) -> tuple[FloatArray, FloatArray]:
         """``d phi / dq`` ((nc, nv)) and ``dJ / dq`` ((nc * 3, nv, nv): row, column, direction)
