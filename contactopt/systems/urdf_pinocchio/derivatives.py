@@ -192,7 +192,7 @@ class StepLinearization:
         bases = {joint: (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
                          np.array(data.oMi[joint].translation)) for joint in joints}
         variations = {joint: np.zeros((6, nv, nv)) for joint in joints}  # (row, column, direction)
-        for k in range(nv):  # the joint Jacobians' variation along each dof
+        for k in _supporting(system, joints):  # the joint Jacobians' variation along each dof that moves them
             direction = np.zeros(nv)
             direction[k] = 1.0
             pin.computeJointJacobiansTimeVariation(model, data, qp, system.pin_v(direction))
@@ -309,7 +309,7 @@ def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_le
     a = R[:, 2].copy()
     if n @ a > 0:
         a = -a
-    da = np.cross(w.T, a).T  # (3, nv)
+    da = -skew(a) @ w  # (3, nv): w x a
     an, dan = float(n @ a), n @ da
     p = a * an - n
     length = float(np.linalg.norm(p))
@@ -332,7 +332,7 @@ def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_le
     third = dist0 + along - drop / 2
     if third <= margin:
         side = np.cross(rim, axis)
-        dside = np.cross(drim.T, axis).T + np.cross(rim, daxis.T).T
+        dside = -skew(axis) @ drim + skew(rim) @ daxis
         size = float(np.linalg.norm(side))
         unit = side / size
         dunit = (dside - unit[:, None] * (unit @ dside)[None, :]) / size
@@ -345,6 +345,23 @@ def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_le
         raise _StructureChange
     ddist = np.array(ddists)
     return ddist, np.array(dposes) - n[None, :, None] * (ddist[:, None, :] / 2)
+
+
+def _supporting(system: Any, joints: list[int]) -> list[int]:
+    """The public dofs whose coordinate moves a Jacobian of ``joints``: those of the joints on
+    their paths to the root (Pinocchio's ``model.supports``; a joint's Jacobian depends on its
+    ancestors' coordinates only, Featherstone, "Rigid Body Dynamics Algorithms", sec. 4.1); every
+    dof where mimic joints couple coordinates across branches."""
+    model, nv = system.model, system.nv
+    if system.mimic_joints:
+        return list(range(nv))
+    cache = system.__dict__.setdefault("_supporting_dofs", {})  # per joint set: the model does not change
+    key = tuple(joints)
+    if key not in cache:
+        moving = {int(model.idx_vs[j]) + i for joint in joints for j in model.supports[joint] if j > 0
+                  for i in range(int(model.nvs[j]))}
+        cache[key] = [k for k in range(nv) if int(system._dofs[k]) in moving]
+    return list(cache[key])
 
 
 def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:

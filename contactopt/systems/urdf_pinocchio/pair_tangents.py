@@ -63,14 +63,14 @@ def sphere_box(sphere: FloatArray, radius: float, dsphere: FloatArray, centre: F
     inside = np.abs(local) < half
     if rho <= 1e-12 * float(np.linalg.norm(half)) or np.any(np.isclose(np.abs(local), half, rtol=1e-12, atol=0.0)):
         return None
-    moved = R.T @ (dsphere - dcentre - np.cross(spin.T, sphere - centre).T)  # dl, (3, nv)
+    moved = R.T @ (dsphere - dcentre + _skew(sphere - centre) @ spin)  # dl, (3, nv): w x r = -[r]x w
     dk = moved * inside[:, None]
     dgap = moved - dk
     drho = gap @ dgap / rho
     m = R @ gap / rho
-    dm = np.cross(spin.T, m).T + R @ (dgap / rho - np.outer(gap, drho) / rho**2)
+    dm = -_skew(m) @ spin + R @ (dgap / rho - np.outer(gap, drho) / rho**2)
     on_box = centre + R @ clamped
-    don_box = dcentre + np.cross(spin.T, R @ clamped).T + R @ dk
+    don_box = dcentre - _skew(R @ clamped) @ spin + R @ dk
     on_sphere = sphere - radius * m
     don_sphere = dsphere - radius * dm
     sign = -1.0 if sphere_first else 1.0
@@ -87,5 +87,10 @@ def frame_tangent(normal: FloatArray, dnormal: FloatArray) -> tuple[FloatArray, 
     t1 = u / size
     du = -(dnormal * (n @ e) + np.outer(n, e @ dnormal))
     dt1 = (du - np.outer(t1, t1 @ du)) / size
-    dt2 = np.cross(dnormal.T, t1).T + np.cross(n, dt1.T).T
+    dt2 = -_skew(t1) @ dnormal + _skew(n) @ dt1
     return np.vstack([n, t1, np.cross(n, t1)]), np.stack([dnormal, dt1, dt2])
+
+
+def _skew(x: FloatArray) -> FloatArray:
+    """``[x]x``: ``[x]x y = x cross y`` (a product, cheaper than ``np.cross`` on (3, nv) arrays)."""
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
