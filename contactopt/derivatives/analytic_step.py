@@ -275,8 +275,9 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
     dJ[nl:] = dJa[kept]
     R, v_hat, scale = np.zeros(m), np.zeros(m), np.ones(m)
     dR, dv_hat, dS = np.zeros((m, nx)), np.zeros((m, nx)), np.zeros((m, nx))
+    both = dynamics.solve_M(np.vstack([G, Ja]).T).T if nl + na else np.zeros((0, nv))  # [G; J_c] A^-1, one solve
     if nl:
-        Bu = dynamics.solve_M(G.T).T  # G A^-1
+        Bu = both[:nl]  # G A^-1
         w_u = np.einsum("iv,iv->i", Bu, G)
         dw_u = -np.einsum("iwk,iw->ik", np.tensordot(Bu, dA, axes=(1, 0)), Bu)  # -G A^-1 dA A^-1 G'
         R[:nl] = np.maximum(beta * w_u, compliant)
@@ -284,7 +285,7 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
         target, dtarget = _capped(problem.unilateral.phi[limits], inputs.dphi_u, span, v_max)
         v_hat[:nl], dv_hat[:nl] = -target, -dtarget
     if na:
-        B = dynamics.solve_M(Ja.T).T.reshape(na, dim, nv)  # J_c A^-1
+        B = both[nl:].reshape(na, dim, nv)  # J_c A^-1
         Jc, dJc = Ja.reshape(na, dim, nv), dJa.reshape(na, dim, nv, nx)
         W = np.einsum("civ,cjv->cij", Jc, B)
         half = np.einsum("civk,cjv->cijk", dJc, B)  # dJ_c A^-1 J_c'

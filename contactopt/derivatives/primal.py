@@ -82,7 +82,9 @@ from contactopt.programs.cone_projection import ConeLayout, Group, project
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
 from contactopt.programs.solution import Solution, Status
+from contactopt.solvers.newton import kernels
 from contactopt.solvers.newton.linalg import Hessian
+from contactopt.solvers.newton.solver import _compiled_projection
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -139,7 +141,10 @@ class PrimalDerivative:
         self.v = self.y - self.s
         layout = primal.cone_layout
         y_sap = (primal.v_hat - primal.J @ self.x[:primal.nv]) / primal.R  # (S3)'s y at the solution's velocity
-        blocks = project(layout, y_sap, primal.R)[1]
+        if kernels.AVAILABLE:  # the newton solver's compiled projection (numba): the same G, a fraction of the time
+            blocks = _compiled_projection(layout, kernels.block_arrays(layout), primal.R)(y_sap, True)[1]
+        else:
+            blocks = project(layout, y_sap, primal.R)[1]
         self.degenerate: tuple[DegeneratePoint, ...] = _one_sided(program, layout, blocks, self.v, branch, tol)
         if self.degenerate:
             warnings.warn(f"derivatives: strict complementarity is lost at {len(self.degenerate)} point(s) "
