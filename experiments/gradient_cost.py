@@ -6,8 +6,11 @@ sensitivities at most 1.5x).
 Per scene (``box_slide``: rigid3d cube, nq=7, nv=6; ``sphere_pile_mjcf``: 100 free spheres,
 nq=700, nv=600, ~250-490 candidates; ``ur5_like_arm_floor``: a UR5-like URDF arm through
 Pinocchio, nq=nv=6, falling onto the floor, 0-3 contacts a step, whose step derivative moves the
-problem along Pinocchio's analytic derivatives, :mod:`contactopt.systems.urdf_pinocchio.derivatives`)
-and formulation/solver, in the same process:
+problem along Pinocchio's analytic derivatives, :mod:`contactopt.systems.urdf_pinocchio.derivatives`;
+``ur5_like_arm_push``, ``--scenes push``: the same arm swinging into a 1.5 kg box on the floor
+and pushing it, nq=nv=10 (the box on x, y, z and yaw joints), the tool-box pair's tangents in
+closed form, :mod:`contactopt.systems.urdf_pinocchio.pair_tangents`; every one of its 100 steps
+takes the analytic path, tests/test_urdf_push.py) and formulation/solver, in the same process:
 
 * ``forward_s``: ``co.simulate`` of the run;
 * ``forward_mode_s``: ``co.simulate(..., sensitivities=["mu"])`` (one parameter's tangent);
@@ -17,7 +20,9 @@ and formulation/solver, in the same process:
 and their ratios to ``forward_s`` (after an untimed three-step run with sensitivities, so that no
 one-time cost, numba's compilation or a first import, lands in one of them; with ``--repeat N``
 each of the three is timed N times, interleaved, and its fastest kept: the machine may be
-shared, and the fastest run is the one least disturbed). The floor of the
+shared, and the fastest run is the one least disturbed). Each is timed twice over: wall clock
+(``*_s``, ``*_ratio``) and this process's CPU time (``time.process_time``: ``*_cpu_s``,
+``*_cpu_ratio``, which other processes' load disturbs less; the fastest of the repeats too). The floor of the
 method (:mod:`contactopt.derivatives.step`: the program's solution differentiated exactly, the
 smooth maps around it by central differences, one column per input coordinate for the reverse
 product) is measured at the last step: ``eval_ms``, one evaluation of the smooth maps (half a
@@ -36,7 +41,7 @@ the ratios, per step, stand for 100 steps: the ``steps`` column says how many we
 
 Writes ``experiments/out/gradient_cost/{summary.json, summary.csv[, profile.txt]}``.
 
-    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm] [--repeat 1]
+    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm,push] [--repeat 1]
                                         [--only ccp] [--profile]
 """
 
@@ -100,10 +105,22 @@ class _Floor:
         self.found["eval_ms"] = 1e3 * (time.perf_counter() - start) / 6.0  # two evaluations per product
 
 
+_CPU: list[float] = []  # the CPU seconds of the last timed() call
+
+
 def timed(function: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
-    start = time.perf_counter()
+    """Wall-clock seconds of the call and its result; its CPU seconds (this process,
+    ``time.process_time``: what other processes on a shared machine do not add) in ``_CPU[-1]``."""
+    start, cpu = time.perf_counter(), time.process_time()
     result = function(*args, **kwargs)
+    _CPU.append(time.process_time() - cpu)
     return time.perf_counter() - start, result
+
+
+def _keep(row: dict[str, Any], key: str, seconds: float) -> None:
+    """The fastest wall-clock and CPU time of ``key`` over the repeats."""
+    row[f"{key}_s"] = min(seconds, row.get(f"{key}_s", np.inf))
+    row[f"{key}_cpu_s"] = min(_CPU[-1], row.get(f"{key}_cpu_s", np.inf))
 
 
 def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
@@ -119,11 +136,11 @@ def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
         forward_s, trajectory = timed(co.simulate, scene, **run)
         if not trajectory.completed:
             return {**row, "note": f"forward run incomplete: {trajectory.message}"}
-        row["forward_s"] = min(forward_s, row.get("forward_s", np.inf))
+        _keep(row, "forward", forward_s)
         try:
             seconds, tangent = timed(co.simulate, scene, **run, sensitivities=["mu"])
             if np.isfinite(tangent.sensitivities["mu"]).all():
-                row["forward_mode_s"] = min(seconds, row.get("forward_mode_s", np.inf))
+                _keep(row, "forward_mode", seconds)
             else:  # the sensitivities stopped at a step that is not differentiable (NaN from there)
                 row["note"] = "forward mode: NaN sensitivities (a step is not differentiable)"
         except co.errors.ContactoptError as exc:
@@ -134,7 +151,7 @@ def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
             if use is not None:
                 use.enable()
             seconds, _ = timed(co.gradient, scene, loss, list(WRT), **run)
-            row["reverse_s"] = min(seconds, row.get("reverse_s", np.inf))
+            _keep(row, "reverse", seconds)
         except co.errors.ContactoptError as exc:
             row["note"] = f"reverse: {type(exc).__name__}: {str(exc)[:120]}"
         finally:
@@ -144,6 +161,7 @@ def bench_case(scene: co.Scene, case: Case, steps: int, extrapolated: bool,
     for key in ("forward_mode", "reverse"):
         if f"{key}_s" in row:
             row[f"{key}_ratio"] = row[f"{key}_s"] / forward_s
+            row[f"{key}_cpu_ratio"] = row[f"{key}_cpu_s"] / row["forward_cpu_s"]
     floor = _Floor(steps - 1)
     try:
         co.simulate(scene, **run, _observer=floor)
@@ -168,7 +186,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100, help="steps per run on the box slide")
     parser.add_argument("--pile-steps", type=int, default=2,
                         help="steps timed on the pile (its ratios stand for 100 steps: extrapolated)")
-    parser.add_argument("--scenes", default="box,pile,arm", help="comma-separated subset of box, pile, arm")
+    parser.add_argument("--scenes", default="box,pile,arm,push", help="comma-separated subset of box, pile, arm, push")
     parser.add_argument("--only", default="", help="only the rows whose method contains this (e.g. ccp)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="time each run this many times, interleaved, and keep each one's fastest")
@@ -176,8 +194,8 @@ def main() -> int:
     parser.add_argument("--profile-lines", type=int, default=30)
     args = parser.parse_args()
     scenes = set(args.scenes.split(","))
-    if scenes - {"box", "pile", "arm"}:
-        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile', 'arm'}))}")
+    if scenes - {"box", "pile", "arm", "push"}:
+        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile', 'arm', 'push'}))}")
     plan: list[tuple[str, list[Case], int, bool]] = []
     if "box" in scenes:
         plan.append(("box_slide", BOX_CASES, args.steps, False))
@@ -185,6 +203,8 @@ def main() -> int:
         plan.append(("sphere_pile_mjcf", PILE_CASES, args.pile_steps, args.pile_steps < 100))
     if "arm" in scenes:
         plan.append(("ur5_like_arm_floor", ARM_CASES, args.steps, False))
+    if "push" in scenes:
+        plan.append(("ur5_like_arm_push", ARM_CASES, args.steps, False))
     rows: list[dict[str, Any]] = []
     profile = cProfile.Profile() if args.profile else None
     profiled = ""
@@ -199,6 +219,7 @@ def main() -> int:
                     profiled = profile_text(use, args.profile_lines)
                 print_table([rows[-1]])
     columns = ["scene", "method", "steps", "extrapolated", "repeat", "forward_s", "forward_mode_ratio", "reverse_ratio",
+               "forward_mode_cpu_ratio", "reverse_cpu_ratio",
                "step_ms", "eval_ms", "derivative_ms", "columns", "floor_ratio", "note"]
     table = [{key: row.get(key, "") for key in columns} for row in rows]
     print_table(table)

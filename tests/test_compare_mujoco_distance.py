@@ -22,7 +22,7 @@ BOX = Path(__file__).resolve().parent.parent / "problems" / "urdf" / "box.urdf"
 
 @pytest.fixture(scope="module")
 def sliding_box() -> co.Scene:
-    scene = co.load_scene(BOX, system_options={"floating_base": True, "ground": True})
+    scene = co.load_scene(BOX, system_options={"floating_base": True, "ground": True, "backend": "mujoco"})
     return dataclasses.replace(scene, v0=np.array([0.5, 0.0, 0.0, 0.0, 0.0, 0.0]), duration=0.06)
 
 

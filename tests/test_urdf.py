@@ -10,6 +10,7 @@ import math
 import struct
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,9 @@ pytest.importorskip("mujoco")
 ROOT = Path(__file__).resolve().parent.parent
 ARM = ROOT / "problems" / "urdf" / "two_link_arm.urdf"
 BOX = ROOT / "problems" / "urdf" / "box.urdf"
+#: MuJoCo's URDF compiler: these tests read the compiled model's fields (the default backend is
+#: pinocchio where Pinocchio is installed)
+MUJOCO = {"backend": "mujoco"}
 G = 9.81
 # the arm's URDF: link masses, COM distances from their joints, lengths, inertias about the COM (y axis)
 M1, M2, LC1, LC2, L1, I1, I2 = 1.0, 0.5, 0.2, 0.15, 0.4, 0.0135, 0.00385
@@ -53,7 +57,7 @@ def test_arm_mass_matrix_and_gravity_equal_the_closed_form() -> None:
 
 
 def test_joint_limits_damping_friction_and_effort_are_carried() -> None:
-    model = co.load_scene(ARM).system.model
+    model = co.load_scene(ARM, system_options=MUJOCO).system.model
     np.testing.assert_array_equal(model.jnt_range, [[-2.5, 2.5], [-2.0, 2.0]])
     np.testing.assert_array_equal(model.dof_damping, [0.05, 0.02])
     np.testing.assert_array_equal(model.dof_frictionloss, [0.0, 0.01])
@@ -103,7 +107,8 @@ def test_package_meshes_resolve_through_package_dirs_and_a_missing_one_is_named(
     urdf = tmp_path / "robot" / "meshed.urdf"
     urdf.parent.mkdir()
     urdf.write_text(MESH_URDF.format(name="package://mypkg/meshes/cube.stl"))
-    scene = co.load_scene(urdf, system_options={"floating_base": True, "package_dirs": str(tmp_path / "pkgs")})
+    scene = co.load_scene(urdf, system_options={"floating_base": True, "package_dirs": str(tmp_path / "pkgs"),
+                                                **MUJOCO})
     model = scene.system.model
     assert model.nmesh == 1
     # the mesh's bounding box is the cube's (MuJoCo centres a mesh at its own centre of mass)
@@ -127,7 +132,7 @@ def test_what_the_importer_drops_is_refused_in_one_line(tmp_path: Path, change: 
     urdf = tmp_path / "arm.urdf"
     urdf.write_text(change(ARM.read_text()))  # type: ignore[operator]
     with pytest.raises(co.SceneError, match=match) as error:
-        co.load_scene(urdf)
+        co.load_scene(urdf, system_options=MUJOCO)  # MuJoCo's importer (the pinocchio backend maps <mimic>)
     assert "\n" not in str(error.value)
 
 
@@ -153,7 +158,8 @@ def test_backend_and_flags_are_checked(tmp_path: Path) -> None:
     scene_file = tmp_path / "scene.toml"  # a TOML scene naming the URDF, relative to the scene
     (tmp_path / "arm.urdf").write_text(ARM.read_text())
     scene_file.write_text('[scene]\nname = "arm"\ndt = 0.002\nduration = 0.01\nformulation = "sap"\n'
-                          'solver = "newton"\n\n[system]\ntype = "urdf"\nfile = "arm.urdf"\nground = true\n\n'
+                          'solver = "newton"\n\n[system]\ntype = "urdf"\nfile = "arm.urdf"\nbackend = "mujoco"\n'
+                          'ground = true\n\n'
                           '[initial]\nq = [0.3, -0.2]\nv = [0.0, 0.0]\n')
     scene = co.load_scene(scene_file)
     assert scene.system.type_name == "urdf" and scene.system.model.ngeom == 4  # base, two links, the ground
@@ -165,3 +171,35 @@ def test_contactopt_run_takes_a_urdf(tmp_path: Path) -> None:
                              "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "two_link_arm" in result.stdout and (tmp_path / "run").is_dir()
+
+
+def test_the_default_backend_is_pinocchio_and_mujoco_only_methods_name_the_switch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``backend``, a URDF runs on pinocchio where Pinocchio is installed; what needs
+    MuJoCo's model (the ``mujoco`` method, ``regularized -o params=model``) is refused before
+    step 0 in one line naming ``backend=mujoco``; without Pinocchio the mujoco backend runs,
+    with a warning naming the install."""
+    import importlib.util
+
+    from contactopt.systems.mjcf.urdf import UrdfBackendWarning
+
+    if importlib.util.find_spec("pinocchio") is not None:
+        scene = co.load_scene(ARM)
+        assert "Pinocchio" in scene.system.describe()
+        for formulation, options in (("mujoco", {}), ("regularized", {"params": "model"})):
+            with pytest.raises(co.errors.ContactoptError, match=r"--system-option backend=mujoco") as error:
+                co.simulate(scene, formulation=formulation, solver="clarabel", options=options, duration=0.004,
+                            on_failure="raise")
+            assert "\n" not in str(error.value)
+        assert co.simulate(co.load_scene(ARM, system_options=MUJOCO), formulation="mujoco", duration=0.004).completed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = co.compare(scene, formulations=["mujoco", "sap"], solvers=["newton"], duration=0.004,
+                               executor="serial").set_index("formulation")
+        assert "backend=mujoco" in table.loc["mujoco", "error"]  # the row kept, its reason shown
+        assert table.loc["sap", "status"] == "completed"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pinocchio" else real(name, *a))
+    with pytest.warns(UrdfBackendWarning, match=r"pip install contactopt\[urdf\]"):
+        scene = co.load_scene(ARM)
+    assert "MuJoCo" in scene.system.describe()

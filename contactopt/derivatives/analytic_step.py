@@ -73,9 +73,11 @@ CONSISTENCY = 1e-12
 
 
 def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative: Any, linear: Any,
-                           parameters: Sequence[str]) -> AnalyticStep | None:
+                           parameters: Sequence[str], directions: FloatArray | None = None) -> AnalyticStep | None:
     """The linearization of a ``sap`` or primal ``ccp`` step without differences (module
-    docstring), or None where it does not apply (the caller keeps its differences)."""
+    docstring), or None where it does not apply (the caller keeps its differences). With
+    ``directions`` ((nx, p)), ``r`` is built along those input directions only (a forward
+    product along one direction: every tangent contracted first, the rest on ``p`` columns)."""
     if linear is None or not isinstance(program, ConicProgram) or set(parameters) - {"mu"}:
         return None
     metadata = program.metadata
@@ -87,12 +89,17 @@ def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative:
     if name == "sap" and isinstance(derivative, PrimalDerivative) and isinstance(program, PrimalConicProgram):
         if program.primal is None or program.primal.box.shape[0]:
             return None
-        out = _sap(stepper, problem, program, derivative, _Inputs.of(problem, program, linear, tuple(parameters)))
+        out = _sap(stepper, problem, program, derivative,
+                   _Inputs.of(problem, program, linear, tuple(parameters), directions))
     elif name == "ccp" and metadata.get("form") == "primal" and isinstance(derivative, ConicDerivative):
-        out = _ccp(stepper, problem, program, derivative, _Inputs.of(problem, program, linear, tuple(parameters)))
+        out = _ccp(stepper, problem, program, derivative,
+                   _Inputs.of(problem, program, linear, tuple(parameters), directions))
     else:
         return None
-    return out if out.consistent else None
+    if not out.consistent:
+        return None
+    out.directions = directions
+    return out
 
 
 @dataclass(frozen=True)
@@ -116,32 +123,46 @@ class _Inputs:
     dmu: FloatArray  # (nx,): 1 in the column of "mu"
 
     @staticmethod
-    def of(problem: Any, program: ConicProgram, linear: Any, parameters: tuple[str, ...]) -> _Inputs:
+    def of(problem: Any, program: ConicProgram, linear: Any, parameters: tuple[str, ...],
+           directions: FloatArray | None = None) -> _Inputs:
+        """The tangents by input column, or along ``directions`` ((2 nv + parameters, p))."""
         nv = problem.nv
-        nx = 2 * nv + len(parameters)
+        full = directions is None
+        D = np.eye(2 * nv + len(parameters)) if directions is None else directions
+        nx = D.shape[1]
         dynamics, h = problem.dynamics, float(problem.dt)
+        Dq, Dv = D[:nv], D[nv:2 * nv]
         dA = np.zeros((nv, nv, nx))
-        dA[:, :, :nv] = linear.dM
-        dtau = np.zeros((nv, nx))
-        dtau[:, :nv], dtau[:, nv:2 * nv] = linear.dtau_dq, linear.dtau_dv
-        dv = np.zeros((nv, nx))
-        dv[:, nv:2 * nv] = np.eye(nv)
+        if full:  # the identity's products, without the products
+            dA[:, :, :nv] = linear.dM
+            dtau = np.zeros((nv, nx))
+            dtau[:, :nv], dtau[:, nv:2 * nv] = linear.dtau_dq, linear.dtau_dv
+        else:
+            dA = linear.dM_along(Dq) if hasattr(linear, "dM_along") else linear.dM @ Dq
+            dtau = linear.dtau_dq @ Dq + linear.dtau_dv @ Dv
         v, v_star = problem.state.v, problem.v_free
-        dv_star = dv + dynamics.solve_M(h * dtau - np.einsum("ijk,j->ik", dA, v_star - v))
+        dv_star = Dv + dynamics.solve_M(h * dtau - np.einsum("ijk,j->ik", dA, v_star - v))
         limits = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
         dphi_u = np.zeros((limits.shape[0], nx))
-        dphi_u[:, :nv] = linear.dphi_limits[limits]
+        if full:
+            dphi_u[:, :nv] = linear.dphi_limits[limits]
+        else:
+            dphi_u = linear.dphi_limits[limits] @ Dq
         active = select_contacts(problem.contacts, program.metadata["contacts"])
         dim, na = problem.contacts.dim, active.count
         Ja = np.asarray(active.J.toarray() if hasattr(active.J, "toarray") else active.J, dtype=np.float64)
         dJa = np.zeros((na * dim, nv, nx))
         dphi = np.zeros((na, nx))
         if na:
-            dJa[:, :, :nv] = linear.dJ[np.concatenate([np.arange(dim * c, dim * c + dim) for c in active.index])]
-            dphi[:, :nv] = linear.dphi[active.index]
+            rows = np.concatenate([np.arange(dim * c, dim * c + dim) for c in active.index])
+            if full:
+                dJa[:, :, :nv] = linear.dJ[rows]
+                dphi[:, :nv] = linear.dphi[active.index]
+            else:
+                dJa, dphi = linear.dJ[rows] @ Dq, linear.dphi[active.index] @ Dq
         dmu = np.zeros(nx)
         if "mu" in parameters:
-            dmu[2 * nv + parameters.index("mu")] = 1.0
+            dmu = D[2 * nv + parameters.index("mu")].copy()
         return _Inputs(nv, nx, np.asarray(dynamics.M, dtype=np.float64), dA, v_star, dv_star, limits,
                        np.asarray(problem.unilateral.G, dtype=np.float64)[limits], dphi_u, active, Ja, dJa, dphi,
                        dmu)
@@ -164,15 +185,27 @@ class AnalyticStep:
                  consistent: bool) -> None:
         self.derivative, self.first, self.second = derivative, first, second
         self.nv, self.nx, self.h, self.consistent = nv, first.shape[1], h, consistent
+        #: the input directions ``r``'s columns are along ((nx, p)), None: every input column
+        self.directions: FloatArray | None = None
 
     def jvp(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """``(dq', dv')`` along the input ``direction`` ((nx,): ``[dq, dv, dparams]``)."""
-        tangent = self.derivative.jvp(dc=self.first @ direction, db=-(self.second @ direction))
+        """``(dq', dv')`` along the input ``direction`` ((nx,): ``[dq, dv, dparams]``; built
+        along :attr:`directions`, one of them)."""
+        if self.directions is None:
+            first, second = self.first @ direction, self.second @ direction
+        else:
+            match = [k for k in range(self.directions.shape[1]) if np.array_equal(self.directions[:, k], direction)]
+            if not match:
+                raise ValueError("AnalyticStep.jvp: the direction is not one this linearization was built along")
+            first, second = self.first[:, match[0]], self.second[:, match[0]]
+        tangent = self.derivative.jvp(dc=first, db=-second)
         dv_next = tangent.x[:self.nv]
         return direction[:self.nv] + self.h * dv_next, dv_next
 
     def vjp(self, gq: FloatArray, gv: FloatArray) -> FloatArray:
         """The gradient of ``<gq, q'> + <gv, v'>`` over the inputs ((nx,), ``[q, v, params]``)."""
+        if self.directions is not None:
+            raise ValueError("AnalyticStep.vjp: built along given directions, not every input column")
         seed = np.zeros(self.first.shape[0])
         seed[:self.nv] = gv + self.h * gq
         gradient = self.derivative.vjp(gx=seed, dense=False)
@@ -182,6 +215,8 @@ class AnalyticStep:
 
     def jacobian(self) -> FloatArray:
         """((nq + nv, nx)): the step's Jacobian, column by column through :meth:`jvp`."""
+        if self.directions is not None:
+            raise ValueError("AnalyticStep.jacobian: built along given directions, not every input column")
         columns = [np.concatenate(self.jvp(unit)) for unit in np.eye(self.nx)]
         return np.stack(columns, axis=1)
 
@@ -240,20 +275,21 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
     dJ[nl:] = dJa[kept]
     R, v_hat, scale = np.zeros(m), np.zeros(m), np.ones(m)
     dR, dv_hat, dS = np.zeros((m, nx)), np.zeros((m, nx)), np.zeros((m, nx))
+    both = dynamics.solve_M(np.vstack([G, Ja]).T).T if nl + na else np.zeros((0, nv))  # [G; J_c] A^-1, one solve
     if nl:
-        Bu = dynamics.solve_M(G.T).T  # G A^-1
+        Bu = both[:nl]  # G A^-1
         w_u = np.einsum("iv,iv->i", Bu, G)
-        dw_u = -np.einsum("iv,vwk,iw->ik", Bu, dA, Bu)
+        dw_u = -np.einsum("iwk,iw->ik", np.tensordot(Bu, dA, axes=(1, 0)), Bu)  # -G A^-1 dA A^-1 G'
         R[:nl] = np.maximum(beta * w_u, compliant)
         dR[:nl] = np.where((beta * w_u > compliant)[:, None], beta * dw_u, 0.0)
         target, dtarget = _capped(problem.unilateral.phi[limits], inputs.dphi_u, span, v_max)
         v_hat[:nl], dv_hat[:nl] = -target, -dtarget
     if na:
-        B = dynamics.solve_M(Ja.T).T.reshape(na, dim, nv)  # J_c A^-1
+        B = both[nl:].reshape(na, dim, nv)  # J_c A^-1
         Jc, dJc = Ja.reshape(na, dim, nv), dJa.reshape(na, dim, nv, nx)
         W = np.einsum("civ,cjv->cij", Jc, B)
         half = np.einsum("civk,cjv->cijk", dJc, B)  # dJ_c A^-1 J_c'
-        dW = half + half.transpose(0, 2, 1, 3) - np.einsum("civ,vwk,cjw->cijk", B, dA, B)
+        dW = half + half.transpose(0, 2, 1, 3) - np.einsum("ciwk,cjw->cijk", np.tensordot(B, dA, axes=(2, 0)), B)
         norm = np.sqrt(np.einsum("cij,cij->c", W, W))
         w = norm / dim
         dw = np.einsum("cij,cijk->ck", W, dW) / (dim * norm)[:, None]

@@ -73,6 +73,7 @@ class LinearizedStepDerivative(StepDerivative):
         self.point = _AllPoint(point.q, point.v, point.u, point.params)
         self._linear: Any = _UNASKED
         self._exact: Any = _UNASKED
+        self._applies: bool | None = None  # whether the analytic path applies, once known
 
     def _linearization(self) -> Any:
         """The system's step problem linearized at the base (``problem_at(t, dq, dv, du, dmu)``),
@@ -92,6 +93,14 @@ class LinearizedStepDerivative(StepDerivative):
                                                   linear, self.parameters)
                            if linear is not None and self.point.u.size == 0 else None)
         return self._exact
+
+    @property
+    def joins_products(self) -> bool:
+        """Whether forward products along several directions may be summed into one
+        (:meth:`contactopt.derivatives.trajectory.Sensitivities.advance` does): where the step
+        moves along the system's tangents, a forward product already moves every input at once
+        (exact, a linear map, on the analytic path; one difference along the sum otherwise)."""
+        return self._linearization() is not None
 
     def _program_at(self, point: _Point, block: str) -> tuple[System, float, StepProblem, StepProgram]:
         linear = self._linearization()
@@ -115,8 +124,23 @@ class LinearizedStepDerivative(StepDerivative):
         point = self.point
         sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
         combined = np.concatenate([directions.get(block, np.zeros(size)) for block, size in sizes.items()])
-        exact = self._analytic()
+        exact = self._exact if self._exact is not _UNASKED else self._analytic_along(combined)
         return StepTangent(*(exact.jvp(combined) if exact is not None else self._block_jvp(ALL_INPUTS, combined)))
+
+    def _analytic_along(self, direction: FloatArray) -> Any:
+        """The analytic linearization along ``direction`` alone (a forward product: ``r`` on one
+        column, not on every input's), or None where there is none (then remembered, as
+        :meth:`_analytic`'s answer: whether it applies does not depend on the direction)."""
+        linear = self._linearization()
+        if self._applies is False or linear is None or self.point.u.size:
+            self._applies = False
+            return None
+        along = analytic_linearization(self.stepper, self.problem, self.program, self.program_derivative, linear,
+                                       self.parameters, direction[:, None])
+        self._applies = along is not None
+        if along is None:
+            self._exact = None
+        return along
 
     def _block_jvp(self, block: str, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         if block != ALL_INPUTS:

@@ -82,7 +82,9 @@ from contactopt.programs.cone_projection import ConeLayout, Group, project
 from contactopt.programs.conic import ConicProgram
 from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
 from contactopt.programs.solution import Solution, Status
+from contactopt.solvers.newton import kernels
 from contactopt.solvers.newton.linalg import Hessian
+from contactopt.solvers.newton.solver import _compiled_projection
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int_]
@@ -90,6 +92,9 @@ IntArray = NDArray[np.int_]
 __all__ = ["PrimalDerivative", "why_not_primal_derivative"]
 
 DENSE_SIZE = 48  # unknowns up to which H is factored densely (newton_linalg's crossover)
+#: rows up to which, with at most DENSE_SIZE unknowns, G, J and H are dense arrays (a sparse
+#: assembly costs ~0.1 ms of scipy overhead, a dense (m, m) G with m = 200 about 0.3 MB)
+DENSE_ROWS = 200
 
 
 def why_not_primal_derivative(program: ConicProgram) -> str | None:
@@ -136,15 +141,24 @@ class PrimalDerivative:
         self.v = self.y - self.s
         layout = primal.cone_layout
         y_sap = (primal.v_hat - primal.J @ self.x[:primal.nv]) / primal.R  # (S3)'s y at the solution's velocity
-        blocks = project(layout, y_sap, primal.R)[1]
+        if kernels.AVAILABLE:  # the newton solver's compiled projection (numba): the same G, a fraction of the time
+            blocks = _compiled_projection(layout, kernels.block_arrays(layout), primal.R)(y_sap, True)[1]
+        else:
+            blocks = project(layout, y_sap, primal.R)[1]
         self.degenerate: tuple[DegeneratePoint, ...] = _one_sided(program, layout, blocks, self.v, branch, tol)
         if self.degenerate:
             warnings.warn(f"derivatives: strict complementarity is lost at {len(self.degenerate)} point(s) "
                           f"(first: cone {self.degenerate[0].cone}, {self.degenerate[0].kind}); the "
                           f"{branch!r} one-sided derivative is used (PrimalDerivative.degenerate lists them)",
                           NondifferentiableWarning, stacklevel=2)
-        self._G = _block_matrix(layout, blocks)
-        self._solve = _factor(primal, layout, blocks)
+        self._J: Any = primal.J
+        self._G: Any
+        if primal.nv <= DENSE_SIZE and primal.m <= DENSE_ROWS:  # dense arrays: no sparse assembly
+            self._G, self._J = _dense_blocks(layout, blocks), primal.J.toarray()
+            self._solve = _dense_factor(primal, self._J, self._G)
+        else:
+            self._G = _block_matrix(layout, blocks)
+            self._solve = _factor(primal, layout, blocks)
 
     def jvp(self, dP: Any = None, dc: ArrayLike | None = None, dA: Any = None,
             db: ArrayLike | None = None) -> ConicTangent:
@@ -155,8 +169,8 @@ class PrimalDerivative:
         residual = data_residual(self.program, self.x, self.y, dP, dc, dA, db)
         r_v, r_sigma, r_w = residual[:nv], residual[nv:nv + m], residual[nv + m:]
         q = r_w / primal.scale + r_sigma
-        dv = self._solve(-r_v + primal.J.T @ (G @ q))
-        e = q - primal.J @ dv
+        dv = self._solve(-r_v + self._J.T @ (G @ q))
+        e = q - self._J @ dv
         Ge = G @ e
         return ConicTangent(np.concatenate([dv, Ge - r_sigma / primal.R]), Ge / primal.scale,
                             primal.scale * (primal.R * Ge - e))
@@ -171,8 +185,8 @@ class PrimalDerivative:
         g_v, g_sigma = g[:nv], g[nv:]
         g_y, g_s = _vector(gy, m, "gy"), _vector(gs, m, "gs")
         g_e = G @ (g_sigma + g_y / S + R * S * g_s) - S * g_s
-        z = self._solve(g_v - primal.J.T @ g_e)
-        u = g_e + G @ (primal.J @ z)
+        z = self._solve(g_v - self._J.T @ g_e)
+        u = g_e + G @ (self._J @ z)
         return data_gradient(self.program, self.x, self.y, np.concatenate([-z, u - g_sigma / R]), u / S, dense)
 
 
@@ -236,6 +250,27 @@ def _block_matrix(layout: ConeLayout, blocks: list[FloatArray]) -> sp.csr_matrix
         values.append(block.reshape(-1))
     return sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
                          shape=(layout.m, layout.m))
+
+
+def _dense_blocks(layout: ConeLayout, blocks: list[FloatArray]) -> FloatArray:
+    """The block-diagonal ``G`` as a dense (m, m) array."""
+    G = np.zeros((layout.m, layout.m))
+    for group, block in zip(layout.groups, blocks, strict=True):
+        G[group.rows[:, :, None], group.rows[:, None, :]] = block
+    return G
+
+
+def _dense_factor(primal: PrimalProgram, J: FloatArray, G: FloatArray) -> Any:
+    """``rhs -> H^{-1} rhs`` for ``H = A + J^T G J`` (S5) assembled and factored densely
+    (LAPACK's Cholesky), for small programs: the same matrix as :func:`_factor`'s, without its
+    sparse assembly."""
+    H = primal.A.toarray() + J.T @ (G @ J)
+    try:
+        factor = scipy.linalg.cho_factor(0.5 * (H + H.T), lower=False, check_finite=False)
+    except (np.linalg.LinAlgError, ValueError) as error:
+        raise NotDifferentiableError(f"derivatives: the Hessian A + J^T G J ({primal.nv} x {primal.nv}) is not "
+                                     f"positive definite ({error})") from None
+    return lambda rhs: np.asarray(scipy.linalg.cho_solve(factor, rhs, check_finite=False))
 
 
 def _factor(primal: PrimalProgram, layout: ConeLayout, blocks: list[FloatArray]) -> Any:

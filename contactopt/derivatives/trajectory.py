@@ -185,6 +185,7 @@ class Sensitivities:
         matrices = {name: values[-1].reshape(values[-1].shape[0], -1) for name, values in self.history.items()}
         columns = sum(matrix.shape[1] for matrix in matrices.values())
         inputs = nq + self.system.nv + (0 if u is None else u.size) + len(parameters)
+        joined: set[str] = set()
         if columns >= inputs:  # cheaper through the whole step Jacobian
             blocks = derivative.jacobian()
             closed = np.hstack([blocks["q"], blocks["v"]])
@@ -211,9 +212,19 @@ class Sensitivities:
                 moved_input = rate if name == "dt" and rate.size and np.any(rate) else None
                 tangent = derivative.jvp(dparams={name: 1.0}, du=moved_input)
                 return np.concatenate([tangent.q, tangent.v])
-            by_input = {name: own(name) for name in self.names if name not in INITIAL_STATE}
+            # where a product moves every input at once (the pinocchio backend's tangents), a
+            # parameter's column and its own input move in one product (their sum), not two
+            joined = {name for name in matrices if getattr(derivative, "joins_products", False)
+                      and name not in INITIAL_STATE and not is_control(self.system, name) and name != "dt"}
+            by_input = {name: own(name) for name in self.names if name not in INITIAL_STATE and name not in joined}
         for name, matrix in matrices.items():
             shape = self.history[name][-1].shape
+            if name in joined:
+                column = matrix[:, 0]
+                tangent = derivative.jvp(dq=column[:nq], dv=column[nq:], dparams={name: 1.0},
+                                         du=feedback @ column if feedback.size else None)
+                self.history[name].append(np.concatenate([tangent.q, tangent.v]).reshape(shape))
+                continue
             moved = propagate(matrix).reshape(shape)
             if is_control(self.system, name):
                 moved[:, index, :] += by_input["u"]

@@ -53,7 +53,9 @@ class MujocoStepper:
         from contactopt.systems.mjcf.system import MjcfSystem
 
         if not isinstance(system, MjcfSystem):
-            raise OptionError(f"formulation 'mujoco' needs an mjcf system, not {system.type_name!r}")
+            hint = getattr(system, "mujoco_hint", "")  # a URDF on the pinocchio backend: where MuJoCo's model is
+            raise OptionError(f"formulation 'mujoco' needs an mjcf system, not {system.type_name!r}"
+                              + (f"; {hint}" if hint else ""))
         given = dict(options or {})
         unknown = sorted(set(given) - set(self.defaults))
         if unknown:

@@ -233,7 +233,8 @@ URDF_DT = 0.002
 
 
 def _mjcf_scene(path: Path, overrides: Mapping[str, Any] | None = None, kind: str = "mjcf") -> Scene:
-    """A scene straight from an MJCF file (``kind = "urdf"``: a URDF file, compiled by MuJoCo):
+    """A scene straight from an MJCF file (``kind = "urdf"``: a URDF file, on its default backend,
+    pinocchio where Pinocchio is installed, :func:`contactopt.systems.mjcf.urdf.default_backend`):
     MuJoCo's initial state (or the keyframe, 0 by default, with its ``ctrl`` held), its
     ``opt.timestep`` as dt, 1 s of simulated time, MuJoCo's own formulation by default;
     ``overrides``: ``[system]`` keys (:func:`load_scene`)."""

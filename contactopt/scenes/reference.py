@@ -58,8 +58,10 @@ CONFIG_KEY_DOCS: dict[str, str] = {
     "floating_base": "urdf: true or false (default false): a free joint on the root link, not a weld to the world",
     "ground_friction": "urdf: the ground plane's friction coefficient (default 1)",
     "package_dirs": "urdf: folders holding the packages of `package://PKG/...` mesh names (relative to the URDF)",
-    "backend": "urdf: `mujoco` (default: MuJoCo's URDF compiler) or `pinocchio` (Pinocchio's CRBA/RNEA, the same "
-                "coordinates; collision primitives and convex meshes by coal; needs the urdf extra)",
+    "backend": "urdf: `pinocchio` (the default where Pinocchio is installed: its CRBA/RNEA, collision primitives and "
+                "convex meshes by coal; the urdf extra) or `mujoco` (MuJoCo's URDF compiler: the default, with a "
+                "warning, without Pinocchio; needed by the `mujoco` method and `regularized -o params=model`, which "
+                "the pinocchio backend refuses naming `--system-option backend=mujoco`); the same coordinates",
     "self_collisions": "urdf: true or false (default true): contacts between the robot's links, not only with the "
                        "ground",
     "srdf": "urdf, pinocchio backend: an SRDF file whose <disable_collisions> pairs are not tested",

@@ -282,7 +282,8 @@ class System(ABC):
         """The system's own constraint problem of a step (``regularized -o params=model``);
         only systems backed by a simulator that has one (``mjcf``) provide it."""
         raise ContactoptError(f"system {self.type_name!r} has no constraint parameters of its own "
-                              "(params=model needs an mjcf system)")
+                              f"(params=model needs an mjcf system){'; ' * hasattr(self, 'mujoco_hint')}"
+                              f"{getattr(self, 'mujoco_hint', '')}")
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         """Semi-implicit Euler position update ``q + h v_next`` (``N(q) = I``)."""

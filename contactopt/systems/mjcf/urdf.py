@@ -22,9 +22,15 @@ URDF specification, ROS wiki "urdf/XML"):
   ``DIR`` is the package itself) in ``package_dirs``, relative names next to the URDF file; a
   mesh that is not found is one error naming the file and the folders searched.
 
-``backend = "mujoco"`` (the default) is this module; ``backend = "pinocchio"`` builds
+``backend = "mujoco"`` is this module; ``backend = "pinocchio"`` builds
 :class:`contactopt.systems.urdf_pinocchio.system.PinocchioUrdfSystem` (Featherstone's recursive
 algorithms through Pinocchio, the same coordinates, ground contacts built as MuJoCo builds them).
+**The default is pinocchio** where Pinocchio is installed (the ``urdf`` extra, ``pip install
+contactopt[urdf]``), and mujoco otherwise, with a :class:`UrdfBackendWarning` saying so (the
+core install holds MuJoCo, so a URDF still runs). What needs a MuJoCo model (the ``mujoco``
+method's ``mj_step``, ``regularized -o params=model``) is refused on the pinocchio backend before
+step 0 in one line naming ``--system-option backend=mujoco``
+(:attr:`~contactopt.systems.urdf_pinocchio.system.PinocchioUrdfSystem.mujoco_hint`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,6 +55,23 @@ from contactopt.systems.urdf_file import read_robot, resolve_meshes
 FloatArray = NDArray[np.float64]
 BACKENDS = ("mujoco", "pinocchio")
 _FOLDER: list[Path] = []  # the compiled models of this process, removed at exit
+
+
+class UrdfBackendWarning(UserWarning):
+    """A URDF scene without a backend runs on mujoco because Pinocchio is not installed."""
+
+
+def default_backend(path: Path) -> str:
+    """``pinocchio`` where Pinocchio imports, else ``mujoco`` with a :class:`UrdfBackendWarning`
+    (module docstring)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pinocchio") is not None:
+        return "pinocchio"
+    warnings.warn(f"{path.name}: Pinocchio is not installed, so this URDF runs on the mujoco backend (MuJoCo's URDF "
+                  "compiler); pip install contactopt[urdf] for the default pinocchio backend, or set backend = "
+                  "\"mujoco\" in [system] (--system-option backend=mujoco) to say so", UrdfBackendWarning, stacklevel=3)
+    return "mujoco"
 
 
 def _folder() -> Path:
@@ -158,7 +182,7 @@ class UrdfSystem(MjcfSystem):
         path = Path(path)
         if not path.is_file():
             raise ParameterError("system.file", f"system.file: no such URDF file {path}")
-        backend = table.get("backend", "mujoco")
+        backend = table.get("backend", default_backend(path))
         if backend not in BACKENDS:
             raise ParameterError("system.backend", f"system.backend: one of {', '.join(map(repr, BACKENDS))}, "
                                  f"got {backend!r}")

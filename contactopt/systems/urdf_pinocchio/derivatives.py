@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.model.rows import Unilateral
 from contactopt.model.step import Contacts, Dynamics
-from contactopt.systems.urdf_pinocchio import ground
+from contactopt.systems.urdf_pinocchio import ground, pair_tangents
 from contactopt.systems.urdf_pinocchio.tree import skew
 
 FloatArray = NDArray[np.float64]
@@ -95,6 +95,11 @@ class StepLinearization:
       (``p = x - n dist / 2``, :mod:`.ground`); a cylinder's rim points slide round the rim as it
       turns, and their ``d(dist)``, ``dp`` follow MuJoCo's construction term by term
       (:func:`_cylinder_tangents`);
+    * a self-collision pair of a sphere and a box (the tool pushing a box,
+      problems/ur5_like_arm_push.toml): its separation, point, normal and frame in closed form
+      (:mod:`.pair_tangents`), the row ``frame (J_2(pos) - J_1(pos))`` moving by
+      ``dframe (J_2 - J_1) + frame (dJ_2(pos) - dJ_1(pos))``, each ``dJ_k`` as the ground's;
+      every other pair (and capsules, hulls) keeps the system's central differences;
     * a joint limit's separation moves by its row ``G dq``; ``mu`` by ``dmu``.
 
     :meth:`problem_at` is ``problem + t * tangent``, the problem linearized at its base: its
@@ -103,24 +108,48 @@ class StepLinearization:
     """
 
     def __init__(self, system: Any, problem: Any) -> None:
-        pin, model, data = system.pin, system.model, system.data
         self.system, self.problem = system, problem
-        d, nv = system._dofs, system.nv
+        nv = system.nv
         q, v = problem.state.q, problem.state.v
-        qp = system.pin_q(q)
-        zero = np.zeros(model.nv)
-        gravity = np.array(pin.computeGeneralizedGravityDerivatives(model, data, qp))
-        tensor = np.zeros((model.nv, model.nv, model.nv))
-        for j in range(model.nv):
-            unit = np.zeros(model.nv)
-            unit[j] = 1.0
-            tensor[:, j, :] = np.array(pin.computeRNEADerivatives(model, data, qp, zero, unit)[0]) - gravity
-        self.dM = tensor[np.ix_(d, d, d)]  # (row, column, direction)
+        self._qp = system.pin_q(q)
+        self._dM: FloatArray | None = None
         dq, dv = inverse_dynamics(system, q, v, np.zeros(nv))
         self.dtau_dq, self.dtau_dv = -dq, -dv
         self.dphi, self.dJ = self._contact_tangents()
         unilateral = problem.unilateral
         self.dphi_limits = np.array(unilateral.G, dtype=np.float64)
+
+    @property
+    def dM(self) -> FloatArray:
+        """``dM/dq`` ((nv, nv, nv): row, column, direction), from ``computeRNEADerivatives(q, 0,
+        e_j)`` less the gravity's (class docstring); built on first use."""
+        if self._dM is None:
+            system = self.system
+            pin, model, data, d = system.pin, system.model, system.data, system._dofs
+            zero = np.zeros(model.nv)
+            gravity = np.array(pin.computeGeneralizedGravityDerivatives(model, data, self._qp))
+            tensor = np.zeros((model.nv, model.nv, model.nv))
+            for j in range(model.nv):
+                unit = np.zeros(model.nv)
+                unit[j] = 1.0
+                tensor[:, j, :] = np.array(pin.computeRNEADerivatives(model, data, self._qp, zero, unit)[0]) - gravity
+            self._dM = tensor[np.ix_(d, d, d)]
+        return self._dM
+
+    def dM_along(self, directions: FloatArray) -> FloatArray:
+        """``sum_k dM/dq_k D_k`` per column of ``directions`` ((nv, p) -> (nv, nv, p)) without the
+        tensor: ``dM/dt = C + C^T`` along the velocity ``D`` (``pin.computeCoriolisMatrix``, whose
+        ``C`` makes ``dM/dt - 2 C`` skew: Carpentier et al., "The Pinocchio C++ library", 2019),
+        one pass per column; the tensor's product where it is built already."""
+        if self._dM is not None:
+            return self._dM @ directions
+        system = self.system
+        pin, model, data, d = system.pin, system.model, system.data, system._dofs
+        out = np.zeros((system.nv, system.nv, directions.shape[1]))
+        for k in range(directions.shape[1]):
+            C = np.array(pin.computeCoriolisMatrix(model, data, self._qp, system.pin_v(directions[:, k])))[np.ix_(d, d)]
+            out[:, :, k] = C + C.T
+        return out
 
     def _contact_tangents(self) -> tuple[FloatArray, FloatArray]:
         """``d phi / dq`` ((nc, nv)) and ``dJ / dq`` ((nc * 3, nv, nv): row, column, direction)
@@ -155,20 +184,27 @@ class StepLinearization:
                     if (found := touches(shape, centre, R))]
         parent = {shape: int(system.geometry.geometryObjects[system._shapes[shape].index].parentJoint)
                   for _, _, shape, _ in touching}
-        joints = sorted(set(parent.values()))
+        grounded = sum(len(found) for *_, found in touching)
+        pairs = [c for c in system.contact_list(q) if c.first >= 0] if nc > grounded else []
+        if grounded + len(pairs) != nc:
+            raise _StructureChange  # another count than the problem's: differences
+        joints = sorted(set(parent.values()) | {system._shapes[k].joint for c in pairs for k in (c.first, c.second)})
         bases = {joint: (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
                          np.array(data.oMi[joint].translation)) for joint in joints}
         variations = {joint: np.zeros((6, nv, nv)) for joint in joints}  # (row, column, direction)
-        for k in range(nv):  # the joint Jacobians' variation along each dof
+        for k in _supporting(system, joints):  # the joint Jacobians' variation along each dof that moves them
             direction = np.zeros(nv)
             direction[k] = 1.0
             pin.computeJointJacobiansTimeVariation(model, data, qp, system.pin_v(direction))
             for joint in joints:
                 variations[joint][:, :, k] = np.array(pin.getJointJacobianTimeVariation(
                     model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d]
+        for joint in joints:  # the world (geometry fixed to it): no motion
+            if joint == 0:
+                bases[joint], variations[joint] = (np.zeros((6, nv)), np.zeros(3)), np.zeros((6, nv, nv))
+        if pairs:
+            self._pair_tangents(pairs, dict(system._placed(q)), bases, variations, grounded, dphi, dJ)
         row = 0
-        if sum(len(found) for *_, found in touching) != nc:
-            raise _StructureChange  # self-collision pairs, or another count: differences
         for centre, R, shape, found in touching:
             jacobian, origin = bases[parent[shape]]
             J_o, J_w = jacobian[:3], jacobian[3:]
@@ -191,9 +227,56 @@ class StepLinearization:
                 point = variation[:3] - turning - np.einsum("ij,jvk->ivk", skew(touch.pos - origin), variation[3:])
                 dJ[3 * (row + c):3 * (row + c + 1)] = np.einsum("ai,ivk->avk", frame, point)
             row += len(found)
-        if row != nc:
+        if row != grounded:
             raise _StructureChange
         return dphi, dJ
+
+    def _pair_tangents(self, pairs: list[Any], placed: dict[int, tuple[FloatArray, FloatArray]],
+                       bases: dict[int, tuple[FloatArray, FloatArray]], variations: dict[int, FloatArray],
+                       start: int, dphi: FloatArray, dJ: FloatArray) -> None:
+        """Fill the rows from ``start`` on with the self-collision pairs' tangents: sphere-box
+        pairs in closed form (:mod:`.pair_tangents`), each checked against the problem's row
+        (``phi`` to 1e-12, ``J`` to 1e-10 of its size); any other pair, or a row that differs,
+        leaves the step to central differences."""
+        system, contacts = self.system, self.problem.contacts
+        shapes = system._shapes
+
+        def point(joint: int, x: FloatArray, dx: FloatArray) -> tuple[FloatArray, FloatArray]:
+            """``J(x)`` ((3, nv)) of the point fixed to ``joint`` at ``x`` and its variation
+            ((3, nv, nv)) as ``x`` moves by ``dx`` ((3, nv), per direction)."""
+            jacobian, origin = bases[joint]
+            J_o, J_w, variation = jacobian[:3], jacobian[3:], variations[joint]
+            turning = np.einsum("ijl,jk,lv->ivk", _LEVI_CIVITA, dx - J_o, J_w)
+            return (J_o - skew(x - origin) @ J_w,
+                    variation[:3] - turning - np.einsum("ij,jvk->ivk", skew(x - origin), variation[3:]))
+
+        def centre_motion(shape: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+            centre, R = placed[shape]
+            jacobian, origin = bases[shapes[shape].joint]
+            return centre, R, jacobian[:3] - skew(centre - origin) @ jacobian[3:], jacobian[3:]
+
+        for row, contact in enumerate(pairs, start):
+            kinds = (shapes[contact.first].kind, shapes[contact.second].kind)
+            if sorted(kinds) != ["box", "sphere"]:
+                raise _StructureChange  # other pairs' tangents are not derived here (differences)
+            ball, box = (contact.first, contact.second) if kinds[0] == "sphere" else (contact.second, contact.first)
+            s, _, ds, _ = centre_motion(ball)
+            c, R, dc, spin = centre_motion(box)
+            motion = pair_tangents.sphere_box(s, float(shapes[ball].size[0]), ds, c, R, shapes[box].size, dc, spin,
+                                              sphere_first=ball == contact.first)
+            if motion is None:
+                raise _StructureChange
+            frame, dframe = pair_tangents.frame_tangent(motion.normal, motion.dnormal)
+            J2, dJ2 = point(shapes[contact.second].joint, motion.pos, motion.dpos)
+            J1, dJ1 = point(shapes[contact.first].joint, motion.pos, motion.dpos)
+            rows = frame @ (J2 - J1)
+            given = np.asarray(contacts.J)[3 * row:3 * row + 3]
+            if (abs(motion.dist - contacts.phi[row]) > 1e-12
+                    or np.abs(rows - given).max() > 1e-10 * max(1.0, float(np.abs(given).max()))):
+                raise _StructureChange  # not the problem's contact: its own differences
+            dphi[row] = motion.ddist
+            dJ[3 * row:3 * row + 3] = (np.einsum("ai,ivk->avk", frame, dJ2 - dJ1)
+                                       + np.einsum("aik,iv->avk", dframe, J2 - J1))
 
     def problem_at(self, t: float, dq: FloatArray, dv: FloatArray, du: FloatArray, dmu: float) -> Any:
         """The base problem moved by ``t`` along ``(dq, dv, du, dmu)`` (class docstring)."""
@@ -226,7 +309,7 @@ def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_le
     a = R[:, 2].copy()
     if n @ a > 0:
         a = -a
-    da = np.cross(w.T, a).T  # (3, nv)
+    da = -skew(a) @ w  # (3, nv): w x a
     an, dan = float(n @ a), n @ da
     p = a * an - n
     length = float(np.linalg.norm(p))
@@ -249,7 +332,7 @@ def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_le
     third = dist0 + along - drop / 2
     if third <= margin:
         side = np.cross(rim, axis)
-        dside = np.cross(drim.T, axis).T + np.cross(rim, daxis.T).T
+        dside = -skew(axis) @ drim + skew(rim) @ daxis
         size = float(np.linalg.norm(side))
         unit = side / size
         dunit = (dside - unit[:, None] * (unit @ dside)[None, :]) / size
@@ -262,6 +345,23 @@ def _cylinder_tangents(centre: FloatArray, R: FloatArray, radius: float, half_le
         raise _StructureChange
     ddist = np.array(ddists)
     return ddist, np.array(dposes) - n[None, :, None] * (ddist[:, None, :] / 2)
+
+
+def _supporting(system: Any, joints: list[int]) -> list[int]:
+    """The public dofs whose coordinate moves a Jacobian of ``joints``: those of the joints on
+    their paths to the root (Pinocchio's ``model.supports``; a joint's Jacobian depends on its
+    ancestors' coordinates only, Featherstone, "Rigid Body Dynamics Algorithms", sec. 4.1); every
+    dof where mimic joints couple coordinates across branches."""
+    model, nv = system.model, system.nv
+    if system.mimic_joints:
+        return list(range(nv))
+    cache = system.__dict__.setdefault("_supporting_dofs", {})  # per joint set: the model does not change
+    key = tuple(joints)
+    if key not in cache:
+        moving = {int(model.idx_vs[j]) + i for joint in joints for j in model.supports[joint] if j > 0
+                  for i in range(int(model.nvs[j]))}
+        cache[key] = [k for k in range(nv) if int(system._dofs[k]) in moving]
+    return list(cache[key])
 
 
 def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:

@@ -80,6 +80,8 @@ class PinocchioUrdfSystem(System):
     description: ClassVar[str] = "a URDF robot through Pinocchio's CRBA, RNEA and joint Jacobians"
     contact_dim = 3
     default_max_recovery_speed: ClassVar[float] = 0.1  # m/s, as the mujoco backend (MjcfSystem)
+    mujoco_hint: ClassVar[str] = ("this URDF runs on the pinocchio backend (the default): --system-option "
+                                  "backend=mujoco (backend = \"mujoco\" in [system]) runs it on MuJoCo's model")
 
     def __init__(self, path: str | Path, floating_base: bool = False, ground: bool = False,
                  ground_friction: float = 1.0, package_dirs: Sequence[str | Path] = (),
