@@ -18,7 +18,7 @@ from contactopt.core.arguments import ArgumentTypeError, check_mapping, check_na
 from contactopt.core.budgets import plan_steps
 from contactopt.core.errors import ContactoptError, OptionError, PartialTrajectoryWarning, SimulationError
 from contactopt.formulations.base import Program
-from contactopt.integrators import make_stepper
+from contactopt.integrators import make_stepper, picks_own_solver
 from contactopt.integrators.drift import Drift
 from contactopt.integrators.initial_penetration import INITIAL_PENETRATION_TOLERANCE, check_initial_penetration
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem, split_drift_options
@@ -157,8 +157,10 @@ def simulate(
         raise OptionError(f"on_failure must be 'stop' or 'raise', got {on_failure!r}")
     merged_options = {**scene.options, **(options or {})}
     explicit = solver is not None
-    solver = solver or scene.solver
+    if explicit or not picks_own_solver(formulation):
+        solver = solver or scene.solver
     stepper = make_stepper(scene.system, formulation, solver, dt, merged_options, solver_options)
+    solver = solver or stepper.solver  # the method's own choice
     choice = ""
     initial = State(scene.q0, scene.v0, 0.0, scene.system.initial_activation())  # MJCF: the keyframe's act
     held_activation = scene.system.activation

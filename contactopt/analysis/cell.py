@@ -80,7 +80,7 @@ def run_cell(scene: Scene, cell: Cell, solver_options: Mapping[str, Any],
             with warnings.catch_warnings(), cell_deadline(time_limit) as deadline:
                 warnings.simplefilter("ignore")
                 traj = simulate(scene, formulation=cell.method,
-                                solver=cell.solver if cell.solver != NO_SOLVER else scene.solver,
+                                solver=cell.solver if cell.solver != NO_SOLVER else None,
                                 dt=cell.dt, duration=cell.duration, options=dict(cell.options),
                                 solver_options={**scene.solver_options, **solver_options})
         except CellTimeLimitReached:  # reached before simulate's loop (or as it returned)

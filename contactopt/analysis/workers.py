@@ -107,7 +107,7 @@ def warm_up(scene: Scene, todo: list[tuple[str, Cell]], extra: Mapping[str, Any]
         seen.add(key)
         with warnings.catch_warnings(), contextlib.suppress(Exception):
             warnings.simplefilter("ignore")
-            simulate(scene, formulation=cell.method, solver=cell.solver if cell.solver != NO_SOLVER else scene.solver,
+            simulate(scene, formulation=cell.method, solver=cell.solver if cell.solver != NO_SOLVER else None,
                      dt=cell.dt, duration=min(cell.duration, WARM_UP_STEPS * cell.dt), options=dict(cell.options),
                      solver_options={**scene.solver_options, **extra}, progress=False)
 

@@ -75,7 +75,14 @@ def describe(name: str) -> tuple[str, Mapping[str, Any]]:
     return form.description, {**form.defaults, **DRIFT_DEFAULTS}
 
 
-def make_stepper(system: System, formulation: str, solver: str, dt: float,
+def picks_own_solver(formulation: str) -> bool:
+    """Whether the method chooses its own solver when the run names none, rather than take the
+    scene's (which belongs to the scene's formulation): ``variational``, whose contact iterates
+    are then the exact cone's, solved by nsgs."""
+    return bool(getattr(_CONTINUOUS.get(formulation.strip().lower()), "picks_own_solver", False))
+
+
+def make_stepper(system: System, formulation: str, solver: str | None, dt: float,
                  options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> Any:
     """The stepper for ``formulation``; options are validated here, before any step."""
@@ -90,4 +97,6 @@ def make_stepper(system: System, formulation: str, solver: str, dt: float,
     if key not in formulations.names():
         known = ", ".join(names())
         raise UnknownNameError(f"unknown formulation {formulation!r}; known formulations: {known}")
+    if solver is None:
+        raise OptionError(f"formulation {formulation!r} needs a solver")
     return TimeStepping(system, key, solver, dt, options, solver_options)

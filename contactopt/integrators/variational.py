@@ -83,13 +83,17 @@ class VariationalIntegrator:
     # it is far below the method's O(h^2) error.
     # contact_tol: the contact steps' DEL residual (relative to max(1, |p|)) and penetration [m];
     # the iterates are conic programs, solved to about 1e-9 by an interior-point method.
-    # contact: the iterate's formulation; a run that names none takes the first of anitescu,
-    # coulomb and lcp that its solver takes (default_iterate): anitescu with clarabel, the exact
-    # cone with nsgs or nsn, lcp with lemke.
+    # contact: the iterate's formulation; a run that names neither it nor a solver takes the
+    # exact cone (coulomb) with nsgs; one that names a solver the first of anitescu, coulomb and
+    # lcp that the solver takes (default_iterate): anitescu with clarabel, the exact cone with
+    # nsgs or nsn, lcp with lemke; one that names the iterate alone its first solver
+    # (ITERATE_SOLVERS).
+    #: a run that names no solver leaves the choice here (the scene's is its formulation's)
+    picks_own_solver: ClassVar[bool] = True
     defaults: ClassVar[Mapping[str, Any]] = {"tol": 1e-10, "max_iter": 30, "fd_step": 1e-6,
                                              "contact": "anitescu", "contact_options": {}, "contact_tol": 1e-8}
 
-    def __init__(self, system: System, solver: str, dt: float, options: Mapping[str, Any] | None = None,
+    def __init__(self, system: System, solver: str | None, dt: float, options: Mapping[str, Any] | None = None,
                  solver_options: Mapping[str, Any] | None = None) -> None:
         refuse_activation_states(system, 'variational')  # before step 0
         self.manipulator = isinstance(system, ManipulatorSystem)
@@ -109,8 +113,8 @@ class VariationalIntegrator:
             raise OptionError(f"formulation 'variational': unknown option(s) {listed}; "
                               f"known: {', '.join(self.defaults)}")
         self.options = {**self.defaults, **given}
-        if "contact" not in given:  # the first iterate the run's solver takes (class doc)
-            self.options["contact"] = default_iterate(system, solver or "clarabel")
+        if "contact" not in given:  # the exact cone, or the first iterate the run's solver takes (class doc)
+            self.options["contact"] = default_iterate(system, solver) if solver else "coulomb"
         for key in ("tol", "fd_step", "contact_tol"):
             if not (isinstance(self.options[key], int | float) and self.options[key] > 0):
                 raise OptionError(f"formulation 'variational': {key} must be a positive number")
@@ -126,7 +130,7 @@ class VariationalIntegrator:
 
         formulations.get(self.options["contact"]).resolve_options(dict(self.options["contact_options"]))
         self.system: System = system
-        self.solver = solver or "clarabel"
+        self.solver = solver or ITERATE_SOLVERS[self.options["contact"]]
         self.solver_options = dict(solver_options or {})
         self.dt = float(dt)
         probe_q, probe_v = np.linspace(0.3, 0.7, system.nq), np.linspace(-0.5, 0.4, system.nv)
@@ -310,6 +314,10 @@ class VariationalIntegrator:
             forward, backward = self._residual(x + step, q0, p0, t), self._residual(x - step, q0, p0, t)
             J[:, j] = (forward - backward) / (2 * step[j])
         return J
+
+
+#: The solver of a run that names an iterate but no solver.
+ITERATE_SOLVERS: Mapping[str, str] = {"anitescu": "clarabel", "ccp": "clarabel", "lcp": "lemke", "coulomb": "nsgs"}
 
 
 def default_iterate(system: System, solver: str) -> str:
