@@ -338,6 +338,8 @@ def test_soft_cylinders_and_capsules_meet_halfway_at_their_closed_forms() -> Non
     assert np.abs(np.linalg.norm(stadium.vertices[-44:, 1:], axis=1).max() - w) <= 1e-9  # its rim
 
 
+# slow (2.6 s, the default suite's budget): the cylinder and capsule pairs' closed forms run by default
+@pytest.mark.slow
 def test_a_soft_capsule_rests_across_a_soft_box() -> None:
     """A soft capsule lying across a soft cube on the ground, under sap: at rest the
     equal-pressure surface carries the capsule's weight and the ground the weight of both

@@ -49,6 +49,8 @@ def test_the_variational_tumbling_body_keeps_its_angular_momentum_and_time_stepp
     assert metrics["max_abs_angular_momentum_balance"] <= 1e-10 and metrics["max_abs_linear_momentum_balance"] <= 1e-14
 
 
+# slow (3 s, the default suite's budget): the compare test below keeps the balance columns by default
+@pytest.mark.slow
 def test_contact_impulses_are_the_momentum_change_on_the_box_slide_and_the_bouncing_ball() -> None:
     """The box slide (rigid3d): friction stops the box, the horizontal momentum drifts by
     m v0 = 1 kg m/s, and the balance against the corners' impulses is 0 to rounding for both

@@ -54,6 +54,8 @@ def test_the_tops_state_and_reference_are_the_steady_precession_of_the_closed_fo
     assert tolerances["precession"] < (omega - gyroscopic) * scene.duration  # tells the two rates apart
 
 
+# slow (3 s, the default suite's budget): the default keeps the top's closed form and its compare columns
+@pytest.mark.slow
 def test_time_stepping_keeps_the_top_precessing_at_the_closed_form_rate() -> None:
     """lcp (lemke) over the whole second: every declared observable within its tolerance
     (measured: azimuth lag 4.9e-3 rad, L_z drift 1.4e-4, height 7e-5 m low)."""
@@ -64,6 +66,8 @@ def test_time_stepping_keeps_the_top_precessing_at_the_closed_form_rate() -> Non
         assert within, (observable.name, values[observable.name], error)
 
 
+# slow (2.5 s): as above
+@pytest.mark.slow
 def test_the_variational_top_precesses_and_keeps_its_vertical_momentum() -> None:
     """The variational integrator (default iterate) over the first 0.25 s: the axis's azimuth
     follows Omega t within the scene's tolerance (measured lag 6.6e-3 rad, already its largest

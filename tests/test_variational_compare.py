@@ -60,6 +60,8 @@ def test_the_box_slide_table_shows_the_variational_energy_beside_time_stepping()
     np.testing.assert_allclose(rows["variational"].final_energy_drift, -(0.5 - 0.5 * (G * h / 2) ** 2), atol=1e-8)
 
 
+# slow (3.4 s, the default suite's budget)
+@pytest.mark.slow
 def test_the_variational_energy_balance_charges_the_impulses_at_the_knot() -> None:
     """contactopt.analysis.energy, "Variational rows": a variational step's impulse works at
     (v_k + v_k^+) / 2, the mean of the knot velocities around it, which makes the DEL's
