@@ -17,12 +17,14 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from contactopt.derivatives.coulomb import CoulombDerivative
+from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.programs import LCP, ConicProgram, CoulombProgram
 
 FloatArray = NDArray[np.float64]
 StepProgram = ConicProgram | LCP | CoulombProgram
 
-__all__ = ["KINK_RATIO", "StepProgram", "combination", "dense", "kinked"]
+__all__ = ["KINK_RATIO", "StepProgram", "combination", "dense", "kinked", "solution_tangent"]
 
 #: Second over first difference of the program data above which a kink is declared (a
 #: smooth map gives about ``t`` times its curvature scale, a tie of two slopes gives 1).
@@ -87,3 +89,26 @@ def combination(matrices: Sequence[sp.csc_matrix], weights: Sequence[float]) -> 
 
 def dense(matrix: Any) -> FloatArray:
     return np.asarray(matrix.toarray() if sp.issparse(matrix) else matrix, dtype=np.float64)  # type: ignore[attr-defined]
+
+
+def solution_tangent(derivative: Any, programs: Sequence[Any], weights: Sequence[float]) -> dict[str, FloatArray]:
+    """The tangent of ``derivative``'s solution along the programs' weighted data difference
+    (``sum w_i data(program_i)``: a difference quotient of the step's program data), by the
+    program's own derivative (LCP, Coulomb or conic), keyed by the solution's fields."""
+    if isinstance(derivative, LCPDerivative):
+        lcps = [program for program in programs if isinstance(program, LCP)]
+        lcp = derivative.jvp(dM=sum(w * dense(p.M) for w, p in zip(weights, lcps, strict=True)),
+                             dq=sum(w * p.q for w, p in zip(weights, lcps, strict=True)))
+        return {"x": lcp.z, "s": lcp.w}
+    if isinstance(derivative, CoulombDerivative):  # recover reads the impulses r from x
+        coulombs = [program for program in programs if isinstance(program, CoulombProgram)]
+        coulomb = derivative.jvp(dW=combination([sp.csc_matrix(p.W) for p in coulombs], weights),
+                                 dq=sum(w * p.q for w, p in zip(weights, coulombs, strict=True)),
+                                 dmu=sum(w * p.mu for w, p in zip(weights, coulombs, strict=True)))
+        return {"x": coulomb.r}
+    conics = [program for program in programs if isinstance(program, ConicProgram)]
+    conic = derivative.jvp(dP=combination([p.P for p in conics], weights),
+                           dc=sum(w * p.c for w, p in zip(weights, conics, strict=True)),
+                           dA=combination([p.A for p in conics], weights),
+                           db=sum(w * p.b for w, p in zip(weights, conics, strict=True)))
+    return {"x": conic.x, "y": conic.y, "s": conic.s}

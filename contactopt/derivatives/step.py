@@ -43,20 +43,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt.core.errors import OptionError, ParameterValueError, ShapeError
 from contactopt.derivatives.conic import ConicDerivative, NondifferentiableWarning, NotDifferentiableError, _vector
 from contactopt.derivatives.coulomb import CoulombDerivative
-from contactopt.derivatives.differences import StepProgram, combination, dense, kinked
+from contactopt.derivatives.differences import StepProgram, kinked, solution_tangent
 from contactopt.derivatives.lcp import LCPDerivative
 from contactopt.derivatives.primal import PrimalDerivative
 from contactopt.derivatives.program import program_derivative
 from contactopt.integrators.drift import project
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model.step import State, StepProblem
-from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution, Status
+from contactopt.programs import ConicProgram, Solution, Status
 from contactopt.programs.convexity import vouched
 from contactopt.systems.base import System
 
@@ -323,24 +322,7 @@ class StepDerivative:
 
     def _solution_tangent(self, programs: Sequence[StepProgram],
                           weights: Sequence[float]) -> dict[str, FloatArray]:
-        derivative = self.program_derivative
-        if isinstance(derivative, LCPDerivative):
-            lcps = [program for program in programs if isinstance(program, LCP)]
-            lcp = derivative.jvp(dM=sum(w * dense(p.M) for w, p in zip(weights, lcps, strict=True)),
-                                 dq=sum(w * p.q for w, p in zip(weights, lcps, strict=True)))
-            return {"x": lcp.z, "s": lcp.w}
-        if isinstance(derivative, CoulombDerivative):  # recover reads the impulses r from x
-            coulombs = [program for program in programs if isinstance(program, CoulombProgram)]
-            coulomb = derivative.jvp(dW=combination([sp.csc_matrix(p.W) for p in coulombs], weights),
-                                     dq=sum(w * p.q for w, p in zip(weights, coulombs, strict=True)),
-                                     dmu=sum(w * p.mu for w, p in zip(weights, coulombs, strict=True)))
-            return {"x": coulomb.r}
-        conics = [program for program in programs if isinstance(program, ConicProgram)]
-        conic = derivative.jvp(dP=combination([p.P for p in conics], weights),
-                               dc=sum(w * p.c for w, p in zip(weights, conics, strict=True)),
-                               dA=combination([p.A for p in conics], weights),
-                               db=sum(w * p.b for w, p in zip(weights, conics, strict=True)))
-        return {"x": conic.x, "y": conic.y, "s": conic.s}
+        return solution_tangent(self.program_derivative, programs, weights)
 
     # -- reverse ----------------------------------------------------------------------------
     def jacobian(self) -> dict[str, FloatArray]:
@@ -394,3 +376,4 @@ def _require_same_structure(base: StepProgram, moved: StepProgram, block: str) -
             f"derivatives: the step's program changes its structure (contacts, rows or cones) within a "
             f"relative change of {RELATIVE_STEP:g} of {block!r}: a contact candidate appears or leaves there, "
             "where the step is not differentiable")
+

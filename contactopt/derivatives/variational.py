@@ -40,21 +40,23 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from contactopt import formulations
 from contactopt.core.errors import OptionError, ShapeError
 from contactopt.derivatives.conic import NondifferentiableWarning, NotDifferentiableError, _vector
-from contactopt.derivatives.coulomb import CoulombDerivative
-from contactopt.derivatives.differences import combination, dense
-from contactopt.derivatives.lcp import LCPDerivative
+from contactopt.derivatives.differences import solution_tangent
 from contactopt.derivatives.program import program_derivative
-from contactopt.derivatives.step import StepCotangent, StepTangent, _check_parameters, _require_same_structure
+from contactopt.derivatives.step import (
+    StepCotangent,
+    StepTangent,
+    _check_parameters,
+    _require_same_structure,
+)
 from contactopt.integrators.variational import VariationalIntegrator
 from contactopt.integrators.variational_contact import iterate_problem
 from contactopt.model.step import State
-from contactopt.programs import LCP, ConicProgram, CoulombProgram, Solution, Status
+from contactopt.programs import Solution, Status
 from contactopt.programs.convexity import vouched
 from contactopt.systems.base import System
 
@@ -195,24 +197,7 @@ class VariationalStepDerivative:
 
     def _solution_tangent(self, programs: Sequence[Any], weights: Sequence[float]) -> dict[str, FloatArray]:
         """The solution's tangent for the programs' data difference (as :class:`StepDerivative`)."""
-        derivative = self.program_derivative
-        if isinstance(derivative, LCPDerivative):
-            lcps = [p for p in programs if isinstance(p, LCP)]
-            lcp = derivative.jvp(dM=sum(w * dense(p.M) for w, p in zip(weights, lcps, strict=True)),
-                                 dq=sum(w * p.q for w, p in zip(weights, lcps, strict=True)))
-            return {"x": lcp.z, "s": lcp.w}
-        if isinstance(derivative, CoulombDerivative):
-            coulombs = [p for p in programs if isinstance(p, CoulombProgram)]
-            coulomb = derivative.jvp(dW=combination([sp.csc_matrix(p.W) for p in coulombs], weights),
-                                     dq=sum(w * p.q for w, p in zip(weights, coulombs, strict=True)),
-                                     dmu=sum(w * p.mu for w, p in zip(weights, coulombs, strict=True)))
-            return {"x": coulomb.r}
-        conics = [p for p in programs if isinstance(p, ConicProgram)]
-        conic = derivative.jvp(dP=combination([p.P for p in conics], weights),
-                               dc=sum(w * p.c for w, p in zip(weights, conics, strict=True)),
-                               dA=combination([p.A for p in conics], weights),
-                               db=sum(w * p.b for w, p in zip(weights, conics, strict=True)))
-        return {"x": conic.x, "y": conic.y, "s": conic.s}
+        return solution_tangent(self.program_derivative, programs, weights)
 
     # -- the implicit function theorem ------------------------------------------------------
     def _moved(self, direction: _Point, t: float) -> _Point:
