@@ -50,9 +50,9 @@ from contactopt.identification.data import Samples
 from contactopt.identification.excitation_search import (
     _check_integer,
     _check_limits,
-    _margin,
     _optimize,
     _start_feasible,
+    limit_margins,
 )
 from contactopt.identification.lumped import (
     IdentificationError,
@@ -307,16 +307,8 @@ def _reference_excitation(system: System, duration: float, harmonics: int, limit
 
     def margins(x: FloatArray) -> FloatArray:
         q, v, a = trajectory(x)
-        parts = [np.zeros(0)]
-        if "q" in bounds:
-            parts.append(_margin(bounds["q"], q - offset))
-        if "v" in bounds:
-            parts.append(_margin(bounds["v"], v))
-        if "u" in bounds:
-            u = np.array([np.linalg.solve(B, regressor(system, q[k], v[k], a[k]) @ lumped.values)
-                          for k in range(samples)])
-            parts.append(_margin(bounds["u"], u))
-        return np.concatenate(parts)
+        return limit_margins(bounds, q - offset, v, lambda: np.array(
+            [np.linalg.solve(B, regressor(system, q[k], v[k], a[k]) @ lumped.values) for k in range(samples)]))
 
     x0 = _start_feasible(rng.normal(scale=0.1, size=int(np.prod(shape))), margins, bounds)
     best, condition, initial, message, feasible = _optimize(objective, margins, x0, bounds, max_iterations)
@@ -374,14 +366,7 @@ def _input_excitation(system: System, duration: float, harmonics: int, limits: M
 
     def margins(x: FloatArray) -> FloatArray:
         q, v, u = run(x)
-        parts = [np.zeros(0)]
-        if "q" in bounds:
-            parts.append(_margin(bounds["q"], q - start_q))
-        if "v" in bounds:
-            parts.append(_margin(bounds["v"], v))
-        if "u" in bounds:
-            parts.append(_margin(bounds["u"], u))
-        out = np.concatenate(parts)
+        out = limit_margins(bounds, q - start_q, v, lambda: u)
         return np.where(np.isnan(out), -1e3, out)  # a run that diverged violates every limit
 
     scale = 0.3 * float(np.min(bounds["u"])) / harmonics if "u" in bounds and np.isfinite(bounds["u"]).all() else 1.0

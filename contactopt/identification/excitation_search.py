@@ -6,7 +6,7 @@ the condition number of the stacked regressor minimized under joint limits)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,19 @@ def _margin(bound: FloatArray, x: FloatArray) -> FloatArray:
     """``bound - |x|`` at every row of ``x`` for the columns with a finite bound (flattened)."""
     finite = np.isfinite(bound)
     return (bound[finite] - np.abs(x[:, finite])).reshape(-1)
+
+
+def limit_margins(bounds: Mapping[str, FloatArray], q: FloatArray, v: FloatArray,
+                  inputs: Callable[[], FloatArray]) -> FloatArray:
+    """:func:`_margin` of each bounded quantity, ``q`` (measured from its centre), ``v`` and the
+    inputs (``inputs()``, computed only when they are bounded), stacked."""
+    parts = [np.zeros(0)]
+    for key, value in (("q", q), ("v", v)):
+        if key in bounds:
+            parts.append(_margin(bounds[key], value))
+    if "u" in bounds:
+        parts.append(_margin(bounds["u"], inputs()))
+    return np.concatenate(parts)
 
 
 def _start_feasible(x0: FloatArray, margins: Any, bounds: Mapping[str, FloatArray]) -> FloatArray:
