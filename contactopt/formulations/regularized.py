@@ -102,7 +102,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
-from contactopt.formulations.regularized_model import model_program, model_recover
+from contactopt.formulations.regularized_model import model_primal_program, model_program, model_recover
 from contactopt.formulations.regularized_rows import (
     damped_dynamics,
     impedance,
@@ -116,6 +116,7 @@ from contactopt.model.step import StepProblem
 from contactopt.model.tableau import RK4, Tableau
 from contactopt.programs import Block, ConicProgram, Nonneg, Solution
 from contactopt.programs.csc import diagonal_csc, empty_csc
+from contactopt.programs.primal import PrimalConicProgram
 from contactopt.systems.base import System
 
 FloatArray = NDArray[np.float64]
@@ -138,7 +139,7 @@ class Regularized(Formulation):
         given = dict(options or {})
         merged = super().resolve_options(options)
         if merged["params"] == "model":
-            own = sorted(set(given) - {"cone", "params"})  # every other option is a constraint parameter
+            own = sorted(set(given) - {"cone", "params", "form"})  # every other option is a constraint parameter
             if own:
                 raise OptionError(f"formulation {self.name!r}: params=model takes every constraint parameter "
                                   f"from the model; remove {', '.join(map(repr, own))}")
@@ -180,6 +181,8 @@ class Regularized(Formulation):
 
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
         if options.get("params") == "model":
+            if options["form"] == "primal":  # MuJoCo's own primal: contactopt.formulations.model_primal
+                return model_primal_program(problem, self.name)
             return model_program(problem, self.name)
         if options["form"] == "primal":  # SAP-shaped primal: contactopt.formulations.regularized_primal
             from contactopt.formulations import regularized_primal
@@ -226,6 +229,11 @@ class Regularized(Formulation):
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
         if program.metadata.get("params") == "model":
+            if program.metadata.get("form") == "primal":
+                from contactopt.formulations import model_primal
+
+                assert isinstance(program, PrimalConicProgram)
+                return model_primal.recover(problem, program, solution)
             return model_recover(problem, program, solution)
         if program.metadata.get("form") == "primal":
             from contactopt.formulations import regularized_primal

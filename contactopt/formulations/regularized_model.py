@@ -12,6 +12,7 @@ from contactopt.core.errors import OptionError
 from contactopt.formulations.base import StepResult
 from contactopt.model.step import StepProblem
 from contactopt.programs import ConicProgram, Solution
+from contactopt.programs.primal import PrimalConicProgram
 
 
 def model_program(problem: StepProblem, name: str) -> ConicProgram:
@@ -25,6 +26,20 @@ def model_program(problem: StepProblem, name: str) -> ConicProgram:
     metadata = {**program.metadata, "formulation": name, "params": "model", "dt": problem.dt,
                 "t": problem.state.t, "nv": problem.nv, "native": dict(native.info)}
     return dataclasses.replace(program, metadata=metadata)
+
+
+def model_primal_program(problem: StepProblem, name: str) -> PrimalConicProgram:
+    """``params = model, form = primal``: the same problem as MuJoCo's Newton solver's primal
+    (:mod:`contactopt.formulations.model_primal`), built from the rows' arrays."""
+    from contactopt.formulations import model_primal
+
+    native = problem.native
+    if native is None or native.arrays is None:
+        raise OptionError(f"formulation {name!r}: params=model, form=primal needs the system's own constraint "
+                          "problem as arrays (an mjcf system, built through simulate/formulate)")
+    metadata = {"formulation": name, "params": "model", "dt": problem.dt, "t": problem.state.t, "nv": problem.nv,
+                "native": dict(native.info)}
+    return model_primal.program(native.arrays, model_primal.primal_rows(native.arrays), metadata)
 
 
 def model_recover(problem: StepProblem, program: ConicProgram, solution: Solution) -> StepResult:

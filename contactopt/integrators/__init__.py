@@ -99,4 +99,8 @@ def make_stepper(system: System, formulation: str, solver: str | None, dt: float
         raise UnknownNameError(f"unknown formulation {formulation!r}; known formulations: {known}")
     if solver is None:
         raise OptionError(f"formulation {formulation!r} needs a solver")
+    from contactopt.integrators import native_step
+
+    if native_step.takes(key, solver, options, system):  # the step as arrays (MuJoCo's own rows)
+        return native_step.NativeStepping(system, key, solver, dt, options, solver_options)
     return TimeStepping(system, key, solver, dt, options, solver_options)

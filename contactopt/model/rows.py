@@ -207,6 +207,8 @@ class NativeRows:
             ``"bilateral"``, ``"limits"``, ``"friction_loss"`` to those rows (zero rows for
             rows the system did not activate).
         info: what the rows are (counts per kind, cone, integrator).
+        arrays: the same problem as flat arrays (:class:`contactopt.model.native.NativeArrays`),
+            where the system gives them.
     """
 
     program: Any
@@ -215,4 +217,5 @@ class NativeRows:
     step_matrix: FloatArray
     maps: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    arrays: Any = None
 

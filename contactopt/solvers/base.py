@@ -228,25 +228,29 @@ def coulomb_rounding_violation(program: CoulombProgram, r: np.ndarray) -> float:
     return rounding / scale
 
 
-def judge(program: Program, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
-          message: str, s: np.ndarray | None = None) -> tuple[Status, str]:
+def judge(program: Program | None, x: np.ndarray, y: np.ndarray, res: Residuals, status: Status,
+          message: str, s: np.ndarray | None = None, data_violation: float | None = None) -> tuple[Status, str]:
     """Downgrade a solver's claim when contactopt's own residuals contradict it.
 
     ``res.relative`` (every residual against its own row's terms) decides; a second reading
     measures the rows against the magnitudes the data alone implies, which a diverging
     iterate (``|x| ~ 1e11`` on an infeasible program, a row violated by 0.5) cannot hide in.
     Both are unit-free: the verdict does not change when a scene is written in other units.
+    ``program = None`` judges a conic program's answer whose residuals and ``data_violation``
+    were computed on its arrays (:mod:`contactopt.integrators.native_step`).
     """
     worst = res.relative
-    if isinstance(program, ConicProgram) and np.isnan(res.gap):  # inf - inf: the gap overflowed, unverifiable
+    if (program is None or isinstance(program, ConicProgram)) and np.isnan(res.gap):  # inf - inf: unverifiable
         worst = np.inf
-    if np.isnan(worst):  # a Residuals made without the relative reading: compute it
+    if np.isnan(worst) and program is not None:  # a Residuals made without the relative reading: compute it
         worst = residuals(program, x, y).relative
     where = "contacts" if isinstance(program, CoulombProgram) else "rows"
     if worst > WRONG_LEVEL:
         return Status.NUMERICAL_ERROR, (f"{message}; residuals {worst:.1e} (relative to their {where}) "
                                         "contradict the solver")
-    if isinstance(program, LCP):
+    if data_violation is not None or program is None:
+        data = np.inf if data_violation is None else data_violation
+    elif isinstance(program, LCP):
         data = lcp_data_violation(program, x, program.w(x) if s is None else s)
     elif isinstance(program, ConicProgram):
         data = conic_data_violation(program, x, program.b - program.A_dot(x) if s is None else s)

@@ -77,9 +77,10 @@ def warn_noslip(system: Any, model: Any) -> None:
                       NoslipNotReproducedWarning, stacklevel=3)
 
 
-def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeRows:
-    """MuJoCo's constraint problem at ``(q, v)`` with step ``dt`` (the model's integrator,
-    the model's cone unless ``cone`` names one), mapped onto the system's own rows."""
+def evaluate(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> tuple[Any, Any]:
+    """``(model, data)`` of the unmodified model after ``mj_forward`` at ``(q, v)`` with step
+    ``dt``, the system's control, activations and applied forces (the model's cone unless
+    ``cone`` names one)."""
     mujoco = system.mujoco
     model, data = system.native_model_data()
     warn_noslip(system, model)
@@ -94,6 +95,14 @@ def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str 
     for name in ("qfrc_applied", "xfrc_applied"):
         getattr(data, name)[:] = getattr(system.data, name)
     mujoco.mj_forward(model, data)
+    return model, data
+
+
+def native_rows(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeRows:
+    """MuJoCo's constraint problem at ``(q, v)`` with step ``dt`` (the model's integrator,
+    the model's cone unless ``cone`` names one), mapped onto the system's own rows."""
+    mujoco = system.mujoco
+    model, data = evaluate(system, q, v, dt, cone)
     program = program_from_mujoco(model, data)
     M = compat.full_mass_matrix(mujoco, model, data)
     nefc = int(data.nefc)

@@ -330,12 +330,12 @@ class MjcfSystem(System):
 
     def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
         """MuJoCo's own constraint problem of the step on the unmodified model (:mod:`.native`)."""
-        from contactopt.systems.mjcf.native import native_rows
+        from contactopt.systems.mjcf.native_arrays import rows_with_arrays
 
         cone = settings.pop("cone", None)
         if settings:
             raise ContactoptError(f"mjcf native rows: unknown setting(s) {', '.join(map(repr, sorted(settings)))}")
-        return native_rows(self, as_vector(q, "q", self.nq), as_vector(v, "v", self.nv), dt, cone)
+        return rows_with_arrays(self, as_vector(q, "q", self.nq), as_vector(v, "v", self.nv), dt, cone)
 
     def native_model_data(self) -> tuple[Any, Any]:
         """The model as written (no detection margin) and its data, loaded once."""

@@ -1,0 +1,149 @@
+"""``regularized -o params=model,form=primal``: the system's own constraint problem (MuJoCo's)
+as the unconstrained primal of :mod:`contactopt.programs.primal`, the program MuJoCo's own
+Newton solver minimizes (Todorov 2014, "Convex and analytically-invertible dynamics with
+contacts and constraints", sec. 4; MuJoCo documentation, "Computation: Constraint model" and
+"Solver").
+
+MuJoCo's dual over the impulses ``x = h f`` of its rows (:mod:`contactopt.model.native`)::
+
+    minimize_{x in K}  1/2 x^T (J M^{-1} J^T + R) x + x^T (J v* - v_hat),
+    v* = v + h a0,   v_hat = J v + h a_ref,
+
+is the Lagrangian dual of SAP's primal (S1) with ``A = M``, the same ``J`` and ``R`` and
+``F = K``; so the primal's optimum ``v`` and impulses ``gamma`` are the dual's ``x`` and
+``v + M^{-1} J^T x``. Its rows, in the order (S6) wants them: equality rows (free), limit rows
+and pyramid edges (``>= 0``), each elliptic contact's cone (row scale ``D = (1, mu_1, ..)``:
+``y = D^{-1} gamma in SOC`` is MuJoCo's ``f_n >= ||(f_i / mu_i)_i||``), then the dry-friction
+rows (box rows ``|gamma| <= h frictionloss``). The next velocity is MuJoCo's integrator's,
+``v' = v + S^{-1} (h smooth_force + J^T x)``.
+
+:func:`primal_rows` orders the rows once (a few array operations); the program object
+(:func:`program`) is made from those arrays on request, and the compiled step
+(:mod:`contactopt.integrators.native_step`) solves the same arrays without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.formulations.base import StepResult
+from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
+from contactopt.model.step import StepProblem
+from contactopt.programs import SOC, Block, Cone, Nonneg, Solution, Zero
+from contactopt.programs.csc import to_csc, to_csr
+from contactopt.programs.primal import PrimalConicProgram, PrimalProgram
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+__all__ = ["PrimalRows", "frame_impulses", "next_velocity", "primal_rows", "program", "recover"]
+
+
+@dataclass(frozen=True)
+class PrimalRows:
+    """The rows of the primal in (S6)'s order (module docstring).
+
+    Attributes:
+        order: (m,) the system's row of each primal row.
+        R: (m,) regularization; v_hat: (m,) the rows' target velocities; scale: (m,) ``D``.
+        free, nonneg, box: how many rows of each kind (in that order, box rows last).
+        cone_start: (k,) first primal row of each elliptic contact's cone; cone_dim: (k,) its rows.
+        box_bound: (box,) ``h frictionloss`` of the box rows.
+    """
+
+    order: IntArray
+    R: FloatArray
+    v_hat: FloatArray
+    scale: FloatArray
+    free: int
+    nonneg: int
+    box: int
+    cone_start: IntArray
+    cone_dim: IntArray
+    box_bound: FloatArray
+
+
+def primal_rows(native: NativeArrays) -> PrimalRows:
+    """Order ``native``'s rows for (S6): equality, then ``>= 0`` rows, cones, box rows."""
+    kind = native.kind
+    free = np.flatnonzero(kind == EQUALITY)
+    nonneg = np.flatnonzero((kind == LIMIT) | (kind == EDGE))
+    cone = np.flatnonzero(kind == CONE)
+    box = np.flatnonzero(kind == FRICTION_LOSS)
+    order = np.concatenate([free, nonneg, cone, box])
+    v_hat = native.J[order] @ native.v + native.dt * native.a_ref[order]
+    first = native.contact_address[native.contact[cone]] == cone  # a cone starts at its contact's first row
+    start = free.shape[0] + nonneg.shape[0] + np.flatnonzero(first)
+    dims = np.diff(np.concatenate([start, [free.shape[0] + nonneg.shape[0] + cone.shape[0]]]))
+    return PrimalRows(order=order, R=native.R[order], v_hat=v_hat, scale=native.cone_scale[order],
+                      free=int(free.shape[0]), nonneg=int(nonneg.shape[0]), box=int(box.shape[0]),
+                      cone_start=start.astype(np.int64), cone_dim=dims.astype(np.int64),
+                      box_bound=native.dt * native.bound[box])
+
+
+def cones(rows: PrimalRows) -> tuple[Cone, ...]:
+    """``K`` of the conic form for every row but the box rows."""
+    out: list[Cone] = [Zero(rows.free)] if rows.free else []
+    if rows.nonneg:
+        out.append(Nonneg(rows.nonneg))
+    out += [SOC(int(d)) for d in rows.cone_dim]
+    return tuple(out)
+
+
+def constraint_blocks(rows: PrimalRows) -> tuple[Block, ...]:
+    """The named row blocks of the conic form before its box rows."""
+    m = rows.order.shape[0]
+    return tuple(Block(name, start, stop) for name, start, stop in (
+        ("bilateral", 0, rows.free), ("limits_and_contacts", rows.free, m - rows.box)) if stop > start)
+
+
+def program(native: NativeArrays, rows: PrimalRows, metadata: Mapping[str, Any]) -> PrimalConicProgram:
+    """The conic form (S6) of the primal over ``native``'s rows, as a program object."""
+    primal = PrimalProgram(A=to_csc(native.M), v_star=native.v_star(), J=to_csr(native.J[rows.order]), R=rows.R,
+                           v_hat=rows.v_hat, scale=rows.scale, cones=cones(rows), constraints=constraint_blocks(rows),
+                           metadata={**metadata, "form": "primal", "order": rows.order.tolist()},
+                           v_guess=native.v, box=rows.box_bound)
+    return primal.to_conic()
+
+
+def next_velocity(native: NativeArrays, impulses: FloatArray) -> FloatArray:
+    """``v' = v + S^{-1} (h smooth_force + J^T x)`` for the row impulses ``x`` (system order)."""
+    return native.v + np.linalg.solve(native.step_matrix, native.dt * native.smooth_force + native.J.T @ impulses)
+
+
+def frame_impulses(native: NativeArrays, impulses: FloatArray) -> FloatArray:
+    """(nc, 3) each contact's impulse in its frame ``[n, t1, t2]`` from its rows' impulses: a
+    pyramid's edges ``(n + mu_i t_i, n - mu_i t_i)`` sum to ``n`` and differ by ``t_i / mu_i``;
+    a cone's rows are the frame's (torsional and rolling rows have no place in it)."""
+    out = np.zeros((native.contact_count, 3))
+    for c in np.flatnonzero(native.contact_address >= 0):
+        first, dim = int(native.contact_address[c]), int(native.contact_dim[c])
+        if native.pyramidal and dim > 1:
+            edges = impulses[first:first + 2 * (dim - 1)]
+            out[c, 0] = edges.sum()
+            tangents = min(dim - 1, 2)
+            out[c, 1:1 + tangents] = native.contact_friction[c, :tangents] * (edges[0:2 * tangents:2]
+                                                                               - edges[1:2 * tangents:2])
+        else:
+            width = min(dim, 3)
+            out[c, :width] = impulses[first:first + width]
+    return out
+
+
+def recover(problem: StepProblem, program: PrimalConicProgram, solution: Solution) -> StepResult:
+    """``v'`` and the impulses of the step's own rows (the native rows' maps) from a solution."""
+    native = problem.native
+    assert native is not None and native.arrays is not None
+    gamma = np.asarray(program.variable(solution.x, "sigma"), dtype=np.float64)
+    x = np.zeros(gamma.shape[0])
+    x[np.asarray(program.metadata["order"], dtype=np.int64)] = gamma
+    maps = native.maps
+    impulses = np.asarray(maps["contacts"] @ x).reshape(problem.contacts.count, problem.contacts.dim)
+    return StepResult(v_next=next_velocity(native.arrays, x), impulses=impulses,
+                      bilateral=np.asarray(maps["bilateral"] @ x), limits=np.asarray(maps["limits"] @ x),
+                      friction_loss=np.asarray(maps["friction_loss"] @ x))

@@ -1,0 +1,85 @@
+"""MuJoCo's own constraint problem of a step as :class:`~contactopt.model.native.NativeArrays`:
+its rows taken as MuJoCo keeps them (``efc_J``, ``efc_R``, ``efc_aref``, ``efc_type``, the
+contacts' ``efc_address``, ``dim``, ``friction`` and ``dist``; ``qM`` through ``mj_fullM``), read
+in a handful of array copies after one ``mj_forward`` (:func:`.native.evaluate`), with the
+model's integrator's step matrix (:func:`.native.step_matrix`). The program these arrays pose is
+the one :mod:`.native` writes as a conic program (MuJoCo documentation, "Computation:
+Constraint model"; Todorov 2014): the same numbers, without the maps onto the system's own
+contact candidates."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
+from contactopt.model.rows import NativeRows
+from contactopt.systems.mjcf import compat
+from contactopt.systems.mjcf.native import evaluate, native_rows, step_matrix
+
+FloatArray = NDArray[np.float64]
+
+#: MuJoCo's ``mjtConstraint`` names and the row kind each one is.
+_KINDS = {"mjCNSTR_EQUALITY": EQUALITY, "mjCNSTR_FRICTION_DOF": FRICTION_LOSS,
+          "mjCNSTR_FRICTION_TENDON": FRICTION_LOSS, "mjCNSTR_LIMIT_JOINT": LIMIT, "mjCNSTR_LIMIT_TENDON": LIMIT,
+          "mjCNSTR_CONTACT_FRICTIONLESS": EDGE, "mjCNSTR_CONTACT_PYRAMIDAL": EDGE,
+          "mjCNSTR_CONTACT_ELLIPTIC": CONE}
+
+
+def kind_table(mujoco: Any) -> NDArray[np.int64]:
+    """``table[efc_type]``: the row kind of each of MuJoCo's constraint types (-1: unknown)."""
+    codes = {int(getattr(mujoco.mjtConstraint, name)): kind for name, kind in _KINDS.items()
+             if hasattr(mujoco.mjtConstraint, name)}
+    table = np.full(max(codes) + 1, -1, dtype=np.int64)
+    for code, kind in codes.items():
+        table[code] = kind
+    return table
+
+
+def native_arrays(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeArrays:
+    """MuJoCo's constraint problem at ``(q, v)`` with step ``dt`` as flat arrays (module docstring)."""
+    model, data = evaluate(system, q, v, dt, cone)
+    return read_arrays(system, model, data, v, dt)
+
+
+def read_arrays(system: Any, model: Any, data: Any, v: FloatArray, dt: float) -> NativeArrays:
+    """The arrays of the problem ``data`` holds (after :func:`.native.evaluate` at velocity ``v``)."""
+    mujoco = system.mujoco
+    table = getattr(system, "_native_kind_table", None)
+    if table is None:
+        table = system._native_kind_table = kind_table(mujoco)
+    nefc, ncon = int(data.nefc), int(data.ncon)
+    kind = table[np.asarray(data.efc_type)[:nefc]]
+    if nefc and int(kind.min()) < 0:
+        raise ValueError(f"MuJoCo constraint type(s) {sorted(set(np.asarray(data.efc_type)[:nefc][kind < 0]))} "
+                         "have no row kind")
+    efc_id = np.asarray(data.efc_id, dtype=np.int64)[:nefc]
+    contact_rows = kind >= EDGE
+    contact = np.where(contact_rows, efc_id, -1)
+    address = np.asarray(data.contact.efc_address, dtype=np.int64)[:ncon]
+    friction = np.asarray(data.contact.friction, dtype=np.float64)[:ncon]
+    cone_scale = np.ones(nefc)
+    elliptic = np.flatnonzero(kind == CONE)
+    if elliptic.size:  # (1, mu_1, ..., mu_k) over each contact's rows [n, t1, ...]
+        j = elliptic - address[contact[elliptic]]
+        cone_scale[elliptic] = np.where(j == 0, 1.0, friction[contact[elliptic], np.maximum(j - 1, 0)])
+    bound = np.where(kind == FRICTION_LOSS, np.asarray(data.efc_frictionloss, dtype=np.float64)[:nefc], 0.0)
+    M = compat.full_mass_matrix(mujoco, model, data)
+    return NativeArrays(
+        dt=float(dt), v=np.array(v, dtype=np.float64), M=M, step_matrix=step_matrix(system, model, data, M, dt),
+        smooth_force=np.array(data.qfrc_smooth), acceleration_free=np.array(data.qacc_smooth),
+        J=compat.constraint_jacobian(model, data), R=np.array(data.efc_R[:nefc]),
+        a_ref=np.array(data.efc_aref[:nefc]), kind=kind, bound=bound, cone_scale=cone_scale, contact=contact,
+        contact_address=address, contact_dim=np.asarray(data.contact.dim, dtype=np.int64)[:ncon],
+        contact_friction=friction, contact_distance=np.array(data.contact.dist[:ncon]),
+        pyramidal=int(model.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL))
+
+
+def rows_with_arrays(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeRows:
+    """:func:`.native.native_rows` with its ``arrays`` (read from the same evaluation)."""
+    rows = native_rows(system, q, v, dt, cone)
+    model, data = system.native_model_data()  # as native_rows left it: evaluated at (q, v)
+    return dataclasses.replace(rows, arrays=read_arrays(system, model, data, v, dt))
