@@ -37,6 +37,8 @@ class Method:
 
 METHODS = [
     Method("regularized -o params=model", "regularized", "clarabel", {"params": "model"}),
+    Method("regularized -o params=model -o form=primal/newton", "regularized", "newton",
+           {"params": "model", "form": "primal"}),
     Method("regularized", "regularized", "clarabel"),
     Method("regularized -o form=primal/newton", "regularized", "newton", {"form": "primal"}),
     Method("sap/newton", "sap", "newton"),

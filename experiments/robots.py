@@ -58,7 +58,7 @@ from robot_cells import METHODS, run_model, warm_up
 from robot_models import KNOWN_LAUNCHES, KNOWN_ONE_STEP, KNOWN_STOPS, LEFT_OUT, own_models, select
 
 QUICK_STEPS = 20
-NEWTON_METHODS = ("regularized -o form=primal/newton", "sap/newton")
+NEWTON_METHODS = ("regularized -o params=model -o form=primal/newton", "regularized -o form=primal/newton", "sap/newton")
 SOLVER_BOUND_METHODS = ("ccp/clarabel", "anitescu/osqp")
 #: mj_step above this (ms) is a "large" model: the target ratio there is 5, elsewhere 10.
 LARGE_MJ_STEP_MS = 0.1
@@ -160,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="default experiments/out/robots (example-robot-data: robots_urdf)")
     parser.add_argument("--collection", choices=("mujoco", "example-robot-data"), default="mujoco",
                         help="mujoco: the MJCF set (default); example-robot-data: its URDFs through Pinocchio")
+    parser.add_argument("--methods", default=None,
+                        help="comma-separated method labels (default: every one; e.g. 'sap/newton')")
     parser.add_argument("--no-mujoco-distance", action="store_true",
                         help="example-robot-data: skip the runs on the mujoco backend")
     args = parser.parse_args(argv)
@@ -175,14 +177,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("robots: mujoco is not installed: pip install 'contactopt[robots]'", file=sys.stderr)
         return 1
     models = select(args.models.split(",") if args.models else None, args.quick)
-    warm_up(own_models()[1].path, METHODS)
+    methods = METHODS
+    if args.methods:
+        labels = [label.strip() for label in args.methods.split(",")]
+        unknown = sorted(set(labels) - {method.label for method in METHODS})
+        if unknown:
+            parser.error(f"unknown method(s) {', '.join(map(repr, unknown))}; known: "
+                         f"{', '.join(method.label for method in METHODS)}")
+        methods = [method for method in METHODS if method.label in labels]
+    warm_up(own_models()[1].path, methods)
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     folder = Path(args.out)
     start = time.perf_counter()
     for number, model in enumerate(models, 1):
         print(f"[{number}/{len(models)}] {model.name} ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
-        rows += with_reasons(run_model(model.name, model.path, steps, args.cell_time_limit, METHODS))
+        rows += with_reasons(run_model(model.name, model.path, steps, args.cell_time_limit, methods))
         summary = medians(rows)
         write_results(folder, rows, {"steps": steps, "cell_time_limit": args.cell_time_limit, "medians": summary,
                                      "models_done": number, "left_out": LEFT_OUT,

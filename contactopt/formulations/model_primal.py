@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core import jit
 from contactopt.formulations.base import StepResult
 from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
 from contactopt.model.step import StepProblem
@@ -68,22 +69,77 @@ class PrimalRows:
     box_bound: FloatArray
 
 
+def row_order(kind: IntArray, contact: IntArray, contact_address: IntArray) -> Any:
+    """``(order, free, nonneg, box, cone_start, cone_dim)``: the rows in (S6)'s order
+    (equality, ``>= 0`` rows, cones, box rows; module docstring), each kind in the system's order."""
+    m = kind.shape[0]
+    order = np.empty(m, np.int64)
+    counts = np.zeros(5, np.int64)
+    for i in range(m):
+        counts[kind[i]] += 1
+    free, box = counts[EQUALITY], counts[FRICTION_LOSS]
+    nonneg = counts[LIMIT] + counts[EDGE]
+    position = np.array([0, free + nonneg + counts[CONE], free, free, free + nonneg], np.int64)  # by kind
+    cones = 0
+    for i in range(m):
+        k = kind[i]
+        if k == EDGE:
+            k = LIMIT  # limits and edges share the nonneg block, in the system's order
+        if kind[i] == CONE and contact_address[contact[i]] == i:
+            cones += 1
+        order[position[k]] = i
+        position[k] += 1
+    cone_start = np.empty(cones, np.int64)
+    cone_dim = np.zeros(cones, np.int64)
+    cone = -1
+    for p in range(free + nonneg, free + nonneg + counts[CONE]):
+        i = order[p]
+        if contact_address[contact[i]] == i:
+            cone += 1
+            cone_start[cone] = p
+        cone_dim[cone] += 1
+    return order, free, nonneg, box, cone_start, cone_dim
+
+
+def frame_kernel(impulses: FloatArray, contact_address: IntArray, contact_dim: IntArray, friction: FloatArray,
+                 pyramidal: bool, out: FloatArray) -> None:
+    """:func:`frame_impulses` into ``out`` (nc, 3)."""
+    for c in range(contact_address.shape[0]):
+        out[c, 0] = out[c, 1] = out[c, 2] = 0.0
+        first, dim = contact_address[c], contact_dim[c]
+        if first < 0:
+            continue
+        if pyramidal and dim > 1:
+            for e in range(2 * (dim - 1)):
+                out[c, 0] += impulses[first + e]
+            for axis in range(min(dim - 1, 2)):
+                out[c, 1 + axis] = friction[c, axis] * (impulses[first + 2 * axis] - impulses[first + 2 * axis + 1])
+        else:
+            for j in range(min(dim, 3)):
+                out[c, j] = impulses[first + j]
+
+
+_KERNELS = ("row_order", "frame_kernel")
+_compiled = False
+
+
+def ensure_compiled() -> None:
+    """This module's kernels as numba dispatchers (plain Python without numba)."""
+    global _compiled
+    if _compiled or not jit.ENABLED:
+        return
+    jit.jit_in_place(globals(), _KERNELS)
+    _compiled = True
+
+
 def primal_rows(native: NativeArrays) -> PrimalRows:
     """Order ``native``'s rows for (S6): equality, then ``>= 0`` rows, cones, box rows."""
-    kind = native.kind
-    free = np.flatnonzero(kind == EQUALITY)
-    nonneg = np.flatnonzero((kind == LIMIT) | (kind == EDGE))
-    cone = np.flatnonzero(kind == CONE)
-    box = np.flatnonzero(kind == FRICTION_LOSS)
-    order = np.concatenate([free, nonneg, cone, box])
+    ensure_compiled()
+    order, free, nonneg, box, cone_start, cone_dim = row_order(native.kind, native.contact, native.contact_address)
     v_hat = native.J[order] @ native.v + native.dt * native.a_ref[order]
-    first = native.contact_address[native.contact[cone]] == cone  # a cone starts at its contact's first row
-    start = free.shape[0] + nonneg.shape[0] + np.flatnonzero(first)
-    dims = np.diff(np.concatenate([start, [free.shape[0] + nonneg.shape[0] + cone.shape[0]]]))
     return PrimalRows(order=order, R=native.R[order], v_hat=v_hat, scale=native.cone_scale[order],
-                      free=int(free.shape[0]), nonneg=int(nonneg.shape[0]), box=int(box.shape[0]),
-                      cone_start=start.astype(np.int64), cone_dim=dims.astype(np.int64),
-                      box_bound=native.dt * native.bound[box])
+                      free=int(free), nonneg=int(nonneg), box=int(box), cone_start=cone_start, cone_dim=cone_dim,
+                      box_bound=native.dt * native.bound[order[order.shape[0] - int(box):]])
 
 
 def cones(rows: PrimalRows) -> tuple[Cone, ...]:
@@ -120,18 +176,9 @@ def frame_impulses(native: NativeArrays, impulses: FloatArray) -> FloatArray:
     """(nc, 3) each contact's impulse in its frame ``[n, t1, t2]`` from its rows' impulses: a
     pyramid's edges ``(n + mu_i t_i, n - mu_i t_i)`` sum to ``n`` and differ by ``t_i / mu_i``;
     a cone's rows are the frame's (torsional and rolling rows have no place in it)."""
-    out = np.zeros((native.contact_count, 3))
-    for c in np.flatnonzero(native.contact_address >= 0):
-        first, dim = int(native.contact_address[c]), int(native.contact_dim[c])
-        if native.pyramidal and dim > 1:
-            edges = impulses[first:first + 2 * (dim - 1)]
-            out[c, 0] = edges.sum()
-            tangents = min(dim - 1, 2)
-            out[c, 1:1 + tangents] = native.contact_friction[c, :tangents] * (edges[0:2 * tangents:2]
-                                                                               - edges[1:2 * tangents:2])
-        else:
-            width = min(dim, 3)
-            out[c, :width] = impulses[first:first + width]
+    ensure_compiled()
+    out = np.empty((native.contact_count, 3))
+    frame_kernel(impulses, native.contact_address, native.contact_dim, native.contact_friction, native.pyramidal, out)
     return out
 
 

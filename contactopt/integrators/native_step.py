@@ -22,6 +22,7 @@ Programs with more unknowns than the dense kernel takes (``DENSE_KERNEL_MAX``) a
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -55,34 +56,6 @@ def takes(formulation: str, solver: str | None, options: Mapping[str, Any] | Non
             and given.get("form") == "primal" and hasattr(system, "native_model_data"))
 
 
-def blocks(rows: model_primal.PrimalRows) -> kernels.Blocks:
-    """The Newton kernels' blocks ``(start, dim, kind, mu, scale)`` of the primal rows, in the
-    order the solver's layout gives them (free, nonneg, box, cones); a cone whose tangential row
-    scales differ (MuJoCo's anisotropic elliptic cone) has no block here (None: the program
-    object's layout takes it)."""
-    m = rows.order.shape[0]
-    cones_m = m - rows.box
-    scalar = np.arange(rows.free + rows.nonneg, dtype=np.int64)
-    box = np.arange(cones_m, m, dtype=np.int64)
-    start = np.concatenate([scalar, box, rows.cone_start])
-    dim = np.concatenate([np.ones(scalar.shape[0] + box.shape[0], np.int64), rows.cone_dim])
-    kind = np.concatenate([np.full(rows.free, kernels.FREE, np.int64), np.full(rows.nonneg, kernels.NONNEG, np.int64),
-                           np.full(rows.box, kernels.BOX, np.int64), np.full(rows.cone_start.shape[0], kernels.SOC,
-                                                                               np.int64)])
-    mu = np.concatenate([np.zeros(scalar.shape[0]), rows.box_bound, rows.scale[rows.cone_start + 1 if
-                                                                                    rows.cone_start.size else []]
-                         / rows.scale[rows.cone_start]])
-    return start, dim, kind, mu, np.ones(m)
-
-
-def isotropic(rows: model_primal.PrimalRows) -> bool:
-    """Whether every cone has equal tangential row scales and regularization (an isotropic friction cone)."""
-    for s, d in zip(rows.cone_start.tolist(), rows.cone_dim.tolist(), strict=True):
-        if d > 1 and (np.ptp(rows.scale[s + 1:s + d]) > 0.0 or np.ptp(rows.R[s + 1:s + d]) > 0.0):
-            return False
-    return True
-
-
 class NativeStepping(TimeStepping):
     """:class:`TimeStepping` of ``regularized -o params=model,form=primal`` / ``newton`` on the
     arrays of :class:`~contactopt.model.native.NativeArrays` (module docstring)."""
@@ -97,6 +70,10 @@ class NativeStepping(TimeStepping):
         if unknown:
             raise OptionError(f"solver 'newton': unknown option(s) {', '.join(map(repr, unknown))}")
         self.newton = {**DEFAULTS, **self.solver_options}
+        opts = self.newton
+        self._kernel_options = (int(opts["max_iter"]), float(opts["tol"]), float(opts["tol_abs"]),
+                                float(opts["cost_tol"]), float(opts["alpha_max"]), float(opts["ls_tol"]),
+                                int(opts["ls_max_iter"]), CONFIRM_LEVEL)
         if self.newton["history"]:
             raise OptionError("regularized -o params=model,form=primal: newton's history is recorded on the program "
                               "object only (co.solve(co.formulate(...), 'newton', {'history': True}))")
@@ -114,76 +91,65 @@ class NativeStepping(TimeStepping):
         self.system.set_activation(state.act)
         start = time.perf_counter()
         native = native_arrays(self.system, state.q, state.v, self.dt, self.cone)
-        rows = model_primal.primal_rows(native)
         build_time = time.perf_counter() - start
         self.last_native = native
-        if native.nv > DENSE_KERNEL_MAX or not kernels.AVAILABLE or not isotropic(rows):
-            status, gamma, iterations, message, residuals, solve_time = self._solve_object(native, rows)
+        solved = self._solve_arrays(native) if native.nv <= DENSE_KERNEL_MAX and kernels.AVAILABLE else None
+        if solved is None:
+            status, x, iterations, message, residuals, solve_time = self._solve_object(native)
+            v_next = model_primal.next_velocity(native, x)
+            frame = model_primal.frame_impulses(native, x)
         else:
-            status, gamma, iterations, message, residuals, solve_time = self._solve_arrays(native, rows)
-        x = np.zeros(native.m)
-        x[rows.order] = gamma
+            status, x, v_next, frame, iterations, message, residuals, solve_time = solved
         counts = {"candidates": native.contact_count, "mujoco_contacts": native.contact_count}
         record: dict[str, Any] = dict(t=state.t, phi=native.contact_distance, status=status, build_time=build_time,
                                       setup_time=0.0, solve_time=solve_time, iterations=iterations,
                                       residuals=residuals, solver="newton", message=message, **counts)
         if not status.usable:
             return None, StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **record)
-        v_next = model_primal.next_velocity(native, x)
-        self._previous_v = None
-        next_state = State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt,
-                           self.system.next_activation(state.q, state.v, self.dt))
+        act = state.act if not self.system.na else self.system.next_activation(state.q, state.v, self.dt)
+        next_state = State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt, act)
         kind = native.kind
-        return next_state, StepRecord(impulses=model_primal.frame_impulses(native, x), bilateral=x[kind == EQUALITY],
-                                      limits=x[kind == LIMIT], friction_loss=x[kind == FRICTION_LOSS], **record)
+        return next_state, StepRecord(impulses=frame, bilateral=x[kind == EQUALITY], limits=x[kind == LIMIT],
+                                      friction_loss=x[kind == FRICTION_LOSS], **record)
 
-    def _solve_arrays(self, native: NativeArrays, rows: model_primal.PrimalRows
-                      ) -> tuple[Status, FloatArray, int, str, Residuals, float]:
-        """Newton's compiled loop on the arrays, continued to its rounding floor where the
-        row-wise residuals ask (as :func:`contactopt.solvers.newton.solver.solve` does)."""
-        from contactopt.integrators.native_verdict import verdict
+    def _solve_arrays(self, native: NativeArrays) -> Any:
+        """The compiled step (:func:`.native_kernel.native_step`) and its verdict, or None
+        where it does not take the rows (an anisotropic cone: the program object does)."""
+        from contactopt.integrators import native_kernel
 
+        native_kernel.ensure_compiled()
         opts = self.newton
-        A, J = native.M, np.ascontiguousarray(native.J[rows.order])
-        v_star = native.v_star()
-        c = -(A @ v_star)
-        d_inv = 1.0 / np.sqrt(np.diagonal(A))
-        block = blocks(rows)
-        v = np.array(native.v if opts["warm_start"] is None else opts["warm_start"], dtype=np.float64)
-        gamma = np.empty(rows.R.shape[0])
+        v_next, x = np.empty(native.nv), np.empty(native.m)
+        frame, numbers = np.empty((native.contact_count, 3)), np.empty(6)
         start = time.perf_counter()
-        code, iterations = kernels.dense_newton(A, J, rows.R, rows.v_hat, c, d_inv, *block, v, gamma,
-                                                int(opts["max_iter"]), float(opts["tol"]), float(opts["tol_abs"]),
-                                                float(opts["cost_tol"]), float(opts["alpha_max"]),
-                                                float(opts["ls_tol"]), int(opts["ls_max_iter"]))
-        status, message = _status(code, opts)
-        residuals, data = verdict(A, J, rows, c, v, gamma)
-        if status is Status.OPTIMAL and np.all(np.isfinite(v)) and residuals.relative > CONFIRM_LEVEL:
-            more, extra = kernels.dense_newton(A, J, rows.R, rows.v_hat, c, d_inv, *block, v, gamma,
-                                               int(opts["max_iter"]), 0.0, 0.0, float(opts["cost_tol"]),
-                                               float(opts["alpha_max"]), float(opts["ls_tol"]),
-                                               int(opts["ls_max_iter"]))
-            iterations += extra
-            if more != kernels.MAX_ITER:
-                status, message = _status(more, opts)
-            residuals, data = verdict(A, J, rows, c, v, gamma)
+        code, iterations = native_kernel.native_step(
+            native.M, native.step_matrix, native.v, native.smooth_force, native.acceleration_free, native.J, native.R,
+            native.a_ref, native.kind, native.bound, native.cone_scale, native.contact, native.contact_address,
+            native.contact_dim, native.contact_friction, native.pyramidal, native.dt, *self._kernel_options,
+            v_next, x, frame, numbers)
         solve_time = time.perf_counter() - start
-        if status.usable and not (np.all(np.isfinite(v)) and np.all(np.isfinite(gamma))):
+        if code == native_kernel.ANISOTROPIC:
+            return None
+        status, message = _status(code, opts)
+        residuals = Residuals(*numbers[:5].tolist())
+        if status.usable and not math.isfinite(residuals.relative):  # inf: a non-finite iterate (the kernel's verdict)
             status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
         elif status.usable:
-            status, message = judge_arrays(residuals, data, status, message)
-        return status, gamma, iterations, message, residuals, solve_time
+            status, message = judge_arrays(residuals, float(numbers[5]), status, message)
+        return status, x, v_next, frame, iterations, message, residuals, solve_time
 
-    def _solve_object(self, native: NativeArrays, rows: model_primal.PrimalRows
-                      ) -> tuple[Status, FloatArray, int, str, Residuals, float]:
-        """The ``newton`` solver on the program object of the same arrays (large or anisotropic programs)."""
+    def _solve_object(self, native: NativeArrays) -> tuple[Status, FloatArray, int, str, Residuals, float]:
+        """The ``newton`` solver on the program object of the same arrays (large or anisotropic
+        programs): ``(status, row impulses x in the system's order, ...)``."""
+        rows = model_primal.primal_rows(native)
         program = model_primal.program(native, rows, {"formulation": "regularized", "params": "model",
                                                       "dt": self.dt, "nv": native.nv})
         self.last_program = program
         solution = solvers.solve(program, "newton", self.solver_options)
         self.last_solution = solution
-        gamma = np.asarray(program.variable(solution.x, "sigma"), dtype=np.float64)
-        return (solution.status, gamma, solution.iterations, solution.message, solution.residuals,
+        x = np.zeros(native.m)
+        x[rows.order] = program.variable(solution.x, "sigma")
+        return (solution.status, x, solution.iterations, solution.message, solution.residuals,
                 solution.setup_time + solution.solve_time)
 
     def program(self, state: State) -> Any:

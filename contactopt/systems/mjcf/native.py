@@ -78,7 +78,7 @@ def warn_noslip(system: Any, model: Any) -> None:
 
 
 def evaluate(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> tuple[Any, Any]:
-    """``(model, data)`` of the unmodified model after ``mj_forward`` at ``(q, v)`` with step
+    """``(model, data)`` of the unmodified model evaluated as ``mj_forward`` does at ``(q, v)`` with step
     ``dt``, the system's control, activations and applied forces (the model's cone unless
     ``cone`` names one)."""
     mujoco = system.mujoco
@@ -94,7 +94,12 @@ def evaluate(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | N
     data.act[:] = system.activation
     for name in ("qfrc_applied", "xfrc_applied"):
         getattr(data, name)[:] = getattr(system.data, name)
-    mujoco.mj_forward(model, data)
+    # mj_forward's stages up to the constraint rows and the smooth acceleration; its constraint
+    # solve (mj_fwdConstraint) is the program this problem poses, not an input to it
+    mujoco.mj_fwdPosition(model, data)
+    mujoco.mj_fwdVelocity(model, data)
+    mujoco.mj_fwdActuation(model, data)
+    mujoco.mj_fwdAcceleration(model, data)
     return model, data
 
 

@@ -17,7 +17,8 @@ from numpy.typing import NDArray
 
 from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
 from contactopt.model.rows import NativeRows
-from contactopt.systems.mjcf import compat
+from contactopt.core import jit
+from contactopt.systems.mjcf import compat, derivatives
 from contactopt.systems.mjcf.native import evaluate, native_rows, step_matrix
 
 FloatArray = NDArray[np.float64]
@@ -39,6 +40,52 @@ def kind_table(mujoco: Any) -> NDArray[np.int64]:
     return table
 
 
+def derive_rows(efc_type: Any, efc_id: Any, frictionloss: Any, address: Any, friction: Any, table: Any, kind: Any,
+                contact: Any, bound: Any, cone_scale: Any) -> int:
+    """Fill each row's kind, contact, dry-friction bound and cone scale (:class:`NativeArrays`)
+    in one pass; returns the first row whose MuJoCo type has no kind, or -1."""
+    for i in range(efc_type.shape[0]):
+        code = efc_type[i]
+        k = table[code] if 0 <= code < table.shape[0] else -1
+        if k < 0:
+            return i
+        kind[i] = k
+        contact[i] = efc_id[i] if k >= EDGE else -1
+        bound[i] = frictionloss[i] if k == FRICTION_LOSS else 0.0
+        cone_scale[i] = 1.0
+        if k == CONE:
+            j = i - address[efc_id[i]]  # 0: the normal row; j: friction direction j
+            if j > 0:
+                cone_scale[i] = friction[efc_id[i], j - 1]
+    return -1
+
+
+_KERNELS = ("derive_rows",)
+
+
+def jit_kernels() -> None:
+    """Compile :func:`derive_rows` (numba, optional: plain Python without it)."""
+    if jit.ENABLED:
+        jit.jit_in_place(globals(), _KERNELS)
+
+
+def _step_matrix(system: Any, model: Any, data: Any, M: FloatArray, dt: float) -> FloatArray:
+    """:func:`.native.step_matrix`; under ``Euler`` ``M + h diag(damping)`` with the model's
+    damping read once (a model's numbers do not change under a system)."""
+    cached = getattr(system, "_native_euler", None)
+    if cached is None or cached[0] is not model:
+        name = derivatives.integrator_name(system.mujoco, model)
+        damping = derivatives.euler_damping(system.mujoco, model) if name == "Euler" else None
+        cached = system._native_euler = (model, name == "Euler", damping)
+    if not cached[1]:
+        return step_matrix(system, model, data, M, dt)
+    if cached[2] is None:
+        return M
+    S = M.copy()
+    S.flat[:: S.shape[0] + 1] += dt * cached[2]  # the diagonal
+    return S
+
+
 def native_arrays(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> NativeArrays:
     """MuJoCo's constraint problem at ``(q, v)`` with step ``dt`` as flat arrays (module docstring)."""
     model, data = evaluate(system, q, v, dt, cone)
@@ -51,25 +98,20 @@ def read_arrays(system: Any, model: Any, data: Any, v: FloatArray, dt: float) ->
     table = getattr(system, "_native_kind_table", None)
     if table is None:
         table = system._native_kind_table = kind_table(mujoco)
+        jit_kernels()
     nefc, ncon = int(data.nefc), int(data.ncon)
-    kind = table[np.asarray(data.efc_type)[:nefc]]
-    if nefc and int(kind.min()) < 0:
-        raise ValueError(f"MuJoCo constraint type(s) {sorted(set(np.asarray(data.efc_type)[:nefc][kind < 0]))} "
-                         "have no row kind")
-    efc_id = np.asarray(data.efc_id, dtype=np.int64)[:nefc]
-    contact_rows = kind >= EDGE
-    contact = np.where(contact_rows, efc_id, -1)
+    efc_type = np.asarray(data.efc_type)[:nefc]
     address = np.asarray(data.contact.efc_address, dtype=np.int64)[:ncon]
     friction = np.asarray(data.contact.friction, dtype=np.float64)[:ncon]
-    cone_scale = np.ones(nefc)
-    elliptic = np.flatnonzero(kind == CONE)
-    if elliptic.size:  # (1, mu_1, ..., mu_k) over each contact's rows [n, t1, ...]
-        j = elliptic - address[contact[elliptic]]
-        cone_scale[elliptic] = np.where(j == 0, 1.0, friction[contact[elliptic], np.maximum(j - 1, 0)])
-    bound = np.where(kind == FRICTION_LOSS, np.asarray(data.efc_frictionloss, dtype=np.float64)[:nefc], 0.0)
+    kind, contact, bound, cone_scale = np.empty(nefc, np.int64), np.empty(nefc, np.int64), np.empty(nefc), \
+        np.empty(nefc)
+    unknown = derive_rows(efc_type, np.asarray(data.efc_id)[:nefc], np.asarray(data.efc_frictionloss)[:nefc],
+                          address, friction, table, kind, contact, bound, cone_scale)
+    if unknown >= 0:
+        raise ValueError(f"MuJoCo constraint type {int(efc_type[unknown])} has no row kind")
     M = compat.full_mass_matrix(mujoco, model, data)
     return NativeArrays(
-        dt=float(dt), v=np.array(v, dtype=np.float64), M=M, step_matrix=step_matrix(system, model, data, M, dt),
+        dt=float(dt), v=np.array(v, dtype=np.float64), M=M, step_matrix=_step_matrix(system, model, data, M, dt),
         smooth_force=np.array(data.qfrc_smooth), acceleration_free=np.array(data.qacc_smooth),
         J=compat.constraint_jacobian(model, data), R=np.array(data.efc_R[:nefc]),
         a_ref=np.array(data.efc_aref[:nefc]), kind=kind, bound=bound, cone_scale=cone_scale, contact=contact,

@@ -1,0 +1,152 @@
+"""One compiled call per step of ``regularized -o params=model,form=primal`` / ``newton``
+(:mod:`.native_step`): the rows ordered (:func:`contactopt.formulations.model_primal.row_order`),
+Newton's method (:func:`contactopt.solvers.newton.kernels.dense_newton`), the conic form's
+arrays (:func:`contactopt.programs.primal_arrays.conic_arrays`) and contactopt's row-wise verdict
+(:func:`contactopt.programs.relative_kernel.verdict_kernel`), Newton continued to its rounding
+floor where the verdict asks (as :func:`contactopt.solvers.newton.solver.solve` does), MuJoCo's
+velocity update and the contacts' frame impulses. Each piece is the one implementation its
+module holds; this kernel only calls them in order, with no Python between them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from contactopt.core import jit
+from contactopt.formulations import model_primal
+from contactopt.programs import primal_arrays, relative_kernel
+from contactopt.solvers.newton import kernels
+
+__all__ = ["ANISOTROPIC", "ensure_compiled", "native_step"]
+
+#: Returned in place of a Newton status when a cone's tangential rows differ in scale or
+#: regularization (MuJoCo's anisotropic elliptic cone): the program object takes that step.
+ANISOTROPIC = -1
+
+_compiled = False
+
+
+def ensure_compiled() -> None:
+    """Compile the callees first (numba resolves a kernel's globals when it compiles it)."""
+    global _compiled
+    if _compiled or not jit.ENABLED:
+        return
+    kernels.ensure_compiled()
+    model_primal.ensure_compiled()
+    primal_arrays.ensure_compiled()
+    relative_kernel.ensure_compiled()
+    jit.jit_in_place(globals(), _KERNELS)
+    _compiled = True
+
+
+def native_step(M: Any, S: Any, v: Any, smooth_force: Any, acceleration_free: Any, J_rows: Any, R_rows: Any,
+                a_ref: Any, kind: Any, bound_rows: Any, cone_scale: Any, contact: Any, contact_address: Any,
+                contact_dim: Any, friction: Any, pyramidal: bool, dt: float, max_iter: int, tol: float,
+                tol_abs: float, cost_tol: float, alpha_max: float, ls_tol: float, ls_max_iter: int,
+                confirm: float, v_next: Any, x: Any, frame: Any, residuals: Any) -> tuple[int, int]:
+    """``(Newton status code or ANISOTROPIC, iterations)``; writes ``v_next`` (nv,), the row
+    impulses ``x`` (m, the system's order), ``frame`` (nc, 3) and ``residuals`` (6: primal,
+    dual, gap, complementarity, relative, data violation)."""
+    nv, m = v.shape[0], R_rows.shape[0]
+    order, free, nonneg, box, cone_start, cone_dim = model_primal.row_order(kind, contact, contact_address)
+    J = np.empty((m, nv))
+    R, v_hat, scale = np.empty(m), np.empty(m), np.empty(m)
+    for p in range(m):
+        i = order[p]
+        R[p], scale[p] = R_rows[i], cone_scale[i]
+        total = dt * a_ref[i]
+        for j in range(nv):
+            J[p, j] = J_rows[i, j]
+            total += J_rows[i, j] * v[j]
+        v_hat[p] = total
+    bound = np.empty(box)
+    for r in range(box):
+        bound[r] = dt * bound_rows[order[m - box + r]]
+    cones = cone_start.shape[0]
+    for k in range(cones):  # the kernel's SOC block is an isotropic friction cone
+        s, d = cone_start[k], cone_dim[k]
+        for i in range(s + 2, s + d):
+            if scale[i] != scale[s + 1] or R[i] != R[s + 1]:
+                return ANISOTROPIC, 0
+    scalar = free + nonneg
+    blocks = scalar + box + cones
+    start, dim, block_kind = np.empty(blocks, np.int64), np.ones(blocks, np.int64), np.empty(blocks, np.int64)
+    mu, row_scale = np.zeros(blocks), np.ones(m)
+    for b in range(scalar):
+        start[b], block_kind[b] = b, kernels.FREE if b < free else kernels.NONNEG
+    for r in range(box):
+        start[scalar + r], block_kind[scalar + r], mu[scalar + r] = m - box + r, kernels.BOX, bound[r]
+    for k in range(cones):
+        b = scalar + box + k
+        start[b], dim[b], block_kind[b] = cone_start[k], cone_dim[k], kernels.SOC
+        mu[b] = scale[cone_start[k] + 1] / scale[cone_start[k]] if cone_dim[k] > 1 else 0.0
+    c = np.empty(nv)
+    d_inv = np.empty(nv)
+    for i in range(nv):
+        total = 0.0
+        for j in range(nv):
+            total += M[i, j] * (v[j] + dt * acceleration_free[j])
+        c[i] = -total
+        d_inv[i] = 1.0 / math.sqrt(M[i, i])
+    u = v.copy()
+    gamma = np.empty(m)
+    code, iterations = kernels.dense_newton(M, J, R, v_hat, c, d_inv, start, dim, block_kind, mu, row_scale, u, gamma,
+                                            max_iter, tol, tol_abs, cost_tol, alpha_max, ls_tol, ls_max_iter)
+    _judge(M, J, R, scale, v_hat, c, bound, u, gamma, free, nonneg, cone_start, cone_dim, residuals)
+    usable = code == kernels.CRITERION or code == kernels.COST_FLOOR or code == kernels.NO_DESCENT
+    if usable and math.isfinite(residuals[4]) and residuals[4] > confirm:
+        more, extra = kernels.dense_newton(M, J, R, v_hat, c, d_inv, start, dim, block_kind, mu, row_scale, u, gamma,
+                                           max_iter, 0.0, 0.0, cost_tol, alpha_max, ls_tol, ls_max_iter)
+        iterations += extra
+        if more != kernels.MAX_ITER:
+            code = more
+        _judge(M, J, R, scale, v_hat, c, bound, u, gamma, free, nonneg, cone_start, cone_dim, residuals)
+    for p in range(m):
+        x[order[p]] = gamma[p]
+    rhs = dt * smooth_force
+    for j in range(nv):
+        for i in range(m):
+            rhs[j] += J_rows[i, j] * x[i]
+    step = np.linalg.solve(S, rhs)
+    for j in range(nv):
+        v_next[j] = v[j] + step[j]
+    model_primal.frame_kernel(x, contact_address, contact_dim, friction, pyramidal, frame)
+    return code, iterations
+
+
+def _judge(M: Any, J: Any, R: Any, scale: Any, v_hat: Any, c: Any, bound: Any, u: Any, gamma: Any, free: int,
+           nonneg: int, cone_start: Any, cone_dim: Any, residuals: Any) -> None:
+    """The verdict's six numbers of ``(u, gamma)`` into ``residuals`` (infinite if not finite)."""
+    finite = True
+    for value in u:
+        finite = finite and math.isfinite(value)
+    for value in gamma:
+        finite = finite and math.isfinite(value)
+    if not finite:
+        residuals[:] = np.inf
+        return
+    Pp, Pi, Px, Ap, Ai, Ax, b, c_full, x, y = primal_arrays.conic_arrays(M, J, R, scale, v_hat, c, bound, u, gamma)
+    count = (1 if free else 0) + (1 if nonneg else 0) + cone_start.shape[0] + (1 if bound.shape[0] else 0)
+    kind, start, dim = np.empty(count, np.int64), np.empty(count, np.int64), np.empty(count, np.int64)
+    k = 0
+    if free:
+        kind[k], start[k], dim[k] = relative_kernel.ZERO, 0, free
+        k += 1
+    if nonneg:
+        kind[k], start[k], dim[k] = relative_kernel.NONNEG, free, nonneg
+        k += 1
+    for i in range(cone_start.shape[0]):
+        kind[k], start[k], dim[k] = (relative_kernel.SOC if cone_dim[i] > 1 else relative_kernel.NONNEG,
+                                     cone_start[i], cone_dim[i])
+        k += 1
+    if bound.shape[0]:
+        kind[k], start[k], dim[k] = relative_kernel.NONNEG, R.shape[0] - bound.shape[0], 2 * bound.shape[0]
+    s = np.empty(b.shape[0])
+    out = relative_kernel.verdict_kernel(Pp, Pi, Px, c_full, Ap, Ai, Ax, b, kind, start, dim, x, y, s)
+    for i in range(6):
+        residuals[i] = out[i]
+
+
+_KERNELS = ("_judge", "native_step")
