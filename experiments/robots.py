@@ -58,7 +58,8 @@ from robot_cells import METHODS, run_model, warm_up
 from robot_models import KNOWN_LAUNCHES, KNOWN_ONE_STEP, KNOWN_STOPS, LEFT_OUT, own_models, select
 
 QUICK_STEPS = 20
-NEWTON_METHODS = ("regularized -o params=model -o form=primal/newton", "regularized -o form=primal/newton", "sap/newton")
+NEWTON_METHODS = ("regularized -o params=model -o form=primal/newton", "regularized -o form=primal/newton",
+                  "sap/newton")
 SOLVER_BOUND_METHODS = ("ccp/clarabel", "anitescu/osqp")
 #: mj_step above this (ms) is a "large" model: the target ratio there is 5, elsewhere 10.
 LARGE_MJ_STEP_MS = 0.1

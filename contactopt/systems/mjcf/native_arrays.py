@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core import jit
 from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
 from contactopt.model.rows import NativeRows
-from contactopt.core import jit
 from contactopt.systems.mjcf import compat, derivatives
 from contactopt.systems.mjcf.native import evaluate, native_rows, step_matrix
 
