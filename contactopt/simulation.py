@@ -212,8 +212,17 @@ def simulate(
         return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
                           info=info, message=reason, sensitivities=tracked, act=np.array(acts))
 
+    fast = getattr(stepper, "run_steps", None) if control is None and tracker is None and backup is None else None
     try:
-        for _ in range(n_steps):
+        if fast is not None:  # the step as arrays: its own loop (contactopt.integrators.native_step)
+            try:
+                message = fast(state, n_steps, times, qs, vs, acts, steps, bar)
+            except Exception as exc:  # keep what was computed
+                reason = f"step {len(steps)} raised {type(exc).__name__}: {exc}"
+                raise SimulationError(reason, partial(reason)) from exc
+            if message and on_failure == "raise":
+                raise ContactoptError(message)
+        for _ in range(0 if fast is not None else n_steps):
             u = None
             if control is not None:
                 u = _control_at(control, info["control"], scene.system, len(steps), state, partial)

@@ -56,7 +56,7 @@ def one_step_errors(path: str, cone: str, integrator: str | None = None, states:
     """``|v'_array step - v'_mj_step| / |v'_mj_step|`` from sampled states, MuJoCo converged."""
     system = MjcfSystem(path)
     model = mujoco.MjModel.from_xml_path(path)
-    for each in (model, system.native_model_data()[0]):
+    for each in (model, system.native_model_data()[0], system.model):
         if integrator is not None:
             each.opt.integrator = getattr(mujoco.mjtIntegrator, integrator)
         each.opt.cone = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}[cone]
@@ -76,12 +76,12 @@ def one_step_errors(path: str, cone: str, integrator: str | None = None, states:
 
 
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-@pytest.mark.parametrize("integrator", ["mjINT_EULER", "mjINT_IMPLICITFAST"])
+@pytest.mark.parametrize("integrator", ["mjINT_EULER", "mjINT_IMPLICITFAST", "mjINT_RK4"])
 def test_array_step_matches_mj_step_on_every_row_type(cone: str, integrator: str) -> None:
     """Joint and tendon limits, a joint equality, dof and tendon frictionloss (box rows),
     damping, actuators, contacts of condim 1, 3, 4 and 6 (the elliptic cones of condim 4 and 6
-    are anisotropic: the program object takes those steps); tolerance as for params=model's dual
-    (tests/test_mjcf_rows.py: MuJoCo's own Newton stops on its flat cost)."""
+    are anisotropic: the program object takes those steps); RK4's four stage problems; tolerance
+    as for params=model's dual (tests/test_mjcf_rows.py: MuJoCo's own Newton stops on its flat cost)."""
     errors = one_step_errors(str(MJCF / "limited_arm.xml"), cone, integrator)
     assert max(errors) < TOLERANCE[cone], errors
 

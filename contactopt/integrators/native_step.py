@@ -16,7 +16,7 @@ the model as written: ``phi`` their ``dist``, ``impulses`` their frame impulses 
 ``candidates`` and ``mujoco_contacts`` their count); the equality, limit and dry-friction rows'
 impulses are MuJoCo's rows of the step, in MuJoCo's order.
 
-Programs with more unknowns than the dense kernel takes (``DENSE_KERNEL_MAX``) are solved by the
+Programs with more unknowns than the dense kernel takes (:data:`DENSE_MAX`) are solved by the
 ``newton`` solver on the program object, with the same records.
 """
 
@@ -33,19 +33,25 @@ from numpy.typing import NDArray
 from contactopt import solvers
 from contactopt.core.errors import OptionError
 from contactopt.formulations import model_primal
-from contactopt.integrators.time_stepping import TimeStepping
+from contactopt.integrators import runge_kutta
+from contactopt.integrators.time_stepping import TimeStepping, larger_residuals
 from contactopt.model.native import EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
 from contactopt.records.step import StepRecord
 from contactopt.solvers.base import CONFIRM_LEVEL, judge
 from contactopt.solvers.newton import kernels
-from contactopt.solvers.newton.solver import _MESSAGES, DEFAULTS, DENSE_KERNEL_MAX
+from contactopt.solvers.newton.solver import _MESSAGES, DEFAULTS
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["NativeStepping", "takes"]
+__all__ = ["DENSE_MAX", "NativeStepping", "takes"]
+
+#: Unknowns up to which the compiled step factorizes Newton's matrix densely (``nv^3 / 3`` flops
+#: an iteration: 0.2 Mflop at nv = 85, a fraction of ``mj_step`` on such a model); larger
+#: programs go to the ``newton`` solver's sparse path on the program object.
+DENSE_MAX = 128
 
 
 def takes(formulation: str, solver: str | None, options: Mapping[str, Any] | None, system: Any) -> bool:
@@ -63,9 +69,6 @@ class NativeStepping(TimeStepping):
     def __init__(self, system: Any, formulation: str, solver: str, dt: float,
                  options: Mapping[str, Any] | None = None, solver_options: Mapping[str, Any] | None = None) -> None:
         super().__init__(system, formulation, solver, dt, options, solver_options)
-        if self.tableau is not None:
-            raise OptionError(f"regularized -o params=model,form=primal: {self.tableau.name} stage programs are "
-                              "not taken by the array step; use form=dual for this model")
         unknown = sorted(set(self.solver_options) - set(DEFAULTS))
         if unknown:
             raise OptionError(f"solver 'newton': unknown option(s) {', '.join(map(repr, unknown))}")
@@ -85,32 +88,111 @@ class NativeStepping(TimeStepping):
         kernels.ensure_compiled()
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
-        from contactopt.systems.mjcf.native_arrays import native_arrays
-
         self._prebuilt = None
-        self.system.set_activation(state.act)
-        start = time.perf_counter()
-        native = native_arrays(self.system, state.q, state.v, self.dt, self.cone)
-        build_time = time.perf_counter() - start
-        self.last_native = native
-        solved = self._solve_arrays(native) if native.nv <= DENSE_KERNEL_MAX and kernels.AVAILABLE else None
-        if solved is None:
-            status, x, iterations, message, residuals, solve_time = self._solve_object(native)
-            v_next = model_primal.next_velocity(native, x)
-            frame = model_primal.frame_impulses(native, x)
-        else:
-            status, x, v_next, frame, iterations, message, residuals, solve_time = solved
+        solved = self._solve_state(state)
+        status, x, v_next, frame, iterations, message, residuals, build_time, solve_time, native = solved
         counts = {"candidates": native.contact_count, "mujoco_contacts": native.contact_count}
         record: dict[str, Any] = dict(t=state.t, phi=native.contact_distance, status=status, build_time=build_time,
                                       setup_time=0.0, solve_time=solve_time, iterations=iterations,
                                       residuals=residuals, solver="newton", message=message, **counts)
         if not status.usable:
             return None, StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **record)
-        act = state.act if not self.system.na else self.system.next_activation(state.q, state.v, self.dt)
-        next_state = State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt, act)
+        if self.tableau is not None:
+            next_state = self._stage_steps(state, v_next, record)
+            if next_state is None:
+                return None, StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **record)
+        else:
+            act = state.act if not self.system.na else self.system.next_activation(state.q, state.v, self.dt)
+            next_state = State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt, act)
         kind = native.kind
         return next_state, StepRecord(impulses=frame, bilateral=x[kind == EQUALITY], limits=x[kind == LIMIT],
                                       friction_loss=x[kind == FRICTION_LOSS], **record)
+
+    def run_steps(self, state: State, n_steps: int, times: list[float], qs: list[FloatArray], vs: list[FloatArray],
+                  acts: list[FloatArray], steps: list[StepRecord], bar: Any) -> str:
+        """Up to ``n_steps`` steps from ``state``, appended to the run's lists as ``simulate``'s
+        loop would (a run without a controller, sensitivities or a fallback); the message of a
+        failed step, else "". The next state is MuJoCo's ``mj_integratePos`` of ``v'`` and a
+        :meth:`State.checked` of the step's own finite arrays."""
+        if self.tableau is not None or self.system.na:
+            for _ in range(n_steps):
+                next_state, record = self.step(state)
+                steps.append(record)
+                if next_state is None:
+                    return f"step {len(steps) - 1} at t={state.t:.6g} failed: {record.status} ({record.message})"
+                state = next_state
+                times.append(state.t)
+                qs.append(state.q)
+                vs.append(state.v)
+                acts.append(state.act)
+                bar.update(1)
+            return ""
+        system: Any = self.system  # an mjcf system (takes)
+        mujoco, model = system.mujoco, system.model
+        dt, act = self.dt, state.act
+        for _ in range(n_steps):
+            status, x, v_next, frame, iterations, message, residuals, build, solve, native = self._solve_state(state)
+            fields: dict[str, Any] = dict(t=state.t, phi=native.contact_distance, status=status, build_time=build, setup_time=0.0,
+                          solve_time=solve, iterations=iterations, residuals=residuals, solver="newton",
+                          message=message, candidates=native.contact_count, mujoco_contacts=native.contact_count)
+            if not status.usable:
+                steps.append(StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **fields))
+                return f"step {len(steps) - 1} at t={state.t:.6g} failed: {status} ({message})"
+            kind = native.kind
+            steps.append(StepRecord(impulses=frame, bilateral=x[kind == EQUALITY], limits=x[kind == LIMIT],
+                                    friction_loss=x[kind == FRICTION_LOSS], **fields))
+            q_next = np.array(state.q)
+            mujoco.mj_integratePos(model, q_next, v_next, dt)
+            state = State.checked(q_next, v_next, state.t + dt, act)
+            times.append(state.t)
+            qs.append(state.q)
+            vs.append(state.v)
+            acts.append(act)
+            bar.update(1)
+        return ""
+
+    def _solve_state(self, state: State) -> tuple[Any, ...]:
+        """The constraint solve at ``state``: ``(status, x, v', frame impulses, iterations, message,
+        residuals, build time, solve time, arrays)``."""
+        from contactopt.systems.mjcf.native_arrays import native_arrays
+
+        if self.system.na:
+            self.system.set_activation(state.act)
+        start = time.perf_counter()
+        native = native_arrays(self.system, state.q, state.v, self.dt, self.cone)
+        build_time = time.perf_counter() - start
+        self.last_native = native
+        solved = self._solve_arrays(native) if native.nv <= DENSE_MAX and kernels.AVAILABLE else None
+        if solved is None:
+            status, x, iterations, message, residuals, solve_time = self._solve_object(native)
+            v_next, frame = model_primal.next_velocity(native, x), model_primal.frame_impulses(native, x)
+        else:
+            status, x, v_next, frame, iterations, message, residuals, solve_time = solved
+        return status, x, v_next, frame, iterations, message, residuals, build_time, solve_time, native
+
+    def _stage_steps(self, state: State, v_next: FloatArray, record: dict[str, Any]) -> State | None:
+        """MuJoCo's RK4 (:mod:`.runge_kutta`): the stages after the first, each solved as a
+        step's problem at its stage state; the record's times, iterations and worst residuals
+        over every stage (its impulses are the first stage's). None when a stage fails (the
+        record then names the stage)."""
+        tableau = self.tableau
+        assert tableau is not None
+        rates = [runge_kutta.StageRate.at(self.system, runge_kutta.first_stage(state), v_next, self.dt)]
+        for stage in range(1, tableau.stages):
+            at = runge_kutta.stage_at(self.system, tableau, stage, state, rates, self.dt)
+            status, _, v_stage, _, iterations, message, residuals, build, solve, _ = self._solve_state(at.state)
+            record.update(build_time=record["build_time"] + build, solve_time=record["solve_time"] + solve,
+                          iterations=record["iterations"] + iterations,
+                          residuals=larger_residuals(record["residuals"], residuals))
+            if not status.usable:
+                where = f"{tableau.name} stage {stage + 1} of {tableau.stages} (t = {at.state.t:.6g})"
+                record.update(status=status, message=f"{where}: {message}")
+                return None
+            if status is Status.INACCURATE:
+                record["status"] = Status.INACCURATE
+            rates.append(runge_kutta.StageRate.at(self.system, at, v_stage, self.dt))
+        record["message"] = f"{tableau.name}: {tableau.stages} stage programs; {record['message']}"
+        return runge_kutta.final_state(self.system, tableau, state, rates, self.dt)
 
     def _solve_arrays(self, native: NativeArrays) -> Any:
         """The compiled step (:func:`.native_kernel.native_step`) and its verdict, or None

@@ -231,7 +231,7 @@ class TimeStepping:
             args.update(setup_time=args["setup_time"] + solution.setup_time,
                         solve_time=args["solve_time"] + solution.solve_time,
                         iterations=args["iterations"] + solution.iterations,
-                        residuals=_worst_residuals(args["residuals"], solution.residuals),
+                        residuals=larger_residuals(args["residuals"], solution.residuals),
                         refined=args["refined"] or solution.refined)
             if not solution.status.usable:
                 return None, {**args, "status": solution.status, "message": f"{where}: {solution.message}"}
@@ -244,7 +244,7 @@ class TimeStepping:
         return runge_kutta.final_state(self.system, tableau, state, rates, self.dt), args
 
 
-def _worst_residuals(a: Residuals, b: Residuals) -> Residuals:
+def larger_residuals(a: Residuals, b: Residuals) -> Residuals:
     """Each residual's larger value of ``a`` and ``b`` (NaN only where both are)."""
     return Residuals(*(float(np.fmax(x, y)) for x, y in zip(dataclasses.astuple(a), dataclasses.astuple(b),
                                                              strict=True)))

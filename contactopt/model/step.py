@@ -60,6 +60,17 @@ class State:
     t: float = 0.0
     act: FloatArray = field(default_factory=lambda: np.zeros(0))
 
+    @classmethod
+    def checked(cls, q: FloatArray, v: FloatArray, t: float, act: FloatArray) -> State:
+        """A State of arrays a step has already checked (finite float vectors from its own
+        computation: the array step's), without converting them again; they are made read-only."""
+        state = object.__new__(cls)
+        for name, value in (("q", q), ("v", v), ("act", act)):
+            value.setflags(write=False)
+            object.__setattr__(state, name, value)
+        object.__setattr__(state, "t", float(t))
+        return state
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "q", as_vector(self.q, "State.q"))
         object.__setattr__(self, "v", as_vector(self.v, "State.v"))

@@ -102,7 +102,8 @@ def read_arrays(system: Any, model: Any, data: Any, v: FloatArray, dt: float) ->
     nefc, ncon = int(data.nefc), int(data.ncon)
     efc_type = np.asarray(data.efc_type)[:nefc]
     address = np.asarray(data.contact.efc_address, dtype=np.int64)[:ncon]
-    friction = np.asarray(data.contact.friction, dtype=np.float64)[:ncon]
+    # a copy in C order whatever ncon (an empty slice is typed otherwise by the compiled step)
+    friction = np.array(data.contact.friction[:ncon], dtype=np.float64, order="C")
     kind, contact, bound, cone_scale = np.empty(nefc, np.int64), np.empty(nefc, np.int64), np.empty(nefc), \
         np.empty(nefc)
     unknown = derive_rows(efc_type, np.asarray(data.efc_id)[:nefc], np.asarray(data.efc_frictionloss)[:nefc],
