@@ -311,7 +311,7 @@ def _program_cones(program: ConicProgram) -> ConeArrays:
     if cached is None:
         cached = cone_arrays(program.cones)
         object.__setattr__(program, "_cone_arrays", cached)  # a cache on a frozen program
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def conic_verdict(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> tuple[Residuals, float]:
