@@ -104,3 +104,21 @@ def test_without_polishing_every_iterate_seeds_the_next(monkeypatch: pytest.Monk
         smallest = float(np.linalg.eigvalsh(program.P.toarray()).min())
         bound = 2e-7 * max(1.0, float(np.abs(program.c).max())) / smallest
         np.testing.assert_allclose(plain.x, exact.x, rtol=0, atol=bound)
+
+
+def test_a_kept_workspace_never_writes_into_a_solved_program(tmp_path: Path) -> None:
+    """OSQP's workspace keeps the arrays it was set up with, and ``update`` writes new values into
+    them: set up on a program's own arrays, the next program's update (here the same program
+    again, retried in its own units: a 1 ug box, whose first answer falls short) overwrote the
+    first program's ``A`` in place, and the verdict then read a matrix the answer was not for.
+    The program's arrays are the same before and after, and its answer is optimal."""
+    from tests.test_units import box_scene
+
+    scene = box_scene(tmp_path, mass=1e-9, length=1.0, duration=0.25)
+    program = co.formulate(scene.system, scene.q0, scene.v0, scene.dt, formulation="anitescu")
+    A, P, b, c = program.A.data.copy(), program.P.data.copy(), program.b.copy(), program.c.copy()
+    workspace.forget("osqp")
+    solution = co.solve(program, "osqp")
+    for before, after in ((A, program.A.data), (P, program.P.data), (b, program.b), (c, program.c)):
+        np.testing.assert_array_equal(after, before)
+    assert solution.status is co.Status.OPTIMAL, solution.message

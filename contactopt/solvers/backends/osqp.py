@@ -90,7 +90,9 @@ def solve(program: Program, variant: str | None, options: Mapping[str, Any]) -> 
         else:
             backend = osqp.OSQP()
             try:
-                backend.setup(P_upper, program.c, program.A, lower, program.b, **settings)
+                # copies: OSQP's workspace keeps the arrays it is set up with and a later
+                # update() writes the new values into them, which would be this program's own
+                backend.setup(P_upper.copy(), program.c.copy(), program.A.copy(), lower, program.b.copy(), **settings)
             except (TypeError, ValueError) as exc:
                 raise OptionError(f"solver 'osqp': {exc}") from exc
             except osqp.OSQPException as exc:  # rejected data (e.g. P not convex to OSQP's test)
