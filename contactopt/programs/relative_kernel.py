@@ -305,7 +305,7 @@ def verdict_kernel(P_indptr: Any, P_indices: Any, P_data: Any, c: Any, A_indptr:
     return primal, dual, gap, complementarity, relative, data_violation
 
 
-def _program_cones(program: ConicProgram) -> ConeArrays:
+def program_cones(program: ConicProgram) -> ConeArrays:
     """:func:`cone_arrays` of a program, made once (cached on the frozen program)."""
     cached = program.__dict__.get("_cone_arrays")
     if cached is None:
@@ -328,6 +328,6 @@ def conic_verdict(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> tuple[Re
     ensure_compiled()
     P, A = program.P, program.A
     primal, dual, gap, complementarity, relative, data = verdict_kernel(
-        P.indptr, P.indices, P.data, program.c, A.indptr, A.indices, A.data, program.b, *_program_cones(program),
+        P.indptr, P.indices, P.data, program.c, A.indptr, A.indices, A.data, program.b, *program_cones(program),
         xv, yv, np.empty(program.m))
     return Residuals(primal, dual, gap, complementarity, relative), data

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from contactopt.core import jit
 from contactopt.programs.conic import ConicProgram, cone_row_indices
 from contactopt.programs.lcp import LCP
 from contactopt.programs.relative import conic_relative, lcp_relative
@@ -63,7 +64,24 @@ def conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Re
     return res, s
 
 
+#: Variables plus rows from which a program's verdict runs compiled (:mod:`.relative_kernel`: the
+#: same numbers, 5-8x faster on a pile's 1,300); a small program keeps NumPy, whose first call
+#: costs no compilation (a textbook run from the command line).
+KERNEL_FROM = 256
+
+
 def _conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[Residuals, FloatArray]:
+    if jit.ENABLED and program.n + program.m >= KERNEL_FROM:  # the same numbers, compiled (.relative_kernel)
+        from contactopt.programs import relative_kernel
+
+        s = np.empty(program.m)
+        relative_kernel.ensure_compiled()
+        P, A = program.P, program.A
+        numbers = relative_kernel.verdict_kernel(P.indptr, P.indices, P.data, program.c, A.indptr, A.indices, A.data,
+                                                 program.b, *relative_kernel.program_cones(program),
+                                                 np.ascontiguousarray(x, dtype=np.float64),
+                                                 np.ascontiguousarray(y, dtype=np.float64), s)
+        return Residuals(*numbers[:5]), s
     Ax = program.A_dot(x)
     Px = program.P_dot(x)
     ATy = program.AT_dot(y)
