@@ -132,9 +132,10 @@ class NativeStepping(TimeStepping):
         dt, act = self.dt, state.act
         for _ in range(n_steps):
             status, x, v_next, frame, iterations, message, residuals, build, solve, native = self._solve_state(state)
-            fields: dict[str, Any] = dict(t=state.t, phi=native.contact_distance, status=status, build_time=build, setup_time=0.0,
-                          solve_time=solve, iterations=iterations, residuals=residuals, solver="newton",
-                          message=message, candidates=native.contact_count, mujoco_contacts=native.contact_count)
+            fields: dict[str, Any] = dict(
+                t=state.t, phi=native.contact_distance, status=status, build_time=build, setup_time=0.0,
+                solve_time=solve, iterations=iterations, residuals=residuals, solver="newton", message=message,
+                candidates=native.contact_count, mujoco_contacts=native.contact_count)
             if not status.usable:
                 steps.append(StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **fields))
                 return f"step {len(steps) - 1} at t={state.t:.6g} failed: {status} ({message})"
