@@ -50,8 +50,9 @@ def contact_rows(system: Any, q: FloatArray, touches: list[collision.Contact]) -
         phis.append(touch.dist)
         rows.append(frame @ relative)
     n = len(phis)
-    return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, system.mu),
-                    restitution=np.zeros(n), dim=3)
+    out = Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, system.mu), restitution=np.zeros(n), dim=3)
+    object.__setattr__(out, "_touches", tuple(touches))  # behind the rows: their derivative's (.contact_tangents)
+    return out
 
 
 def check_masses(system: Any) -> None:
