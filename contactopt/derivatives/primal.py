@@ -272,13 +272,15 @@ def _dense_factor(primal: PrimalProgram, J: FloatArray, G: FloatArray) -> Any:
     """``rhs -> H^{-1} rhs`` for ``H = A + J^T G J`` (S5) assembled and factored densely
     (LAPACK's Cholesky), for small programs: the same matrix as :func:`_factor`'s, without its
     sparse assembly."""
-    H = primal.A.toarray() + J.T @ (G @ J)
-    try:
-        factor = scipy.linalg.cho_factor(0.5 * (H + H.T), lower=False, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError) as error:
+    H = primal.A.toarray()
+    if G.any():  # no row coupled (every contact apart): H = A
+        H = H + J.T @ (G @ J)
+    # LAPACK's potrf/potrs as scipy.linalg.cho_factor/cho_solve call them, without their wrappers
+    upper, info = scipy.linalg.lapack.dpotrf(0.5 * (H + H.T), lower=0, clean=0)
+    if info != 0:
         raise NotDifferentiableError(f"derivatives: the Hessian A + J^T G J ({primal.nv} x {primal.nv}) is not "
-                                     f"positive definite ({error})") from None
-    return lambda rhs: np.asarray(scipy.linalg.cho_solve(factor, rhs, check_finite=False))
+                                     f"positive definite (LAPACK potrf info {info})")
+    return lambda rhs: np.asarray(scipy.linalg.lapack.dpotrs(upper, rhs, lower=0)[0])
 
 
 def _factor(primal: PrimalProgram, layout: ConeLayout, blocks: list[FloatArray]) -> Any:

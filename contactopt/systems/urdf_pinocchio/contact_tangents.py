@@ -62,7 +62,6 @@ class ContactGeometry:
         self.placed = placed = dict(system._placed(q))
         pin, model, data = system.pin, system.model, system.data
         self.qp = system.pin_q(q)
-        pin.computeJointJacobians(model, data, self.qp)
         pairs: list[tuple[int, Any]] = []
         for row, contact in enumerate(listed):
             if contact.first >= 0:
@@ -72,13 +71,16 @@ class ContactGeometry:
             if self.ground and self.ground[-1][1] == shape:
                 self.ground[-1][5].append(contact)
                 continue
-            joint = int(system.geometry.geometryObjects[shapes[shape].index].parentJoint)
-            self.ground.append((row, shape, joint, *placed[shape], [contact]))
+            self.ground.append((row, shape, shapes[shape].joint, *placed[shape], [contact]))
         self.joints = sorted({joint for _, _, joint, *_ in self.ground}
                              | {shapes[k].joint for _, c in pairs for k in (c.first, c.second)})
         d, nv = system._dofs, system.nv
+        known = contacts.__dict__.get("_joint_jacobians", {})  # the rows' own (:func:`.rows.contact_rows`)
+        if any(joint and joint not in known for joint in self.joints):
+            known = {}
+            pin.computeJointJacobians(model, data, self.qp)
         for joint in self.joints:
-            self.bases[joint] = ((np.zeros((6, nv)), np.zeros(3)) if joint == 0 else
+            self.bases[joint] = ((np.zeros((6, nv)), np.zeros(3)) if joint == 0 else known.get(joint) or
                                  (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
                                   np.array(data.oMi[joint].translation)))
         empty = np.zeros((nv, 0))

@@ -51,7 +51,8 @@ def contact_rows(system: Any, q: FloatArray, touches: list[collision.Contact]) -
         rows.append(frame @ relative)
     n = len(phis)
     out = Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, system.mu), restitution=np.zeros(n), dim=3)
-    object.__setattr__(out, "_touches", tuple(touches))  # behind the rows: their derivative's (.contact_tangents)
+    object.__setattr__(out, "_touches", tuple(touches))  # behind the rows, with the joints' Jacobians: their
+    object.__setattr__(out, "_joint_jacobians", jacobians)  # derivative's (.contact_tangents), not found again
     return out
 
 
