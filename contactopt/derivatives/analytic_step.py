@@ -129,7 +129,9 @@ class _Rows:
             owner = contact_rows(active.mu, dim)[0] // dim
             limits = np.flatnonzero(coupled[:limit_count])
             contacts = np.unique(owner[coupled[limit_count:]])
-            rows = np.concatenate([limits, limit_count + np.flatnonzero(np.isin(owner, contacts))])
+            chosen = np.zeros(na, dtype=bool)
+            chosen[contacts] = True
+            rows = np.concatenate([limits, limit_count + np.flatnonzero(chosen[owner])])
         else:  # ccp: each contact's frame rows, then the limits
             limits = np.flatnonzero(coupled[na * dim:])
             contacts = np.unique(np.flatnonzero(coupled[:na * dim]) // dim)
@@ -358,7 +360,7 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
         R[nl:], dR[nl:] = R_frame.reshape(-1)[kept], dR_frame.reshape(na * dim, nx)[kept]
         v_hat[nl:], dv_hat[nl:] = vhat_frame.reshape(-1)[kept], dvhat_frame.reshape(na * dim, nx)[kept]
         scale[nl:], dS[nl:] = scale_c, dS_frame.reshape(na * dim, nx)[kept]
-    built_J = primal.J[chosen].toarray() if m else np.zeros((0, nv))
+    built_J = primal.J.toarray()[chosen]
     consistent = _close([R, v_hat, scale, J.ravel(), inputs.v_star],
                         [primal.R[chosen], primal.v_hat[chosen], primal.scale[chosen], built_J.ravel(), primal.v_star])
     # the right-hand side r of the program derivative, per column, on the coupled rows

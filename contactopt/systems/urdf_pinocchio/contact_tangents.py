@@ -45,8 +45,8 @@ class ContactGeometry:
         self.count = count = int(contacts.phi.shape[0])
         #: per shape touching the ground: (first row, shape, joint, centre, rotation, its contacts)
         self.ground: list[tuple[int, int, int, FloatArray, FloatArray, list[Any]]] = []
-        #: per pair: (row, sphere shape, box shape, the collision contact)
-        self.pairs: list[tuple[int, int, int, Any]] = []
+        #: per pair: (row, the collision contact, its closed-form motion and frame motion per dof)
+        self.pairs: list[tuple[int, Any, Any, tuple[FloatArray, FloatArray]]] = []
         self.bases: dict[int, tuple[FloatArray, FloatArray]] = {}
         self.joints: list[int] = []
         if not count:
@@ -83,43 +83,37 @@ class ContactGeometry:
             self.bases[joint] = ((np.zeros((6, nv)), np.zeros(3)) if joint == 0 else known.get(joint) or
                                  (np.array(pin.getJointJacobian(model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d],
                                   np.array(data.oMi[joint].translation)))
-        empty = np.zeros((nv, 0))
-        for row, contact in pairs:  # each checked against the problem's row, on no direction yet
+        for row, contact in pairs:  # each checked against the problem's row
             kinds = (shapes[contact.first].kind, shapes[contact.second].kind)
             if sorted(kinds) != ["box", "sphere"]:
                 raise StructureChange  # other pairs' tangents are not derived here (differences)
             ball, box = (contact.first, contact.second) if kinds[0] == "sphere" else (contact.second, contact.first)
-            motion = self._pair_motion(ball, box, contact, empty)
+            # per dof: the closed forms are linear in the shapes' motion, so along D they are these times D
+            s, _, ds, _ = self._motion(ball)
+            c, R, dc, spin = self._motion(box)
+            motion = pair_tangents.sphere_box(s, float(shapes[ball].size[0]), ds, c, R, shapes[box].size, dc, spin,
+                                              sphere_first=ball == contact.first)
             if motion is None:
                 raise StructureChange
-            frame = pair_tangents.frame_tangent(motion.normal, motion.dnormal)[0]
+            frame, dframe = pair_tangents.frame_tangent(motion.normal, motion.dnormal)
             rows = frame @ (self._point(shapes[contact.second].joint, motion.pos)
                             - self._point(shapes[contact.first].joint, motion.pos))
             given = np.asarray(contacts.J)[3 * row:3 * row + 3]
             if (abs(motion.dist - contacts.phi[row]) > 1e-12
                     or np.abs(rows - given).max() > 1e-10 * max(1.0, float(np.abs(given).max()))):
                 raise StructureChange  # not the problem's contact: its own differences
-            self.pairs.append((row, ball, box, contact))
+            self.pairs.append((row, contact, motion, (frame, dframe)))
 
     def _point(self, joint: int, x: FloatArray) -> FloatArray:
         """``J(x)`` ((3, nv)) of the point fixed to ``joint`` at ``x``."""
         jacobian, origin = self.bases[joint]
         return jacobian[:3] - skew(x - origin) @ jacobian[3:]
 
-    def _motion(self, shape: int, directions: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-        """The shape's centre, rotation, the centre's motion and the angular motion along
-        ``directions`` ((3, p) each)."""
+    def _motion(self, shape: int) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """The shape's centre, rotation, the centre's motion and the angular motion per dof ((3, nv))."""
         centre, R = self.placed[shape]
         jacobian, origin = self.bases[self.system._shapes[shape].joint]
-        return (centre, R, (jacobian[:3] - skew(centre - origin) @ jacobian[3:]) @ directions,
-                jacobian[3:] @ directions)
-
-    def _pair_motion(self, ball: int, box: int, contact: Any, directions: FloatArray) -> Any:
-        shapes = self.system._shapes
-        s, _, ds, _ = self._motion(ball, directions)
-        c, R, dc, spin = self._motion(box, directions)
-        return pair_tangents.sphere_box(s, float(shapes[ball].size[0]), ds, c, R, shapes[box].size, dc, spin,
-                                        sphere_first=ball == contact.first)
+        return centre, R, jacobian[:3] - skew(centre - origin) @ jacobian[3:], jacobian[3:]
 
     def tangents(self, directions: FloatArray | None = None) -> tuple[FloatArray, FloatArray]:
         """``d phi`` ((nc, p)) and ``dJ`` ((nc * 3, nv, p): row, column, direction) along the
@@ -172,15 +166,14 @@ class ContactGeometry:
                 dJ[3 * (row + c):3 * (row + c + 1)] = np.einsum("ai,ivk->avk", _GROUND_FRAME,
                                                                 point_motion(joint, touch.pos, dposes[c]))
         shapes = system._shapes
-        for row, ball, box, contact in self.pairs:
-            motion = self._pair_motion(ball, box, contact, D)
-            frame, dframe = pair_tangents.frame_tangent(motion.normal, motion.dnormal)
+        for row, contact, motion, (frame, dframe) in self.pairs:
             second, first = shapes[contact.second].joint, shapes[contact.first].joint
             relative = self._point(second, motion.pos) - self._point(first, motion.pos)
-            moved = point_motion(second, motion.pos, motion.dpos) - point_motion(first, motion.pos, motion.dpos)
-            dphi[row] = motion.ddist
+            dpos = motion.dpos @ D
+            moved = point_motion(second, motion.pos, dpos) - point_motion(first, motion.pos, dpos)
+            dphi[row] = motion.ddist @ D
             dJ[3 * row:3 * row + 3] = (np.einsum("ai,ivk->avk", frame, moved)
-                                       + np.einsum("aik,iv->avk", dframe, relative))
+                                       + np.einsum("aik,iv->avk", dframe @ D, relative))
         return dphi, dJ
 
 

@@ -36,7 +36,10 @@ def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> t
     d = system._dofs
     if system._base is None:
         dq, dv, _ = pin.computeRNEADerivatives(system.model, system.data, qp, vp, ap)
-        return np.array(dq)[np.ix_(d, d)], np.array(dv)[np.ix_(d, d)] + np.diag(system.damping)
+        dq, dv = np.array(dq), np.array(dv)
+        if not np.array_equal(d, np.arange(d.shape[0])):  # Pinocchio's dof order is not the public one
+            dq, dv = dq[np.ix_(d, d)], dv[np.ix_(d, d)]
+        return dq, dv + np.diag(system.damping)
     if system._free_flyer is None:
         model = pin.buildModelFromUrdf(str(system.urdf), pin.JointModelFreeFlyer())
         system._free_flyer = (model, model.createData())
