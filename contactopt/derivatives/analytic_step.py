@@ -391,11 +391,8 @@ def _uncoupled(derivative: Any, program: ConicProgram, problem: Any, inputs: _In
 def _close(mine: list[FloatArray], theirs: list[FloatArray]) -> bool:
     """Whether each of ``mine`` equals its counterpart in ``theirs`` to :data:`CONSISTENCY`
     relative to the counterpart's largest entry."""
-    if [a.shape for a in mine] != [np.shape(b) for b in theirs]:
-        return False
-    sizes = [a.size for a in mine]
-    if not sum(sizes):
-        return True
-    a, b = np.concatenate(mine), np.concatenate([np.asarray(x, dtype=np.float64) for x in theirs])
-    largest = np.repeat([float(np.abs(x).max(initial=0.0)) for x in theirs], sizes)
-    return bool(np.all(np.abs(a - b) <= CONSISTENCY * largest))
+    for a, given in zip(mine, theirs, strict=True):
+        b = np.asarray(given, dtype=np.float64)
+        if a.shape != b.shape or (a.size and not np.all(np.abs(a - b) <= CONSISTENCY * float(np.abs(b).max()))):
+            return False
+    return True

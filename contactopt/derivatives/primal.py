@@ -59,6 +59,7 @@ the projection does not take (an SOC block that is no friction cone).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -209,19 +210,16 @@ def _one_sided(program: ConicProgram, layout: ConeLayout, blocks: list[FloatArra
         return ()
     active = branch == "active"
     threshold = tol * float(np.abs(w).max(initial=0.0))
-    dims = np.array([cone.dim for cone in cones], dtype=np.int_)
-    starts = np.cumsum(dims) - dims
-    kinds = np.array([cone.kind for cone in cones])
-    row_cone = np.repeat(np.arange(dims.shape[0]), dims)
+    dims, starts, row_cone, nonneg_rows, soc_cones = _cone_structure(cones)
     tangential = w * w
     tangential[starts] = 0.0
     radius = np.sqrt(np.add.reduceat(tangential, starts))
     near = np.abs(radius - np.abs(w[starts])) <= 2.0 * threshold + 1e-15 * np.abs(w[starts])  # rounding margin
     found: list[tuple[DegeneratePoint, FloatArray]] = []
-    for row in np.flatnonzero((kinds[row_cone] == "nonneg") & (np.abs(w) <= threshold)):
+    for row in np.flatnonzero(nonneg_rows & (np.abs(w) <= threshold)):
         point = DegeneratePoint(int(row_cone[row]), (int(row), int(row) + 1), "nonneg", branch)
         found.append((point, np.full((1, 1), float(active))))
-    for cone in np.flatnonzero((kinds == "soc") & near):
+    for cone in np.flatnonzero(soc_cones & near):
         rows = (int(starts[cone]), int(starts[cone] + dims[cone]))
         block, kind = soc_block_derivative(w[rows[0]:rows[1]], threshold, active)
         if kind:
@@ -230,6 +228,19 @@ def _one_sided(program: ConicProgram, layout: ConeLayout, blocks: list[FloatArra
     if found:
         _replace_blocks(program, layout, blocks, found)
     return tuple(point for point, _ in sorted(found, key=lambda item: (item[0].cone, item[0].rows)))
+
+
+@functools.lru_cache(maxsize=256)
+def _cone_structure(cones: tuple[Any, ...]) -> tuple[IntArray, IntArray, IntArray, Any, Any]:
+    """Per cone its size and first row, per row its cone, which rows are ``Nonneg`` and which
+    cones ``SOC`` (read-only: shared by the programs of one layout; cones hash once)."""
+    dims = np.array([cone.dim for cone in cones], dtype=np.int_)
+    kinds = np.array([cone.kind for cone in cones])
+    row_cone = np.repeat(np.arange(dims.shape[0]), dims)
+    out = (dims, np.cumsum(dims) - dims, row_cone, kinds[row_cone] == "nonneg", kinds == "soc")
+    for array in out:
+        array.setflags(write=False)
+    return out
 
 
 def _replace_blocks(program: ConicProgram, layout: ConeLayout, blocks: list[FloatArray],

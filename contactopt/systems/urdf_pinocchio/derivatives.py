@@ -36,10 +36,8 @@ def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> t
     d = system._dofs
     if system._base is None:
         dq, dv, _ = pin.computeRNEADerivatives(system.model, system.data, qp, vp, ap)
-        dq, dv = np.array(dq), np.array(dv)
-        if not np.array_equal(d, np.arange(d.shape[0])):  # Pinocchio's dof order is not the public one
-            dq, dv = dq[np.ix_(d, d)], dv[np.ix_(d, d)]
-        return dq, dv + np.diag(system.damping)
+        grid = _dof_grid(system)
+        return np.array(dq)[grid], np.array(dv)[grid] + np.diag(system.damping)
     if system._free_flyer is None:
         model = pin.buildModelFromUrdf(str(system.urdf), pin.JointModelFreeFlyer())
         system._free_flyer = (model, model.createData())
@@ -173,10 +171,10 @@ class StepLinearization:
         if self._dM is not None:
             return self._dM @ directions
         system = self.system
-        pin, model, data, d = system.pin, system.model, system.data, system._dofs
+        pin, model, data, grid = system.pin, system.model, system.data, _dof_grid(system)
         out = np.zeros((system.nv, system.nv, directions.shape[1]))
         for k in range(directions.shape[1]):
-            C = np.array(pin.computeCoriolisMatrix(model, data, self._qp, system.pin_v(directions[:, k])))[np.ix_(d, d)]
+            C = np.array(pin.computeCoriolisMatrix(model, data, self._qp, system.pin_v(directions[:, k])))[grid]
             out[:, :, k] = C + C.T
         return out
 
@@ -198,6 +196,15 @@ class StepLinearization:
             base, state=dataclasses.replace(base.state, q=base.state.q + t * dq, v=base.state.v + t * dv),
             dynamics=Dynamics(M=0.5 * (M + M.T), tau=dynamics.tau + t * dtau), contacts=moved_contacts,
             unilateral=moved_limits)
+
+
+def _dof_grid(system: Any) -> Any:
+    """``np.ix_(dofs, dofs)``: a Pinocchio matrix's rows and columns in the public dof order (kept:
+    the model does not change)."""
+    grid = system.__dict__.get("_dof_grid")
+    if grid is None:
+        grid = system.__dict__["_dof_grid"] = np.ix_(system._dofs, system._dofs)
+    return grid
 
 
 def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:
