@@ -159,6 +159,7 @@ class _Inputs:
     dJa: FloatArray  # (na * dim, nv, nx)
     dphi: FloatArray  # (na, nx)
     dmu: FloatArray  # (nx,): 1 in the column of "mu"
+    solved: FloatArray  # [G; J_c] A^-1, (nl + na * dim, nv)
 
     @staticmethod
     def of(problem: Any, program: ConicProgram, linear: Any, parameters: tuple[str, ...], rows: _Rows,
@@ -179,7 +180,6 @@ class _Inputs:
             dA = linear.dM_along(Dq) if hasattr(linear, "dM_along") else linear.dM @ Dq
             dtau = linear.dtau_dq @ Dq + linear.dtau_dv @ Dv
         v, v_star = problem.state.v, problem.v_free
-        dv_star = Dv + dynamics.solve_M(h * dtau - np.einsum("ijk,j->ik", dA, v_star - v))
         limits = np.asarray(program.metadata.get("limits", []), dtype=np.int_)[rows.limits]
         if full:
             dphi_u = np.zeros((limits.shape[0], nx))
@@ -207,9 +207,11 @@ class _Inputs:
         dmu = np.zeros(nx)
         if "mu" in parameters:
             dmu = D[2 * nv + parameters.index("mu")].copy()
-        return _Inputs(nv, nx, np.asarray(dynamics.M, dtype=np.float64), dA, v_star, dv_star, limits,
-                       np.asarray(problem.unilateral.G, dtype=np.float64)[limits], dphi_u, active.phi[chosen],
-                       active.mu[chosen], Ja, dJa, dphi, dmu)
+        G = np.asarray(problem.unilateral.G, dtype=np.float64)[limits]
+        # one solve with A: dv* = dv + A^-1 (h dtau - dA (v* - v)), and [G; J_c] A^-1
+        solved = dynamics.solve_M(np.hstack([h * dtau - (dA.transpose(0, 2, 1) @ (v_star - v)), G.T, Ja.T]))
+        return _Inputs(nv, nx, np.asarray(dynamics.M, dtype=np.float64), dA, v_star, Dv + solved[:, :nx], limits,
+                       G, dphi_u, active.phi[chosen], active.mu[chosen], Ja, dJa, dphi, dmu, solved[:, nx:].T)
 
 
 def _capped(phi: FloatArray, dphi: FloatArray, span: float, v_max: float) -> tuple[FloatArray, FloatArray]:
@@ -316,7 +318,7 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
     compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
     v_max = recovery_speed(problem, options)
     span = h + tau_d
-    A, dA, dynamics = inputs.A, inputs.dA, problem.dynamics
+    A, dA = inputs.A, inputs.dA
     # rows: limits, then the coupled contacts' kept rows (SAP.build's order)
     dim = problem.contacts.dim
     kept, scale_c, _ = contact_rows(inputs.mu, dim)
@@ -329,7 +331,7 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
     dJ[nl:] = dJa[kept]
     R, v_hat, scale = np.zeros(m), np.zeros(m), np.ones(m)
     dR, dv_hat, dS = np.zeros((m, nx)), np.zeros((m, nx)), np.zeros((m, nx))
-    both = dynamics.solve_M(np.vstack([G, Ja]).T).T if nl + na else np.zeros((0, nv))  # [G; J_c] A^-1, one solve
+    both = inputs.solved  # [G; J_c] A^-1
     if nl:
         Bu = both[:nl]  # G A^-1
         w_u = np.einsum("iv,iv->i", Bu, G)
