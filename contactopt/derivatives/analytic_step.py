@@ -38,12 +38,16 @@ Math. Program. 2006)::
 
 through the general :class:`~contactopt.derivatives.conic.ConicDerivative`'s products.
 
-The base program's ``R``, ``v_hat``, ``S`` and rows are recomputed from the problem and must
-equal the built ones (to 1e-12 relative; ``v*`` must be the problem's ``v_free``; ``A`` is its
-``M`` by ``SAP.build``'s construction), else None is returned and the step derivative keeps
-its differences: a change of ``SAP.build`` cannot go unnoticed here. (for ``ccp``: its rows, ``b``
-and ``c``). Covered: contacts, limit rows; not: bilateral rows, friction-loss (box) rows, angular
-friction, ccp's dual form, drift projection, parameters other than ``mu``.
+``r`` is built on the rows the program derivative couples to ``v'`` alone (:class:`_Rows`: a
+separated contact's and an unreached limit's ``G`` or ``DPi`` is zero, so their ``r`` moves
+nothing and is left zero), and a forward product contracts every tangent with its direction
+first (the contact rows' through ``contact_tangents_along``: one Jacobian time variation).
+The base program's ``R``, ``v_hat``, ``S`` and those rows are recomputed from the problem and
+must equal the built ones (to 1e-12 relative; ``v*`` the problem's ``v_free``; ``A`` is its ``M``
+by ``SAP.build``'s construction; for ``ccp``: its rows, ``b`` and ``c``), else None is returned
+and the step keeps its differences: a change of ``SAP.build`` cannot go unnoticed here. Covered:
+contacts, limit rows; not: bilateral or friction-loss (box) rows, angular friction, ccp's dual
+form, drift projection, parameters other than ``mu``.
 """
 
 from __future__ import annotations
@@ -105,11 +109,9 @@ def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative:
 
 @dataclass(frozen=True)
 class _Rows:
-    """The program's rows that the derivative couples to ``v'`` (``G`` or ``DPi`` not zero on
-    them), by the limits and contacts that own them: a row whose block is zero (a separated
-    contact, a limit not reached) moves neither the solution's ``v'`` (``H dv = -r_v + J' G q``,
-    :mod:`.primal`; the conic Jacobian's ``A' DPi`` column, :mod:`.conic`) nor takes a share of
-    a reverse product (its adjoint is zero), and its ``r`` is left out (zero)."""
+    """The program's rows the derivative couples to ``v'`` (``G`` or ``DPi`` not zero), by the
+    limits and contacts owning them: a zero block moves no ``v'`` (``H dv = -r_v + J' G q``,
+    :mod:`.primal`; the conic Jacobian's ``A' DPi``, :mod:`.conic`), its adjoint is zero."""
 
     limits: Any  # positions of the coupled limit rows among the program's limits
     contacts: Any  # positions of the coupled contacts among the program's active contacts
@@ -381,8 +383,7 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
 
 def _uncoupled(derivative: Any, program: ConicProgram, problem: Any, inputs: _Inputs, mine: FloatArray,
                theirs: FloatArray, sigmas: int) -> AnalyticStep:
-    """``r`` where no row is coupled (:class:`_Rows`): ``r_v = dA (v' - v*) - A dv*`` alone,
-    ``mine`` checked against the program's ``theirs`` (``v*``, or ccp's ``c = -A v*``)."""
+    """``r`` without coupled rows: ``r_v = dA (v' - v*) - A dv*``; ``mine`` (``v*``, ccp's ``c``) checked."""
     r_v = np.einsum("ijk,j->ik", inputs.dA, derivative.x[:inputs.nv] - inputs.v_star) - inputs.A @ inputs.dv_star
     first = np.zeros((inputs.nv + sigmas, inputs.nx))
     first[:inputs.nv] = r_v
@@ -391,8 +392,7 @@ def _uncoupled(derivative: Any, program: ConicProgram, problem: Any, inputs: _In
 
 
 def _close(mine: list[FloatArray], theirs: list[FloatArray]) -> bool:
-    """Whether each of ``mine`` equals its counterpart in ``theirs`` to :data:`CONSISTENCY`
-    relative to the counterpart's largest entry."""
+    """Whether each of ``mine`` equals ``theirs``' to :data:`CONSISTENCY` of the latter's largest entry."""
     for a, given in zip(mine, theirs, strict=True):
         b = np.asarray(given, dtype=np.float64)
         if a.shape != b.shape or (a.size and not np.all(np.abs(a - b) <= CONSISTENCY * float(np.abs(b).max()))):

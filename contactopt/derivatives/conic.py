@@ -149,9 +149,9 @@ class ConicDerivative:
     def coupled_rows(self) -> NDArray[np.bool_]:
         """Per row, whether its ``DPi`` row is not zero: the rows whose data move ``x`` (a row
         with ``DPi = 0`` enters ``x``'s equations only through ``A' DPi``: not at all)."""
-        D = self.D
-        if sp.issparse(D):
-            return np.asarray(abs(D).sum(axis=1)).reshape(-1) > 0.0
+        D: Any = self.D
+        if not isinstance(D, np.ndarray):  # sparse
+            return np.asarray(D.multiply(D).sum(axis=1)).reshape(-1) > 0.0
         return np.asarray(np.any(np.asarray(D) != 0.0, axis=1))
 
     def jvp(self, dP: Any = None, dc: ArrayLike | None = None, dA: Any = None,

@@ -164,9 +164,9 @@ class PrimalDerivative:
     def coupled_rows(self) -> NDArray[np.bool_]:
         """Per row, whether its ``G`` block row is not zero: the rows whose data move ``v``
         (``H dv = -r_v + J^T G q``; a separated contact's, an unreached limit's do not)."""
-        G = self._G
-        if sp.issparse(G):
-            return np.asarray(abs(G).sum(axis=1)).reshape(-1) > 0.0
+        G: Any = self._G
+        if not isinstance(G, np.ndarray):  # sparse
+            return np.asarray(G.multiply(G).sum(axis=1)).reshape(-1) > 0.0
         return np.asarray(np.any(G != 0.0, axis=1))
 
     def jvp(self, dP: Any = None, dc: ArrayLike | None = None, dA: Any = None,

@@ -147,11 +147,11 @@ def projection_derivative(cones: tuple[Cone, ...], v: FloatArray, branch: str = 
                 soc_vals.append(block.reshape(-1))
         row += cone.dim
     if dense:
-        matrix = np.diag(diagonal)
+        full = np.diag(diagonal)
         for start, block in zip(soc_rows, soc_vals, strict=True):
             size = block.shape[0]
-            matrix[int(start[0]):int(start[0]) + size, int(start[0]):int(start[0]) + size] = block
-        return ProjectionDerivative(matrix, tuple(degenerate))
+            full[int(start[0]):int(start[0]) + size, int(start[0]):int(start[0]) + size] = block
+        return ProjectionDerivative(full, tuple(degenerate))
     keep = np.flatnonzero(diagonal)
     rows_all = np.concatenate([keep, *soc_rows])
     cols_all = np.concatenate([keep, *soc_cols])
