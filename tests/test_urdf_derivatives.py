@@ -260,7 +260,7 @@ def test_the_cylinder_contact_tangents_equal_central_differences() -> None:
     from scipy.spatial.transform import Rotation
 
     from contactopt.systems.urdf_pinocchio import ground
-    from contactopt.systems.urdf_pinocchio.derivatives import _cylinder_tangents
+    from contactopt.systems.urdf_pinocchio.contact_tangents import cylinder_tangents as _cylinder_tangents
 
     rng = np.random.default_rng(0)
     counts, t = set(), 1e-7

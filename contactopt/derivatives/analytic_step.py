@@ -38,12 +38,16 @@ Math. Program. 2006)::
 
 through the general :class:`~contactopt.derivatives.conic.ConicDerivative`'s products.
 
-The base program's ``R``, ``v_hat``, ``S`` and rows are recomputed from the problem and must
-equal the built ones (to 1e-12 relative; ``v*`` must be the problem's ``v_free``; ``A`` is its
-``M`` by ``SAP.build``'s construction), else None is returned and the step derivative keeps
-its differences: a change of ``SAP.build`` cannot go unnoticed here. (for ``ccp``: its rows, ``b``
-and ``c``). Covered: contacts, limit rows; not: bilateral rows, friction-loss (box) rows, angular
-friction, ccp's dual form, drift projection, parameters other than ``mu``.
+``r`` is built on the rows the program derivative couples to ``v'`` alone (:class:`_Rows`: a
+separated contact's and an unreached limit's ``G`` or ``DPi`` is zero, so their ``r`` moves
+nothing and is left zero), and a forward product contracts every tangent with its direction
+first (the contact rows' through ``contact_tangents_along``: one Jacobian time variation).
+The base program's ``R``, ``v_hat``, ``S`` and those rows are recomputed from the problem and
+must equal the built ones (to 1e-12 relative; ``v*`` the problem's ``v_free``; ``A`` is its ``M``
+by ``SAP.build``'s construction; for ``ccp``: its rows, ``b`` and ``c``), else None is returned
+and the step keeps its differences: a change of ``SAP.build`` cannot go unnoticed here. Covered:
+contacts, limit rows; not: bilateral or friction-loss (box) rows, angular friction, ccp's dual
+form, drift projection, parameters other than ``mu``.
 """
 
 from __future__ import annotations
@@ -89,13 +93,14 @@ def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative:
     if name == "sap" and isinstance(derivative, PrimalDerivative) and isinstance(program, PrimalConicProgram):
         if program.primal is None or program.primal.box.shape[0]:
             return None
-        out = _sap(stepper, problem, program, derivative,
-                   _Inputs.of(problem, program, linear, tuple(parameters), directions))
+        build: Any = _sap
     elif name == "ccp" and metadata.get("form") == "primal" and isinstance(derivative, ConicDerivative):
-        out = _ccp(stepper, problem, program, derivative,
-                   _Inputs.of(problem, program, linear, tuple(parameters), directions))
+        build = _ccp
     else:
         return None
+    rows = _Rows.of(name, problem, program, derivative.coupled_rows())
+    out = build(stepper, problem, program, derivative, rows,
+                _Inputs.of(problem, program, linear, tuple(parameters), rows, directions))
     if not out.consistent:
         return None
     out.directions = directions
@@ -103,9 +108,43 @@ def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative:
 
 
 @dataclass(frozen=True)
+class _Rows:
+    """The program's rows the derivative couples to ``v'`` (``G`` or ``DPi`` not zero), by the
+    limits and contacts owning them: a zero block moves no ``v'`` (``H dv = -r_v + J' G q``,
+    :mod:`.primal`; the conic Jacobian's ``A' DPi``, :mod:`.conic`), its adjoint is zero."""
+
+    limits: Any  # positions of the coupled limit rows among the program's limits
+    contacts: Any  # positions of the coupled contacts among the program's active contacts
+    program_rows: Any  # the program's rows of those limits and contacts, in ``r``'s order
+    active: Any  # the program's active contacts (all of them)
+    limit_count: int
+
+    @staticmethod
+    def of(name: str, problem: Any, program: ConicProgram, coupled: Any) -> _Rows:
+        active = select_contacts(problem.contacts, program.metadata["contacts"])
+        limit_count = len(program.metadata.get("limits", []))
+        dim, na = problem.contacts.dim, active.count
+        if not coupled.any():  # every contact apart, no limit reached: r is r_v alone
+            none = np.zeros(0, dtype=np.int_)
+            return _Rows(none, none, none, active, limit_count)
+        if name == "sap":  # limits first, then each contact's kept rows (SAP.build's order)
+            owner = contact_rows(active.mu, dim)[0] // dim
+            limits = np.flatnonzero(coupled[:limit_count])
+            contacts = np.unique(owner[coupled[limit_count:]])
+            chosen = np.zeros(na, dtype=bool)
+            chosen[contacts] = True
+            rows = np.concatenate([limits, limit_count + np.flatnonzero(chosen[owner])])
+        else:  # ccp: each contact's frame rows, then the limits
+            limits = np.flatnonzero(coupled[na * dim:])
+            contacts = np.unique(np.flatnonzero(coupled[:na * dim]) // dim)
+            rows = np.concatenate([(contacts[:, None] * dim + np.arange(dim)).reshape(-1), na * dim + limits])
+        return _Rows(limits, contacts, rows.astype(np.int_), active, limit_count)
+
+
+@dataclass(frozen=True)
 class _Inputs:
-    """The step problem's tangents by input column (``q``, ``v``, then the parameters), and the
-    rows the program holds (its limits, its active contacts)."""
+    """The step problem's tangents by input column (``q``, ``v``, then the parameters), on the
+    coupled rows (:class:`_Rows`): the limits' and the contacts'."""
 
     nv: int
     nx: int
@@ -113,17 +152,19 @@ class _Inputs:
     dA: FloatArray  # (nv, nv, nx)
     v_star: FloatArray  # v_free = v + h A^-1 tau
     dv_star: FloatArray  # (nv, nx)
-    limits: Any  # indices of the program's limit rows
+    limits: Any  # indices (into the problem's limits) of the coupled limit rows
     G: FloatArray  # (nl, nv)
     dphi_u: FloatArray  # (nl, nx)
-    active: Any  # the program's active contacts
+    phi: FloatArray  # (na,) the coupled contacts'
+    mu: FloatArray  # (na,)
     Ja: FloatArray  # (na * dim, nv)
     dJa: FloatArray  # (na * dim, nv, nx)
     dphi: FloatArray  # (na, nx)
     dmu: FloatArray  # (nx,): 1 in the column of "mu"
+    solved: FloatArray  # [G; J_c] A^-1, (nl + na * dim, nv)
 
     @staticmethod
-    def of(problem: Any, program: ConicProgram, linear: Any, parameters: tuple[str, ...],
+    def of(problem: Any, program: ConicProgram, linear: Any, parameters: tuple[str, ...], rows: _Rows,
            directions: FloatArray | None = None) -> _Inputs:
         """The tangents by input column, or along ``directions`` ((2 nv + parameters, p))."""
         nv = problem.nv
@@ -132,8 +173,8 @@ class _Inputs:
         nx = D.shape[1]
         dynamics, h = problem.dynamics, float(problem.dt)
         Dq, Dv = D[:nv], D[nv:2 * nv]
-        dA = np.zeros((nv, nv, nx))
         if full:  # the identity's products, without the products
+            dA = np.zeros((nv, nv, nx))
             dA[:, :, :nv] = linear.dM
             dtau = np.zeros((nv, nx))
             dtau[:, :nv], dtau[:, nv:2 * nv] = linear.dtau_dq, linear.dtau_dv
@@ -141,31 +182,38 @@ class _Inputs:
             dA = linear.dM_along(Dq) if hasattr(linear, "dM_along") else linear.dM @ Dq
             dtau = linear.dtau_dq @ Dq + linear.dtau_dv @ Dv
         v, v_star = problem.state.v, problem.v_free
-        dv_star = Dv + dynamics.solve_M(h * dtau - np.einsum("ijk,j->ik", dA, v_star - v))
-        limits = np.asarray(program.metadata.get("limits", []), dtype=np.int_)
-        dphi_u = np.zeros((limits.shape[0], nx))
+        limits = np.asarray(program.metadata.get("limits", []), dtype=np.int_)[rows.limits]
         if full:
+            dphi_u = np.zeros((limits.shape[0], nx))
             dphi_u[:, :nv] = linear.dphi_limits[limits]
         else:
             dphi_u = linear.dphi_limits[limits] @ Dq
-        active = select_contacts(problem.contacts, program.metadata["contacts"])
-        dim, na = problem.contacts.dim, active.count
-        Ja = np.asarray(active.J.toarray() if hasattr(active.J, "toarray") else active.J, dtype=np.float64)
-        dJa = np.zeros((na * dim, nv, nx))
-        dphi = np.zeros((na, nx))
+        active, chosen = rows.active, rows.contacts
+        dim, na = problem.contacts.dim, chosen.shape[0]
+        Ja, dJa, dphi = np.zeros((0, nv)), np.zeros((0, nv, nx)), np.zeros((0, nx))
         if na:
-            rows = np.concatenate([np.arange(dim * c, dim * c + dim) for c in active.index])
+            J = active.J.toarray() if hasattr(active.J, "toarray") else active.J
+            frame = np.arange(dim)
+            Ja = np.asarray(J, dtype=np.float64)[(chosen[:, None] * dim + frame).reshape(-1)]
+            index = active.index[chosen]  # into the problem's contacts
+            problem_rows = (index[:, None] * dim + frame).reshape(-1)
             if full:
-                dJa[:, :, :nv] = linear.dJ[rows]
-                dphi[:, :nv] = linear.dphi[active.index]
+                dJa, dphi = np.zeros((na * dim, nv, nx)), np.zeros((na, nx))
+                dJa[:, :, :nv] = linear.dJ[problem_rows]
+                dphi[:, :nv] = linear.dphi[index]
+            elif hasattr(linear, "contact_tangents_along"):  # along the directions alone
+                dphi_all, dJ_all = linear.contact_tangents_along(Dq)
+                dJa, dphi = dJ_all[problem_rows], dphi_all[index]
             else:
-                dJa, dphi = linear.dJ[rows] @ Dq, linear.dphi[active.index] @ Dq
+                dJa, dphi = linear.dJ[problem_rows] @ Dq, linear.dphi[index] @ Dq
         dmu = np.zeros(nx)
         if "mu" in parameters:
             dmu = D[2 * nv + parameters.index("mu")].copy()
-        return _Inputs(nv, nx, np.asarray(dynamics.M, dtype=np.float64), dA, v_star, dv_star, limits,
-                       np.asarray(problem.unilateral.G, dtype=np.float64)[limits], dphi_u, active, Ja, dJa, dphi,
-                       dmu)
+        G = np.asarray(problem.unilateral.G, dtype=np.float64)[limits]
+        # one solve with A: dv* = dv + A^-1 (h dtau - dA (v* - v)), and [G; J_c] A^-1
+        solved = dynamics.solve_M(np.hstack([h * dtau - (dA.transpose(0, 2, 1) @ (v_star - v)), G.T, Ja.T]))
+        return _Inputs(nv, nx, np.asarray(dynamics.M, dtype=np.float64), dA, v_star, Dv + solved[:, :nx], limits,
+                       G, dphi_u, active.phi[chosen], active.mu[chosen], Ja, dJa, dphi, dmu, solved[:, nx:].T)
 
 
 def _capped(phi: FloatArray, dphi: FloatArray, span: float, v_max: float) -> tuple[FloatArray, FloatArray]:
@@ -221,61 +269,71 @@ class AnalyticStep:
         return np.stack(columns, axis=1)
 
 
-def _ccp(stepper: Any, problem: Any, program: ConicProgram, derivative: ConicDerivative,
+def _ccp(stepper: Any, problem: Any, program: ConicProgram, derivative: ConicDerivative, rows: _Rows,
          inputs: _Inputs) -> AnalyticStep:
-    """``r`` of a primal ``ccp`` step (module docstring)."""
+    """``r`` of a primal ``ccp`` step (module docstring), on the coupled rows."""
+    if not rows.program_rows.size:
+        return _uncoupled(derivative, program, problem, inputs, -(inputs.A @ inputs.v_star), program.c, 0)
     options = stepper.formulation_options
     h, v_max = float(problem.dt), recovery_speed(problem, options)
-    nv, nx, active = inputs.nv, inputs.nx, inputs.active
-    dim, na, nl = problem.contacts.dim, active.count, inputs.limits.shape[0]
+    nv, nx = inputs.nv, inputs.nx
+    dim, na, nl = problem.contacts.dim, inputs.phi.shape[0], inputs.limits.shape[0]
     scale = np.ones((na, dim))
-    scale[:, 1:] = active.mu[:, None]
+    scale[:, 1:] = inputs.mu[:, None]
     S = scale.reshape(-1)
     dS = np.zeros((na, dim, nx))
     dS[:, 1:] = inputs.dmu
     dS = dS.reshape(na * dim, nx)
     b_c, db_c = np.zeros(na * dim), np.zeros((na * dim, nx))
-    b_c[::dim], db_c[::dim] = _capped(active.phi, inputs.dphi, h, v_max)
+    b_c[::dim], db_c[::dim] = _capped(inputs.phi, inputs.dphi, h, v_max)
     b_u, db_u = _capped(problem.unilateral.phi[inputs.limits], inputs.dphi_u, h, v_max)
-    rows = np.vstack([-S[:, None] * inputs.Ja, -inputs.G])
-    consistent = _close([rows.ravel(), np.concatenate([b_c, b_u]), -(inputs.A @ inputs.v_star)],
-                        [program.A.toarray().ravel(), program.b, program.c])
+    chosen = rows.program_rows
+    data = np.vstack([-S[:, None] * inputs.Ja, -inputs.G])
+    consistent = _close([data.ravel(), np.concatenate([b_c, b_u]), -(inputs.A @ inputs.v_star)],
+                        [program.A.toarray()[chosen].ravel(), program.b[chosen], program.c])
     x, y = derivative.x, derivative.y
-    v_next, y_c = x[:nv], y[:na * dim]
+    v_next, y_c = x[:nv], y[chosen[:na * dim]]
     Sy = S * y_c
     r_v = (np.einsum("ijk,j->ik", inputs.dA, v_next - inputs.v_star) - inputs.A @ inputs.dv_star
            - inputs.Ja.T @ (dS * y_c[:, None]) - np.einsum("rvk,r->vk", inputs.dJa, Sy))
-    r_c = -dS * (inputs.Ja @ v_next)[:, None] - S[:, None] * np.einsum("rvk,v->rk", inputs.dJa, v_next) - db_c
-    return AnalyticStep(derivative, r_v, np.vstack([r_c, -db_u]) if nl else r_c, nv, h, consistent)
+    second = np.zeros((program.m, nx))
+    second[chosen[:na * dim]] = (-dS * (inputs.Ja @ v_next)[:, None]
+                                 - S[:, None] * np.einsum("rvk,v->rk", inputs.dJa, v_next) - db_c)
+    if nl:
+        second[chosen[na * dim:]] = -db_u
+    return AnalyticStep(derivative, r_v, second, nv, h, consistent)
 
 
-def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: PrimalDerivative,
+def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: PrimalDerivative, rows: _Rows,
          inputs: _Inputs) -> AnalyticStep:
-    """``r`` of a ``sap`` step (module docstring)."""
-    options = stepper.formulation_options
+    """``r`` of a ``sap`` step (module docstring), on the coupled rows."""
     primal = program.primal
     assert primal is not None
+    if not rows.program_rows.size:
+        return _uncoupled(derivative, program, problem, inputs, inputs.v_star, primal.v_star, primal.m)
+    options = stepper.formulation_options
     h = float(problem.dt)
-    nv, nx, active, limits = inputs.nv, inputs.nx, inputs.active, inputs.limits
+    nv, nx, limits = inputs.nv, inputs.nx, inputs.limits
     k, tau_d = float(options["stiffness"]), float(options["dissipation_time_scale"])
     beta = float(options["near_rigid_threshold"]) ** 2 / (4.0 * math.pi ** 2)
     sigma_ratio = float(options["sigma"])
     compliant = 0.0 if math.isinf(k) else 1.0 / (h * k * (h + tau_d))
     v_max = recovery_speed(problem, options)
     span = h + tau_d
-    A, dA, dynamics = inputs.A, inputs.dA, problem.dynamics
-    # rows: limits, then the active contacts' kept rows (SAP.build's order)
+    A, dA = inputs.A, inputs.dA
+    # rows: limits, then the coupled contacts' kept rows (SAP.build's order)
     dim = problem.contacts.dim
-    kept, scale_c, _ = contact_rows(active.mu, dim)
-    nl, na = limits.shape[0], active.count
-    m = primal.m
+    kept, scale_c, _ = contact_rows(inputs.mu, dim)
+    nl, na = limits.shape[0], inputs.phi.shape[0]
+    chosen = rows.program_rows
+    m = chosen.shape[0]
     G, Ja, dJa = inputs.G, inputs.Ja, inputs.dJa
     J = np.vstack([G, Ja[kept]]) if nl else Ja[kept]
     dJ = np.zeros((m, nv, nx))
     dJ[nl:] = dJa[kept]
     R, v_hat, scale = np.zeros(m), np.zeros(m), np.ones(m)
     dR, dv_hat, dS = np.zeros((m, nx)), np.zeros((m, nx)), np.zeros((m, nx))
-    both = dynamics.solve_M(np.vstack([G, Ja]).T).T if nl + na else np.zeros((0, nv))  # [G; J_c] A^-1, one solve
+    both = inputs.solved  # [G; J_c] A^-1
     if nl:
         Bu = both[:nl]  # G A^-1
         w_u = np.einsum("iv,iv->i", Bu, G)
@@ -299,35 +357,44 @@ def _sap(stepper: Any, problem: Any, program: PrimalConicProgram, derivative: Pr
         R_frame[:, 1:] = sigma_ratio * w[:, None]
         dR_frame[:, 1:] = sigma_ratio * dw[:, None, :]
         vhat_frame, dvhat_frame = np.zeros((na, dim)), np.zeros((na, dim, nx))
-        target, dtarget = _capped(active.phi, inputs.dphi, span, v_max)
+        target, dtarget = _capped(inputs.phi, inputs.dphi, span, v_max)
         vhat_frame[:, 0], dvhat_frame[:, 0] = -target, -dtarget
         dS_frame = np.zeros((na, dim, nx))
         dS_frame[:, 1:] = inputs.dmu
         R[nl:], dR[nl:] = R_frame.reshape(-1)[kept], dR_frame.reshape(na * dim, nx)[kept]
         v_hat[nl:], dv_hat[nl:] = vhat_frame.reshape(-1)[kept], dvhat_frame.reshape(na * dim, nx)[kept]
         scale[nl:], dS[nl:] = scale_c, dS_frame.reshape(na * dim, nx)[kept]
+    built_J = primal.J.toarray()[chosen]
     consistent = _close([R, v_hat, scale, J.ravel(), inputs.v_star],
-                        [primal.R, primal.v_hat, primal.scale, primal.J.toarray().ravel(), primal.v_star])
-    # the right-hand side r of the program derivative, per column
-    x, y = derivative.x, derivative.y
-    v_next, multiplier = x[:nv], x[nv:]
+                        [primal.R[chosen], primal.v_hat[chosen], primal.scale[chosen], built_J.ravel(), primal.v_star])
+    # the right-hand side r of the program derivative, per column, on the coupled rows
+    x, y = derivative.x, derivative.y[chosen]
+    v_next, multiplier = x[:nv], x[nv:][chosen]
     Sy = scale * y
     r_v = (np.einsum("ijk,j->ik", dA, v_next - inputs.v_star) - A @ inputs.dv_star - J.T @ (dS * y[:, None])
            - np.einsum("rvk,r->vk", dJ, Sy))
-    r_sigma = dR * multiplier[:, None] - R[:, None] * dS * y[:, None] - dR * Sy[:, None]
-    r_w = (-dS * (J @ v_next + R * multiplier - v_hat)[:, None]
-           - scale[:, None] * (np.einsum("rvk,v->rk", dJ, v_next) + dR * multiplier[:, None] - dv_hat))
-    return AnalyticStep(derivative, np.vstack([r_v, r_sigma]), r_w, nv, h, consistent)
+    first, second = np.zeros((nv + primal.m, nx)), np.zeros((primal.m, nx))
+    first[:nv] = r_v
+    first[nv + chosen] = dR * multiplier[:, None] - R[:, None] * dS * y[:, None] - dR * Sy[:, None]
+    second[chosen] = (-dS * (J @ v_next + R * multiplier - v_hat)[:, None]
+                      - scale[:, None] * (np.einsum("rvk,v->rk", dJ, v_next) + dR * multiplier[:, None] - dv_hat))
+    return AnalyticStep(derivative, first, second, nv, h, consistent)
+
+
+def _uncoupled(derivative: Any, program: ConicProgram, problem: Any, inputs: _Inputs, mine: FloatArray,
+               theirs: FloatArray, sigmas: int) -> AnalyticStep:
+    """``r`` without coupled rows: ``r_v = dA (v' - v*) - A dv*``; ``mine`` (``v*``, ccp's ``c``) checked."""
+    r_v = np.einsum("ijk,j->ik", inputs.dA, derivative.x[:inputs.nv] - inputs.v_star) - inputs.A @ inputs.dv_star
+    first = np.zeros((inputs.nv + sigmas, inputs.nx))
+    first[:inputs.nv] = r_v
+    return AnalyticStep(derivative, first, np.zeros((program.m, inputs.nx)), inputs.nv, float(problem.dt),
+                        _close([mine], [theirs]))
 
 
 def _close(mine: list[FloatArray], theirs: list[FloatArray]) -> bool:
-    """Whether each of ``mine`` equals its counterpart in ``theirs`` to :data:`CONSISTENCY`
-    relative to the counterpart's largest entry."""
-    if [a.shape for a in mine] != [np.shape(b) for b in theirs]:
-        return False
-    sizes = [a.size for a in mine]
-    if not sum(sizes):
-        return True
-    a, b = np.concatenate(mine), np.concatenate([np.asarray(x, dtype=np.float64) for x in theirs])
-    largest = np.repeat([float(np.abs(x).max(initial=0.0)) for x in theirs], sizes)
-    return bool(np.all(np.abs(a - b) <= CONSISTENCY * largest))
+    """Whether each of ``mine`` equals ``theirs``' to :data:`CONSISTENCY` of the latter's largest entry."""
+    for a, given in zip(mine, theirs, strict=True):
+        b = np.asarray(given, dtype=np.float64)
+        if a.shape != b.shape or (a.size and not np.all(np.abs(a - b) <= CONSISTENCY * float(np.abs(b).max()))):
+            return False
+    return True

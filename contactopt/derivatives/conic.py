@@ -125,8 +125,9 @@ class ConicDerivative:
         self.y = _vector(solution.y, m, "solution.y")
         self.s = _vector(solution.s, m, "solution.s")
         self.v = self.y - self.s
-        derivative = projection_derivative(program.cones, self.v, branch, tol)
-        self.D = derivative.matrix
+        small = n + m <= DENSE_SIZE  # small programs: dense blocks and LAPACK's LU, no sparse assembly
+        derivative = projection_derivative(program.cones, self.v, branch, tol, dense=small)
+        self.D: Any = derivative.matrix
         self.degenerate: tuple[DegeneratePoint, ...] = derivative.degenerate
         self.branch = branch
         if self.degenerate:
@@ -134,8 +135,8 @@ class ConicDerivative:
                           f"(first: cone {self.degenerate[0].cone}, {self.degenerate[0].kind}); the "
                           f"{branch!r} one-sided derivative is used (ConicDerivative.degenerate lists them)",
                           NondifferentiableWarning, stacklevel=2)
-        if n + m <= DENSE_SIZE:  # small programs: dense blocks and LAPACK's LU, no sparse assembly
-            D = np.asarray(self.D.toarray() if sp.issparse(self.D) else self.D)
+        if small:
+            D = np.asarray(self.D)
             P, A = program.P.toarray(), program.A.toarray()
             jacobian: Any = np.block([[P, A.T @ D], [A, D - np.eye(m)]])
         else:
@@ -144,6 +145,14 @@ class ConicDerivative:
         self._lu = LinearSolve(jacobian, "the optimality conditions' Jacobian")
         #: True when the multipliers are not unique and the minimum-norm derivative is used.
         self.rank_deficient = self._lu.rank_deficient
+
+    def coupled_rows(self) -> NDArray[np.bool_]:
+        """Per row, whether its ``DPi`` row is not zero: the rows whose data move ``x`` (a row
+        with ``DPi = 0`` enters ``x``'s equations only through ``A' DPi``: not at all)."""
+        D: Any = self.D
+        if not isinstance(D, np.ndarray):  # sparse
+            return np.asarray(D.multiply(D).sum(axis=1)).reshape(-1) > 0.0
+        return np.asarray(np.any(np.asarray(D) != 0.0, axis=1))
 
     def jvp(self, dP: Any = None, dc: ArrayLike | None = None, dA: Any = None,
             db: ArrayLike | None = None) -> ConicTangent:

@@ -12,7 +12,6 @@ its pivots span more than :data:`PIVOT_RATIO` (a rank-revealing threshold on the
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -54,10 +53,8 @@ class LinearSolve:
         self._pinv: FloatArray | None = None
         self._lu: Any = None
         self._dense_lu: Any = None
-        if isinstance(matrix, np.ndarray):  # small: LAPACK's LU, the same pivot test
-            with warnings.catch_warnings():  # an exactly zero pivot: the test below decides
-                warnings.simplefilter("ignore", la.LinAlgWarning)
-                lu, pivots = la.lu_factor(matrix, check_finite=False)
+        if isinstance(matrix, np.ndarray):  # small: LAPACK's LU (getrf, as la.lu_factor calls it), same test
+            lu, pivots, _ = la.lapack.dgetrf(np.asarray(matrix, dtype=np.float64))  # a zero pivot: the test below
             diagonal = np.abs(np.diag(lu))
             self.pivot_ratio = float(diagonal.min() / diagonal.max()) if diagonal.size and diagonal.max() else 0.0
             if diagonal.size and diagonal.min() > PIVOT_RATIO * diagonal.max():
@@ -86,7 +83,7 @@ class LinearSolve:
 
     def solve(self, rhs: FloatArray, transpose: bool = False) -> FloatArray:
         if self._dense_lu is not None:
-            return np.asarray(la.lu_solve(self._dense_lu, rhs, trans=1 if transpose else 0, check_finite=False))
+            return np.asarray(la.lapack.dgetrs(*self._dense_lu, rhs, trans=1 if transpose else 0)[0])
         if self._pinv is not None:
             return np.asarray((self._pinv.T if transpose else self._pinv) @ rhs)
         return np.asarray(self._lu.solve(rhs, trans="T" if transpose else "N"))

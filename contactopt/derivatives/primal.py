@@ -59,6 +59,7 @@ the projection does not take (an SOC block that is no friction cone).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -160,6 +161,14 @@ class PrimalDerivative:
             self._G = _block_matrix(layout, blocks)
             self._solve = _factor(primal, layout, blocks)
 
+    def coupled_rows(self) -> NDArray[np.bool_]:
+        """Per row, whether its ``G`` block row is not zero: the rows whose data move ``v``
+        (``H dv = -r_v + J^T G q``; a separated contact's, an unreached limit's do not)."""
+        G: Any = self._G
+        if not isinstance(G, np.ndarray):  # sparse
+            return np.asarray(G.multiply(G).sum(axis=1)).reshape(-1) > 0.0
+        return np.asarray(np.any(G != 0.0, axis=1))
+
     def jvp(self, dP: Any = None, dc: ArrayLike | None = None, dA: Any = None,
             db: ArrayLike | None = None) -> ConicTangent:
         """``(dx, dy, ds)`` for the data perturbation ``(dP, dc, dA, db)`` (None: zero; ``dP``
@@ -201,19 +210,16 @@ def _one_sided(program: ConicProgram, layout: ConeLayout, blocks: list[FloatArra
         return ()
     active = branch == "active"
     threshold = tol * float(np.abs(w).max(initial=0.0))
-    dims = np.array([cone.dim for cone in cones], dtype=np.int_)
-    starts = np.cumsum(dims) - dims
-    kinds = np.array([cone.kind for cone in cones])
-    row_cone = np.repeat(np.arange(dims.shape[0]), dims)
+    dims, starts, row_cone, nonneg_rows, soc_cones = _cone_structure(cones)
     tangential = w * w
     tangential[starts] = 0.0
     radius = np.sqrt(np.add.reduceat(tangential, starts))
     near = np.abs(radius - np.abs(w[starts])) <= 2.0 * threshold + 1e-15 * np.abs(w[starts])  # rounding margin
     found: list[tuple[DegeneratePoint, FloatArray]] = []
-    for row in np.flatnonzero((kinds[row_cone] == "nonneg") & (np.abs(w) <= threshold)):
+    for row in np.flatnonzero(nonneg_rows & (np.abs(w) <= threshold)):
         point = DegeneratePoint(int(row_cone[row]), (int(row), int(row) + 1), "nonneg", branch)
         found.append((point, np.full((1, 1), float(active))))
-    for cone in np.flatnonzero((kinds == "soc") & near):
+    for cone in np.flatnonzero(soc_cones & near):
         rows = (int(starts[cone]), int(starts[cone] + dims[cone]))
         block, kind = soc_block_derivative(w[rows[0]:rows[1]], threshold, active)
         if kind:
@@ -222,6 +228,19 @@ def _one_sided(program: ConicProgram, layout: ConeLayout, blocks: list[FloatArra
     if found:
         _replace_blocks(program, layout, blocks, found)
     return tuple(point for point, _ in sorted(found, key=lambda item: (item[0].cone, item[0].rows)))
+
+
+@functools.lru_cache(maxsize=256)
+def _cone_structure(cones: tuple[Any, ...]) -> tuple[IntArray, IntArray, IntArray, Any, Any]:
+    """Per cone its size and first row, per row its cone, which rows are ``Nonneg`` and which
+    cones ``SOC`` (read-only: shared by the programs of one layout; cones hash once)."""
+    dims = np.array([cone.dim for cone in cones], dtype=np.int_)
+    kinds = np.array([cone.kind for cone in cones])
+    row_cone = np.repeat(np.arange(dims.shape[0]), dims)
+    out = (dims, np.cumsum(dims) - dims, row_cone, kinds[row_cone] == "nonneg", kinds == "soc")
+    for array in out:
+        array.setflags(write=False)
+    return out
 
 
 def _replace_blocks(program: ConicProgram, layout: ConeLayout, blocks: list[FloatArray],
@@ -264,13 +283,15 @@ def _dense_factor(primal: PrimalProgram, J: FloatArray, G: FloatArray) -> Any:
     """``rhs -> H^{-1} rhs`` for ``H = A + J^T G J`` (S5) assembled and factored densely
     (LAPACK's Cholesky), for small programs: the same matrix as :func:`_factor`'s, without its
     sparse assembly."""
-    H = primal.A.toarray() + J.T @ (G @ J)
-    try:
-        factor = scipy.linalg.cho_factor(0.5 * (H + H.T), lower=False, check_finite=False)
-    except (np.linalg.LinAlgError, ValueError) as error:
+    H = primal.A.toarray()
+    if G.any():  # no row coupled (every contact apart): H = A
+        H = H + J.T @ (G @ J)
+    # LAPACK's potrf/potrs as scipy.linalg.cho_factor/cho_solve call them, without their wrappers
+    upper, info = scipy.linalg.lapack.dpotrf(0.5 * (H + H.T), lower=0, clean=0)
+    if info != 0:
         raise NotDifferentiableError(f"derivatives: the Hessian A + J^T G J ({primal.nv} x {primal.nv}) is not "
-                                     f"positive definite ({error})") from None
-    return lambda rhs: np.asarray(scipy.linalg.cho_solve(factor, rhs, check_finite=False))
+                                     f"positive definite (LAPACK potrf info {info})")
+    return lambda rhs: np.asarray(scipy.linalg.lapack.dpotrs(upper, rhs, lower=0)[0])
 
 
 def _factor(primal: PrimalProgram, layout: ConeLayout, blocks: list[FloatArray]) -> Any:

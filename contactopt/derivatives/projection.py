@@ -67,9 +67,10 @@ class DegeneratePoint:
 
 @dataclass(frozen=True)
 class ProjectionDerivative:
-    """``DPi`` at ``v`` as a sparse block-diagonal matrix, with the degenerate points found."""
+    """``DPi`` at ``v`` as a block-diagonal matrix (sparse, or dense where asked for), with the
+    degenerate points found."""
 
-    matrix: sp.csc_matrix
+    matrix: sp.csc_matrix | FloatArray
     degenerate: tuple[DegeneratePoint, ...]
 
 
@@ -106,10 +107,11 @@ def _soc_boundary(t: float, z: FloatArray) -> FloatArray:
 
 
 def projection_derivative(cones: tuple[Cone, ...], v: FloatArray, branch: str = "active",
-                          tol: float = 1e-8) -> ProjectionDerivative:
+                          tol: float = 1e-8, dense: bool = False) -> ProjectionDerivative:
     """``DPi_{K*}(v)`` with the degenerate points (``|v_i| <= tol scale`` on a Nonneg row,
     ``||z|| - |t| <= tol scale`` on an SOC block; ``scale = ||v||_inf``) given ``branch``'s
-    one-sided derivative."""
+    one-sided derivative; ``dense``: the matrix as a dense array (small programs: no sparse
+    assembly)."""
     if branch not in BRANCHES:
         raise OptionError(f"derivatives: branch must be one of {BRANCHES}, got {branch!r}")
     active = branch == "active"
@@ -135,12 +137,21 @@ def projection_derivative(cones: tuple[Cone, ...], v: FloatArray, branch: str = 
             block, kind = soc_block_derivative(part, threshold, active)
             if kind:
                 degenerate.append(DegeneratePoint(index, (row, row + cone.dim), kind, branch))
-            if block is not None:
+            if block is not None and dense:
+                soc_vals.append(block)
+                soc_rows.append(np.array([row]))
+            elif block is not None:
                 rows = np.arange(row, row + cone.dim)
                 soc_rows.append(np.repeat(rows, cone.dim))
                 soc_cols.append(np.tile(rows, cone.dim))
                 soc_vals.append(block.reshape(-1))
         row += cone.dim
+    if dense:
+        full = np.diag(diagonal)
+        for start, block in zip(soc_rows, soc_vals, strict=True):
+            size = block.shape[0]
+            full[int(start[0]):int(start[0]) + size, int(start[0]):int(start[0]) + size] = block
+        return ProjectionDerivative(full, tuple(degenerate))
     keep = np.flatnonzero(diagonal)
     rows_all = np.concatenate([keep, *soc_rows])
     cols_all = np.concatenate([keep, *soc_cols])

@@ -50,8 +50,10 @@ def contact_rows(system: Any, q: FloatArray, touches: list[collision.Contact]) -
         phis.append(touch.dist)
         rows.append(frame @ relative)
     n = len(phis)
-    return Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, system.mu),
-                    restitution=np.zeros(n), dim=3)
+    out = Contacts(phi=np.array(phis), J=np.vstack(rows), mu=np.full(n, system.mu), restitution=np.zeros(n), dim=3)
+    object.__setattr__(out, "_touches", tuple(touches))  # behind the rows, with the joints' Jacobians: their
+    object.__setattr__(out, "_joint_jacobians", jacobians)  # derivative's (.contact_tangents), not found again
+    return out
 
 
 def check_masses(system: Any) -> None:
