@@ -6,7 +6,9 @@ sap/newton and ccp/clarabel on the ``pinocchio`` backend, from its SRDF's standi
 Per model, before step 0 (a refusal is one line there, never a crash mid-run): Pinocchio loads
 the URDF and its collision geometry (meshes through ``package_dirs``, convex hulls by coal); the
 base floats when the SRDF's state places a ``root_joint`` (legged robots, humanoids), else it is
-welded to the world; self-collisions on less the SRDF's disabled pairs; the ground on, except
+welded to the world; self-collisions on less the disabled pairs of ``collision_srdf``
+(:func:`contactopt.systems.urdf_file.example_robot_data`: the SRDF's own, except romeo_small's,
+whose SRDF has states only, from ``romeo.srdf``); the ground on, except
 for a fixed base whose moving links start on or below ``z = 0`` (a hand, a drone's arm, a
 humanoid without an SRDF: its base is welded at the origin; tiago's wheels, whose contacts
 with the ground no dof can open: their normal rows are zero); a floating robot is raised until its
@@ -71,7 +73,7 @@ def build(files: Any, backend: str, self_collisions: bool) -> tuple[co.Scene, st
     if floating:
         q0[2] -= low  # standing on the ground
     ground = floating or low > GROUND_TOLERANCE  # a fixed base's links on or below z = 0: no ground
-    srdf = files.srdf if (self_collisions and backend == "pinocchio") else None
+    srdf = files.collision_srdf if (self_collisions and backend == "pinocchio") else None
     if backend == "pinocchio":
         system: Any = PinocchioUrdfSystem(files.urdf, floating, ground, package_dirs=[files.package_dir],
                                           self_collisions=self_collisions, srdf=srdf)

@@ -122,3 +122,27 @@ def test_a_kept_workspace_never_writes_into_a_solved_program(tmp_path: Path) -> 
     for before, after in ((A, program.A.data), (P, program.P.data), (b, program.b), (c, program.c)):
         np.testing.assert_array_equal(after, before)
     assert solution.status is co.Status.OPTIMAL, solution.message
+
+
+def test_a_kept_workspace_leaves_the_programs_it_was_set_up_on_as_they_were() -> None:
+    """OSQP 1.x writes an update's ``P`` and ``A`` values into the buffers ``setup`` was given:
+    the backend gives it copies, so solving a second program of the same pattern (a reused
+    workspace) leaves the first program's matrices, and so its residuals, unchanged."""
+    import scipy.sparse as sp
+
+    from contactopt.programs import ConicProgram, Nonneg
+
+    def program(scale: float) -> ConicProgram:
+        return ConicProgram(P=sp.csc_matrix(np.diag([2.0, 3.0]) * scale), c=np.array([-1.0, 1.0]),
+                            A=sp.csc_matrix(np.array([[1.0, 1.0], [0.0, -1.0]]) * scale), b=np.array([0.25, 0.0]),
+                            cones=(Nonneg(2),))
+
+    workspace.forget("osqp")  # a fresh setup on the first program's own matrices
+    first, second = program(1.0), program(7.0)
+    P_before, A_before = first.P_upper.toarray(), first.A.toarray()
+    answer = co.solve(first, "osqp")
+    co.solve(second, "osqp")  # the same pattern: the kept workspace is updated
+    np.testing.assert_array_equal(first.P_upper.toarray(), P_before)
+    np.testing.assert_array_equal(first.A.toarray(), A_before)
+    again = co.solve(first, "osqp", reuse=False)
+    np.testing.assert_allclose(again.x, answer.x, rtol=0, atol=1e-12)

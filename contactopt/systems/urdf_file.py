@@ -71,11 +71,14 @@ def resolve_meshes(root: ET.Element, urdf: Path, package_dirs: Sequence[Path]) -
 @dataclass(frozen=True)
 class RobotFiles:
     """An example-robot-data robot: its URDF, the folder to pass as ``package_dirs`` (the
-    ``package://example-robot-data/...`` names resolve under it) and its SRDF, if it has one."""
+    ``package://example-robot-data/...`` names resolve under it), its SRDF, if it has one, and
+    the SRDF whose ``<disable_collisions>`` pairs apply to it (``collision_srdf``: see
+    :func:`example_robot_data`)."""
 
     urdf: Path
     package_dir: Path
     srdf: Path | None
+    collision_srdf: Path | None
 
 
 def example_robot_data_share() -> Path:
@@ -111,7 +114,12 @@ def example_robot_data(name: str) -> RobotFiles:
     """The files of the example-robot-data robot ``name``: a URDF's stem (``"solo12"``) or its path
     under ``robots/`` (``"solo_description/robots/solo12.urdf"``); the SRDF is the one of the
     robot's ``srdf/`` folder named as the URDF, else the longest whose name and ``_`` start the
-    URDF's (``ur5.srdf`` for ``ur5_robot``), else the folder's only one. An unknown name is one error
+    URDF's (``ur5.srdf`` for ``ur5_robot``), else the folder's only one. The disabled collision
+    pairs come from the first SRDF in that same order that disables any: an SRDF of states alone
+    leaves them to the model it is a variant of (``romeo_small.srdf``, whose collision pairs are
+    a "TODO" in its header, to ``romeo.srdf``, MoveIt's matrix for ``romeo.urdf``: the package's
+    Readme builds ``romeo_small`` from the same model less the fingers, and every joint and
+    collision element of ``romeo_small.urdf`` is ``romeo.urdf``'s). An unknown name is one error
     listing the known ones."""
     if not isinstance(name, str) or not name:
         raise ParameterError("example-robot-data", f"example-robot-data: a robot name, got {name!r}")
@@ -127,8 +135,18 @@ def example_robot_data(name: str) -> RobotFiles:
     folder = robots / urdf.relative_to(robots).parts[0]
     srdfs = sorted((folder / "srdf").glob("*.srdf"), key=lambda path: (-len(path.stem), path.name))
     prefixed = [path for path in srdfs if urdf.stem == path.stem or urdf.stem.startswith(path.stem + "_")]
-    srdf = prefixed[0] if prefixed else (srdfs[0] if len(srdfs) == 1 else None)
-    return RobotFiles(urdf, share, srdf)
+    candidates = prefixed or (srdfs if len(srdfs) == 1 else [])
+    srdf = candidates[0] if candidates else None
+    collision_srdf = next((path for path in candidates if _disables_pairs(path)), srdf)
+    return RobotFiles(urdf, share, srdf, collision_srdf)
+
+
+def _disables_pairs(srdf: Path) -> bool:
+    """Whether an SRDF has a ``<disable_collisions>`` element (one that cannot be read: False)."""
+    try:
+        return next(ET.parse(srdf).getroot().iter("disable_collisions"), None) is not None
+    except (ET.ParseError, OSError):
+        return False
 
 
 #: The SRDF ``<group_state>`` names :func:`srdf_state` prefers, in order.

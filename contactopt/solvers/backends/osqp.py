@@ -22,6 +22,12 @@ free flight accumulates step after step (the point mass of ``point_mass_drop``: 
 a cold start. ``iterations`` counts the ADMM iterations of every run, and the message says
 how polishing ended (an unpolished answer is accurate to ``eps_abs``/``eps_rel``, a polished
 one to rounding).
+
+OSQP 1.x's ``setup`` keeps the buffers of the ``P`` and ``A`` values it is given, and ``update``
+writes the next program's values into them: a workspace set up on a program's own matrices
+overwrote that program's ``P`` (its cached upper triangle) and ``A`` at the next update (the
+registry's normalized re-solve of the same step included, which then judged the answer against
+the scaled ``A``). ``setup`` is given copies.
 """
 
 from __future__ import annotations
