@@ -232,6 +232,37 @@ class StepColumns:
         known = (*FLOAT_FIELDS, *INT_FIELDS, "status", "refined", "residuals", *RESIDUAL_FIELDS, "contact_counts")
         raise ContactoptError(f"StepColumns.column: unknown column {name!r}; known: {', '.join(known)}")
 
+    def npz_arrays(self, dim: int) -> dict[str, NDArray[Any]]:
+        """The per-step members of :meth:`Trajectory.save <contactopt.records.trajectory.Trajectory.save>`'s
+        file, in its order, read from the columns (what :func:`~contactopt.records.io.record_arrays`
+        builds from records; impacts apart)."""
+        def counts(name: str) -> NDArray[np.int64]:
+            return np.diff(self._ragged[name].offsets.view())
+
+        arrays: dict[str, NDArray[Any]] = {
+            "step_t": self.column("t"), "contact_counts": counts("phi"),
+            "impulses": self._impulses.values.view().reshape(-1, dim), "phi": self._ragged["phi"].values.view(),
+            "status": np.array([str(s) for s in self.statuses()], dtype=str),
+            "solver": np.array(self._strings["solver"], dtype=str),
+            "conversion": np.array([c or "" for c in self._strings["conversion"]], dtype=str),
+            "message": np.array(self._strings["message"], dtype=str),
+            **{name: self.column(name) for name in ("build_time", "setup_time", "solve_time", "iterations")},
+            "residuals": self._residuals.view(), "bilateral_counts": counts("bilateral"),
+            "bilateral": self._ragged["bilateral"].values.view(),
+            **{name: self.column(name) for name in ("constraint_error", "substeps", "refined", "candidates",
+                                                    "mujoco_contacts")}}
+        rows = RAGGED_FIELDS[2:]  # records_io.ROW_ARRAYS: the counts first, then the entries
+        arrays.update({f"{name}_counts": counts(name) for name in rows})
+        arrays.update({name: self._ragged[name].values.view() for name in rows})
+        return arrays
+
+    def impulse_dims(self) -> set[int]:
+        """The impulse widths ``dim`` of the steps with 2-D impulses."""
+        return {int(d) for d in self._impulse_shape.view()[:, 1] if d >= 0}
+
+    def impacts_per_step(self) -> list[tuple[Impact, ...]]:
+        return list(self._impacts)
+
     def statuses(self) -> list[Status]:
         """Each step's status (from the codes)."""
         return [STATUSES[code] for code in self._status.view()]
