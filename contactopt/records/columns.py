@@ -37,6 +37,10 @@ RESIDUAL_FIELDS = ("primal", "dual", "gap", "complementarity", "relative", "fcli
 #: Per-step 1-D arrays of varying length (ragged storage: flat buffer + offsets).
 RAGGED_FIELDS = ("phi", "bilateral", "control", "limits", "friction_loss", "angular_friction")
 STRING_FIELDS = ("solver", "conversion", "message")
+#: The fixed-size fields share two (n, k) buffers (one write each per step): the reals and the
+#: integers (status code, refined and the impulses' (nc, dim) after the integer fields).
+REAL_COLUMNS = (*FLOAT_FIELDS, *RESIDUAL_FIELDS)
+INTEGER_COLUMNS = (*INT_FIELDS, "status", "refined", "contact_counts", "impulse_dim")
 _INITIAL_CAPACITY = 16
 
 
@@ -89,7 +93,8 @@ class RaggedArray:
 
     def push(self, array: Any) -> None:
         flat = np.asarray(array, dtype=np.float64).reshape(-1)
-        self.values.extend(flat)
+        if flat.size:  # most of these are empty in most steps
+            self.values.extend(flat)
         self.offsets.push(self.values.size)
 
     def item(self, i: int) -> FloatArray:
@@ -143,12 +148,8 @@ class StepColumns:
     """
 
     def __init__(self, records: Iterable[StepRecord] = ()) -> None:
-        self._floats = {name: GrowingArray(np.float64) for name in FLOAT_FIELDS}
-        self._ints = {name: GrowingArray(np.int64) for name in INT_FIELDS}
-        self._status = GrowingArray(np.int8)
-        self._refined = GrowingArray(np.bool_)
-        self._residuals = GrowingArray(np.float64, width=len(RESIDUAL_FIELDS))
-        self._impulse_shape = GrowingArray(np.int64, width=2)
+        self._reals = GrowingArray(np.float64, width=len(REAL_COLUMNS))
+        self._integers = GrowingArray(np.int64, width=len(INTEGER_COLUMNS))
         self._impulses = RaggedArray()
         self._ragged = {name: RaggedArray() for name in RAGGED_FIELDS}
         self._strings: dict[str, list[Any]] = {name: [] for name in STRING_FIELDS}
@@ -175,16 +176,10 @@ class StepColumns:
             raise ContactoptError(f"StepColumns.append_step: impulses must be (nc, dim) or (nc,), "
                                   f"got shape {impulse_array.shape}")
         code = _STATUS_CODE.get(Status(status))
-        for name, value in zip(FLOAT_FIELDS, (t, build_time, setup_time, solve_time, constraint_error),
-                               strict=True):
-            self._floats[name].push(value)
-        for name, value in zip(INT_FIELDS, (iterations, substeps, candidates, mujoco_contacts), strict=True):
-            self._ints[name].push(value)
-        self._status.push(code)
-        self._refined.push(bool(refined))
-        self._residuals.push((residuals.primal, residuals.dual, residuals.gap, residuals.complementarity,
-                              residuals.relative, residuals.fclib))
-        self._impulse_shape.push(shape)
+        self._reals.push((t, build_time, setup_time, solve_time, constraint_error, residuals.primal,
+                          residuals.dual, residuals.gap, residuals.complementarity, residuals.relative,
+                          residuals.fclib))
+        self._integers.push((iterations, substeps, candidates, mujoco_contacts, code, bool(refined), *shape))
         self._impulses.push(impulse_array)
         for name, value in zip(RAGGED_FIELDS, (phi, bilateral, control, limits, friction_loss, angular_friction),
                                strict=True):
@@ -218,17 +213,14 @@ class StepColumns:
         ``constraint_error``, ``refined``, ``status`` (codes into :data:`STATUSES`), a residual
         field (``primal`` ... ``fclib``), ``residuals`` ((n, 6), in that order) and ``contact_counts``
         (each step's nc)."""
-        if name in self._floats:
-            return self._floats[name].view()
-        if name in self._ints:
-            return self._ints[name].view()
-        if name in RESIDUAL_FIELDS:
-            return self._residuals.view()[:, RESIDUAL_FIELDS.index(name)]
-        simple = {"status": self._status, "refined": self._refined, "residuals": self._residuals}
-        if name in simple:
-            return simple[name].view()
-        if name == "contact_counts":
-            return self._impulse_shape.view()[:, 0]
+        if name in REAL_COLUMNS:
+            return self._reals.view()[:, REAL_COLUMNS.index(name)]
+        if name == "refined":
+            return self._integers.view()[:, INTEGER_COLUMNS.index(name)].astype(bool)
+        if name == "residuals":
+            return self._reals.view()[:, len(FLOAT_FIELDS):]
+        if name in INTEGER_COLUMNS[:-1]:
+            return self._integers.view()[:, INTEGER_COLUMNS.index(name)]
         known = (*FLOAT_FIELDS, *INT_FIELDS, "status", "refined", "residuals", *RESIDUAL_FIELDS, "contact_counts")
         raise ContactoptError(f"StepColumns.column: unknown column {name!r}; known: {', '.join(known)}")
 
@@ -247,7 +239,7 @@ class StepColumns:
             "conversion": np.array([c or "" for c in self._strings["conversion"]], dtype=str),
             "message": np.array(self._strings["message"], dtype=str),
             **{name: self.column(name) for name in ("build_time", "setup_time", "solve_time", "iterations")},
-            "residuals": self._residuals.view(), "bilateral_counts": counts("bilateral"),
+            "residuals": self.column("residuals"), "bilateral_counts": counts("bilateral"),
             "bilateral": self._ragged["bilateral"].values.view(),
             **{name: self.column(name) for name in ("constraint_error", "substeps", "refined", "candidates",
                                                     "mujoco_contacts")}}
@@ -258,34 +250,34 @@ class StepColumns:
 
     def impulse_dims(self) -> set[int]:
         """The impulse widths ``dim`` of the steps with 2-D impulses."""
-        return {int(d) for d in self._impulse_shape.view()[:, 1] if d >= 0}
+        return {int(d) for d in self._integers.view()[:, -1] if d >= 0}
 
     def impacts_per_step(self) -> list[tuple[Impact, ...]]:
         return list(self._impacts)
 
     def statuses(self) -> list[Status]:
         """Each step's status (from the codes)."""
-        return [STATUSES[code] for code in self._status.view()]
+        return [STATUSES[code] for code in self.column("status")]
 
     @property
     def growths(self) -> int:
         """How many times any buffer was reallocated (logarithmic in the number of steps)."""
-        buffers = [*self._floats.values(), *self._ints.values(), self._status, self._refined,
-                   self._residuals, self._impulse_shape]
-        return (sum(b.growths for b in buffers) + self._impulses.growths
+        return (self._reals.growths + self._integers.growths + self._impulses.growths
                 + sum(r.growths for r in self._ragged.values()))
 
     def _record(self, i: int) -> StepRecord:
-        nc, dim = (int(x) for x in self._impulse_shape.data[i])
+        reals = self._reals.data[i].tolist()
+        integers = self._integers.data[i].tolist()
+        nc, dim = integers[-2:]
         flat = self._impulses.item(i)
         impulses = flat if dim < 0 else flat.reshape(nc, dim)
-        fields: dict[str, Any] = {name: float(self._floats[name].data[i]) for name in FLOAT_FIELDS}
-        fields.update({name: int(self._ints[name].data[i]) for name in INT_FIELDS})
+        fields: dict[str, Any] = dict(zip(FLOAT_FIELDS, reals, strict=False))
+        fields.update(zip(INT_FIELDS, integers, strict=False))
         fields.update({name: self._ragged[name].item(i) for name in RAGGED_FIELDS})
         fields.update({name: self._strings[name][i] for name in STRING_FIELDS})
-        return StepRecord(impulses=impulses, status=STATUSES[int(self._status.data[i])],
-                          residuals=Residuals(*(float(x) for x in self._residuals.data[i])),
-                          refined=bool(self._refined.data[i]), impacts=self._impacts[i], **fields)
+        return StepRecord(impulses=impulses, status=STATUSES[integers[len(INT_FIELDS)]],
+                          residuals=Residuals(*reals[len(FLOAT_FIELDS):]),
+                          refined=bool(integers[len(INT_FIELDS) + 1]), impacts=self._impacts[i], **fields)
 
     def __len__(self) -> int:
         return self._n
