@@ -154,10 +154,10 @@ def test_appends_grow_by_doubling() -> None:
         columns.append_step(t=i * 1e-3, impulses=impulses, phi=phi, status=co.Status.OPTIMAL, build_time=0.0,
                             setup_time=0.0, solve_time=1e-6, iterations=i % 7, residuals=residuals)
     assert len(columns) == n
-    buffers = 2 + 2 * 7  # the reals and the integers; flat buffer + offsets of impulses and the six ragged fields
+    buffers = 2 + 1 + 7  # the reals, the integers, the ragged end offsets; the flat buffers of the 7 ragged fields
     per_buffer = math.ceil(math.log2(6 * n / 16))  # the largest (impulse values: 6 a step)
     assert columns.growths <= buffers * per_buffer
-    assert columns._impulses.values.data.shape[0] < 2 * 6 * n  # capacity at most double the content
+    assert columns._ragged.values["impulses"].data.shape[0] < 2 * 6 * n  # capacity at most double the content
     np.testing.assert_array_equal(columns.column("iterations"), np.arange(n) % 7)
     assert columns[-1].impulses.shape == (2, 3) and columns[-1].t == (n - 1) * 1e-3
 

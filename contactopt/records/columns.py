@@ -83,29 +83,39 @@ class GrowingArray:
         return out
 
 
-class RaggedArray:
-    """Per-step 1-D float arrays of varying length: one flat buffer and ``n + 1`` offsets."""
+class RaggedArrays:
+    """Per-step 1-D float arrays of varying length, for several fields: a flat buffer per field
+    and one ``(n + 1, fields)`` table of end offsets (one write per step for all of them)."""
 
-    def __init__(self) -> None:
-        self.values = GrowingArray(np.float64)
-        self.offsets = GrowingArray(np.int64)
-        self.offsets.push(0)
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self.values = {name: GrowingArray(np.float64) for name in self.names}
+        self.ends = GrowingArray(np.int64, width=len(self.names))
+        self.ends.push(np.zeros(len(self.names), dtype=np.int64))
 
-    def push(self, array: Any) -> None:
-        flat = np.asarray(array, dtype=np.float64).reshape(-1)
-        if flat.size:  # most of these are empty in most steps
-            self.values.extend(flat)
-        self.offsets.push(self.values.size)
+    def push(self, arrays: Sequence[Any]) -> None:
+        """One step's arrays, in the order of ``names``."""
+        ends = []
+        for name, array in zip(self.names, arrays, strict=True):
+            values = self.values[name]
+            flat = np.asarray(array, dtype=np.float64).reshape(-1)
+            if flat.size:  # most of these are empty in most steps
+                values.extend(flat)
+            ends.append(values.size)
+        self.ends.push(ends)
 
-    def item(self, i: int) -> FloatArray:
-        offsets = self.offsets.data
-        out = self.values.data[offsets[i]:offsets[i + 1]]
+    def item(self, name: str, i: int) -> FloatArray:
+        k = self.names.index(name)
+        out = self.values[name].data[self.ends.data[i, k]:self.ends.data[i + 1, k]]
         out.flags.writeable = False
         return out
 
+    def counts(self, name: str) -> NDArray[np.int64]:
+        return np.diff(self.ends.view()[:, self.names.index(name)])
+
     @property
     def growths(self) -> int:
-        return self.values.growths + self.offsets.growths
+        return self.ends.growths + sum(values.growths for values in self.values.values())
 
 
 def _same_array(a: Any, b: Any) -> bool:
@@ -150,8 +160,7 @@ class StepColumns:
     def __init__(self, records: Iterable[StepRecord] = ()) -> None:
         self._reals = GrowingArray(np.float64, width=len(REAL_COLUMNS))
         self._integers = GrowingArray(np.int64, width=len(INTEGER_COLUMNS))
-        self._impulses = RaggedArray()
-        self._ragged = {name: RaggedArray() for name in RAGGED_FIELDS}
+        self._ragged = RaggedArrays(("impulses", *RAGGED_FIELDS))
         self._strings: dict[str, list[Any]] = {name: [] for name in STRING_FIELDS}
         self._impacts: list[tuple[Impact, ...]] = []
         self._n = 0
@@ -180,10 +189,7 @@ class StepColumns:
                           residuals.dual, residuals.gap, residuals.complementarity, residuals.relative,
                           residuals.fclib))
         self._integers.push((iterations, substeps, candidates, mujoco_contacts, code, bool(refined), *shape))
-        self._impulses.push(impulse_array)
-        for name, value in zip(RAGGED_FIELDS, (phi, bilateral, control, limits, friction_loss, angular_friction),
-                               strict=True):
-            self._ragged[name].push(value)
+        self._ragged.push((impulse_array, phi, bilateral, control, limits, friction_loss, angular_friction))
         for name, text in zip(STRING_FIELDS, (solver, conversion, message), strict=True):
             self._strings[name].append(text)
         self._impacts.append(tuple(impacts))
@@ -229,23 +235,24 @@ class StepColumns:
         file, in its order, read from the columns (what :func:`~contactopt.records.io.record_arrays`
         builds from records; impacts apart)."""
         def counts(name: str) -> NDArray[np.int64]:
-            return np.diff(self._ragged[name].offsets.view())
+            return self._ragged.counts(name)
 
         arrays: dict[str, NDArray[Any]] = {
             "step_t": self.column("t"), "contact_counts": counts("phi"),
-            "impulses": self._impulses.values.view().reshape(-1, dim), "phi": self._ragged["phi"].values.view(),
+            "impulses": self._ragged.values["impulses"].view().reshape(-1, dim),
+            "phi": self._ragged.values["phi"].view(),
             "status": np.array([str(s) for s in self.statuses()], dtype=str),
             "solver": np.array(self._strings["solver"], dtype=str),
             "conversion": np.array([c or "" for c in self._strings["conversion"]], dtype=str),
             "message": np.array(self._strings["message"], dtype=str),
             **{name: self.column(name) for name in ("build_time", "setup_time", "solve_time", "iterations")},
             "residuals": self.column("residuals"), "bilateral_counts": counts("bilateral"),
-            "bilateral": self._ragged["bilateral"].values.view(),
+            "bilateral": self._ragged.values["bilateral"].view(),
             **{name: self.column(name) for name in ("constraint_error", "substeps", "refined", "candidates",
                                                     "mujoco_contacts")}}
         rows = RAGGED_FIELDS[2:]  # records_io.ROW_ARRAYS: the counts first, then the entries
         arrays.update({f"{name}_counts": counts(name) for name in rows})
-        arrays.update({name: self._ragged[name].values.view() for name in rows})
+        arrays.update({name: self._ragged.values[name].view() for name in rows})
         return arrays
 
     def impulse_dims(self) -> set[int]:
@@ -262,18 +269,17 @@ class StepColumns:
     @property
     def growths(self) -> int:
         """How many times any buffer was reallocated (logarithmic in the number of steps)."""
-        return (self._reals.growths + self._integers.growths + self._impulses.growths
-                + sum(r.growths for r in self._ragged.values()))
+        return self._reals.growths + self._integers.growths + self._ragged.growths
 
     def _record(self, i: int) -> StepRecord:
         reals = self._reals.data[i].tolist()
         integers = self._integers.data[i].tolist()
         nc, dim = integers[-2:]
-        flat = self._impulses.item(i)
+        flat = self._ragged.item("impulses", i)
         impulses = flat if dim < 0 else flat.reshape(nc, dim)
         fields: dict[str, Any] = dict(zip(FLOAT_FIELDS, reals, strict=False))
         fields.update(zip(INT_FIELDS, integers, strict=False))
-        fields.update({name: self._ragged[name].item(i) for name in RAGGED_FIELDS})
+        fields.update({name: self._ragged.item(name, i) for name in RAGGED_FIELDS})
         fields.update({name: self._strings[name][i] for name in STRING_FIELDS})
         return StepRecord(impulses=impulses, status=STATUSES[integers[len(INT_FIELDS)]],
                           residuals=Residuals(*reals[len(FLOAT_FIELDS):]),
