@@ -3,7 +3,7 @@ per-step records (varying-length parts saved with their counts) and their readin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +31,46 @@ def check_shapes(path: Path, traj: Any) -> None:
         raise ContactoptError(f"{path}: cannot read trajectory: {'; '.join(problems)}")
 
 
-def impact_arrays(steps: list[StepRecord], nv: int) -> dict[str, Any]:
+def record_arrays(steps: Sequence[StepRecord], dim: int) -> dict[str, Any]:
+    """The per-step members of a trajectory file (impacts apart: :func:`impact_arrays`), from the
+    records (:meth:`~contactopt.records.columns.StepColumns.npz_arrays` reads the same from columns)."""
+    return {
+        "step_t": np.array([r.t for r in steps]),
+        "contact_counts": np.array([r.phi.shape[0] for r in steps], dtype=np.int64),
+        "impulses": (np.concatenate([r.impulses.reshape(-1, dim) for r in steps])
+                     if steps else np.zeros((0, dim))),
+        "phi": np.concatenate([r.phi for r in steps]) if steps else np.zeros(0),
+        "status": np.array([str(r.status) for r in steps], dtype=str),
+        "solver": np.array([r.solver for r in steps], dtype=str),
+        "conversion": np.array([r.conversion or "" for r in steps], dtype=str),
+        "message": np.array([r.message for r in steps], dtype=str),
+        "build_time": np.array([r.build_time for r in steps]),
+        "setup_time": np.array([r.setup_time for r in steps]),
+        "solve_time": np.array([r.solve_time for r in steps]),
+        "iterations": np.array([r.iterations for r in steps], dtype=np.int64),
+        "residuals": np.array([[r.residuals.primal, r.residuals.dual, r.residuals.gap,
+                                r.residuals.complementarity, r.residuals.relative, r.residuals.fclib]
+                               for r in steps]).reshape(-1, 6),
+        "bilateral_counts": np.array([r.bilateral.shape[0] for r in steps], dtype=np.int64),
+        "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
+        "constraint_error": np.array([r.constraint_error for r in steps]),
+        "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
+        "refined": np.array([r.refined for r in steps], dtype=bool),
+        **{name: np.array([getattr(r, name) for r in steps], dtype=np.int64) for name in COUNTS},
+        **{f"{name}_counts": np.array([getattr(r, name).shape[0] for r in steps], dtype=np.int64)
+           for name in ROW_ARRAYS},
+        **{name: (np.concatenate([getattr(r, name) for r in steps]) if steps else np.zeros(0))
+           for name in ROW_ARRAYS},
+    }
+
+
+def impact_arrays(per_step: Sequence[tuple[Impact, ...]], nv: int) -> dict[str, Any]:
     """The impacts of every step as flat arrays (``impact_*``), counts per step and per impact."""
-    impacts = [impact for record in steps for impact in record.impacts]
+    impacts = [impact for step in per_step for impact in step]
     dims = {impact.impulses.shape[1] for impact in impacts if impact.impulses.size}
     dim = dims.pop() if len(dims) == 1 else 1
     return {
-        "impact_counts": np.array([len(r.impacts) for r in steps], dtype=np.int64),
+        "impact_counts": np.array([len(step) for step in per_step], dtype=np.int64),
         "impact_t": np.array([i.t for i in impacts], dtype=np.float64),
         "impact_v_pre": np.array([i.v_pre for i in impacts], dtype=np.float64).reshape(len(impacts), nv),
         "impact_v_post": np.array([i.v_post for i in impacts], dtype=np.float64).reshape(len(impacts), nv),

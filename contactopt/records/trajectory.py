@@ -18,6 +18,7 @@ from contactopt.core.errors import ContactoptError
 from contactopt.core.outputs import atomic_path, existing_npz, npz_path, writable_file
 from contactopt.programs import Residuals, Status
 from contactopt.records import io as records_io
+from contactopt.records.columns import StepColumns
 from contactopt.records.step import Impact, StepRecord
 
 FloatArray = NDArray[np.float64]
@@ -48,7 +49,7 @@ class Trajectory:
     t: FloatArray
     q: FloatArray
     v: FloatArray
-    steps: list[StepRecord] = field(default_factory=list)
+    steps: list[StepRecord] | StepColumns = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     message: str = ""
     sensitivities: dict[str, FloatArray] = field(default_factory=dict)
@@ -177,41 +178,17 @@ class Trajectory:
         file appears under its name only complete (:func:`~contactopt.core.outputs.atomic_path`)."""
         path = npz_path(path)
         writable_file(path, "trajectory file")
-        counts = np.array([record.phi.shape[0] for record in self.steps], dtype=np.int64)
-        dims = {record.impulses.shape[1] for record in self.steps if record.impulses.ndim == 2}
+        steps = self.steps
+        dims = (steps.impulse_dims() if isinstance(steps, StepColumns)
+                else {record.impulses.shape[1] for record in steps if record.impulses.ndim == 2})
         dim = dims.pop() if len(dims) == 1 else 1
         header = {"format": "contactopt-trajectory", "version": 1, "info": self.info,
                   "message": self.message, "impulse_dim": dim, "sensitivities": list(self.sensitivities)}
-        steps = self.steps
+        impacts = steps.impacts_per_step() if isinstance(steps, StepColumns) else [r.impacts for r in steps]
         arrays: dict[str, Any] = {
             "t": self.t, "q": self.q, "v": self.v, "act": self.act,
-            "step_t": np.array([r.t for r in steps]),
-            "contact_counts": counts,
-            "impulses": (np.concatenate([r.impulses.reshape(-1, dim) for r in steps])
-                         if steps else np.zeros((0, dim))),
-            "phi": np.concatenate([r.phi for r in steps]) if steps else np.zeros(0),
-            "status": np.array([str(r.status) for r in steps], dtype=str),
-            "solver": np.array([r.solver for r in steps], dtype=str),
-            "conversion": np.array([r.conversion or "" for r in steps], dtype=str),
-            "message": np.array([r.message for r in steps], dtype=str),
-            "build_time": np.array([r.build_time for r in steps]),
-            "setup_time": np.array([r.setup_time for r in steps]),
-            "solve_time": np.array([r.solve_time for r in steps]),
-            "iterations": np.array([r.iterations for r in steps], dtype=np.int64),
-            "residuals": np.array([[r.residuals.primal, r.residuals.dual, r.residuals.gap,
-                                    r.residuals.complementarity, r.residuals.relative, r.residuals.fclib]
-                                   for r in steps]).reshape(-1, 6),
-            "bilateral_counts": np.array([r.bilateral.shape[0] for r in steps], dtype=np.int64),
-            "bilateral": (np.concatenate([r.bilateral for r in steps]) if steps else np.zeros(0)),
-            "constraint_error": np.array([r.constraint_error for r in steps]),
-            "substeps": np.array([r.substeps for r in steps], dtype=np.int64),
-            "refined": np.array([r.refined for r in steps], dtype=bool),
-            **{name: np.array([getattr(r, name) for r in steps], dtype=np.int64) for name in records_io.COUNTS},
-            **{f"{name}_counts": np.array([getattr(r, name).shape[0] for r in steps], dtype=np.int64)
-               for name in records_io.ROW_ARRAYS},
-            **{name: (np.concatenate([getattr(r, name) for r in steps]) if steps else np.zeros(0))
-               for name in records_io.ROW_ARRAYS},
-            **records_io.impact_arrays(steps, self.v.shape[1] if self.v.ndim == 2 else 0),
+            **(steps.npz_arrays(dim) if isinstance(steps, StepColumns) else records_io.record_arrays(steps, dim)),
+            **records_io.impact_arrays(impacts, self.v.shape[1] if self.v.ndim == 2 else 0),
             "header": np.array(json.dumps(header, default=records_io.json_default)),
             **{f"sensitivity_{k}": values for k, values in enumerate(self.sensitivities.values())},
         }
