@@ -46,7 +46,7 @@ def test_clarabel_tightens_its_tolerances_where_the_residuals_refute_it() -> Non
     assert as_set.status is co.Status.NUMERICAL_ERROR and "tolerances x" not in as_set.message
     solution = co.solve(program, "clarabel")
     assert solution.status is co.Status.OPTIMAL and solution.residuals.relative < 1e-9
-    assert "retried: tolerances x0.0001 after residuals 1.0e+00 contradicted Solved" in solution.message
+    assert "retried with tightened tolerances: residuals" in solution.message
     reference = co.solve(program, "osqp")
     assert reference.status is co.Status.OPTIMAL and "polishing successful" in reference.message
     velocity = program.variable(solution.x, "v_next")

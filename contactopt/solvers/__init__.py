@@ -224,10 +224,31 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
             raise OptionError(f"solver {solver!r}: option {name} must be true, false or 'auto', got {value!r}")
     own = spec_.module.startswith(_OWN_BACKENDS)
     if route is None:
-        return _normalized_solve(program, backend, variant, merged, own, refine, normalize, spec_.warm_start)
+        return _tightened_solve(program, backend, variant, merged, own, refine, normalize, spec_.warm_start)
     converted, data = route.apply(program)
-    solution = _normalized_solve(converted, backend, variant, merged, own, refine, normalize, spec_.warm_start)
+    solution = _tightened_solve(converted, backend, variant, merged, own, refine, normalize, spec_.warm_start)
     return _rejudge(program, route.invert(solution, data))
+
+
+def _tightened_solve(program: Program, backend: Any, variant: str | None, options: dict[str, Any], own: bool,
+                     refine: bool | str, normalize: bool | str, warm_start: str | None) -> Solution:
+    """:func:`_normalized_solve`, and once more with the backend's tightened tolerances
+    (``backend.tightened(options)``: Clarabel's, :mod:`.backends.clarabel`) when contactopt's
+    residuals still refute its claimed answer after refinement and the re-solve in the program's
+    own units, keeping the better of the two (:func:`_rank`); never where the user set a tolerance."""
+    solution = _normalized_solve(program, backend, variant, options, own, refine, normalize, warm_start)
+    tightened = getattr(backend, "tightened", None)
+    claim = solution.claimed
+    if tightened is None or solution.status is not Status.NUMERICAL_ERROR or claim is None or not claim.usable:
+        return solution
+    tight = tightened(options)
+    if tight is None:
+        return solution
+    retry = _normalized_solve(program, backend, variant, tight, own, refine, normalize, warm_start)
+    if _rank(retry) >= _rank(solution):
+        return solution
+    return dataclasses.replace(retry, message=f"{retry.message} (retried with tightened tolerances: residuals "
+                                              f"{solution.residuals.relative:.1e} refuted the first answer)")
 
 
 def _call(backend: Any, program: Program, variant: str | None, options: dict[str, Any]) -> Solution:
