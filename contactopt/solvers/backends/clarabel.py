@@ -26,7 +26,8 @@ and the better of the two by contactopt's residuals is returned (its message say
 re-solve in the program's own units, not before: a 1 ug box's step that its own units solve
 exactly is not replaced by a tightened answer in the given ones. On the central path
 ``s_i y_i = mu``: the vanishing side of a strictly complementary row falls in proportion to
-``mu``, so a row read at 1 reads about 1e-4 after the retry, where refinement finds its active set (tiago: 5 of 100 steps retried, each then usable).
+``mu``, so a row read at 1 reads about 1e-4 after the retry, where refinement finds its active
+set (tiago: 5 of 100 steps retried, each then usable).
 Answers that pass, or that refinement rescues, are untouched.
 
 Workspace reuse (option ``reuse``, default **false**): Clarabel 0.11 can update a solver's data
