@@ -232,17 +232,11 @@ def solve(program: Program, solver: str = "clarabel", options: Mapping[str, Any]
 
 def _tightened_solve(program: Program, backend: Any, variant: str | None, options: dict[str, Any], own: bool,
                      refine: bool | str, normalize: bool | str, warm_start: str | None) -> Solution:
-    """:func:`_normalized_solve`, and once more with the backend's tightened tolerances
-    (``backend.tightened(options)``: Clarabel's, :mod:`.backends.clarabel`) when contactopt's
-    residuals still refute its claimed answer after refinement and the re-solve in the program's
-    own units, keeping the better of the two (:func:`_rank`); never where the user set a tolerance."""
+    """:func:`_normalized_solve`, again with ``backend.tightened(options)`` (Clarabel's; None where the
+    user set a tolerance) where the residuals refute the claim after refinement and own units."""
     solution = _normalized_solve(program, backend, variant, options, own, refine, normalize, warm_start)
-    tightened = getattr(backend, "tightened", None)
-    claim = solution.claimed
-    if tightened is None or solution.status is not Status.NUMERICAL_ERROR or claim is None or not claim.usable:
-        return solution
-    tight = tightened(options)
-    if tight is None:
+    claim, tight = solution.claimed, getattr(backend, "tightened", lambda _: None)(options)
+    if tight is None or solution.status is not Status.NUMERICAL_ERROR or claim is None or not claim.usable:
         return solution
     retry = _normalized_solve(program, backend, variant, tight, own, refine, normalize, warm_start)
     if _rank(retry) >= _rank(solution):
