@@ -1,13 +1,12 @@
 """The step as arrays (issue "The step at MuJoCo's speed"): ``regularized -o params=model,form=primal``
 with the ``newton`` solver, MuJoCo's own rows read as arrays, solved and judged without program objects.
 
-Each step: one ``mj_forward`` and a handful of array copies
-(:func:`contactopt.systems.mjcf.native_arrays.native_arrays`), the rows ordered for the primal
-(:func:`contactopt.formulations.model_primal.primal_rows`), then Newton's method of
-:mod:`contactopt.solvers.newton` on those arrays in one compiled call
-(:func:`contactopt.solvers.newton.kernels.dense_newton`), its answer judged by contactopt's
-row-wise residuals of the primal's conic form (S6) (:mod:`contactopt.solvers.base`'s levels),
-and MuJoCo's velocity update ``v' = v + S^{-1} (h smooth_force + J^T x)``. The program object
+Each step: MuJoCo's forward stages up to its constraint rows and a handful of array copies
+(:func:`contactopt.systems.mjcf.native_arrays.native_arrays`), then one compiled call
+(:func:`.native_kernel.native_step`): the rows ordered for the primal, Newton's method of
+:mod:`contactopt.solvers.newton`, contactopt's row-wise residuals of the primal's conic form
+(S6) judged at :mod:`contactopt.solvers.base`'s levels, and MuJoCo's velocity update
+``v' = v + S^{-1} (h smooth_force + J^T x)``. The program object
 (:func:`contactopt.formulations.model_primal.program`) is made from the same arrays only on
 request (``co.formulate``, ``last_program``): the compiled step and the object are one build.
 
@@ -22,6 +21,7 @@ Programs with more unknowns than the dense kernel takes (:data:`DENSE_MAX`) are 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Mapping
@@ -41,7 +41,7 @@ from contactopt.programs import Residuals, Status
 from contactopt.records.step import StepRecord
 from contactopt.solvers.base import CONFIRM_LEVEL, judge
 from contactopt.solvers.newton import kernels
-from contactopt.solvers.newton.solver import _MESSAGES, DEFAULTS
+from contactopt.solvers.newton.solver import DEFAULTS, kernel_status
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -84,29 +84,23 @@ class NativeStepping(TimeStepping):
         assert request is not None  # params=model (takes)
         self.cone: str | None = request["cone"]
         self.last_native: NativeArrays | None = None
-        self._previous_v: FloatArray | None = None
         kernels.ensure_compiled()
 
     def step(self, state: State) -> tuple[State | None, StepRecord]:
         self._prebuilt = None
         solved = self._solve_state(state)
-        status, x, v_next, frame, iterations, message, residuals, build_time, solve_time, native = solved
-        counts = {"candidates": native.contact_count, "mujoco_contacts": native.contact_count}
-        record: dict[str, Any] = dict(t=state.t, phi=native.contact_distance, status=status, build_time=build_time,
-                                      setup_time=0.0, solve_time=solve_time, iterations=iterations,
-                                      residuals=residuals, solver="newton", message=message, **counts)
-        if not status.usable:
-            return None, StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **record)
+        record = _record(state.t, solved)
+        if not record.status.usable:
+            return None, record
+        v_next = solved[2]
         if self.tableau is not None:
-            next_state = self._stage_steps(state, v_next, record)
+            fields = {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
+            next_state = self._stage_steps(state, v_next, fields)
             if next_state is None:
-                return None, StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **record)
-        else:
-            act = state.act if not self.system.na else self.system.next_activation(state.q, state.v, self.dt)
-            next_state = State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt, act)
-        kind = native.kind
-        return next_state, StepRecord(impulses=frame, bilateral=x[kind == EQUALITY], limits=x[kind == LIMIT],
-                                      friction_loss=x[kind == FRICTION_LOSS], **record)
+                return None, StepRecord(**{**fields, "impulses": np.full(record.impulses.shape, np.nan)})
+            return next_state, StepRecord(**fields)
+        act = state.act if not self.system.na else self.system.next_activation(state.q, state.v, self.dt)
+        return State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt, act), record
 
     def run_steps(self, state: State, n_steps: int, times: list[float], qs: list[FloatArray], vs: list[FloatArray],
                   acts: list[FloatArray], steps: list[StepRecord], bar: Any) -> str:
@@ -131,17 +125,12 @@ class NativeStepping(TimeStepping):
         mujoco, model = system.mujoco, system.model
         dt, act = self.dt, state.act
         for _ in range(n_steps):
-            status, x, v_next, frame, iterations, message, residuals, build, solve, native = self._solve_state(state)
-            fields: dict[str, Any] = dict(
-                t=state.t, phi=native.contact_distance, status=status, build_time=build, setup_time=0.0,
-                solve_time=solve, iterations=iterations, residuals=residuals, solver="newton", message=message,
-                candidates=native.contact_count, mujoco_contacts=native.contact_count)
-            if not status.usable:
-                steps.append(StepRecord(impulses=np.full((native.contact_count, 3), np.nan), **fields))
-                return f"step {len(steps) - 1} at t={state.t:.6g} failed: {status} ({message})"
-            kind = native.kind
-            steps.append(StepRecord(impulses=frame, bilateral=x[kind == EQUALITY], limits=x[kind == LIMIT],
-                                    friction_loss=x[kind == FRICTION_LOSS], **fields))
+            solved = self._solve_state(state)
+            record = _record(state.t, solved)
+            steps.append(record)
+            if not record.status.usable:
+                return f"step {len(steps) - 1} at t={state.t:.6g} failed: {record.status} ({record.message})"
+            v_next = solved[2]
             q_next = np.array(state.q)
             mujoco.mj_integratePos(model, q_next, v_next, dt)
             state = State.checked(q_next, v_next, state.t + dt, act)
@@ -213,7 +202,7 @@ class NativeStepping(TimeStepping):
         solve_time = time.perf_counter() - start
         if code == native_kernel.ANISOTROPIC:
             return None
-        status, message = _status(code, opts)
+        status, message = kernel_status(code, int(opts["max_iter"]))
         residuals = Residuals(*numbers[:5].tolist())
         if status.usable and not math.isfinite(residuals.relative):  # inf: a non-finite iterate (the kernel's verdict)
             status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
@@ -235,15 +224,21 @@ class NativeStepping(TimeStepping):
         return (solution.status, x, solution.iterations, solution.message, solution.residuals,
                 solution.setup_time + solution.solve_time)
 
-    def program(self, state: State) -> Any:
-        """The step's problem and program object (made from the same arrays: module docstring)."""
-        return super().program(state)
 
 
-def _status(code: int, opts: Mapping[str, Any]) -> tuple[Status, str]:
-    if code == kernels.MAX_ITER:
-        return Status.MAX_ITERATIONS, f"{opts['max_iter']} Newton iterations"
-    return _MESSAGES[code]
+def _record(t: float, solved: tuple[Any, ...]) -> StepRecord:
+    """The record of a solve at time ``t`` (:meth:`NativeStepping._solve_state`; module
+    docstring, "Records"); NaN impulses where the solve gave no usable answer."""
+    status, x, _, frame, iterations, message, residuals, build_time, solve_time, native = solved
+    count = native.contact_count
+    fields: dict[str, Any] = dict(t=t, phi=native.contact_distance, status=status, build_time=build_time,
+                                  setup_time=0.0, solve_time=solve_time, iterations=iterations, residuals=residuals,
+                                  solver="newton", message=message, candidates=count, mujoco_contacts=count)
+    if not status.usable:
+        return StepRecord(impulses=np.full((count, 3), np.nan), **fields)
+    kind = native.kind
+    return StepRecord(impulses=frame, bilateral=x[kind == EQUALITY], limits=x[kind == LIMIT],
+                      friction_loss=x[kind == FRICTION_LOSS], **fields)
 
 
 def judge_arrays(residuals: Residuals, data: float, status: Status, message: str) -> tuple[Status, str]:

@@ -212,6 +212,13 @@ _MESSAGES = {
 }
 
 
+def kernel_status(code: int, max_iter: int) -> tuple[Status, str]:
+    """The status and message of a compiled Newton loop's code (:mod:`.kernels`)."""
+    if code == kernels.MAX_ITER:
+        return Status.MAX_ITERATIONS, f"{max_iter} Newton iterations"
+    return _MESSAGES[code]
+
+
 def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatArray, opts: Mapping[str, Any],
                        dense: bool, history: list[dict[str, Any]] | None = None
                        ) -> tuple[Status, FloatArray, FloatArray, int, str]:
@@ -226,9 +233,7 @@ def _minimize_compiled(primal: PrimalProgram, blocks: kernels.Blocks, v: FloatAr
             float(opts["alpha_max"]), float(opts["ls_tol"]), int(opts["ls_max_iter"]))
     else:
         code, v, gamma, iterations = newton_sparse.minimize(primal, blocks, v, opts, history)
-    if code == kernels.MAX_ITER:
-        return Status.MAX_ITERATIONS, v, gamma, iterations, f"{opts['max_iter']} Newton iterations"
-    status, message = _MESSAGES[code]
+    status, message = kernel_status(code, int(opts["max_iter"]))
     return status, v, gamma, iterations, message
 
 
