@@ -119,7 +119,7 @@ def frame_kernel(impulses: FloatArray, contact_address: IntArray, contact_dim: I
                 out[c, j] = impulses[first + j]
 
 
-_KERNELS = ("row_order", "frame_kernel")
+_KERNELS = ("row_order", "ordered_rows", "frame_kernel")
 _compiled = False
 
 
@@ -132,14 +132,39 @@ def ensure_compiled() -> None:
     _compiled = True
 
 
+def ordered_rows(kind: IntArray, contact: IntArray, contact_address: IntArray, J_rows: FloatArray,
+                 R_rows: FloatArray, a_ref: FloatArray, cone_scale: FloatArray, bound_rows: FloatArray,
+                 v: FloatArray, dt: float) -> Any:
+    """The primal's rows in (S6)'s order (:func:`row_order`): ``(order, free, nonneg, box,
+    cone_start, cone_dim, J, R, v_hat, scale, box_bound)`` with ``v_hat = J v + h a_ref`` and the
+    box rows' bounds ``h frictionloss`` (module docstring); the one build of both the program
+    object and the compiled step (:mod:`contactopt.integrators.native_kernel`)."""
+    order, free, nonneg, box, cone_start, cone_dim = row_order(kind, contact, contact_address)
+    m, nv = order.shape[0], v.shape[0]
+    J = np.empty((m, nv))
+    R, v_hat, scale = np.empty(m), np.empty(m), np.empty(m)
+    for p in range(m):
+        i = order[p]
+        R[p], scale[p] = R_rows[i], cone_scale[i]
+        total = dt * a_ref[i]
+        for j in range(nv):
+            J[p, j] = J_rows[i, j]
+            total += J_rows[i, j] * v[j]
+        v_hat[p] = total
+    box_bound = np.empty(box)
+    for r in range(box):
+        box_bound[r] = dt * bound_rows[order[m - box + r]]
+    return order, free, nonneg, box, cone_start, cone_dim, J, R, v_hat, scale, box_bound
+
+
 def primal_rows(native: NativeArrays) -> PrimalRows:
     """Order ``native``'s rows for (S6): equality, then ``>= 0`` rows, cones, box rows."""
     ensure_compiled()
-    order, free, nonneg, box, cone_start, cone_dim = row_order(native.kind, native.contact, native.contact_address)
-    v_hat = native.J[order] @ native.v + native.dt * native.a_ref[order]
-    return PrimalRows(order=order, R=native.R[order], v_hat=v_hat, scale=native.cone_scale[order],
-                      free=int(free), nonneg=int(nonneg), box=int(box), cone_start=cone_start, cone_dim=cone_dim,
-                      box_bound=native.dt * native.bound[order[order.shape[0] - int(box):]])
+    order, free, nonneg, box, cone_start, cone_dim, _, R, v_hat, scale, box_bound = ordered_rows(
+        native.kind, native.contact, native.contact_address, native.J, native.R, native.a_ref, native.cone_scale,
+        native.bound, native.v, native.dt)
+    return PrimalRows(order=order, R=R, v_hat=v_hat, scale=scale, free=int(free), nonneg=int(nonneg), box=int(box),
+                      cone_start=cone_start, cone_dim=cone_dim, box_bound=box_bound)
 
 
 def cones(rows: PrimalRows) -> tuple[Cone, ...]:

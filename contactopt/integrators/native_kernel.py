@@ -1,5 +1,5 @@
 """One compiled call per step of ``regularized -o params=model,form=primal`` / ``newton``
-(:mod:`.native_step`): the rows ordered (:func:`contactopt.formulations.model_primal.row_order`),
+(:mod:`.native_step`): the rows ordered (:func:`contactopt.formulations.model_primal.ordered_rows`),
 Newton's method (:func:`contactopt.solvers.newton.kernels.dense_newton`), the conic form's
 arrays (:func:`contactopt.programs.primal_arrays.conic_arrays`) and contactopt's row-wise verdict
 (:func:`contactopt.programs.relative_kernel.verdict_kernel`), Newton continued to its rounding
@@ -50,20 +50,8 @@ def native_step(M: Any, S: Any, v: Any, smooth_force: Any, acceleration_free: An
     impulses ``x`` (m, the system's order), ``frame`` (nc, 3) and ``residuals`` (6: primal,
     dual, gap, complementarity, relative, data violation)."""
     nv, m = v.shape[0], R_rows.shape[0]
-    order, free, nonneg, box, cone_start, cone_dim = model_primal.row_order(kind, contact, contact_address)
-    J = np.empty((m, nv))
-    R, v_hat, scale = np.empty(m), np.empty(m), np.empty(m)
-    for p in range(m):
-        i = order[p]
-        R[p], scale[p] = R_rows[i], cone_scale[i]
-        total = dt * a_ref[i]
-        for j in range(nv):
-            J[p, j] = J_rows[i, j]
-            total += J_rows[i, j] * v[j]
-        v_hat[p] = total
-    bound = np.empty(box)
-    for r in range(box):
-        bound[r] = dt * bound_rows[order[m - box + r]]
+    order, free, nonneg, box, cone_start, cone_dim, J, R, v_hat, scale, bound = model_primal.ordered_rows(
+        kind, contact, contact_address, J_rows, R_rows, a_ref, cone_scale, bound_rows, v, dt)
     cones = cone_start.shape[0]
     for k in range(cones):  # the kernel's SOC block is an isotropic friction cone
         s, d = cone_start[k], cone_dim[k]

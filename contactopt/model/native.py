@@ -94,8 +94,3 @@ class NativeArrays:
     def v_star(self) -> FloatArray:
         """``v + h a0``: the velocity the constraint solve starts from (its primal's ``v*``)."""
         return self.v + self.dt * self.acceleration_free
-
-    def v_hat(self) -> FloatArray:
-        """``J v + h a_ref``: the row velocities the regularized rows tend to (the primal's ``v_hat``:
-        the dual's linear term ``h (J a0 - a_ref)`` is ``J v* - v_hat``)."""
-        return self.J @ self.v + self.dt * self.a_ref
