@@ -314,10 +314,11 @@ def program_cones(program: ConicProgram) -> ConeArrays:
     return cached
 
 
-def conic_verdict(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> tuple[Residuals, float]:
+def conic_verdict(program: ConicProgram, x: ArrayLike, y: ArrayLike,
+                  s: NDArray[np.float64] | None = None) -> tuple[Residuals, float]:
     """``(residuals, data violation)`` of ``(x, y)``: the numbers of ``conic_check`` and
-    ``conic_data_violation`` (at ``s = b - A x``) from one kernel call; a non-finite candidate
-    gets infinite residuals, as ``conic_residuals`` gives it."""
+    ``conic_data_violation`` (at ``s = b - A x``, written into ``s`` when given) from one kernel
+    call; a non-finite candidate gets infinite residuals, as ``conic_residuals`` gives it."""
     xv = np.ascontiguousarray(x, dtype=np.float64)
     yv = np.ascontiguousarray(y, dtype=np.float64)
     if xv.shape != (program.n,) or yv.shape != (program.m,):
@@ -329,5 +330,5 @@ def conic_verdict(program: ConicProgram, x: ArrayLike, y: ArrayLike) -> tuple[Re
     P, A = program.P, program.A
     primal, dual, gap, complementarity, relative, data = verdict_kernel(
         P.indptr, P.indices, P.data, program.c, A.indptr, A.indices, A.data, program.b, *program_cones(program),
-        xv, yv, np.empty(program.m))
+        xv, yv, np.empty(program.m) if s is None else s)
     return Residuals(primal, dual, gap, complementarity, relative), data

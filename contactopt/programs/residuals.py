@@ -75,13 +75,7 @@ def _conic_check(program: ConicProgram, x: FloatArray, y: FloatArray) -> tuple[R
         from contactopt.programs import relative_kernel
 
         s = np.empty(program.m)
-        relative_kernel.ensure_compiled()
-        P, A = program.P, program.A
-        numbers = relative_kernel.verdict_kernel(P.indptr, P.indices, P.data, program.c, A.indptr, A.indices, A.data,
-                                                 program.b, *relative_kernel.program_cones(program),
-                                                 np.ascontiguousarray(x, dtype=np.float64),
-                                                 np.ascontiguousarray(y, dtype=np.float64), s)
-        return Residuals(*numbers[:5]), s
+        return relative_kernel.conic_verdict(program, x, y, s)[0], s
     Ax = program.A_dot(x)
     Px = program.P_dot(x)
     ATy = program.AT_dot(y)
