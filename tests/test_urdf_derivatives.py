@@ -185,21 +185,29 @@ def test_a_forward_product_moves_every_input_at_once() -> None:
     assert derivative._analytic() is None and derivative._linearization() is not None
 
 
-def test_a_floating_base_keeps_the_systems_central_differences(tmp_path: Path) -> None:
-    """The capability check: a floating base (quaternion coordinates) has no linearization, and
-    its step derivative is the central differences of the system, as for every other system."""
-    path = tmp_path / "box.urdf"
-    path.write_text('<robot name="box"><link name="box"><inertial><mass value="1.2"/><inertia ixx="0.005" '
+def test_a_hull_keeps_the_systems_central_differences(tmp_path: Path) -> None:
+    """The capability check: a mesh (its convex hull) has no closed-form tangents, so the step has
+    no linearization and its derivative is the central differences of the system, as for every
+    other system; they equal one step from each side (floating bases: tests/test_urdf_floating_derivatives.py)."""
+    from tests.test_urdf_collisions import box_stl
+
+    (tmp_path / "block.stl").write_bytes(box_stl(0.2, 0.2, 0.1))
+    path = tmp_path / "block.urdf"
+    path.write_text('<robot name="block"><link name="block"><inertial><mass value="1.2"/><inertia ixx="0.005" '
                     'iyy="0.005" izz="0.008" ixy="0" ixz="0" iyz="0"/></inertial><collision><geometry>'
-                    '<box size="0.2 0.2 0.1"/></geometry></collision></link></robot>')
+                    '<mesh filename="block.stl"/></geometry></collision></link></robot>')
     system = PinocchioUrdfSystem(path, True, True)
     q, v = system.default_state()
     q[2] -= 1e-3
-    stepper, state, _, _ = one_step(system, "sap", "newton", q, v - np.array([0, 0, 0.5, 0, 0, 0]))
-    assert system.linearize_step_problem(stepper.last_problem, ()) is None
+    v = v - np.array([0, 0, 0.5, 0, 0, 0])
+    stepper, state, _, _ = one_step(system, "sap", "newton", q, v)
+    assert stepper.last_problem.contacts.count and system.linearize_step_problem(stepper.last_problem, ()) is None
     derivative = step_derivative(stepper, state, None, ())
     assert isinstance(derivative, LinearizedStepDerivative) and derivative._linearization() is None
-    assert np.isfinite(derivative.jacobian()["q"]).all()
+    e, t = np.zeros(6), 1e-6
+    e[2] = t
+    sides = [one_step(system, "sap", "newton", q, v + s * e)[3] for s in (1, -1)]
+    np.testing.assert_allclose(derivative.jacobian()["v"][:, 2], (sides[0] - sides[1]) / (2 * t), rtol=0, atol=1e-7)
 
 
 def test_the_scene_runs_with_sensitivities() -> None:

@@ -1,5 +1,5 @@
 """The step derivative of a system that gives the analytic tangents of its step problem
-(``system.linearize_step_problem``: the pinocchio URDF backend on a fixed base,
+(``system.linearize_step_problem``: the pinocchio URDF backend, fixed or floating base,
 :class:`contactopt.systems.urdf_pinocchio.derivatives.StepLinearization`).
 
 :class:`~contactopt.derivatives.step.StepDerivative` differentiates the smooth maps around the
@@ -14,8 +14,8 @@ point (``P`` of its module docstring). Here ``P`` is not asked again:
   (:func:`contactopt.derivatives.analytic_step.analytic_linearization`): a forward product is
   one product of the program derivative, a reverse product one reverse product (no Jacobian).
 
-Where the system gives no linearization (a floating base, a parameter other than ``mu``, drift
-projection), every method is the base class's.
+Where the system gives no linearization (a parameter other than ``mu``, drift projection, rows
+or pairs its tangents do not cover), every method is the base class's.
 """
 
 from __future__ import annotations
@@ -162,9 +162,9 @@ class LinearizedStepDerivative(StepDerivative):
     def jacobian(self) -> dict[str, FloatArray]:
         exact = self._analytic()
         if self._jacobian is None and exact is not None:
-            nv, full = self.system.nv, exact.jacobian()
-            self._jacobian = {"q": full[:, :nv], "v": full[:, nv:2 * nv], "u": np.zeros((full.shape[0], 0)),
-                              "params": full[:, 2 * nv:]}
+            nq, nv, full = self.system.nq, self.system.nv, exact.jacobian()
+            self._jacobian = {"q": full[:, :nq], "v": full[:, nq:nq + nv], "u": np.zeros((full.shape[0], 0)),
+                              "params": full[:, nq + nv:]}
         return super().jacobian()
 
     def vjp(self, gq: ArrayLike | None = None, gv: ArrayLike | None = None) -> StepCotangent:

@@ -25,7 +25,10 @@ v))``), per contact ``w = ||W||_F / dim`` of its Delassus block ``W = J_c A^-1 J
 forward product is one :meth:`~contactopt.derivatives.primal.PrimalDerivative.jvp` with
 ``dc = r_v, r_sigma`` and ``db = -r_w`` (the same right-hand side), the reverse product one
 :meth:`~contactopt.derivatives.primal.PrimalDerivative.vjp`, whose data gradient pairs with
-``r``: ``<g_c, r_first> - <g_b, r_second>``. ``q' = q + h v'`` (a fixed base's scalar joints).
+``r``: ``<g_c, r_first> - <g_b, r_second>``. ``q' = q + h v'`` (a fixed base's scalar joints); a
+floating base's ``q' = integrate(q, v', h)`` moves by the system's ``integration`` maps, and its
+public ``dq`` (quaternion coordinates) moves the tangents by ``G dq`` (``coordinates``,
+:mod:`contactopt.systems.urdf_pinocchio.free_flyer`).
 
 **ccp** (primal form, :class:`contactopt.formulations.ccp.ConeComplementarity` and
 :func:`contactopt.formulations.constraint_rows.primal_program`): ``x = v'``, ``P = A``,
@@ -81,8 +84,7 @@ def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative:
         return None
     metadata = program.metadata
     if (metadata.get("bilateral", 0) or metadata.get("angular_rows") or metadata.get("friction_loss", 0)
-            or stepper.drift.mode == "projection" or stepper.system.nq != stepper.system.nv
-            or problem.bilateral.count):
+            or stepper.drift.mode == "projection" or problem.bilateral.count):
         return None
     name = stepper.formulation.name
     if name == "sap" and isinstance(derivative, PrimalDerivative) and isinstance(program, PrimalConicProgram):
@@ -99,4 +101,6 @@ def analytic_linearization(stepper: Any, problem: Any, program: Any, derivative:
     if not out.consistent:
         return None
     out.directions = directions
+    integration = getattr(linear, "integration", None)  # a floating base's q' = integrate(q, v', h)
+    out.integration = integration(derivative.x[:out.nv], out.h) if integration is not None else None
     return out

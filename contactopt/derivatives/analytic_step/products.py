@@ -21,6 +21,8 @@ class AnalyticStep:
         self.nv, self.nx, self.h, self.consistent = nv, first.shape[1], h, consistent
         #: the input directions ``r``'s columns are along ((nx, p)), None: every input column
         self.directions: FloatArray | None = None
+        #: ``(dq'/dq, dq'/dv')`` of a floating base's ``q' = integrate(q, v', h)``; None: ``(I, h I)``
+        self.integration: tuple[FloatArray, FloatArray] | None = None
 
     def jvp(self, direction: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(dq', dv')`` along the input ``direction`` ((nx,): ``[dq, dv, dparams]``; built
@@ -34,6 +36,9 @@ class AnalyticStep:
             first, second = self.first[:, match[0]], self.second[:, match[0]]
         tangent = self.derivative.jvp(dc=first, db=-second)
         dv_next = tangent.x[:self.nv]
+        if self.integration is not None:
+            q_of_q, q_of_v = self.integration
+            return q_of_q @ direction[:q_of_q.shape[0]] + q_of_v @ dv_next, dv_next
         return direction[:self.nv] + self.h * dv_next, dv_next
 
     def vjp(self, gq: FloatArray, gv: FloatArray) -> FloatArray:
@@ -41,10 +46,16 @@ class AnalyticStep:
         if self.directions is not None:
             raise ValueError("AnalyticStep.vjp: built along given directions, not every input column")
         seed = np.zeros(self.first.shape[0])
-        seed[:self.nv] = gv + self.h * gq
+        if self.integration is None:
+            seed[:self.nv] = gv + self.h * gq
+        else:
+            seed[:self.nv] = gv + self.integration[1].T @ gq
         gradient = self.derivative.vjp(gx=seed, dense=False)
         out = gradient.c @ self.first - gradient.b @ self.second
-        out[:self.nv] += gq
+        if self.integration is None:
+            out[:self.nv] += gq
+        else:
+            out[:gq.shape[0]] += self.integration[0].T @ gq
         return np.asarray(out)
 
     def jacobian(self) -> FloatArray:

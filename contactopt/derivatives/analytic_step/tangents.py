@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +57,7 @@ class ProblemTangents:
     coupled rows (:class:`CoupledRows`): the limits' and the contacts'."""
 
     nv: int
-    nx: int
+    nx: int  # input columns: q (nq, public coordinates), v, the parameters
     A: FloatArray  # the step's M (M + h D), dense
     dA: FloatArray  # (nv, nv, nx)
     v_star: FloatArray  # v_free = v + h A^-1 tau
@@ -74,14 +75,22 @@ class ProblemTangents:
 
     @staticmethod
     def of(problem: Any, program: ConicProgram, linear: Any, parameters: tuple[str, ...], rows: CoupledRows,
-           directions: FloatArray | None = None) -> ProblemTangents:
-        """The tangents by input column, or along ``directions`` ((2 nv + parameters, p))."""
-        nv = problem.nv
+           directions: FloatArray | None = None, tangents: bool = False) -> ProblemTangents:
+        """The tangents by input column, or along ``directions`` ((nq + nv + parameters, p)); a
+        public ``dq`` moves the tangent by ``G dq`` (``linear.coordinates``, None: ``G = I``): by
+        input column, the tangents' columns times ``G``."""
+        nv, coordinates = problem.nv, getattr(linear, "coordinates", None)
+        if directions is None and coordinates is not None and not tangents:
+            by_tangent = ProblemTangents.of(problem, program, linear, parameters, rows, None, tangents=True)
+            return by_tangent.in_coordinates(coordinates)
+        nq = nv if coordinates is None or tangents else coordinates.shape[1]
         full = directions is None
-        D = np.eye(2 * nv + len(parameters)) if directions is None else directions
+        D = np.eye(nq + nv + len(parameters)) if directions is None else directions
         nx = D.shape[1]
         dynamics, h = problem.dynamics, float(problem.dt)
-        Dq, Dv = D[:nv], D[nv:2 * nv]
+        Dq, Dv = D[:nq], D[nq:nq + nv]
+        if coordinates is not None and not tangents:
+            Dq = coordinates @ Dq
         if full:  # the identity's products, without the products
             dA = np.zeros((nv, nv, nx))
             dA[:, :, :nv] = linear.dM
@@ -117,10 +126,21 @@ class ProblemTangents:
                 dJa, dphi = linear.dJ[problem_rows] @ Dq, linear.dphi[index] @ Dq
         dmu = np.zeros(nx)
         if "mu" in parameters:
-            dmu = D[2 * nv + parameters.index("mu")].copy()
+            dmu = D[nq + nv + parameters.index("mu")].copy()
         G = np.asarray(problem.unilateral.G, dtype=np.float64)[limits]
         # one solve with A: dv* = dv + A^-1 (h dtau - dA (v* - v)), and [G; J_c] A^-1
         solved = dynamics.solve_M(np.hstack([h * dtau - (dA.transpose(0, 2, 1) @ (v_star - v)), G.T, Ja.T]))
         return ProblemTangents(nv, nx, np.asarray(dynamics.M, dtype=np.float64), dA, v_star, Dv + solved[:, :nx],
                                limits, G, dphi_u, active.phi[chosen], active.mu[chosen], Ja, dJa, dphi, dmu,
                                solved[:, nx:].T)
+
+    def in_coordinates(self, coordinates: FloatArray) -> ProblemTangents:
+        """These tangents by tangent column (``q`` columns along the tangent's dofs) by public input
+        column: every column-indexed field times ``blockdiag(G, I, I)``."""
+        nv = self.nv
+        blocks = np.zeros((self.nx, coordinates.shape[1] + self.nx - nv))
+        blocks[:nv, :coordinates.shape[1]] = coordinates
+        blocks[nv:, coordinates.shape[1]:] = np.eye(self.nx - nv)
+        return dataclasses.replace(self, nx=blocks.shape[1], dA=self.dA @ blocks, dv_star=self.dv_star @ blocks,
+                                   dphi_u=self.dphi_u @ blocks, dJa=self.dJa @ blocks, dphi=self.dphi @ blocks,
+                                   dmu=self.dmu @ blocks)

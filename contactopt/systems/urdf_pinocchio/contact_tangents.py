@@ -9,7 +9,9 @@ in the direction ``D`` ((nv, p)): every quantity the old per-dof form indexed by
 moves (the joints' motion ``J_o``, ``J_w``, a point's ``dc``) is here that Jacobian times
 ``D``, and the Jacobians' variation along column ``k`` is ``pin.computeJointJacobiansTimeVariation``
 with velocity ``D_k`` (``Jdot = sum_j dJ/dq_j qdot_j``, Carpentier & Mansard, "Analytical
-derivatives of rigid body dynamics algorithms", RSS 2018); ``D = I`` gives the per-dof tensors.
+derivatives of rigid body dynamics algorithms", RSS 2018; a floating base's through the free-flyer
+tree, :mod:`.free_flyer`); ``D = I`` gives the per-dof tensors. Directions are tangents (a floating
+base: ``[dp_world, dphi_body]``, :mod:`.free_flyer`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from contactopt.systems.urdf_pinocchio import ground, pair_tangents
+from contactopt.systems.urdf_pinocchio.free_flyer import Kinematics
 from contactopt.systems.urdf_pinocchio.tree import skew
 
 FloatArray = NDArray[np.float64]
@@ -131,12 +134,10 @@ class ContactGeometry:
             columns = [int(k) for k in supporting(system, self.joints)]
         else:
             columns = [k for k in range(p) if np.any(D[:, k])]
-        pin, model, data, d = system.pin, system.model, system.data, system._dofs
+        kinematics = Kinematics(system, self.qp)  # a floating base's through the free flyer
         for k in columns:
-            pin.computeJointJacobiansTimeVariation(model, data, self.qp, system.pin_v(D[:, k]))
-            for joint in moving:
-                variations[joint][:, :, k] = np.array(pin.getJointJacobianTimeVariation(
-                    model, data, joint, pin.LOCAL_WORLD_ALIGNED))[:, d]
+            for joint, variation in kinematics.jacobian_variations(moving, D[:, k]).items():
+                variations[joint][:, :, k] = variation
 
         def point_motion(joint: int, x: FloatArray, dx: FloatArray) -> FloatArray:
             """The variation ((3, nv, p)) of ``J(x)`` of the point fixed to ``joint`` as ``x``

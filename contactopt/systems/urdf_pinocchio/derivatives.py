@@ -11,6 +11,13 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.model.rows import Unilateral
 from contactopt.model.step import Contacts, Dynamics
 from contactopt.systems.urdf_pinocchio.contact_tangents import ContactGeometry, StructureChange
+from contactopt.systems.urdf_pinocchio.free_flyer import (
+    Kinematics,
+    base_rotation,
+    free_flyer,
+    integration_map,
+    tangent_map,
+)
 from contactopt.systems.urdf_pinocchio.tree import skew
 
 FloatArray = NDArray[np.float64]
@@ -38,12 +45,9 @@ def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> t
         dq, dv, _ = pin.computeRNEADerivatives(system.model, system.data, qp, vp, ap)
         grid = _dof_grid(system)
         return np.array(dq)[grid], np.array(dv)[grid] + np.diag(system.damping)
-    if system._free_flyer is None:
-        model = pin.buildModelFromUrdf(str(system.urdf), pin.JointModelFreeFlyer())
-        system._free_flyer = (model, model.createData())
-    model, data = system._free_flyer
+    model, data = free_flyer(system)
     nv = system.nv
-    R = np.array(pin.Quaternion(qp[6], qp[3], qp[4], qp[5]).normalized().toRotationMatrix())
+    R = base_rotation(system, qp)
     T = np.eye(nv)
     T[:3, :3] = R.T
     pdot, omega, pddot = vp[:3], vp[3:6], ap[:3]
@@ -70,13 +74,17 @@ class StepLinearization:
     through in place of asking the system again at each point of its central differences
     (``problem_at``), and what :mod:`contactopt.derivatives.analytic_step` builds on.
 
-    At the base ``(q, v)`` of ``problem`` (fixed base: public ``q`` and Pinocchio's tangent
-    coincide, one coordinate per dof), per input direction ``(dq, dv, du, dmu)``:
+    At the base ``(q, v)`` of ``problem``, per input direction ``(dq, dv, du, dmu)`` (``dq`` in
+    the public coordinates, moving the tangent by ``G dq``: :attr:`coordinates`, ``G = I`` on a
+    fixed base; every tangent below is along ``G dq``, a floating base's kinematic ones through
+    the free-flyer tree, :mod:`.free_flyer`):
 
     * ``dM = sum_k dM/dq_k dq_k``, the tensor from ``pin.computeRNEADerivatives(q, 0, e_j)``,
       ``d(M e_j + g)/dq``, less ``pin.computeGeneralizedGravityDerivatives`` (Carpentier &
       Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS 2018:
-      ``rnea(q, 0, a) = M(q) a + g(q)``); ``M + h D`` moves as ``M`` (``D`` constant);
+      ``rnea(q, 0, a) = M(q) a + g(q)``); a floating base's from the free flyer's Coriolis matrix
+      along each tangent (:meth:`.free_flyer.Kinematics.mass_variation`); ``M + h D`` moves as
+      ``M`` (``D`` constant);
     * ``dtau = -(drnea/dq) dq - (drnea/dv + D) dv + du`` at ``a = 0``
       (``tau = -rnea(q, v, 0) - D v``: :func:`inverse_dynamics`);
     * a ground contact's row ``frame (J_o - [p - o]x J_w)`` (``J_o``, ``J_w`` the joint's
@@ -114,6 +122,9 @@ class StepLinearization:
         nv = system.nv
         q, v = problem.state.q, problem.state.v
         self._qp = system.pin_q(q)
+        #: ``G`` ((nv, nq)): a public direction's tangent (:func:`.free_flyer.tangent_map`), None: ``I``
+        self.coordinates = tangent_map(system, q)
+        self.kinematics = Kinematics(system, self._qp)
         self._dM: FloatArray | None = None
         dq, dv = inverse_dynamics(system, q, v, np.zeros(nv))
         self.dtau_dq, self.dtau_dv = -dq, -dv
@@ -126,8 +137,11 @@ class StepLinearization:
 
     @property
     def dM(self) -> FloatArray:
-        """``dM/dq`` ((nv, nv, nv): row, column, direction), from ``computeRNEADerivatives(q, 0,
-        e_j)`` less the gravity's (class docstring); built on first use."""
+        """``dM/dq`` ((nv, nv, nv): row, column, tangent direction), from ``computeRNEADerivatives(q,
+        0, e_j)`` less the gravity's, a floating base's along each tangent (class docstring); built
+        on first use."""
+        if self._dM is None and self.system._base is not None:  # along each tangent (the free flyer's)
+            self._dM = np.stack([self.kinematics.mass_variation(unit) for unit in np.eye(self.system.nv)], axis=2)
         if self._dM is None:
             system = self.system
             pin, model, data, d = system.pin, system.model, system.data, system._dofs
@@ -170,27 +184,32 @@ class StepLinearization:
         one pass per column; the tensor's product where it is built already."""
         if self._dM is not None:
             return self._dM @ directions
-        system = self.system
-        pin, model, data, grid = system.pin, system.model, system.data, _dof_grid(system)
-        out = np.zeros((system.nv, system.nv, directions.shape[1]))
+        out = np.zeros((self.system.nv, self.system.nv, directions.shape[1]))
         for k in range(directions.shape[1]):
-            C = np.array(pin.computeCoriolisMatrix(model, data, self._qp, system.pin_v(directions[:, k])))[grid]
-            out[:, :, k] = C + C.T
+            out[:, :, k] = self.kinematics.mass_variation(directions[:, k])
         return out
+
+    def integration(self, v_next: FloatArray, h: float) -> tuple[FloatArray, FloatArray] | None:
+        """``(dq'/dq, dq'/dv')`` of ``q' = integrate(q, v', h)`` in public coordinates
+        (:func:`.free_flyer.integration_map`); None on a fixed base (``(I, h I)``)."""
+        if self.coordinates is None:
+            return None
+        return integration_map(self.system, self.problem.state.q, v_next, h)
 
     def problem_at(self, t: float, dq: FloatArray, dv: FloatArray, du: FloatArray, dmu: float) -> Any:
         """The base problem moved by ``t`` along ``(dq, dv, du, dmu)`` (class docstring)."""
         base = self.problem
         dynamics, contacts, limits = base.dynamics, base.contacts, base.unilateral
-        dM = self.dM @ dq
-        dtau = self.dtau_dq @ dq + self.dtau_dv @ dv + (du if du.size else 0.0)
+        tangent = dq if self.coordinates is None else self.coordinates @ dq
+        dM = self.dM @ tangent
+        dtau = self.dtau_dq @ tangent + self.dtau_dv @ dv + (du if du.size else 0.0)
         moved_contacts = contacts
         if contacts.phi.shape[0]:
-            moved_contacts = Contacts(phi=contacts.phi + t * (self.dphi @ dq),
-                                      J=np.asarray(contacts.J) + t * (self.dJ @ dq),
+            moved_contacts = Contacts(phi=contacts.phi + t * (self.dphi @ tangent),
+                                      J=np.asarray(contacts.J) + t * (self.dJ @ tangent),
                                       mu=contacts.mu + t * dmu, restitution=contacts.restitution, dim=contacts.dim)
         moved_limits = limits if not limits.count else Unilateral(
-            phi=limits.phi + t * (self.dphi_limits @ dq), G=limits.G, labels=limits.labels)
+            phi=limits.phi + t * (self.dphi_limits @ tangent), G=limits.G, labels=limits.labels)
         M = np.asarray(dynamics.M) + t * dM
         return dataclasses.replace(
             base, state=dataclasses.replace(base.state, q=base.state.q + t * dq, v=base.state.v + t * dv),
@@ -208,10 +227,10 @@ def _dof_grid(system: Any) -> Any:
 
 
 def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:
-    """The :class:`StepLinearization` of ``problem`` where it applies: a fixed base (a floating
-    base's quaternion coordinates are not its tangent), parameters among ``mu``, a problem without
-    bilateral or native rows; None otherwise (central differences of the system, as for every system)."""
-    if system._base is not None or set(parameters) - {"mu"}:
+    """The :class:`StepLinearization` of ``problem`` where it applies: parameters among ``mu``, a
+    problem without bilateral or native rows; None otherwise (central differences of the system, as
+    for every system)."""
+    if set(parameters) - {"mu"}:
         return None
     if problem.bilateral.H.shape[0] or problem.native is not None or problem.contacts.angular is not None:
         return None

@@ -180,8 +180,8 @@ class PinocchioUrdfSystem(System):
         out = np.zeros(self.model.nq)
         if self._base is not None:
             p, i = self._base
-            out[i:i + 3] = qv[p:p + 3]
-            out[i + 3:i + 6], out[i + 6] = qv[p + 4:p + 7], qv[p + 3]
+            quaternion = qv[p + 3:p + 7] / np.linalg.norm(qv[p + 3:p + 7])  # normalized, as MuJoCo's mj_kinematics
+            out[i:i + 3], out[i + 3:i + 6], out[i + 6] = qv[p:p + 3], quaternion[1:], quaternion[0]
         for p, i, _, trig in self._scalar:
             if trig:
                 out[i], out[i + 1] = math.cos(qv[p]), math.sin(qv[p])
