@@ -10,7 +10,10 @@ problem along Pinocchio's analytic derivatives, :mod:`contactopt.systems.urdf_pi
 ``ur5_like_arm_push``, ``--scenes push``: the same arm swinging into a 1.5 kg box on the floor
 and pushing it, nq=nv=10 (the box on x, y, z and yaw joints), the tool-box pair's tangents in
 closed form, :mod:`contactopt.systems.urdf_pinocchio.pair_tangents`; every one of its 100 steps
-takes the analytic path, tests/test_urdf_push.py) and formulation/solver, in the same process:
+takes the analytic path, tests/test_urdf_push.py; ``box_tumble_urdf``, ``--scenes float``: a URDF box
+on a floating base through Pinocchio, nq=7, nv=6, dropped spinning onto the floor, whose quaternion
+coordinates and free-flyer tangents are :mod:`contactopt.systems.urdf_pinocchio.free_flyer`'s) and
+formulation/solver, in the same process:
 
 * ``forward_s``: ``co.simulate`` of the run;
 * ``forward_mode_s``: ``co.simulate(..., sensitivities=["mu"])`` (one parameter's tangent);
@@ -41,7 +44,8 @@ the ratios, per step, stand for 100 steps: the ``steps`` column says how many we
 
 Writes ``experiments/out/gradient_cost/{summary.json, summary.csv[, profile.txt]}``.
 
-    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm,push] [--repeat 1]
+    python experiments/gradient_cost.py [--steps 100] [--pile-steps 2] [--scenes box,pile,arm,push,float]
+                                        [--repeat 1]
                                         [--only ccp] [--profile]
 """
 
@@ -186,7 +190,8 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=100, help="steps per run on the box slide")
     parser.add_argument("--pile-steps", type=int, default=2,
                         help="steps timed on the pile (its ratios stand for 100 steps: extrapolated)")
-    parser.add_argument("--scenes", default="box,pile,arm,push", help="comma-separated subset of box, pile, arm, push")
+    parser.add_argument("--scenes", default="box,pile,arm,push,float",
+                        help="comma-separated subset of box, pile, arm, push, float")
     parser.add_argument("--only", default="", help="only the rows whose method contains this (e.g. ccp)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="time each run this many times, interleaved, and keep each one's fastest")
@@ -194,8 +199,9 @@ def main() -> int:
     parser.add_argument("--profile-lines", type=int, default=30)
     args = parser.parse_args()
     scenes = set(args.scenes.split(","))
-    if scenes - {"box", "pile", "arm", "push"}:
-        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - {'box', 'pile', 'arm', 'push'}))}")
+    known = {"box", "pile", "arm", "push", "float"}
+    if scenes - known:
+        parser.error(f"--scenes: unknown {', '.join(sorted(scenes - known))}")
     plan: list[tuple[str, list[Case], int, bool]] = []
     if "box" in scenes:
         plan.append(("box_slide", BOX_CASES, args.steps, False))
@@ -205,6 +211,8 @@ def main() -> int:
         plan.append(("ur5_like_arm_floor", ARM_CASES, args.steps, False))
     if "push" in scenes:
         plan.append(("ur5_like_arm_push", ARM_CASES, args.steps, False))
+    if "float" in scenes:
+        plan.append(("box_tumble_urdf", ARM_CASES, args.steps, False))
     rows: list[dict[str, Any]] = []
     profile = cProfile.Profile() if args.profile else None
     profiled = ""

@@ -14,7 +14,7 @@ point (``P`` of its module docstring). Here ``P`` is not asked again:
   (:func:`contactopt.derivatives.analytic_step.analytic_linearization`): a forward product is
   one product of the program derivative, a reverse product one reverse product (no Jacobian).
 
-Where the system gives no linearization (a parameter other than ``mu``, drift projection, rows
+Where the system gives no linearization (a parameter other than ``mu`` and ``dt``, drift projection, rows
 or pairs its tangents do not cover), every method is the base class's.
 """
 
@@ -99,28 +99,29 @@ class LinearizedStepDerivative(StepDerivative):
         """Whether forward products along several directions may be summed into one
         (:meth:`contactopt.derivatives.trajectory.Sensitivities.advance` does): where the step
         moves along the system's tangents, a forward product already moves every input at once
-        (exact, a linear map, on the analytic path; one difference along the sum otherwise)."""
-        return self._linearization() is not None
+        (exact, a linear map, on the analytic path; one difference along the sum otherwise). Not
+        with ``dt``: its difference step is relative to its own size, a block of its own."""
+        return self._linearization() is not None and "dt" not in self.parameters
 
     def _program_at(self, point: _Point, block: str) -> tuple[System, float, StepProblem, StepProgram]:
         linear = self._linearization()
         if linear is None:
             return super()._program_at(point, block)
         base = self.point
-        dmu = sum(value - old for name, value, old in zip(self.parameters, point.params, base.params, strict=True)
-                  if name == "mu")
-        problem = linear.problem_at(1.0, point.q - base.q, point.v - base.v, point.u - base.u, dmu)
+        moved = {name: value - old for name, value, old in zip(self.parameters, point.params, base.params, strict=True)}
+        dmu, ddt = moved.get("mu", 0.0), moved.get("dt", 0.0)
+        problem = linear.problem_at(1.0, point.q - base.q, point.v - base.v, point.u - base.u, dmu, ddt)
         with vouched():  # the base program with its data moved: its structure is checked instead
             program = self.stepper.formulation.build(problem, self.stepper.formulation_options)
         assert isinstance(program, StepProgram)
         _require_same_structure(self.program, program, block)
-        return self.system, self.stepper.dt, problem, program
+        return self.system, self.stepper.dt + ddt, problem, program
 
     def jvp(self, dq: ArrayLike | None = None, dv: ArrayLike | None = None, du: ArrayLike | None = None,
             dparams: Mapping[str, float] | None = None) -> StepTangent:
         directions = self._directions(dq, dv, du, dparams)
-        if self._linearization() is None or not directions:
-            return super().jvp(dq, dv, du, dparams)
+        if self._linearization() is None or not directions or "dt" in self.parameters:
+            return super().jvp(dq, dv, du, dparams)  # by block (dt's own step), along the linearized problem
         point = self.point
         sizes = {"q": point.q.size, "v": point.v.size, "u": point.u.size, "params": len(point.params)}
         combined = np.concatenate([directions.get(block, np.zeros(size)) for block, size in sizes.items()])

@@ -106,7 +106,8 @@ class StepLinearization:
       (:mod:`.pair_tangents`), the row ``frame (J_2(pos) - J_1(pos))`` moving by
       ``dframe (J_2 - J_1) + frame (dJ_2(pos) - dJ_1(pos))``, each ``dJ_k`` as the ground's;
       every other pair (and capsules, hulls) keeps the system's central differences;
-    * a joint limit's separation moves by its row ``G dq``; ``mu`` by ``dmu``.
+    * a joint limit's separation moves by its row ``G dq``; ``mu`` by ``dmu``; the step ``h`` by
+      ``ddt``, and with it ``M + h D`` and the step's start ``n h``.
 
     The contact tangents along every dof (``dphi``, ``dJ``) are built on first use; a forward
     product along a few directions asks :meth:`contact_tangents_along` for them alone
@@ -196,8 +197,9 @@ class StepLinearization:
             return None
         return integration_map(self.system, self.problem.state.q, v_next, h)
 
-    def problem_at(self, t: float, dq: FloatArray, dv: FloatArray, du: FloatArray, dmu: float) -> Any:
-        """The base problem moved by ``t`` along ``(dq, dv, du, dmu)`` (class docstring)."""
+    def problem_at(self, t: float, dq: FloatArray, dv: FloatArray, du: FloatArray, dmu: float,
+                   ddt: float = 0.0) -> Any:
+        """The base problem moved by ``t`` along ``(dq, dv, du, dmu, ddt)`` (class docstring)."""
         base = self.problem
         dynamics, contacts, limits = base.dynamics, base.contacts, base.unilateral
         tangent = dq if self.coordinates is None else self.coordinates @ dq
@@ -211,10 +213,13 @@ class StepLinearization:
         moved_limits = limits if not limits.count else Unilateral(
             phi=limits.phi + t * (self.dphi_limits @ tangent), G=limits.G, labels=limits.labels)
         M = np.asarray(dynamics.M) + t * dM
+        state = dataclasses.replace(base.state, q=base.state.q + t * dq, v=base.state.v + t * dv)
+        if ddt:  # M + h D (step_dynamics) and the step's start n h move with h
+            M = M + t * ddt * np.diag(self.system.damping)
+            state = dataclasses.replace(state, t=state.t * (1.0 + t * ddt / base.dt))
         return dataclasses.replace(
-            base, state=dataclasses.replace(base.state, q=base.state.q + t * dq, v=base.state.v + t * dv),
-            dynamics=Dynamics(M=0.5 * (M + M.T), tau=dynamics.tau + t * dtau), contacts=moved_contacts,
-            unilateral=moved_limits)
+            base, state=state, dt=base.dt + t * ddt, dynamics=Dynamics(M=0.5 * (M + M.T), tau=dynamics.tau + t * dtau),
+            contacts=moved_contacts, unilateral=moved_limits)
 
 
 def _dof_grid(system: Any) -> Any:
@@ -227,10 +232,10 @@ def _dof_grid(system: Any) -> Any:
 
 
 def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:
-    """The :class:`StepLinearization` of ``problem`` where it applies: parameters among ``mu``, a
-    problem without bilateral or native rows; None otherwise (central differences of the system, as
-    for every system)."""
-    if set(parameters) - {"mu"}:
+    """The :class:`StepLinearization` of ``problem`` where it applies: parameters among ``mu`` and
+    ``dt``, a problem without bilateral or native rows; None otherwise (central differences of the
+    system, as for every system)."""
+    if set(parameters) - {"mu", "dt"}:
         return None
     if problem.bilateral.H.shape[0] or problem.native is not None or problem.contacts.angular is not None:
         return None
