@@ -108,7 +108,8 @@ def primal_program(problem: StepProblem, A: Any, b: FloatArray, cones: tuple[Con
         P = sp.block_diag([sp.csc_matrix(M), sp.csc_matrix((nf, nf))], format="csc")
         c = np.concatenate([c, h * friction.bound])
         variables.append(Block("friction_loss_slack", nv, nv + nf))
-    return ConicProgram(P=to_csc(P), c=c, A=to_csc(rows_v), b=np.concatenate(b_all), cones=tuple(cone_list),
+    return ConicProgram(P=mass_hessian(problem.dynamics, P), c=c, A=to_csc(rows_v), b=np.concatenate(b_all),
+                        cones=tuple(cone_list),
                         variables=tuple(variables), constraints=tuple(constraint_blocks),
                         metadata={**metadata, "limits": limits.tolist(), "friction_loss": nf})
 
@@ -260,4 +261,17 @@ def _delassus_P(dynamics: Dynamics, K: Matrix, diagonal: FloatArray | None) -> s
             W = add_diagonal(W, diagonal)
         else:
             W[np.diag_indices(W.shape[0])] += diagonal
-    return symmetric_part(W) if is_sparse(W) else to_csc(0.5 * (W + W.T))
+    if is_sparse(W):
+        return symmetric_part(W)
+    P = to_csc(0.5 * (W + W.T))
+    # K M^-1 K^T plus a nonnegative diagonal: convex by construction where M is known definite
+    return mark_symmetric(P) if dynamics.known_positive_definite and (diagonal is None or diagonal.min() >= 0) else P
+
+
+def mass_hessian(dynamics: Dynamics, matrix: Matrix | None = None) -> sp.csc_matrix:
+    """``matrix`` (default ``M``; ``M`` with zero blocks beside it) as a canonical CSC ``P``, marked
+    convex by construction (:func:`~contactopt.programs.csc.mark_symmetric`) when ``dynamics``
+    knows ``M`` positive definite (:attr:`~contactopt.model.step.Dynamics.known_positive_definite`),
+    else left to the program's own check."""
+    P = to_csc(dynamics.M if matrix is None else matrix)
+    return mark_symmetric(P) if dynamics.known_positive_definite else P

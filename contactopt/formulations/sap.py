@@ -98,6 +98,7 @@ from contactopt.formulations.common import (
     scatter_impulses,
     select_contacts,
 )
+from contactopt.formulations.constraint_rows import mass_hessian
 from contactopt.formulations.recovery import normal_target, recovery_speed
 from contactopt.model.step import Contacts, Dynamics, StepProblem
 from contactopt.programs import SOC, Block, Cone, ConicProgram, Nonneg, Solution, Zero
@@ -157,7 +158,7 @@ def primal_step(problem: StepProblem, dynamics: Dynamics, v_star: FloatArray, J:
         raise ContactoptError(f"{F.shape[0]} dry-friction row(s) without their regularization")
     nh, nu, m, nf = H.shape[0], G.shape[0], J.shape[0], F.shape[0]
     primal = PrimalProgram(
-        A=dynamics.M, v_star=v_star, J=to_csr(vstack_rows([H, G, J, F]) if nh + nu + nf else J),
+        A=mass_hessian(dynamics), v_star=v_star, J=to_csr(vstack_rows([H, G, J, F]) if nh + nu + nf else J),
         R=np.concatenate([bilateral_R, R_u, R, R_f]),
         v_hat=np.concatenate([problem.bilateral_target, v_hat_u, v_hat, v_hat_f]),
         scale=np.concatenate([np.ones(nh + nu), scale, np.ones(nf)]),

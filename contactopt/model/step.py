@@ -146,6 +146,18 @@ class Dynamics:
         except (np.linalg.LinAlgError, RuntimeError) as exc:
             raise ShapeError("Dynamics.M: mass matrix is not positive definite") from exc
 
+    @property
+    def known_positive_definite(self) -> bool:
+        """Whether M is known symmetric positive definite: its dense Cholesky factor was computed
+        (:attr:`cholesky` raises otherwise; symmetry: the class docstring), or the system gave its
+        own factorization (``inverse``, ``inverse_matrix``: MuJoCo's, block-diagonal inertias), which
+        presumes it. The formulations' ``P`` built from M (M itself, ``diag(M + h D, R)``, a Delassus
+        matrix) is then convex by construction (:func:`contactopt.programs.csc.mark_symmetric`);
+        a sparse M factored by LU alone is checked by the program."""
+        if self.inverse is not None or self.inverse_matrix is not None:
+            return True
+        return "cholesky" in self.__dict__ and not self.is_sparse
+
     def solve_M(self, rhs: ArrayLike) -> FloatArray:
         """``M^{-1} rhs`` for a vector or a matrix of columns (dense or sparse; the result is
         dense)."""

@@ -58,7 +58,7 @@ from numpy.typing import ArrayLike, NDArray
 from contactopt.core.errors import ShapeError
 from contactopt.programs.cone_projection import ConeLayout, cone_layout, project, regularizer_cost, with_box_rows
 from contactopt.programs.conic import Block, Cone, ConicProgram, Nonneg
-from contactopt.programs.csc import csc, csr, csr_to_csc, to_csc, to_csr
+from contactopt.programs.csc import csc, csr, csr_to_csc, mark_symmetric, symmetric_by_construction, to_csc, to_csr
 
 FloatArray = NDArray[np.float64]
 
@@ -213,6 +213,8 @@ class PrimalProgram:
         diagonal = np.arange(1, m + 1)
         P = csc(np.concatenate([self.A.data, self.R]), np.concatenate([self.A.indices, nv + np.arange(m)]),
                 np.concatenate([self.A.indptr, self.A.nnz + diagonal]), (nv + m, nv + m))
+        if symmetric_by_construction(self.A):  # diag(A, R), R > 0 (checked): convex as A is
+            mark_symmetric(P)
         J = self.J
         DJ = csr_to_csc(csr(J.data * np.repeat(self.scale, np.diff(J.indptr)), J.indices, J.indptr, J.shape))
         A_conic = csc(-np.concatenate([DJ.data, self.scale * self.R]), np.concatenate([DJ.indices, np.arange(m)]),
@@ -244,6 +246,8 @@ class PrimalProgram:
         indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=columns))])
         A = csc(data[order], rows[order], indptr, (m + nb, columns))
         P_box = csc(P.data, P.indices, np.concatenate([P.indptr, np.full(nb, P.indptr[-1])]), (columns, columns))
+        if symmetric_by_construction(P):  # zero columns for the slacks
+            mark_symmetric(P_box)
         v_hat_box = self.v_hat[cones_m:]
         blocks = (Block("friction_loss_upper", cones_m, m), Block("friction_loss_lower", m, m + nb))
         return PrimalConicProgram(
