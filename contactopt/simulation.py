@@ -212,11 +212,21 @@ def simulate(
         return Trajectory(t=np.array(times), q=np.array(qs), v=np.array(vs), steps=steps,
                           info=info, message=reason, sensitivities=tracked, act=np.array(acts))
 
-    fast = getattr(stepper, "run_steps", None) if control is None and tracker is None and backup is None else None
+    fast = getattr(stepper, "run_steps", None) if tracker is None and backup is None else None
+
+    def control_of(at: State) -> FloatArray:  # the fast loop's controller: u of the step, held over it
+        assert control is not None
+        u = _control_at(control, info["control"], scene.system, len(steps), at, partial)
+        scene.system.set_control(u)
+        return u
+
     try:
         if fast is not None:  # the step as arrays: its own loop (contactopt.integrators.native_step)
             try:
-                message = fast(state, n_steps, times, qs, vs, acts, steps, bar)
+                message = fast(state, n_steps, times, qs, vs, acts, steps, bar,
+                               control_of if control is not None else None)
+            except ControlError:  # it keeps the finished steps itself
+                raise
             except Exception as exc:  # keep what was computed
                 reason = f"step {len(steps)} raised {type(exc).__name__}: {exc}"
                 raise SimulationError(reason, partial(reason)) from exc

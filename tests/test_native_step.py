@@ -205,3 +205,55 @@ def test_a_batch_of_array_steps_equals_its_single_runs() -> None:
             np.testing.assert_allclose(batch.q[i], single.q, rtol=0, atol=1e-12)
             np.testing.assert_allclose(batch.v[i], single.v, rtol=0, atol=1e-12)
     assert batch.completed.all() and np.abs(batch.q[2, -1, 0] - batch.q[0, -1, 0]) > 1e-3
+
+
+def test_a_controlled_run_takes_the_array_loop_and_equals_its_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dm-control's walker under its scene's controller: simulate's array loop (each step's ``u``
+    set on the system and held) equals the steps taken one by one with the same controls, bit for
+    bit (the same arithmetic), and records each step's ``u``; a controller that raises keeps the
+    finished steps in its error."""
+    scene = co.load_scene("dm_walker")
+    assert scene.control is not None
+    duration = 40 * scene.dt
+    loops: list[int] = []
+    run_steps = NativeStepping.run_steps
+
+    def counted(self: NativeStepping, *args: object) -> str:
+        loops.append(1)
+        return run_steps(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(NativeStepping, "run_steps", counted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traj = co.simulate(scene, formulation="regularized", solver="newton", options=OPTIONS, duration=duration)
+    assert traj.completed and len(traj.steps) == 40 and loops == [1]
+    from contactopt.scenes.control import ControlError, make_controller
+
+    controller = make_controller(scene.control, scene.system)
+    stepper = NativeStepping(scene.system, "regularized", "newton", scene.dt, OPTIONS)
+    state = State(scene.q0, scene.v0, 0.0, scene.system.initial_activation())
+    try:
+        for k in range(40):
+            u = np.asarray(controller(state.t, state.q.copy(), state.v.copy()), dtype=np.float64)
+            scene.system.set_control(u)
+            following, record = stepper.step(state)
+            assert following is not None, record.message
+            state = following
+            np.testing.assert_array_equal(traj.steps[k].control, u)
+            np.testing.assert_array_equal(traj.q[k + 1], state.q)
+            np.testing.assert_array_equal(traj.v[k + 1], state.v)
+    finally:
+        scene.system.set_control(None)
+    assert np.abs(np.array([step.control for step in traj.steps])).max() > 1e-3  # the controller acts
+
+    def failing(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if t > 10.5 * scene.dt:
+            raise RuntimeError("sensor lost")
+        return np.zeros(scene.system.model.nu)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ControlError, match="sensor lost") as info:
+            co.simulate(scene, formulation="regularized", solver="newton", options=OPTIONS, duration=duration,
+                        controller=failing)
+    assert len(info.value.trajectory.steps) == 11

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -103,15 +103,19 @@ class NativeStepping(TimeStepping):
         return State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt, act), record
 
     def run_steps(self, state: State, n_steps: int, times: list[float], qs: list[FloatArray], vs: list[FloatArray],
-                  acts: list[FloatArray], steps: list[StepRecord], bar: Any) -> str:
+                  acts: list[FloatArray], steps: list[StepRecord], bar: Any,
+                  control: Callable[[State], FloatArray] | None = None) -> str:
         """Up to ``n_steps`` steps from ``state``, appended to the run's lists as ``simulate``'s
-        loop would (a run without a controller, sensitivities or a fallback); the message of a
-        failed step, else "". The next state is MuJoCo's ``mj_integratePos`` of ``v'`` and a
-        :meth:`State.checked` of the step's own finite arrays."""
+        loop would (a run without sensitivities or a fallback); the message of a failed step,
+        else "". ``control`` (``simulate``'s controller) gives each step's ``u`` from its start
+        state, set on the system and held over the step, and recorded in its record. The next
+        state is MuJoCo's ``mj_integratePos`` of ``v'`` and a :meth:`State.checked` of the step's
+        own finite arrays."""
         if self.tableau is not None or self.system.na:
             for _ in range(n_steps):
+                u = control(state) if control is not None else None
                 next_state, record = self.step(state)
-                steps.append(record)
+                steps.append(record if u is None else dataclasses.replace(record, control=u))
                 if next_state is None:
                     return f"step {len(steps) - 1} at t={state.t:.6g} failed: {record.status} ({record.message})"
                 state = next_state
@@ -125,8 +129,9 @@ class NativeStepping(TimeStepping):
         mujoco, model = system.mujoco, system.model
         dt, act = self.dt, state.act
         for _ in range(n_steps):
+            u = control(state) if control is not None else None
             solved = self._solve_state(state)
-            record = _record(state.t, solved)
+            record = _record(state.t, solved, u)
             steps.append(record)
             if not record.status.usable:
                 return f"step {len(steps) - 1} at t={state.t:.6g} failed: {record.status} ({record.message})"
@@ -226,14 +231,16 @@ class NativeStepping(TimeStepping):
 
 
 
-def _record(t: float, solved: tuple[Any, ...]) -> StepRecord:
-    """The record of a solve at time ``t`` (:meth:`NativeStepping._solve_state`; module
-    docstring, "Records"); NaN impulses where the solve gave no usable answer."""
+def _record(t: float, solved: tuple[Any, ...], control: FloatArray | None = None) -> StepRecord:
+    """The record of a solve at time ``t`` under ``control`` (:meth:`NativeStepping._solve_state`;
+    module docstring, "Records"); NaN impulses where the solve gave no usable answer."""
     status, x, _, frame, iterations, message, residuals, build_time, solve_time, native = solved
     count = native.contact_count
     fields: dict[str, Any] = dict(t=t, phi=native.contact_distance, status=status, build_time=build_time,
                                   setup_time=0.0, solve_time=solve_time, iterations=iterations, residuals=residuals,
                                   solver="newton", message=message, candidates=count, mujoco_contacts=count)
+    if control is not None:
+        fields["control"] = control
     if not status.usable:
         return StepRecord(impulses=np.full((count, 3), np.nan), **fields)
     kind = native.kind
