@@ -3,10 +3,14 @@ construction for formulations (marked); a program a user gives is checked once")
 
 ``P`` built from a mass matrix the step knows positive definite (a dense ``M`` whose Cholesky
 factor was computed, or a system's own factorization: MuJoCo's, block-diagonal inertias) is
-marked (:func:`contactopt.programs.csc.mark_symmetric`) and skips the convexity check; each marked
-``P`` here is positive semidefinite by its own eigenvalues (to 1e-12 of its largest), so a mark
-that were wrong would fail. A sparse ``M`` factored by LU alone proves nothing, and its programs
-are still checked: an indefinite one is refused as not convex.
+marked (:func:`contactopt.programs.csc.mark_symmetric`) and skips the convexity check. The first
+test shows the mark present on each formulation's program and that ``P`` positive semidefinite by
+its own eigenvalues (to 1e-12 of its largest); these ``P`` are semidefinite with or without the
+mark, so it cannot catch a wrong mark. What the mark could get wrong is caught by the others: a
+dense indefinite ``M`` is refused by its Cholesky factorization before anything is marked (with or
+without the change), a sparse ``M`` factored by LU alone proves nothing and its programs are still
+checked (an indefinite one is refused as not convex), and a dense asymmetric ``M`` too large for
+``Dynamics``' own symmetry check is not marked, and refused by the program.
 """
 
 from __future__ import annotations
@@ -81,3 +85,28 @@ def test_a_dense_indefinite_mass_matrix_is_refused_by_its_factorization() -> Non
     with pytest.raises(co.errors.ContactoptError, match="not positive definite"):
         form.build(problem, form.resolve_options({}))
     assert not problem.dynamics.known_positive_definite
+
+
+def test_a_large_dense_asymmetric_mass_matrix_is_not_marked_and_is_refused() -> None:
+    """nv = 80 (6400 entries, past ``Dynamics``' 4096-entry symmetry check; the Cholesky factor
+    behind the mark reads one triangle): the asymmetric ``M`` is not marked, and the program
+    refuses it, as before the mark; its symmetric part is marked."""
+    from contactopt.formulations.constraint_rows import mass_hessian
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(80, 80))
+    skew = np.triu(rng.normal(size=(80, 80)), 1)
+    symmetric = A @ A.T + 80 * np.eye(80)
+    for M, marked in ((symmetric + (skew - skew.T), False), (symmetric, True)):
+        dynamics = Dynamics(M, np.zeros(80))
+        assert dynamics.cholesky is not None  # the factorization computed: known positive definite
+        assert dynamics.known_positive_definite
+        assert symmetric_by_construction(mass_hessian(dynamics)) == marked
+    contacts = Contacts(phi=np.array([-0.01]), J=rng.normal(size=(1, 80)), mu=np.zeros(1), restitution=np.zeros(1),
+                        dim=1)
+    problem = StepProblem(State(np.zeros(80), np.zeros(80)), 0.01, Dynamics(symmetric + (skew - skew.T), np.zeros(80)),
+                          contacts, Bilateral.empty(80))
+    assert problem.dynamics.cholesky is not None and problem.dynamics.known_positive_definite
+    form = co.formulations.get("gauss")
+    with pytest.raises(co.errors.ContactoptError, match="symmetric"):
+        form.build(problem, form.resolve_options({}))

@@ -38,6 +38,7 @@ from contactopt.derivatives.linearized_step import LinearizedStepDerivative
 from contactopt.derivatives.trajectory import step_derivative
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
 from contactopt.model.step import State
+from contactopt.systems.urdf_pinocchio.derivatives import StepLinearization
 from contactopt.systems.urdf_pinocchio.system import PinocchioUrdfSystem
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,3 +320,9 @@ def test_the_step_length_derivative_moves_the_linearized_problem(name: str, form
     np.testing.assert_allclose(column, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
     tangent = derivative.jvp(dparams={"dt": 1.0})
     np.testing.assert_allclose(np.concatenate([tangent.q, tangent.v]), column, rtol=0, atol=1e-6 * np.abs(column).max())
+    # a step that starts at n h = 5 h: its start moves with h, to 5 (h + ddt) (exact up to rounding)
+    later = dataclasses.replace(stepper.last_problem, state=State(q, v, 5 * DT))
+    moved = StepLinearization(system, later).problem_at(1.0, np.zeros(system.nq), np.zeros(system.nv), np.zeros(0),
+                                                        0.0, 1e-4)
+    assert moved.dt == pytest.approx(DT + 1e-4, rel=1e-15) and moved.state.t == pytest.approx(5 * (DT + 1e-4),
+                                                                                                 rel=1e-15)

@@ -12,9 +12,10 @@ Tolerances, as tests/test_urdf_derivatives.py's: the whole step's central differ
 at most; observed against the analytic Jacobian 8e-10 (box), 8e-9 (leg, entries up to 5),
 1.4e-8 (floating two-link arm, entries up to 10). The kinematic tangents against central
 differences along ``integrate`` (``t = 1e-6``: truncation ~1e-12, round-off ``eps / t ~ 1e-10``)
-to 1e-8 absolute on entries ~1 (observed 1e-9). A wrong piece fails them: the composite joint's
-own Coriolis matrix is off by 0.64 on ``dM`` entries of 0.96, and its own Jacobian time variation
-by 1.4 on entries of 1.3 (the numbers of the free_flyer module's docstring).
+to 1e-8 absolute on entries ~1 (observed 1e-9). A wrong piece fails them: at the first test's
+configuration, the composite joint's own Coriolis matrix is off by 0.73 on ``dM`` entries up to
+0.84, and its own Jacobian time variation by 1.02 on entries up to 1.22 (the free_flyer module's
+docstring).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pytest
 
 pytest.importorskip("pinocchio")
 
+from contactopt.core import errors as co_errors
 from contactopt.derivatives.linearized_step import LinearizedStepDerivative
 from contactopt.derivatives.trajectory import step_derivative
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem
@@ -260,3 +262,59 @@ def test_a1_standing_takes_no_difference_and_equals_central_differences(formulat
         sides = [one_step(system, formulation, solver, q + s * e[:nq], v + s * e[nq:])[2] for s in (1, -1)]
         columns.append((sides[0] - sides[1]) / (2 * t))
     np.testing.assert_allclose(analytic, np.stack(columns, axis=1), rtol=1e-8, atol=1e-7)
+
+
+#: the leg with a second hip that mimics the first (Pinocchio's mimic joint: no coordinate of its own)
+MIMIC_LEG = LEG.replace("</robot>", (
+    '<link name="leg2"><inertial><origin xyz="0 0 -0.1"/><mass value="0.4"/><inertia ixx="0.002" iyy="0.002" '
+    'izz="0.0005" ixy="0" ixz="0" iyz="0"/></inertial><collision><origin xyz="0 0 -0.2"/><geometry><sphere '
+    'radius="0.03"/></geometry></collision></link><joint name="hip2" type="revolute"><parent link="body"/><child '
+    'link="leg2"/><origin xyz="-0.1 0 -0.05"/><axis xyz="0 1 0"/><limit lower="-1.5" upper="1.5" effort="10" '
+    'velocity="5"/><mimic joint="hip" multiplier="-0.5" offset="0.1"/></joint></robot>'))
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_a_mimic_robot_keeps_the_systems_differences_and_they_equal_the_steps(floating: bool,
+                                                                             tmp_path: Path) -> None:
+    """Pinocchio 4.1's derivative algorithms refuse mimic joints, so a mimic robot's step
+    derivative is the system's central differences (no linearization), floating or not; they
+    equal one step from each side of every public coordinate (tolerance as the module's)."""
+    path = tmp_path / "mimic_leg.urdf"
+    path.write_text(MIMIC_LEG)
+    system = PinocchioUrdfSystem(path, floating, True, ground_friction=0.05, self_collisions=False)
+    assert system.mimic_joints == ("hip2",)
+    q = system.default_state()[0]
+    if floating:
+        q[3:7], q[7] = _quaternion(0.05, [0.2, 0.98, 0.0]), 0.3
+        q, v = _pressed(system, q), np.array([0.4, 0.1, -0.3, 0.3, -0.5, 0.2, 0.7])
+    else:
+        q, v = np.array([0.3]), np.array([0.7])
+    with pytest.raises(ValueError, match=r"mimic_leg.urdf has mimic joints \(hip2\)") as error:
+        system.inverse_dynamics_derivatives(q, v, np.zeros(system.nv))
+    assert "\n" not in str(error.value)
+    stepper, state, _ = one_step(system, "sap", "newton", q, v)
+    assert stepper.last_problem.contacts.count >= floating  # the floating leg stands on a foot
+    derivative = step_derivative(stepper, state, None, ("mu",))
+    assert derivative._linearization() is None
+    blocks = derivative.jacobian()
+    analytic = np.hstack([blocks["q"], blocks["v"]])
+    assert np.isfinite(analytic).all()
+    nq, nv, t = system.nq, system.nv, 1e-6
+    columns = []
+    for k in range(nq + nv):
+        e = np.zeros(nq + nv)
+        e[k] = t
+        sides = [one_step(system, "sap", "newton", q + s * e[:nq], v + s * e[nq:])[2] for s in (1, -1)]
+        columns.append((sides[0] - sides[1]) / (2 * t))
+    np.testing.assert_allclose(analytic, np.stack(columns, axis=1), rtol=1e-8, atol=1e-7)
+
+
+def test_a_zero_base_quaternion_is_one_clear_error() -> None:
+    """The quaternion is read normalized; a zero one names its coordinates (not NaN downstream)."""
+    system = PinocchioUrdfSystem(ROOT / "problems" / "urdf" / "box.urdf", True, True)
+    q = system.default_state()[0]
+    q[3:7] = 0.0
+    with pytest.raises(co_errors.ShapeError, match=r"q\[3:7\]: the floating base's quaternion must be nonzero"):
+        system.dynamics(q, np.zeros(system.nv))
+    q[3:7] = [2.0, 0.0, 0.0, 0.0]  # a non-unit one is its direction
+    np.testing.assert_array_equal(system.pin_q(q)[3:7], [0.0, 0.0, 0.0, 1.0])

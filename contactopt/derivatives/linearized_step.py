@@ -100,7 +100,9 @@ class LinearizedStepDerivative(StepDerivative):
         (:meth:`contactopt.derivatives.trajectory.Sensitivities.advance` does): where the step
         moves along the system's tangents, a forward product already moves every input at once
         (exact, a linear map, on the analytic path; one difference along the sum otherwise). Not
-        with ``dt``: its difference step is relative to its own size, a block of its own."""
+        with ``dt``: the products stay per block, so that ``dt`` is never stepped at the state's
+        scale; the parameters' block is stepped relative to the largest moved parameter (``dt``'s
+        own size where it moves alone, ``1e-6 max(mu, dt)`` where ``mu`` moves with it)."""
         return self._linearization() is not None and "dt" not in self.parameters
 
     def _program_at(self, point: _Point, block: str) -> tuple[System, float, StepProblem, StepProgram]:

@@ -148,12 +148,12 @@ class Dynamics:
 
     @property
     def known_positive_definite(self) -> bool:
-        """Whether M is known symmetric positive definite: its dense Cholesky factor was computed
-        (:attr:`cholesky` raises otherwise; symmetry: the class docstring), or the system gave its
-        own factorization (``inverse``, ``inverse_matrix``: MuJoCo's, block-diagonal inertias), which
-        presumes it. The formulations' ``P`` built from M (M itself, ``diag(M + h D, R)``, a Delassus
-        matrix) is then convex by construction (:func:`contactopt.programs.csc.mark_symmetric`);
-        a sparse M factored by LU alone is checked by the program."""
+        """Whether M is known positive definite: its dense Cholesky factor was computed
+        (:attr:`cholesky` raises otherwise; it reads one triangle, so the formulations mark a dense
+        M only where it is symmetric), or the system gave its own factorization (``inverse``,
+        ``inverse_matrix``: MuJoCo's, block-diagonal inertias), which presumes it symmetric too.
+        The formulations' ``P`` from M (M, ``diag(M + h D, R)``, a Delassus matrix) is then convex by
+        construction (:func:`contactopt.programs.csc.mark_symmetric`); a sparse M under LU is checked."""
         if self.inverse is not None or self.inverse_matrix is not None:
             return True
         return "cholesky" in self.__dict__ and not self.is_sparse

@@ -16,6 +16,7 @@ from contactopt.systems.urdf_pinocchio.free_flyer import (
     base_rotation,
     free_flyer,
     integration_map,
+    same_layout,
     tangent_map,
 )
 from contactopt.systems.urdf_pinocchio.tree import skew
@@ -39,6 +40,9 @@ def inverse_dynamics(system: Any, q: ArrayLike, v: ArrayLike, a: ArrayLike) -> t
     ``T^T rnea_f(q, v_f, a_f)``, whose derivatives follow by the chain rule (``d(R^T x)/dphi
     = [R^T x]x``, ``d(R f)/dphi = -R [f]x`` for a body-frame rotation ``phi``)."""
     pin = system.pin
+    if system.mimic_joints:
+        raise ValueError(f"inverse dynamics derivatives: {system.urdf.name} has mimic joints "
+                         f"({', '.join(system.mimic_joints)}), which Pinocchio's derivative algorithms do not take")
     qp, vp, ap = system.pin_q(q), system.pin_v(v), system.pin_v(a)
     d = system._dofs
     if system._base is None:
@@ -233,11 +237,16 @@ def _dof_grid(system: Any) -> Any:
 
 def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLinearization | None:
     """The :class:`StepLinearization` of ``problem`` where it applies: parameters among ``mu`` and
-    ``dt``, a problem without bilateral or native rows; None otherwise (central differences of the
-    system, as for every system)."""
+    ``dt``, a problem without bilateral or native rows, a tree without mimic joints (Pinocchio's
+    derivative algorithms refuse them); None otherwise (central differences of the system, as for
+    every system)."""
     if set(parameters) - {"mu", "dt"}:
         return None
     if problem.bilateral.H.shape[0] or problem.native is not None or problem.contacts.angular is not None:
+        return None
+    if system.mimic_joints:  # pin 4.1's derivative algorithms refuse mimic joints (inverse_dynamics)
+        return None
+    if system._base is not None and not same_layout(system):  # the free-flyer tree reads the system's dofs
         return None
     try:
         return StepLinearization(system, problem)

@@ -64,7 +64,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from contactopt.model.step import Contacts, Dynamics, FrictionLoss, Unilateral, as_vector
 from contactopt.systems.base import ParameterError, System
-from contactopt.systems.urdf_pinocchio import collision, derivatives, rows
+from contactopt.systems.urdf_pinocchio import collision, derivatives, rows, tree
 from contactopt.systems.urdf_pinocchio.tree import joint_limits, load_checked, load_pinocchio, read_urdf, tree_order
 
 FloatArray = NDArray[np.float64]
@@ -94,7 +94,7 @@ class PinocchioUrdfSystem(System):
         self.package_dirs = tuple(Path(d) for d in package_dirs)
         self.self_collisions, self.srdf = bool(self_collisions), None if srdf is None else Path(srdf)
         root = read_urdf(self.urdf, self.package_dirs)
-        xml = ET.tostring(root, encoding="unicode")
+        xml = self._xml = ET.tostring(root, encoding="unicode")  # kept: the free-flyer tree reads it too
         if floating_base:
             base = pin.JointModelComposite()
             base.addJoint(pin.JointModelTranslation())
@@ -180,7 +180,7 @@ class PinocchioUrdfSystem(System):
         out = np.zeros(self.model.nq)
         if self._base is not None:
             p, i = self._base
-            quaternion = qv[p + 3:p + 7] / np.linalg.norm(qv[p + 3:p + 7])  # normalized, as MuJoCo's mj_kinematics
+            quaternion = tree.unit_quaternion(qv[p + 3:p + 7], p + 3)  # as MuJoCo's mj_kinematics
             out[i:i + 3], out[i + 3:i + 6], out[i + 6] = qv[p:p + 3], quaternion[1:], quaternion[0]
         for p, i, _, trig in self._scalar:
             if trig:

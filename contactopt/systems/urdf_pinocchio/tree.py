@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from contactopt.core.errors import ShapeError
 from contactopt.systems.base import ParameterError
 from contactopt.systems.urdf_file import read_robot, resolve_meshes
 
@@ -88,3 +89,13 @@ def tree_order(root: ET.Element) -> tuple[list[str], list[str]]:
 
 def skew(r: FloatArray) -> FloatArray:
     return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
+
+
+def unit_quaternion(quaternion: FloatArray, start: int) -> FloatArray:
+    """``quaternion`` ((4,), ``q[start:start + 4]``) normalized, as MuJoCo's ``mj_kinematics``
+    reads it; a zero (or non-finite) one names its place instead of giving NaN."""
+    norm = float(np.linalg.norm(quaternion))
+    if not norm > 0.0 or not np.isfinite(norm):
+        raise ShapeError(f"q[{start}:{start + 4}]: the floating base's quaternion must be nonzero, got "
+                         f"{quaternion.tolist()}")
+    return quaternion / norm
