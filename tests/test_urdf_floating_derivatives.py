@@ -100,6 +100,19 @@ def one_step(system: PinocchioUrdfSystem, formulation: str, solver: str, q: np.n
     return stepper, state, np.concatenate([following.q, following.v])
 
 
+def whole_step_differences(system: PinocchioUrdfSystem, formulation: str, solver: str, q: np.ndarray,
+                           v: np.ndarray, t: float = 1e-6) -> np.ndarray:
+    """d(q', v') / d(q, v) by one step from each side of every public coordinate ((nq + nv, nq + nv))."""
+    nq, nv = system.nq, system.nv
+    columns = []
+    for k in range(nq + nv):
+        e = np.zeros(nq + nv)
+        e[k] = t
+        sides = [one_step(system, formulation, solver, q + s * e[:nq], v + s * e[nq:])[2] for s in (1, -1)]
+        columns.append((sides[0] - sides[1]) / (2 * t))
+    return np.stack(columns, axis=1)
+
+
 def test_the_free_flyer_tangents_equal_central_differences(tmp_path: Path) -> None:
     """dM and each joint's dJ along a tangent direction against central differences of M and the
     Jacobians along ``integrate`` (a random configuration of the floating two-link arm)."""
@@ -198,16 +211,10 @@ def test_the_floating_step_derivative_equals_central_differences(name: str, form
     blocks = derivative.jacobian()
     analytic = np.hstack([blocks["q"], blocks["v"], blocks["params"]])
     nq, nv, t = system.nq, system.nv, 1e-6
-    columns = []
-    for k in range(nq + nv):
-        e = np.zeros(nq + nv)
-        e[k] = t
-        sides = [one_step(system, formulation, solver, q + s * e[:nq], v + s * e[nq:])[2] for s in (1, -1)]
-        columns.append((sides[0] - sides[1]) / (2 * t))
     sides = [one_step(system.with_parameters({"mu": system.mu + s * t}), formulation, solver, q, v)[2]
              for s in (1, -1)]
-    columns.append((sides[0] - sides[1]) / (2 * t))
-    expected = np.stack(columns, axis=1)
+    expected = np.hstack([whole_step_differences(system, formulation, solver, q, v, t),
+                          ((sides[0] - sides[1]) / (2 * t))[:, None]])
     assert np.abs(expected[:, nq + nv]).max() > 1e-3  # friction acts: mu moves the step
     np.testing.assert_allclose(analytic, expected, rtol=1e-8, atol=1e-7)
 
@@ -254,14 +261,8 @@ def test_a1_standing_takes_no_difference_and_equals_central_differences(formulat
     assert derivative._analytic() is not None
     blocks = derivative.jacobian()
     analytic = np.hstack([blocks["q"], blocks["v"]])
-    nq, nv, t = system.nq, system.nv, 1e-6
-    columns = []
-    for k in range(nq + nv):
-        e = np.zeros(nq + nv)
-        e[k] = t
-        sides = [one_step(system, formulation, solver, q + s * e[:nq], v + s * e[nq:])[2] for s in (1, -1)]
-        columns.append((sides[0] - sides[1]) / (2 * t))
-    np.testing.assert_allclose(analytic, np.stack(columns, axis=1), rtol=1e-8, atol=1e-7)
+    np.testing.assert_allclose(analytic, whole_step_differences(system, formulation, solver, q, v), rtol=1e-8,
+                               atol=1e-7)
 
 
 #: the leg with a second hip that mimics the first (Pinocchio's mimic joint: no coordinate of its own)
@@ -299,14 +300,7 @@ def test_a_mimic_robot_keeps_the_systems_differences_and_they_equal_the_steps(fl
     blocks = derivative.jacobian()
     analytic = np.hstack([blocks["q"], blocks["v"]])
     assert np.isfinite(analytic).all()
-    nq, nv, t = system.nq, system.nv, 1e-6
-    columns = []
-    for k in range(nq + nv):
-        e = np.zeros(nq + nv)
-        e[k] = t
-        sides = [one_step(system, "sap", "newton", q + s * e[:nq], v + s * e[nq:])[2] for s in (1, -1)]
-        columns.append((sides[0] - sides[1]) / (2 * t))
-    np.testing.assert_allclose(analytic, np.stack(columns, axis=1), rtol=1e-8, atol=1e-7)
+    np.testing.assert_allclose(analytic, whole_step_differences(system, "sap", "newton", q, v), rtol=1e-8, atol=1e-7)
 
 
 def test_a_zero_base_quaternion_is_one_clear_error() -> None:
