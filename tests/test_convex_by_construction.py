@@ -89,8 +89,8 @@ def test_a_dense_indefinite_mass_matrix_is_refused_by_its_factorization() -> Non
 
 def test_a_large_dense_asymmetric_mass_matrix_is_not_marked_and_is_refused() -> None:
     """nv = 80 (6400 entries, past ``Dynamics``' 4096-entry symmetry check; the Cholesky factor
-    behind the mark reads one triangle): the asymmetric ``M`` is not marked, and the program
-    refuses it, as before the mark; its symmetric part is marked."""
+    behind the mark reads one triangle): the asymmetric ``M`` is not known definite, not marked,
+    and the program refuses it, as before the mark; its symmetric part is marked."""
     from contactopt.formulations.constraint_rows import mass_hessian
 
     rng = np.random.default_rng(0)
@@ -99,14 +99,14 @@ def test_a_large_dense_asymmetric_mass_matrix_is_not_marked_and_is_refused() -> 
     symmetric = A @ A.T + 80 * np.eye(80)
     for M, marked in ((symmetric + (skew - skew.T), False), (symmetric, True)):
         dynamics = Dynamics(M, np.zeros(80))
-        assert dynamics.cholesky is not None  # the factorization computed: known positive definite
-        assert dynamics.known_positive_definite
+        assert dynamics.cholesky is not None  # the factorization computed: definite, if symmetric
+        assert dynamics.known_positive_definite == marked
         assert symmetric_by_construction(mass_hessian(dynamics)) == marked
     contacts = Contacts(phi=np.array([-0.01]), J=rng.normal(size=(1, 80)), mu=np.zeros(1), restitution=np.zeros(1),
                         dim=1)
     problem = StepProblem(State(np.zeros(80), np.zeros(80)), 0.01, Dynamics(symmetric + (skew - skew.T), np.zeros(80)),
                           contacts, Bilateral.empty(80))
-    assert problem.dynamics.cholesky is not None and problem.dynamics.known_positive_definite
+    assert problem.dynamics.cholesky is not None and not problem.dynamics.known_positive_definite
     form = co.formulations.get("gauss")
     with pytest.raises(co.errors.ContactoptError, match="symmetric"):
         form.build(problem, form.resolve_options({}))

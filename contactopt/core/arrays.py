@@ -83,3 +83,9 @@ def is_symmetric_dense(M: FloatArray, rtol: float = 1e-10, atol: float = 0.0) ->
     its argument handling, which costs more than the comparison on a time step's small M)."""
     transposed = M.T
     return bool((np.abs(M - transposed) <= atol + rtol * np.abs(transposed)).all())
+
+
+def is_symmetric_mass(M: FloatArray) -> bool:
+    """A dense mass matrix's symmetry test: :func:`is_symmetric_dense` to 1e-10 relative, 1e-12 of
+    its largest entry (at least 1) absolute."""
+    return is_symmetric_dense(M, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0))))

@@ -38,7 +38,6 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from contactopt.core.arrays import is_symmetric_dense
 from contactopt.formulations.recovery import limit_target
 from contactopt.model.delassus import delassus
 from contactopt.model.step import Dynamics, Matrix, StepProblem, is_sparse, to_dense
@@ -273,12 +272,6 @@ def mass_hessian(dynamics: Dynamics, matrix: Matrix | None = None) -> sp.csc_mat
     """``matrix`` (default ``M``; ``M`` with zero blocks beside it) as a canonical CSC ``P``, marked
     convex by construction (:func:`~contactopt.programs.csc.mark_symmetric`) when ``dynamics``
     knows ``M`` positive definite (:attr:`~contactopt.model.step.Dynamics.known_positive_definite`),
-    else left to the program's own check. A dense ``matrix`` is marked only where it is symmetric
-    (``Dynamics`` checks a dense M's symmetry only up to 4096 entries, and the Cholesky factor
-    behind the mark reads one triangle); an asymmetric one is left to the program, which refuses it."""
-    source = dynamics.M if matrix is None else matrix
-    P = to_csc(source)
-    if not dynamics.known_positive_definite or not (is_sparse(source) or is_symmetric_dense(
-            np.asarray(source), rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(source).max(initial=0.0))))):
-        return P
-    return mark_symmetric(P)
+    else left to the program's own check."""
+    P = to_csc(dynamics.M if matrix is None else matrix)
+    return mark_symmetric(P) if dynamics.known_positive_definite else P

@@ -32,7 +32,7 @@ from contactopt.core.arrays import (
     as_vector,
     debug_checks,
     is_sparse,
-    is_symmetric_dense,
+    is_symmetric_mass,
     to_dense,
 )
 from contactopt.core.errors import ShapeError
@@ -94,11 +94,9 @@ class Dynamics:
         inverse_matrix: optional sparse ``M^{-1}`` (block-diagonal M has a block-diagonal
             inverse), which makes the Delassus matrix ``J M^{-1} J^T`` a sparse product.
 
-    Symmetry is checked for a dense M of at most 4096 entries always (cheap); for a larger
-    dense M (O(nv^2)) and for a sparse one (O(nnz), but several sparse operations per step)
-    only under ``CONTACTOPT_DEBUG=1``: the systems build M symmetric by construction
-    (symmetrized blocks, MuJoCo's own M), while user-given programs are checked by
-    :class:`~contactopt.programs.ConicProgram` and :class:`~contactopt.programs.LCP`.
+    Symmetry is checked for a dense M of at most 4096 entries (cheap), else under
+    ``CONTACTOPT_DEBUG=1`` or before a mark (:attr:`known_positive_definite`): the systems build M
+    symmetric (MuJoCo's own M), and the programs check what is not marked.
     """
 
     M: Matrix
@@ -115,8 +113,7 @@ class Dynamics:
                 raise ShapeError("Dynamics.M: mass matrix is not symmetric")
         else:
             M = as_matrix(self.M, "Dynamics.M", (nv, nv))
-            if (M.size <= _DENSE_CHECK_ENTRIES or debug_checks()) and not is_symmetric_dense(
-                    M, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(M).max(initial=0.0)))):
+            if (M.size <= _DENSE_CHECK_ENTRIES or debug_checks()) and not is_symmetric_mass(M):
                 raise ShapeError("Dynamics.M: mass matrix is not symmetric")
         if self.inverse_matrix is not None and tuple(np.shape(self.inverse_matrix)) != (nv, nv):
             raise ShapeError(f"Dynamics.inverse_matrix: expected shape ({nv}, {nv}), "
@@ -148,15 +145,18 @@ class Dynamics:
 
     @property
     def known_positive_definite(self) -> bool:
-        """Whether M is known positive definite: its dense Cholesky factor was computed
-        (:attr:`cholesky` raises otherwise; it reads one triangle, so the formulations mark a dense
-        M only where it is symmetric), or the system gave its own factorization (``inverse``,
-        ``inverse_matrix``: MuJoCo's, block-diagonal inertias), which presumes it symmetric too.
-        The formulations' ``P`` from M (M, ``diag(M + h D, R)``, a Delassus matrix) is then convex by
-        construction (:func:`contactopt.programs.csc.mark_symmetric`); a sparse M under LU is checked."""
+        """Whether M is known symmetric positive definite: a dense M with its Cholesky factor computed
+        (:attr:`cholesky` raises otherwise) and its symmetry checked (the factor reads one triangle),
+        or a system's own factorization (``inverse``, ``inverse_matrix``: MuJoCo's), which presumes
+        it. The ``P`` built from M is then marked convex (:func:`contactopt.programs.csc.mark_symmetric`)."""
         if self.inverse is not None or self.inverse_matrix is not None:
             return True
-        return "cholesky" in self.__dict__ and not self.is_sparse
+        if "cholesky" not in self.__dict__ or self.is_sparse:
+            return False
+        return self.M.size <= _DENSE_CHECK_ENTRIES or debug_checks() or self._symmetric_past_check
+
+    #: a dense M too large for ``__post_init__``'s symmetry check: its symmetry, checked once
+    _symmetric_past_check = cached_property(lambda self: is_symmetric_mass(self.M))
 
     def solve_M(self, rhs: ArrayLike) -> FloatArray:
         """``M^{-1} rhs`` for a vector or a matrix of columns (dense or sparse; the result is

@@ -16,7 +16,6 @@ from contactopt.systems.urdf_pinocchio.free_flyer import (
     base_rotation,
     free_flyer,
     integration_map,
-    same_layout,
     tangent_map,
 )
 from contactopt.systems.urdf_pinocchio.tree import skew
@@ -245,8 +244,6 @@ def linearize(system: Any, problem: Any, parameters: tuple[str, ...]) -> StepLin
     if problem.bilateral.H.shape[0] or problem.native is not None or problem.contacts.angular is not None:
         return None
     if system.mimic_joints:  # pin 4.1's derivative algorithms refuse mimic joints (inverse_dynamics)
-        return None
-    if system._base is not None and not same_layout(system):  # the free-flyer tree reads the system's dofs
         return None
     try:
         return StepLinearization(system, problem)

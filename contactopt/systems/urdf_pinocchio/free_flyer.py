@@ -56,14 +56,6 @@ def free_flyer(system: Any) -> tuple[Any, Any]:
     return system._free_flyer
 
 
-def same_layout(system: Any) -> bool:
-    """Whether the free-flyer tree has the system's joints in its dof layout (the derivatives read
-    it through the system's dof map); a floating base only."""
-    model, own = free_flyer(system)[0], system.model
-    return bool(model.nv == own.nv and list(model.idx_vs) == list(own.idx_vs)
-                and list(model.nvs) == list(own.nvs) and list(model.names)[2:] == list(own.names)[2:])
-
-
 def base_rotation(system: Any, qp: FloatArray) -> FloatArray:
     """``R`` ((3, 3)): the floating base's rotation in Pinocchio's configuration ``qp``."""
     i = system._base[1]
