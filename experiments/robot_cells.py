@@ -42,6 +42,7 @@ METHODS = [
     Method("regularized", "regularized", "clarabel"),
     Method("regularized -o form=primal/newton", "regularized", "newton", {"form": "primal"}),
     Method("sap/newton", "sap", "newton"),
+    Method("sap -o rows=model/newton", "sap", "newton", {"rows": "model"}),
     Method("ccp/clarabel", "ccp", "clarabel"),
     Method("anitescu/osqp", "anitescu", "osqp"),
     Method("lcp/lemke", "lcp", "lemke"),

@@ -13,6 +13,7 @@ default state with zero ctrl, and runs ``--steps`` steps at its own timestep und
     regularized                   contactopt's parameters (clarabel)
     regularized -o form=primal    the SAP-shaped primal, newton
     sap/newton, ccp/clarabel, anitescu/osqp, lcp/lemke (its default pivot budget)
+    sap -o rows=model/newton      SAP's regularization over MuJoCo's own rows, the step as arrays
     mujoco                        contactopt's mj_step wrapper (the reference trajectory)
 
 Per model and method: completed, stopped or refused (the reason in one line); time per step
@@ -59,7 +60,7 @@ from robot_models import KNOWN_LAUNCHES, KNOWN_ONE_STEP, KNOWN_STOPS, LEFT_OUT, 
 
 QUICK_STEPS = 20
 NEWTON_METHODS = ("regularized -o params=model -o form=primal/newton", "regularized -o form=primal/newton",
-                  "sap/newton")
+                  "sap/newton", "sap -o rows=model/newton")
 SOLVER_BOUND_METHODS = ("ccp/clarabel", "anitescu/osqp")
 #: mj_step above this (ms) is a "large" model: the target ratio there is 5, elsewhere 10.
 LARGE_MJ_STEP_MS = 0.1

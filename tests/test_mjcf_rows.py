@@ -208,7 +208,7 @@ def test_params_model_refuses_own_parameters_and_non_mjcf_systems() -> None:
     with pytest.raises(co.OptionError, match="params=model takes every constraint parameter"):
         get("regularized").resolve_options({"params": "model", "solref": [0.02, 1]})
     scene = co.load_scene("problems/box_slide.toml")
-    with pytest.raises(ContactoptError, match="params=model needs an mjcf system"):
+    with pytest.raises(ContactoptError, match="params=model and sap's rows=model need an mjcf system"):
         co.formulate(scene.system, scene.q0, scene.v0, 0.001, "regularized", {"params": "model"})
 
 

@@ -117,7 +117,7 @@ def test_robots_experiment_quick_run_writes_its_summary(tmp_path: Path) -> None:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr[-2000:]
     rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
-    assert rows[0]["method"] == "mujoco" and len(rows) == 9  # mujoco and the 8 methods of robot_cells.METHODS
+    assert rows[0]["method"] == "mujoco" and len(rows) == 10  # mujoco and the 9 methods of robot_cells.METHODS
     for row in rows:
         assert row["status"] == "completed" or row["status"].startswith(("refused: ", "stopped: ", "time limit"))
         assert "\n" not in row["status"]

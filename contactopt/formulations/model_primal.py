@@ -119,7 +119,7 @@ def frame_kernel(impulses: FloatArray, contact_address: IntArray, contact_dim: I
                 out[c, j] = impulses[first + j]
 
 
-_KERNELS = ("row_order", "ordered_rows", "frame_kernel")
+_KERNELS = ("row_order", "model_targets", "ordered_rows", "frame_kernel")
 _compiled = False
 
 
@@ -132,37 +132,61 @@ def ensure_compiled() -> None:
     _compiled = True
 
 
+def model_targets(J_rows: FloatArray, a_ref: FloatArray, v: FloatArray, dt: float) -> FloatArray:
+    """``v_hat = J v + h a_ref`` (m,): the rows' target velocities of MuJoCo's own program
+    (module docstring), in the system's row order."""
+    m, nv = J_rows.shape[0], v.shape[0]
+    v_hat = np.empty(m)
+    for i in range(m):
+        total = dt * a_ref[i]
+        for j in range(nv):
+            total += J_rows[i, j] * v[j]
+        v_hat[i] = total
+    return v_hat
+
+
 def ordered_rows(kind: IntArray, contact: IntArray, contact_address: IntArray, J_rows: FloatArray,
-                 R_rows: FloatArray, a_ref: FloatArray, cone_scale: FloatArray, bound_rows: FloatArray,
-                 v: FloatArray, dt: float) -> Any:
+                 R_rows: FloatArray, v_hat_rows: FloatArray, cone_scale: FloatArray, bound_rows: FloatArray,
+                 dt: float) -> Any:
     """The primal's rows in (S6)'s order (:func:`row_order`): ``(order, free, nonneg, box,
-    cone_start, cone_dim, J, R, v_hat, scale, box_bound)`` with ``v_hat = J v + h a_ref`` and the
-    box rows' bounds ``h frictionloss`` (module docstring); the one build of both the program
-    object and the compiled step (:mod:`contactopt.integrators.native_kernel`)."""
+    cone_start, cone_dim, J, R, v_hat, scale, box_bound)`` from the rows' regularization ``R_rows``
+    and target velocities ``v_hat_rows`` (system order: :func:`model_targets` for MuJoCo's own
+    program, :func:`contactopt.formulations.sap_rows.sap_values` for SAP's) and the box rows'
+    bounds ``h frictionloss`` (module docstring); the one build of both the program object and
+    the compiled step (:mod:`contactopt.integrators.native_kernel`)."""
     order, free, nonneg, box, cone_start, cone_dim = row_order(kind, contact, contact_address)
-    m, nv = order.shape[0], v.shape[0]
+    m, nv = order.shape[0], J_rows.shape[1]
     J = np.empty((m, nv))
     R, v_hat, scale = np.empty(m), np.empty(m), np.empty(m)
     for p in range(m):
         i = order[p]
-        R[p], scale[p] = R_rows[i], cone_scale[i]
-        total = dt * a_ref[i]
+        R[p], scale[p], v_hat[p] = R_rows[i], cone_scale[i], v_hat_rows[i]
         for j in range(nv):
             J[p, j] = J_rows[i, j]
-            total += J_rows[i, j] * v[j]
-        v_hat[p] = total
     box_bound = np.empty(box)
     for r in range(box):
         box_bound[r] = dt * bound_rows[order[m - box + r]]
     return order, free, nonneg, box, cone_start, cone_dim, J, R, v_hat, scale, box_bound
 
 
-def primal_rows(native: NativeArrays) -> PrimalRows:
-    """Order ``native``'s rows for (S6): equality, then ``>= 0`` rows, cones, box rows."""
+def row_values(native: NativeArrays,
+               values: tuple[FloatArray, FloatArray] | None = None) -> tuple[FloatArray, FloatArray]:
+    """``(R, v_hat)`` of the rows in the system's order: ``values`` where given (SAP's), else
+    MuJoCo's own ``efc_R`` and ``J v + h a_ref``."""
+    if values is not None:
+        return values
     ensure_compiled()
+    return native.R, model_targets(native.J, native.a_ref, native.v, native.dt)
+
+
+def primal_rows(native: NativeArrays, values: tuple[FloatArray, FloatArray] | None = None) -> PrimalRows:
+    """Order ``native``'s rows for (S6): equality, then ``>= 0`` rows, cones, box rows, with the
+    rows' ``(R, v_hat)`` of :func:`row_values`."""
+    ensure_compiled()
+    R_rows, v_hat_rows = row_values(native, values)
     order, free, nonneg, box, cone_start, cone_dim, _, R, v_hat, scale, box_bound = ordered_rows(
-        native.kind, native.contact, native.contact_address, native.J, native.R, native.a_ref, native.cone_scale,
-        native.bound, native.v, native.dt)
+        native.kind, native.contact, native.contact_address, native.J, R_rows, v_hat_rows, native.cone_scale,
+        native.bound, native.dt)
     return PrimalRows(order=order, R=R, v_hat=v_hat, scale=scale, free=int(free), nonneg=int(nonneg), box=int(box),
                       cone_start=cone_start, cone_dim=cone_dim, box_bound=box_bound)
 

@@ -73,6 +73,14 @@ near-rigid ``R = beta^2 / (4 pi^2) diag(H M^{-1} H^T)``, ``v_hat = r``. Dry-fric
 (:mod:`contactopt.programs.primal`, "Box rows"), so a joint driven below its frictionloss
 creeps at ``sigma`` times the speed one step would give it.
 
+**The system's own rows** (``rows = "model"``, MJCF systems; default ``"own"``): (S7)-(S9) over
+MuJoCo's constraint rows of the model as written, read with elliptic cones (a contact's rows
+are its frame ``[n, t1, t2]`` and its torsional and rolling rows), instead of the system's contact
+candidates (:mod:`contactopt.formulations.sap_rows`, where the two differ). With ``newton`` the
+step then runs as compiled arrays (:mod:`contactopt.integrators.native_step`), and
+``co.formulate`` gives the program of the same arrays. Contacts enter where MuJoCo makes them
+rows (within the geoms' own margin), so ``epsilon`` does not apply.
+
 The program is the conic form (S6) (a :class:`~contactopt.programs.primal.PrimalConicProgram`):
 clarabel, cvxpy and the others solve it as an SOCP, ``newton`` solves (S1) directly.
 """
@@ -87,6 +95,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from contactopt.core.errors import ContactoptError, OptionError
+from contactopt.formulations import model_primal, sap_rows
 from contactopt.formulations.angular_friction import PrimalCone, primal_cone, scatter_angular
 from contactopt.formulations.base import Formulation, Program, StepResult
 from contactopt.formulations.common import (
@@ -183,7 +192,7 @@ class SAP(Formulation):
         "choose; at its near-rigid default it hovers as anitescu does")
     defaults: ClassVar[Mapping[str, Any]] = {"stiffness": math.inf, "dissipation_time_scale": 0.0,
                                              "near_rigid_threshold": 1.0, "sigma": 1e-3,
-                                             "epsilon": math.inf, "max_recovery_speed": None}
+                                             "epsilon": math.inf, "max_recovery_speed": None, "rows": "own"}
 
     def resolve_options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
         merged = super().resolve_options(options)
@@ -197,9 +206,21 @@ class SAP(Formulation):
                                   f"{'> 0' if strict else '>= 0'}{' (inf allowed)' if key == 'stiffness' else ''}, "
                                   f"got {value!r}")
             merged[key] = float(value)
+        if merged["rows"] not in ("own", "model"):
+            raise OptionError(f"formulation {self.name!r}: rows must be 'own' (the system's contact candidates) or "
+                              f"'model' (the system's own constraint rows: MJCF), got {merged['rows']!r}")
+        if merged["rows"] == "model" and not math.isinf(merged["epsilon"]):
+            raise OptionError(f"formulation {self.name!r}: rows=model takes the system's own active rows; "
+                              f"epsilon does not apply (got {merged['epsilon']!r})")
         return merged
 
+    def native_request(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``rows=model``: the system's own rows, read with elliptic cones (:mod:`.sap_rows`)."""
+        return {"cone": "elliptic"} if options.get("rows") == "model" else None
+
     def build(self, problem: StepProblem, options: Mapping[str, Any]) -> Program:
+        if options.get("rows") == "model":
+            return model_rows_program(problem, options, self.name)
         contacts = problem.contacts
         active = active_contacts(contacts, options["epsilon"])
         require_finite_mu(active, self.name)
@@ -242,9 +263,26 @@ class SAP(Formulation):
 
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
+        if program.metadata.get("rows") == "model":
+            assert isinstance(program, PrimalConicProgram)
+            return model_primal.recover(problem, program, solution)
         active = select_contacts(problem.contacts, program.metadata["contacts"])
         return recover_primal(problem, program, solution, active.index,
                               contact_rows(active.mu, problem.contacts.dim)[0])
+
+
+def model_rows_program(problem: StepProblem, options: Mapping[str, Any], name: str) -> PrimalConicProgram:
+    """``rows=model``: SAP's primal over the system's own rows (:mod:`.sap_rows`), the program
+    the compiled step (:mod:`contactopt.integrators.native_step`) solves from the same arrays."""
+    native = problem.native
+    if native is None or native.arrays is None:
+        raise OptionError(f"formulation {name!r}: rows=model needs the system's own constraint rows as arrays "
+                          "(an mjcf system, built through simulate/formulate)")
+    arrays = native.arrays
+    values = sap_rows.sap_values(arrays, sap_rows.parameters(options, problem.dt, recovery_speed(problem, options)))
+    metadata = {"formulation": name, "rows": "model", "dt": problem.dt, "t": problem.state.t, "nv": problem.nv,
+                "native": dict(native.info)}
+    return model_primal.program(arrays, model_primal.primal_rows(arrays, values), metadata)
 
 
 def own_compliance(contacts: Contacts, active: ActiveContacts, h: float, near_rigid_R: FloatArray,

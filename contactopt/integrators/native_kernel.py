@@ -42,16 +42,18 @@ def ensure_compiled() -> None:
 
 
 def native_step(M: Any, S: Any, v: Any, smooth_force: Any, acceleration_free: Any, J_rows: Any, R_rows: Any,
-                a_ref: Any, kind: Any, bound_rows: Any, cone_scale: Any, contact: Any, contact_address: Any,
+                v_hat_rows: Any, kind: Any, bound_rows: Any, cone_scale: Any, contact: Any, contact_address: Any,
                 contact_dim: Any, friction: Any, pyramidal: bool, dt: float, max_iter: int, tol: float,
                 tol_abs: float, cost_tol: float, alpha_max: float, ls_tol: float, ls_max_iter: int,
                 confirm: float, v_next: Any, x: Any, frame: Any, residuals: Any) -> tuple[int, int]:
     """``(Newton status code or ANISOTROPIC, iterations)``; writes ``v_next`` (nv,), the row
     impulses ``x`` (m, the system's order), ``frame`` (nc, 3) and ``residuals`` (6: primal,
-    dual, gap, complementarity, relative, data violation)."""
+    dual, gap, complementarity, relative, data violation). ``R_rows`` and ``v_hat_rows`` are the
+    rows' regularization and target velocities in the system's order
+    (:func:`contactopt.formulations.model_primal.row_values`)."""
     nv, m = v.shape[0], R_rows.shape[0]
     order, free, nonneg, box, cone_start, cone_dim, J, R, v_hat, scale, bound = model_primal.ordered_rows(
-        kind, contact, contact_address, J_rows, R_rows, a_ref, cone_scale, bound_rows, v, dt)
+        kind, contact, contact_address, J_rows, R_rows, v_hat_rows, cone_scale, bound_rows, dt)
     cones = cone_start.shape[0]
     for k in range(cones):  # the kernel's SOC block is an isotropic friction cone
         s, d = cone_start[k], cone_dim[k]

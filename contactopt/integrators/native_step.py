@@ -1,5 +1,8 @@
 """The step as arrays (issue "The step at MuJoCo's speed"): ``regularized -o params=model,form=primal``
-with the ``newton`` solver, MuJoCo's own rows read as arrays, solved and judged without program objects.
+and ``sap -o rows=model`` with the ``newton`` solver, MuJoCo's own rows read as arrays, solved and
+judged without program objects. The two differ only in the rows' regularization and target
+velocities: MuJoCo's ``efc_R`` and ``J v + h a_ref``, or SAP's (S7)-(S9) over the same rows read with
+elliptic cones (:mod:`contactopt.formulations.sap_rows`).
 
 Each step: MuJoCo's forward stages up to its constraint rows and a handful of array copies
 (:func:`contactopt.systems.mjcf.native_arrays.native_arrays`), then one compiled call
@@ -32,7 +35,7 @@ from numpy.typing import NDArray
 
 from contactopt import solvers
 from contactopt.core.errors import OptionError
-from contactopt.formulations import model_primal
+from contactopt.formulations import model_primal, sap_rows
 from contactopt.integrators import runge_kutta
 from contactopt.integrators.time_stepping import TimeStepping, larger_residuals
 from contactopt.model.native import EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
@@ -55,16 +58,19 @@ DENSE_MAX = 128
 
 
 def takes(formulation: str, solver: str | None, options: Mapping[str, Any] | None, system: Any) -> bool:
-    """Whether a run is this stepper's: ``regularized`` with ``params=model, form=primal``, the
-    ``newton`` solver and a system that gives its own rows as arrays (MJCF)."""
+    """Whether a run is this stepper's: ``regularized`` with ``params=model, form=primal`` or
+    ``sap`` with ``rows=model``, the ``newton`` solver and a system that gives its own rows as
+    arrays (MJCF)."""
     given = options or {}
-    return (formulation.strip().lower() == "regularized" and solver == "newton" and given.get("params") == "model"
-            and given.get("form") == "primal" and hasattr(system, "native_model_data"))
+    name = formulation.strip().lower()
+    own_rows = ((name == "regularized" and given.get("params") == "model" and given.get("form") == "primal")
+                or (name == "sap" and given.get("rows") == "model"))
+    return own_rows and solver == "newton" and hasattr(system, "native_model_data")
 
 
 class NativeStepping(TimeStepping):
-    """:class:`TimeStepping` of ``regularized -o params=model,form=primal`` / ``newton`` on the
-    arrays of :class:`~contactopt.model.native.NativeArrays` (module docstring)."""
+    """:class:`TimeStepping` of ``regularized -o params=model,form=primal`` and ``sap -o rows=model``
+    with ``newton`` on the arrays of :class:`~contactopt.model.native.NativeArrays` (module docstring)."""
 
     def __init__(self, system: Any, formulation: str, solver: str, dt: float,
                  options: Mapping[str, Any] | None = None, solver_options: Mapping[str, Any] | None = None) -> None:
@@ -78,11 +84,16 @@ class NativeStepping(TimeStepping):
                                 float(opts["cost_tol"]), float(opts["alpha_max"]), float(opts["ls_tol"]),
                                 int(opts["ls_max_iter"]), CONFIRM_LEVEL)
         if self.newton["history"]:
-            raise OptionError("regularized -o params=model,form=primal: newton's history is recorded on the program "
-                              "object only (co.solve(co.formulate(...), 'newton', {'history': True}))")
+            raise OptionError(f"{self.formulation.name} on the system's own rows: newton's history is recorded on "
+                              "the program object only (co.solve(co.formulate(...), 'newton', {'history': True}))")
         request = self.formulation.native_request(self.formulation_options)
-        assert request is not None  # params=model (takes)
+        assert request is not None  # params=model or rows=model (takes)
         self.cone: str | None = request["cone"]
+        self.sap: sap_rows.SapParameters | None = None  # SAP's numbers (sap -o rows=model), else MuJoCo's rows
+        if self.formulation.name == "sap":
+            given = self.formulation_options.get("max_recovery_speed")
+            self.sap = sap_rows.parameters(self.formulation_options, self.dt, system.default_max_recovery_speed
+                                           if given is None else given)
         self.last_native: NativeArrays | None = None
         kernels.ensure_compiled()
 
@@ -196,12 +207,13 @@ class NativeStepping(TimeStepping):
 
         native_kernel.ensure_compiled()
         opts = self.newton
+        R_rows, v_hat_rows = self._row_values(native)
         v_next, x = np.empty(native.nv), np.empty(native.m)
         frame, numbers = np.empty((native.contact_count, 3)), np.empty(6)
         start = time.perf_counter()
         code, iterations = native_kernel.native_step(
-            native.M, native.step_matrix, native.v, native.smooth_force, native.acceleration_free, native.J, native.R,
-            native.a_ref, native.kind, native.bound, native.cone_scale, native.contact, native.contact_address,
+            native.M, native.step_matrix, native.v, native.smooth_force, native.acceleration_free, native.J, R_rows,
+            v_hat_rows, native.kind, native.bound, native.cone_scale, native.contact, native.contact_address,
             native.contact_dim, native.contact_friction, native.pyramidal, native.dt, *self._kernel_options,
             v_next, x, frame, numbers)
         solve_time = time.perf_counter() - start
@@ -215,12 +227,18 @@ class NativeStepping(TimeStepping):
             status, message = judge_arrays(residuals, float(numbers[5]), status, message)
         return status, x, v_next, frame, iterations, message, residuals, solve_time
 
+    def _row_values(self, native: NativeArrays) -> tuple[FloatArray, FloatArray]:
+        """The rows' ``(R, v_hat)`` in the system's order: SAP's (:mod:`contactopt.formulations.sap_rows`)
+        or MuJoCo's own (:func:`contactopt.formulations.model_primal.row_values`)."""
+        return model_primal.row_values(native, None if self.sap is None else sap_rows.sap_values(native, self.sap))
+
     def _solve_object(self, native: NativeArrays) -> tuple[Status, FloatArray, int, str, Residuals, float]:
         """The ``newton`` solver on the program object of the same arrays (large or anisotropic
         programs): ``(status, row impulses x in the system's order, ...)``."""
-        rows = model_primal.primal_rows(native)
-        program = model_primal.program(native, rows, {"formulation": "regularized", "params": "model",
-                                                      "dt": self.dt, "nv": native.nv})
+        rows = model_primal.primal_rows(native, self._row_values(native))
+        metadata = ({"formulation": "regularized", "params": "model"} if self.sap is None
+                    else {"formulation": "sap", "rows": "model"})
+        program = model_primal.program(native, rows, {**metadata, "dt": self.dt, "nv": native.nv})
         self.last_program = program
         solution = solvers.solve(program, "newton", self.solver_options)
         self.last_solution = solution

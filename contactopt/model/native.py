@@ -47,6 +47,8 @@ class NativeArrays:
         J: (m, nv) the constraint rows (dense).
         R: (m,) the rows' regularization (> 0).
         a_ref: (m,) the reference acceleration of each row.
+        position: (m,) each row's position (MuJoCo's ``efc_pos``: a contact's distance, a limit's
+            distance to its bound, an equality's violation).
         kind: (m,) :data:`ROW_KINDS` code of each row.
         bound: (m,) a dry-friction row's force bound (``frictionloss``), 0 on other rows.
         cone_scale: (m,) on the rows of an elliptic contact, ``(1, mu_1, ..., mu_k)``: the cone
@@ -69,6 +71,7 @@ class NativeArrays:
     J: FloatArray
     R: FloatArray
     a_ref: FloatArray
+    position: FloatArray
     kind: IntArray
     bound: FloatArray
     cone_scale: FloatArray

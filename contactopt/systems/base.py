@@ -279,11 +279,11 @@ class System(ABC):
         return {}
 
     def native_rows(self, q: ArrayLike, v: ArrayLike, dt: float, **settings: Any) -> NativeRows:
-        """The system's own constraint problem of a step (``regularized -o params=model``);
-        only systems backed by a simulator that has one (``mjcf``) provide it."""
+        """The system's own constraint problem of a step (``regularized -o params=model``,
+        ``sap -o rows=model``); only systems backed by a simulator that has one (``mjcf``) provide it."""
         raise ContactoptError(f"system {self.type_name!r} has no constraint parameters of its own "
-                              f"(params=model needs an mjcf system){'; ' * hasattr(self, 'mujoco_hint')}"
-                              f"{getattr(self, 'mujoco_hint', '')}")
+                              "(params=model and sap's rows=model need an mjcf system)"
+                              f"{'; ' * hasattr(self, 'mujoco_hint')}{getattr(self, 'mujoco_hint', '')}")
 
     def integrate(self, q: ArrayLike, v_next: ArrayLike, dt: float) -> FloatArray:
         """Semi-implicit Euler position update ``q + h v_next`` (``N(q) = I``)."""

@@ -115,7 +115,8 @@ def read_arrays(system: Any, model: Any, data: Any, v: FloatArray, dt: float) ->
         dt=float(dt), v=np.array(v, dtype=np.float64), M=M, step_matrix=_step_matrix(system, model, data, M, dt),
         smooth_force=np.array(data.qfrc_smooth), acceleration_free=np.array(data.qacc_smooth),
         J=compat.constraint_jacobian(model, data), R=np.array(data.efc_R[:nefc]),
-        a_ref=np.array(data.efc_aref[:nefc]), kind=kind, bound=bound, cone_scale=cone_scale, contact=contact,
+        a_ref=np.array(data.efc_aref[:nefc]), position=np.array(data.efc_pos[:nefc]), kind=kind, bound=bound,
+        cone_scale=cone_scale, contact=contact,
         contact_address=address, contact_dim=np.asarray(data.contact.dim, dtype=np.int64)[:ncon],
         contact_friction=friction, contact_distance=np.array(data.contact.dist[:ncon]),
         pyramidal=int(model.opt.cone) == int(mujoco.mjtCone.mjCONE_PYRAMIDAL))
