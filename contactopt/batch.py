@@ -8,16 +8,17 @@ for bit; ``tests/test_batch.py``). A world whose step fails is recorded as faile
 carries the status, ``completed[i]`` is False) and the other worlds go on; one
 :class:`~contactopt.core.errors.PartialTrajectoryWarning` lists the worlds that stopped.
 
-The worlds run one after the other on private copies of the scene (a system holds mutable
-evaluation state: MuJoCo's data, its caches), so nothing one world computes reaches another.
-This is the batch's contract, not yet its speed: the step as compiled arrays shared by the
-worlds (docs/architecture.md, "The step as arrays") is what will make a batch step cost less
-than B steps.
+Each world runs on a private copy of the scene (a system holds mutable evaluation state:
+MuJoCo's data, its caches), so nothing one world computes reaches another. With ``workers = 1``
+the worlds run one after the other in this process; with ``workers = k > 1`` they are shared out
+to ``k`` worker processes (forked where the platform can, else spawned), each world still one
+``simulate`` of its own, so the results are the same numbers whichever way they ran: a batch of
+worlds on the step as arrays (``docs/architecture.md``, "The step as arrays") then costs about
+``B / k`` single runs. The worlds' warnings are raised again here, in world order.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
@@ -115,12 +116,14 @@ def simulate_batch(
     fallback: str | None = None,
     progress: bool = False,
     max_steps: int | None = None,
+    workers: int = 1,
 ) -> BatchTrajectory:
     """Simulate B worlds of ``scene``: ``q0`` (B, nq) and ``v0`` (B, nv) their initial states
     (None: the scene's, repeated), ``parameters`` per-world system parameters (name -> (B,)
     values, e.g. ``{"mu": [0.2, 0.5]}``: :meth:`System.differentiable_parameters` names them),
     ``controllers`` one controller for every world or a sequence of B (None: the scene's).
-    B comes from whichever of these is given (they must agree), else ``size``. The other
+    B comes from whichever of these is given (they must agree), else ``size``. ``workers``: how many
+    processes run the worlds (1: this one; the controllers must then be picklable). The other
     arguments are :func:`~contactopt.simulation.simulate`'s, the same for every world.
 
     Returns a :class:`BatchTrajectory`; a world that stops early is recorded as stopped while the
@@ -161,29 +164,34 @@ def simulate_batch(
     B = next(iter(sizes.values()))
     if B < 1:
         raise ShapeError("simulate_batch: a batch needs at least one world")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ArgumentTypeError(f"simulate_batch: workers must be an integer >= 1, got {given(workers)}")
     for name in values:  # refused by name before any world runs (unknown name, out-of-bounds value)
         for i in range(B):
             scene.system.with_parameters({name: float(values[name][i])})
-    worlds: list[Trajectory] = []
-    steps = 0
-    iterator: Any = range(B)
+    chosen: list[Any] = list(controllers) if per_world_controllers else [controllers] * B  # type: ignore[arg-type]
+    batch = _Batch(scene, Q0, V0, values, chosen)
+    run = dict(formulation=formulation, solver=solver, dt=dt, duration=duration, options=options,
+               solver_options=solver_options, fallback=fallback, max_steps=max_steps)
+    bar: Any = None
     if progress:
         from tqdm import tqdm
 
-        iterator = tqdm(iterator, desc=f"{scene.name}: {B} worlds", unit="world")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", PartialTrajectoryWarning)
-        for i in iterator:
-            world = _world(scene, i, Q0, V0, values)
-            controller: Any = controllers[i] if per_world_controllers else controllers  # type: ignore[index]
-            traj = simulate(world, formulation, solver, dt, duration, options, solver_options, fallback=fallback,
-                            controller=controller, max_steps=max_steps)
-            traj.info["world"] = i
-            worlds.append(traj)
-            steps = max(steps, _planned_steps(traj, scene.max_steps if max_steps is None else max_steps))
-    for warning in caught:  # what is not the stop of a world is passed on as it was
-        if not issubclass(warning.category, PartialTrajectoryWarning):
-            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+        bar = tqdm(total=B, desc=f"{scene.name}: {B} worlds", unit="world")
+    try:
+        results = _run_worlds(batch, run, min(workers, B), bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    worlds: list[Trajectory] = []
+    steps = 0
+    for i, (traj, caught) in enumerate(results):
+        for category, message in caught:  # what is not the stop of a world is passed on as it was
+            if not issubclass(category, PartialTrajectoryWarning):
+                warnings.warn(message, category, stacklevel=2)
+        traj.info["world"] = i
+        worlds.append(traj)
+        steps = max(steps, _planned_steps(traj, scene.max_steps if max_steps is None else max_steps))
     stopped = [(i, world) for i, world in enumerate(worlds) if not world.completed]
     if stopped:
         listed = "; ".join(f"world {i}: {world.message}" for i, world in stopped[:3])
@@ -191,6 +199,79 @@ def simulate_batch(
         warnings.warn(f"{scene.name}: {len(stopped)} of {B} worlds stopped early ({listed}{more})",
                       PartialTrajectoryWarning, stacklevel=2)
     return BatchTrajectory.from_worlds(worlds, steps, values)
+
+
+Caught = list[tuple[type[Warning], str]]
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """What makes world ``i``: the scene, the initial states, the parameters and the controllers."""
+
+    scene: Scene
+    Q0: FloatArray | None
+    V0: FloatArray | None
+    values: Mapping[str, FloatArray]
+    controllers: Sequence[Any]
+
+    def world(self, i: int) -> Scene:
+        return _world(self.scene, i, self.Q0, self.V0, self.values)
+
+
+def _one_world(batch: _Batch, i: int, run: Mapping[str, Any]) -> tuple[Trajectory, Caught]:
+    """World ``i``'s ``simulate`` and the warnings it raised (category, message)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        traj = simulate(batch.world(i), controller=batch.controllers[i], **run)
+    return traj, [(warning.category, str(warning.message)) for warning in caught]
+
+
+_POOL_BATCH: tuple[_Batch, Mapping[str, Any]] | None = None  # a worker process's batch (_start_worker)
+
+
+def _start_worker(batch: _Batch, run: Mapping[str, Any]) -> None:
+    """A worker's batch, given once (inherited as it is under ``fork``, pickled once under ``spawn``)."""
+    global _POOL_BATCH
+    _POOL_BATCH = (batch, run)
+
+
+def _pool_world(i: int) -> tuple[Trajectory, Caught]:
+    assert _POOL_BATCH is not None
+    return _one_world(_POOL_BATCH[0], i, _POOL_BATCH[1])
+
+
+def _run_worlds(batch: _Batch, run: Mapping[str, Any], workers: int, bar: Any) -> list[tuple[Trajectory, Caught]]:
+    """Every world's :func:`_one_world`, in order: here (``workers = 1``) or in a pool of processes,
+    each of which makes the worlds it runs from the batch it was started with."""
+    B = len(batch.controllers)
+    if workers == 1:
+        done = []
+        for i in range(B):
+            done.append(_one_world(batch, i, run))
+            if bar is not None:
+                bar.update(1)
+        return done
+    import multiprocessing
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    for i, controller in enumerate(batch.controllers):
+        try:
+            pickle.dumps(controller)
+        except Exception as error:  # a lambda or a closure: it cannot reach a worker process
+            raise OptionError(f"simulate_batch: workers={workers} needs controllers that can be pickled; world {i}'s "
+                              f"cannot ({type(error).__name__}: {error}); give a ControlSpec or a module-level "
+                              "function, or workers=1") from None
+    batch.world(0)  # what the worlds' copies share is loaded once, here, before the workers fork
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                             initializer=_start_worker, initargs=(batch, run)) as pool:
+        results = []
+        for result in pool.map(_pool_world, range(B)):
+            results.append(result)
+            if bar is not None:
+                bar.update(1)
+    return results
 
 
 def _states(value: ArrayLike | None, name: str, width: int, sizes: dict[str, int]) -> FloatArray | None:
@@ -216,7 +297,7 @@ def _states(value: ArrayLike | None, name: str, width: int, sizes: dict[str, int
 def _world(scene: Scene, i: int, Q0: FloatArray | None, V0: FloatArray | None,
            values: Mapping[str, FloatArray]) -> Scene:
     """World ``i``'s scene: a private copy (its system's evaluation state is its own)."""
-    system = copy.deepcopy(scene.system)
+    system = scene.system.evaluation_copy()
     if values:
         system = system.with_parameters({name: float(column[i]) for name, column in values.items()})
     return dataclasses.replace(scene, system=system, q0=scene.q0 if Q0 is None else Q0[i],

@@ -94,6 +94,9 @@ def test_a_failed_world_is_recorded_and_the_others_complete(box: co.Scene) -> No
     ({}, r"give q0 \(B, nq\)"),
     ({"size": 0}, r"size must be an integer >= 1"),
     ({"q0": "zeros"}, r"q0 must be an array of numbers"),
+    ({"size": 2, "workers": 0}, r"workers must be an integer >= 1"),
+    ({"size": 2, "workers": 2, "controllers": lambda state: np.zeros(6)}, r"workers=2 needs controllers that can be "
+                                                                         r"pickled; world 0's cannot"),
 ])
 def test_wrong_arguments_are_refused_by_name(box: co.Scene, kwargs: dict[str, object], match: str) -> None:
     with pytest.raises((co.errors.ContactoptError, ValueError, TypeError), match=match):
@@ -113,3 +116,49 @@ def test_mjcf_worlds_do_not_share_evaluation_state() -> None:
                        duration=10 * scene.dt)
         np.testing.assert_allclose(batch.q[i], alone.q, rtol=0, atol=TOL)
     assert np.abs(batch.q[0, -1] - batch.q[1, -1]).max() > 1e-3
+
+
+def test_worker_processes_give_the_same_worlds_and_the_same_failure(box: co.Scene) -> None:
+    """workers=2: the same numbers as the worlds run here (each world is one simulate either way),
+    in world order, and a failing world recorded and warned about as in this process."""
+    Q0 = np.repeat(box.q0[None], 3, axis=0)
+    Q0[0, 2] += 0.5  # world 0 falls through the air; worlds 1 and 2 slide, where one PGS sweep fails
+    Q0[2, 0] = 0.3
+    runs = {}
+    for workers in (1, 2):
+        with pytest.warns(PartialTrajectoryWarning, match=r"2 of 3 worlds stopped early \(world 1: step 0"):
+            runs[workers] = co.simulate_batch(box, q0=Q0, formulation="anitescu", solver="pgs", workers=workers,
+                                              solver_options={"max_iter": 1}, duration=0.03)
+    one, two = runs[1], runs[2]
+    np.testing.assert_array_equal(one.q, two.q)
+    np.testing.assert_array_equal(one.status, two.status)
+    assert list(two.completed) == [True, False, False] and [w.info["world"] for w in two] == [0, 1, 2]
+    V0 = np.repeat(box.v0[None], 2, axis=0)
+    V0[:, 0] = [0.3, 1.2]
+    here = co.simulate_batch(box, v0=V0, formulation="sap", solver="newton", duration=0.03)
+    there = co.simulate_batch(box, v0=V0, formulation="sap", solver="newton", duration=0.03, workers=2)
+    np.testing.assert_array_equal(here.q, there.q)
+    assert np.abs(there.q[0, -1] - there.q[1, -1]).max() > 1e-3
+
+
+def test_system_copies_deep_evaluation_and_pickled() -> None:
+    """An MJCF system's three copies: a deep copy owns its models (a change to one leaves the
+    original alone), a batch world's evaluation copy shares them and owns its data, and a pickled
+    one is loaded again from its file; each steps to the same state as the original."""
+    import copy
+    import pickle
+
+    pytest.importorskip("mujoco")
+    scene = co.load_scene(PROBLEMS / "mjcf" / "user_arm.xml")
+    system = scene.system
+    deep, world, loaded = copy.deepcopy(system), system.evaluation_copy(), pickle.loads(pickle.dumps(system))
+    assert deep.model is not system.model and world.model is system.model and world.data is not system.data
+    assert world.native_model_data()[0] is system.native_model_data()[0]
+    assert world.native_model_data()[1] is not system.native_model_data()[1]
+    deep.model.body_mass[1] += 1.0
+    assert system.model.body_mass[1] == loaded.model.body_mass[1] != deep.model.body_mass[1]
+    q, v = scene.q0, np.full(system.nv, 0.3)
+    world.dynamics(q, v)  # evaluated at another state than the original's next call
+    reference = system.dynamics(q, 0 * v).tau
+    for twin in (world, loaded):
+        np.testing.assert_array_equal(twin.dynamics(q, 0 * v).tau, reference)

@@ -348,6 +348,11 @@ class System(ABC):
         chosen = list(table) if names is None else [names] if isinstance(names, str) else list(names)
         return {name: self._declared(name, table)[1] for name in chosen}
 
+    def evaluation_copy(self) -> System:
+        """A copy whose mutable evaluation state (caches, a simulator's data) is its own, for one
+        world of a batch: a deep copy here; a system may share what no run changes (its model)."""
+        return copy.deepcopy(self)
+
     def with_parameters(self, values: Mapping[str, Any]) -> System:
         """A **new** system with the parameters named in ``values`` set (``self`` unchanged):
         a shallow copy where the system reads its parameters at call time, a fresh construction

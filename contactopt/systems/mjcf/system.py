@@ -68,7 +68,7 @@ from contactopt.core.arrays import SPARSE_FROM_NV
 from contactopt.core.errors import ContactoptError
 from contactopt.model.step import Bilateral, Contacts, Dynamics, FrictionLoss, NativeRows, Unilateral, as_vector
 from contactopt.systems.base import Parameter, ParameterError, System
-from contactopt.systems.mjcf import activations, candidates, compat, derivatives, keyframes, parameters
+from contactopt.systems.mjcf import activations, candidates, compat, copies, derivatives, keyframes, parameters
 from contactopt.systems.mjcf import constraints as mj_rows
 from contactopt.systems.mjcf.contacts import Chains, angular_friction, contact_jacobian, friction_problem
 from contactopt.systems.mjcf.mass import MassLayout
@@ -379,14 +379,9 @@ class MjcfSystem(System):
         return (f"mjcf({self.path.name}: nq={self.nq}, nv={self.nv}, bodies={self.model.nbody}, "
                 f"detection margin {self.detection_margin:g} m)")
 
-    def __getstate__(self) -> dict[str, Any]:  # picklable for process pools and Dask
-        return {"path": str(self.path), "detection_margin": self.detection_margin,
-                "extra_friction": self.extra_friction, "keyframe": self.keyframe, "parameters": self.parameter_arrays}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["detection_margin"], state.get("extra_friction", "model"),  # type: ignore[misc]
-                      keyframe=state.get("keyframe"))
-        parameters.reload(self, state.get("parameters"))
+    # pickling (process pools, Dask), deep copies and a batch world's evaluation copy, without reading the file
+    __getstate__, __setstate__, __deepcopy__ = copies.get_state, copies.set_state, copies.deep_copy
+    evaluation_copy = copies.evaluation_copy
 
     def coordinate_units(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Units by joint type (:func:`.candidates.coordinate_units`); MuJoCo's joint names do not say."""
