@@ -88,7 +88,7 @@ def brute_force(native: object, numbers: sap_rows.SapParameters) -> tuple[np.nda
             if j == 0:
                 R[i], v_hat[i] = max(near_rigid * w, compliant), min(-native.contact_distance[c] / (h + tau_d), v_max)
             else:
-                R[i] = sigma * (w if j < 3 else W[i, i])
+                R[i] = sigma * (w if j < 3 or W[i, i] == 0 else W[i, i])
     return R, v_hat
 
 
@@ -199,3 +199,51 @@ def test_bad_options_and_systems_without_rows_are_one_line() -> None:
     scene = co.load_scene("problems/box_slide.toml")
     with pytest.raises(ContactoptError, match="rows=model need an mjcf system"):
         co.simulate(scene, formulation="sap", solver="newton", options=ROWS, duration=0.01)
+
+
+@pytest.mark.parametrize(("formulation", "options"), [("sap", ROWS), ("regularized", {"params": "model",
+                                                                                      "form": "primal"})])
+def test_the_compiled_step_takes_mujocos_scaled_cones(formulation: str, options: dict[str, object]) -> None:
+    """limited_arm's condim 6 tip on the floor, elliptic (MuJoCo's cone ``f_n >= ||(f_i / mu_i)||``
+    with unequal mu_i): the compiled step solves it (GENERAL blocks, as cone_layout groups them:
+    soc_scaled) and its v' equals newton on the program object to 1e-12 of |v'| (the same blocks
+    in another order)."""
+    path = str(MJCF / "limited_arm.xml")
+    system = MjcfSystem(path)
+    model = mujoco.MjModel.from_xml_path(path)
+    model.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    system.native_model_data()[0].opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    system.native_cone = int(mujoco.mjtCone.mjCONE_ELLIPTIC)
+    h = float(model.opt.timestep)
+    stepper = NativeStepping(system, formulation, "newton", h, options)
+    taken = 0
+    for q, v in run_states(model, 2400, 400):
+        native = native_arrays(system, q, v, h, "elliptic")
+        if not np.any(native.contact_dim == 6):
+            continue
+        solved = stepper._solve_arrays(native)
+        assert solved is not None and solved[0].usable, solved
+        _, x, _, _, _, _ = stepper._solve_object(native)
+        ours = model_primal.next_velocity(native, x)
+        assert np.abs(solved[2] - ours).max() <= 1e-12 * max(1.0, np.abs(ours).max())
+        taken += 1
+    assert taken >= 3
+
+
+@pytest.mark.parametrize("options", [{}, ROWS])
+def test_a_torsion_row_that_moves_nothing_carries_nothing(options: dict[str, object]) -> None:
+    """limited_arm's condim 6 tip on the floor: its arm turns about y only, so the torsional row
+    (about the vertical normal) moves no dof and its Delassus diagonal is 0. Both of sap's builds
+    give it a positive R (plain sap raised 'R must be positive' there) and it carries no impulse."""
+    path = str(MJCF / "limited_arm.xml")
+    system = MjcfSystem(path)
+    model = mujoco.MjModel.from_xml_path(path)
+    h = float(model.opt.timestep)
+    q, v = run_states(model, 2400, 2400)[0]
+    _, program, _ = programs_at(system, q, v, h, options)
+    J = program.primal.J.toarray()
+    inert = np.flatnonzero(np.abs(J).max(axis=1) == 0)
+    assert inert.size and np.all(program.primal.R > 0)
+    solution = co.solve(program, "newton")
+    assert solution.status.usable, solution.message
+    assert np.all(program.variable(solution.x, "sigma")[inert] == 0.0)

@@ -81,7 +81,7 @@ def one_step_errors(path: str, cone: str, integrator: str | None = None, states:
 def test_array_step_matches_mj_step_on_every_row_type(cone: str, integrator: str) -> None:
     """Joint and tendon limits, a joint equality, dof and tendon frictionloss (box rows),
     damping, actuators, contacts of condim 1, 3, 4 and 6 (the elliptic cones of condim 4 and 6
-    are anisotropic: the program object takes those steps); RK4's four stage problems; tolerance
+    are MuJoCo's scaled cones: the compiled step's GENERAL blocks); RK4's four stage problems; tolerance
     as for params=model's dual (tests/test_mjcf_rows.py: MuJoCo's own Newton stops on its flat cost)."""
     errors = one_step_errors(str(MJCF / "limited_arm.xml"), cone, integrator)
     assert max(errors) < TOLERANCE[cone], errors

@@ -27,7 +27,8 @@ separation, negative in penetration), the regularization and bias (labels ours):
   :func:`contactopt.formulations.common.active_contacts`, as in every formulation.
 * Torsional and rolling rows (MJCF condim 4 and 6) join their contact's cone (MuJoCo's
   elliptic cone, :mod:`contactopt.formulations.angular_friction`) with ``R = sigma w_i``
-  (``w_i`` their Delassus diagonal) and ``v_hat = 0``, as friction rows.
+  (``w_i`` their Delassus diagonal; the contact's ``w`` where that is 0, a row that moves no
+  degree of freedom and so carries no impulse) and ``v_hat = 0``, as friction rows.
 * Friction: Coulomb's cone, ``||gamma_t|| <= mu gamma_n``, with the analytic projection of
   :mod:`contactopt.programs.cone_projection`; ``mu = 0`` (or ``dim = 1``) keeps only the
   normal row with ``gamma_n >= 0``.
@@ -256,6 +257,9 @@ class SAP(Formulation):
         if active.angular is not None:  # MuJoCo's elliptic cone of 3 + m_c rows: R = sigma w_i, v_hat = 0
             cone = primal_cone(active)
             angular_w = delassus_blocks(problem.dynamics, active.angular.J, 1)[:, 0, 0]
+            # a row that moves no dof (W_ii = 0: a sphere's torsion on a chain of y hinges) takes its
+            # contact's w: any R > 0 leaves an inert row's impulse 0, and R = 0 is no program
+            angular_w = np.where(angular_w > 0, angular_w, w[active.angular.contact])
             R, v_hat_rows = cone_values(cone, R_frame, options["sigma"] * angular_w), cone_values(cone, v_hat, 0.0)
             J, scale, cones, metadata = cone.rows, cone.scale, cone.cones, {**metadata, "angular_rows": True}
         return primal_step(problem, problem.dynamics, problem.v_free, J, R, v_hat_rows, scale, cones,

@@ -14,7 +14,7 @@ object (:func:`contactopt.formulations.model_primal.program`) and the compiled s
     contact c, rows [n, t1, t2, ...]:  w_c = ||W_cc||_F / d_c over its frame rows (d_c <= 3; (S9)),
         n:        R = max(near_rigid w_c, compliant),  v_hat = min(-phi_c / (h + tau_d), v_max)   (S7)-(S8)
         t1, t2:   R = sigma w_c,                        v_hat = 0
-        angular:  R = sigma W_ii,                       v_hat = 0      (as sap's torsional/rolling rows)
+        angular:  R = sigma W_ii (sigma w_c where W_ii = 0), v_hat = 0   (as sap's torsional/rolling rows)
     limit row:    R = max(near_rigid W_ii, compliant),  v_hat = min(-pos_i / (h + tau_d), v_max)
     equality row: R = near_rigid W_ii,                  v_hat = clip(-pos_i / (h + tau_d), -v_max, v_max)
     dry friction: R = sigma W_ii,                       v_hat = 0      (box rows |gamma| <= h frictionloss)
@@ -75,10 +75,6 @@ def sap_row_values(M: Any, J: Any, kind: Any, contact: Any, contact_address: Any
             c = contact[i]
             first = contact_address[c]
             j = i - first
-            if j >= 3 or (k == EDGE and contact_dim[c] > 1):
-                R[i] = sigma * W_ii  # an angular row (a pyramid's edges are not SAP's rows: sap_values refuses them)
-                v_hat[i] = 0.0
-                continue
             frame = min(contact_dim[c], 3) if k == CONE else 1
             total = 0.0
             for a in range(first, first + frame):
@@ -88,7 +84,12 @@ def sap_row_values(M: Any, J: Any, kind: Any, contact: Any, contact_address: Any
                         W_ab += J[a, col] * X[col, b]
                     total += W_ab * W_ab
             w = math.sqrt(total) / frame  # (S9)
-            if j == 0:
+            if j >= 3 or (k == EDGE and contact_dim[c] > 1):
+                # an angular row (a pyramid's edges are not SAP's rows: sap_values refuses them);
+                # one that moves no dof (W_ii = 0) takes the contact's w (module docstring)
+                R[i] = sigma * (W_ii if W_ii > 0.0 else w)
+                v_hat[i] = 0.0
+            elif j == 0:
                 R[i] = max(near_rigid * w, compliant)
                 v_hat[i] = min(-distance[c] / horizon, v_max)
             else:

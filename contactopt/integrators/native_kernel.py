@@ -21,8 +21,8 @@ from contactopt.solvers.newton import kernels
 
 __all__ = ["ANISOTROPIC", "ensure_compiled", "native_step"]
 
-#: Returned in place of a Newton status when a cone's tangential rows differ in scale or
-#: regularization (MuJoCo's anisotropic elliptic cone): the program object takes that step.
+#: Returned in place of a Newton status when a cone's unequal row scales hold one <= 0 (no friction cone):
+#: the program object takes that step (and its solver says what is wrong).
 ANISOTROPIC = -1
 
 _compiled = False
@@ -55,11 +55,6 @@ def native_step(M: Any, S: Any, v: Any, smooth_force: Any, acceleration_free: An
     order, free, nonneg, box, cone_start, cone_dim, J, R, v_hat, scale, bound = model_primal.ordered_rows(
         kind, contact, contact_address, J_rows, R_rows, v_hat_rows, cone_scale, bound_rows, dt)
     cones = cone_start.shape[0]
-    for k in range(cones):  # the kernel's SOC block is an isotropic friction cone
-        s, d = cone_start[k], cone_dim[k]
-        for i in range(s + 2, s + d):
-            if scale[i] != scale[s + 1] or R[i] != R[s + 1]:
-                return ANISOTROPIC, 0
     scalar = free + nonneg
     blocks = scalar + box + cones
     start, dim, block_kind = np.empty(blocks, np.int64), np.ones(blocks, np.int64), np.empty(blocks, np.int64)
@@ -70,8 +65,18 @@ def native_step(M: Any, S: Any, v: Any, smooth_force: Any, acceleration_free: An
         start[scalar + r], block_kind[scalar + r], mu[scalar + r] = m - box + r, kernels.BOX, bound[r]
     for k in range(cones):
         b = scalar + box + k
-        start[b], dim[b], block_kind[b] = cone_start[k], cone_dim[k], kernels.SOC
-        mu[b] = scale[cone_start[k] + 1] / scale[cone_start[k]] if cone_dim[k] > 1 else 0.0
+        s, d = cone_start[k], cone_dim[k]
+        start[b], dim[b] = s, d
+        if d == 1:
+            block_kind[b] = kernels.NONNEG
+            continue
+        kind_b, mu[b], scaled = cone_block(scale, R, s, d)
+        if kind_b < 0:  # a row scale <= 0: no friction cone (the program object says so)
+            return ANISOTROPIC, 0
+        block_kind[b] = kind_b
+        if scaled:
+            for i in range(s, s + d):  # MuJoCo's elliptic cone: S = scale / scale_n
+                row_scale[i] = scale[i] / scale[s]
     c = np.empty(nv)
     d_inv = np.empty(nv)
     for i in range(nv):
@@ -104,6 +109,39 @@ def native_step(M: Any, S: Any, v: Any, smooth_force: Any, acceleration_free: An
         v_next[j] = v[j] + step[j]
     model_primal.frame_kernel(x, contact_address, contact_dim, friction, pyramidal, frame)
     return code, iterations
+
+
+def _spread(values: Any, first: int, count: int) -> float:
+    """``max - min`` of ``values[first:first + count]``."""
+    low, high = values[first], values[first]
+    for i in range(first + 1, first + count):
+        low, high = min(low, values[i]), max(high, values[i])
+    return high - low
+
+
+def _largest(values: Any, first: int, count: int) -> float:
+    largest = 0.0
+    for i in range(first, first + count):
+        largest = max(largest, abs(values[i]))
+    return largest
+
+
+def cone_block(scale: Any, R: Any, s: int, d: int, rtol: float = 1e-9) -> tuple[int, float, bool]:
+    """``(Newton block kind, mu, scaled)`` of the friction cone at rows ``s..s+d`` as
+    :func:`contactopt.programs.cone_projection.cone_layout` groups it: SOC where the tangential
+    scales and ``R`` agree (``mu = scale_t / scale_n``), GENERAL with ``mu = scale_t / scale_n``
+    where only ``R`` differs (``soc_general``), GENERAL with ``mu = 1`` and row factors ``scale /
+    scale_n`` where the scales differ (``soc_scaled``, MuJoCo's condim 4 and 6); ``(-1, 0)``
+    where the scales differ and one is not positive; ``scaled`` for ``soc_scaled``."""
+    if _spread(scale, s + 1, d - 1) > rtol * _largest(scale, s + 1, d - 1):
+        for i in range(s, s + d):
+            if not scale[i] > 0.0:
+                return -1, 0.0, False
+        return kernels.GENERAL, 1.0, True
+    mu = scale[s + 1] / scale[s]
+    if _spread(R, s + 1, d - 1) <= rtol * _largest(R, s + 1, d - 1):
+        return kernels.SOC, mu, False
+    return kernels.GENERAL, mu, False
 
 
 def _judge(M: Any, J: Any, R: Any, scale: Any, v_hat: Any, c: Any, bound: Any, u: Any, gamma: Any, free: int,
@@ -139,4 +177,4 @@ def _judge(M: Any, J: Any, R: Any, scale: Any, v_hat: Any, c: Any, bound: Any, u
         residuals[i] = out[i]
 
 
-_KERNELS = ("_judge", "native_step")
+_KERNELS = ("_spread", "_largest", "cone_block", "_judge", "native_step")

@@ -202,7 +202,7 @@ class NativeStepping(TimeStepping):
 
     def _solve_arrays(self, native: NativeArrays) -> Any:
         """The compiled step (:func:`.native_kernel.native_step`) and its verdict, or None
-        where it does not take the rows (an anisotropic cone: the program object does)."""
+        where it does not take the rows (a cone with a row scale <= 0: the program object does)."""
         from contactopt.integrators import native_kernel
 
         native_kernel.ensure_compiled()
@@ -233,8 +233,8 @@ class NativeStepping(TimeStepping):
         return model_primal.row_values(native, None if self.sap is None else sap_rows.sap_values(native, self.sap))
 
     def _solve_object(self, native: NativeArrays) -> tuple[Status, FloatArray, int, str, Residuals, float]:
-        """The ``newton`` solver on the program object of the same arrays (large or anisotropic
-        programs): ``(status, row impulses x in the system's order, ...)``."""
+        """The ``newton`` solver on the program object of the same arrays (large programs, or a
+        cone the kernel refuses): ``(status, row impulses x in the system's order, ...)``."""
         rows = model_primal.primal_rows(native, self._row_values(native))
         metadata = ({"formulation": "regularized", "params": "model"} if self.sap is None
                     else {"formulation": "sap", "rows": "model"})
