@@ -136,6 +136,20 @@ def cases() -> list[Case]:
             lambda: co.simulate_batch("cart_wall", size=2)), expect="answer",
              check=lambda batch: None if batch.completed.all() and batch.q.shape == (2, 21, 1)
              and abs(float(batch.q[1, -1, 0])) < 1e-9 else f"{batch.q.shape}, completed {batch.completed}"),
+        Case(api, "simulate_batch workers=0", api_call(lambda: co.simulate_batch(scene(), size=2, workers=0))),
+        Case(api, "simulate_batch workers=2 with a lambda controller", api_call(
+            lambda: co.simulate_batch(scene(), size=2, workers=2, controllers=lambda t, q, v: np.zeros(1)))),
+        Case(api, "simulate_batch workers=2, 2 worlds (accepted)", api_call(
+            lambda: co.simulate_batch("cart_wall", size=2, workers=2)), expect="answer",
+             check=lambda batch: None if batch.completed.all() and abs(float(batch.q[1, -1, 0])) < 1e-9
+             else f"completed {batch.completed}"),
+        # --- sap over the system's own rows -----------------------------------------------------
+        Case(cli, "run: sap -o rows=model on a textbook scene", cli_call("run", "cart_wall", "--formulation", "sap",
+                                                                          "--solver", "newton", "-o", "rows=model")),
+        Case(cli, "run: sap -o rows=mujoco", cli_call("run", "cart_wall", "--formulation", "sap", "-o", "rows=mujoco")),
+        Case(api, "sap rows=model with epsilon", api_call(
+            lambda: co.simulate("box_slide_mjcf", formulation="sap", solver="newton",
+                                options={"rows": "model", "epsilon": 0.01}, duration=0.01))),
         # --- the Coulomb solvers' last resort --------------------------------------------------
         Case(api, "nsgs last_resort='pgs'", api_call(
             lambda: co.solve(co.formulate(scene().system, [1.0], [-1.0], 0.1, "coulomb"), "nsgs",
