@@ -27,7 +27,6 @@ from contactopt.formulations import get, model_primal, sap_rows
 from contactopt.integrators.time_stepping import build_step_problem
 from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT
 from contactopt.model.step import State
-from contactopt.programs import primal_arrays
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -35,7 +34,7 @@ from contactopt.integrators.native_step import NativeStepping  # noqa: E402
 from contactopt.systems.mjcf.native_arrays import native_arrays  # noqa: E402
 from contactopt.systems.mjcf.system import MjcfSystem  # noqa: E402
 from tests.test_mjcf_rows import suite_model  # noqa: E402
-from tests.test_native_step import sampled_states  # noqa: E402
+from tests.test_native_step import assert_compiled_assembly_is_the_object, sampled_states  # noqa: E402
 
 MJCF = Path(__file__).resolve().parent.parent / "problems" / "mjcf"
 ROWS = {"rows": "model"}
@@ -153,16 +152,8 @@ def test_compiled_step_and_program_object_are_one_build(path: str) -> None:
         assert next_state is not None, record.message
         assert np.abs(next_state.v - ours).max() <= 1e-12 * max(1.0, np.abs(ours).max())
         native = native_arrays(system, q, v, h, "elliptic")
-        rows = model_primal.primal_rows(native, stepper._row_values(native))
-        primal_arrays.ensure_compiled()
-        v_sol, gamma = program.variable(solution.x, "v_next"), program.variable(solution.x, "sigma")
-        Pp, Pi, Px, Ap, Ai, Ax, b, c, _, _ = primal_arrays.conic_arrays(
-            native.M, np.ascontiguousarray(native.J[rows.order]), rows.R, rows.scale, rows.v_hat,
-            program.c[:native.nv], rows.box_bound, v_sol, gamma)
-        for ours_part, theirs in ((Pp, program.P.indptr), (Pi, program.P.indices), (Px, program.P.data),
-                                  (Ap, program.A.indptr), (Ai, program.A.indices), (Ax, program.A.data),
-                                  (b, program.b), (c, program.c)):
-            np.testing.assert_array_equal(ours_part, theirs)
+        assert_compiled_assembly_is_the_object(native, model_primal.primal_rows(native, stepper._row_values(native)),
+                                               program, solution)
 
 
 def test_a_box_at_rest_carries_its_weight_and_records_its_contacts() -> None:

@@ -94,6 +94,22 @@ def test_array_step_matches_mj_step_on_control_suite(name: str, cone: str) -> No
     assert max(errors) < TOLERANCE[cone], errors
 
 
+def assert_compiled_assembly_is_the_object(native: object, rows: model_primal.PrimalRows, program: object,
+                                           solution: object) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled step's conic arrays of ``native``'s ordered ``rows`` at ``solution`` equal the
+    program object's entry for entry; returns the assembly's ``(x, y)``."""
+    primal_arrays.ensure_compiled()
+    v_sol, gamma = program.variable(solution.x, "v_next"), program.variable(solution.x, "sigma")
+    Pp, Pi, Px, Ap, Ai, Ax, b, c, x, y = primal_arrays.conic_arrays(
+        native.M, np.ascontiguousarray(native.J[rows.order]), rows.R, rows.scale, rows.v_hat,
+        program.c[:native.nv], rows.box_bound, v_sol, gamma)
+    for ours_part, theirs in ((Pp, program.P.indptr), (Pi, program.P.indices), (Px, program.P.data),
+                              (Ap, program.A.indptr), (Ai, program.A.indices), (Ax, program.A.data),
+                              (b, program.b), (c, program.c)):
+        np.testing.assert_array_equal(ours_part, theirs)
+    return x, y
+
+
 @pytest.mark.parametrize("path", [str(MJCF / "limited_arm.xml"), str(MJCF / "box_stack.xml"),
                                   str(MJCF / "tendon_gripper.xml"), "walker"])
 def test_compiled_step_and_program_object_are_one_build(path: str) -> None:
@@ -118,16 +134,7 @@ def test_compiled_step_and_program_object_are_one_build(path: str) -> None:
         assert next_state is not None, record.message
         assert np.abs(next_state.v - ours).max() <= 1e-12 * max(1.0, np.abs(ours).max())
         native = native_arrays(system, q, v, h)
-        rows = model_primal.primal_rows(native)
-        primal_arrays.ensure_compiled()
-        v_sol, gamma = program.variable(solution.x, "v_next"), program.variable(solution.x, "sigma")
-        Pp, Pi, Px, Ap, Ai, Ax, b, c, x, y = primal_arrays.conic_arrays(
-            native.M, np.ascontiguousarray(native.J[rows.order]), rows.R, rows.scale, rows.v_hat,
-            program.c[:native.nv], rows.box_bound, v_sol, gamma)
-        for ours_part, theirs in ((Pp, program.P.indptr), (Pi, program.P.indices), (Px, program.P.data),
-                                  (Ap, program.A.indptr), (Ai, program.A.indices), (Ax, program.A.data),
-                                  (b, program.b), (c, program.c)):
-            np.testing.assert_array_equal(ours_part, theirs)
+        x, y = assert_compiled_assembly_is_the_object(native, model_primal.primal_rows(native), program, solution)
         np.testing.assert_allclose(x, solution.x, rtol=0, atol=1e-15 * max(1.0, np.abs(solution.x).max()))
         np.testing.assert_array_equal(y, solution.y)
         expected, slack = conic_check(program, solution.x, solution.y)

@@ -115,6 +115,25 @@ def jit_in_place(namespace: dict[str, Any], names: tuple[str, ...], **options: A
                 namespace[name] = njit(namespace[name], **options)
 
 
+def in_place_once(namespace: dict[str, Any], names: tuple[str, ...],
+                  before: tuple[Callable[[], None], ...] = ()) -> Callable[[], None]:
+    """A module's ``ensure_compiled``: its kernels ``names`` replaced by numba dispatchers
+    (:func:`jit_in_place`) at the first call, after ``before`` (the ``ensure_compiled`` of the
+    modules whose kernels they call: numba resolves a kernel's globals when it compiles it);
+    without numba, nothing (the kernels run as plain Python)."""
+    done = [False]
+
+    def ensure_compiled() -> None:
+        if done[0] or not ENABLED:
+            return
+        for callee in before:
+            callee()
+        jit_in_place(namespace, names)
+        done[0] = True
+
+    return ensure_compiled
+
+
 class LazyKernel:
     """A kernel's loop function, compiled by numba at the first call of this object, once: under
     a lock, as two threads' first calls would otherwise compile it twice. ``before`` runs first

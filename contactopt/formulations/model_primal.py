@@ -120,16 +120,7 @@ def frame_kernel(impulses: FloatArray, contact_address: IntArray, contact_dim: I
 
 
 _KERNELS = ("row_order", "model_targets", "ordered_rows", "frame_kernel")
-_compiled = False
-
-
-def ensure_compiled() -> None:
-    """This module's kernels as numba dispatchers (plain Python without numba)."""
-    global _compiled
-    if _compiled or not jit.ENABLED:
-        return
-    jit.jit_in_place(globals(), _KERNELS)
-    _compiled = True
+ensure_compiled = jit.in_place_once(globals(), _KERNELS)
 
 
 def model_targets(J_rows: FloatArray, a_ref: FloatArray, v: FloatArray, dt: float) -> FloatArray:

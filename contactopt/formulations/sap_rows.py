@@ -98,16 +98,7 @@ def sap_row_values(M: Any, J: Any, kind: Any, contact: Any, contact_address: Any
 
 
 _KERNELS = ("sap_row_values",)
-_compiled = False
-
-
-def ensure_compiled() -> None:
-    """This module's kernel as a numba dispatcher (plain Python without numba)."""
-    global _compiled
-    if _compiled or not jit.ENABLED:
-        return
-    jit.jit_in_place(globals(), _KERNELS)
-    _compiled = True
+ensure_compiled = jit.in_place_once(globals(), _KERNELS)
 
 
 def parameters(options: Any, dt: float, v_max: float) -> SapParameters:

@@ -25,21 +25,6 @@ __all__ = ["ANISOTROPIC", "ensure_compiled", "native_step"]
 #: the program object takes that step (and its solver says what is wrong).
 ANISOTROPIC = -1
 
-_compiled = False
-
-
-def ensure_compiled() -> None:
-    """Compile the callees first (numba resolves a kernel's globals when it compiles it)."""
-    global _compiled
-    if _compiled or not jit.ENABLED:
-        return
-    kernels.ensure_compiled()
-    model_primal.ensure_compiled()
-    primal_arrays.ensure_compiled()
-    relative_kernel.ensure_compiled()
-    jit.jit_in_place(globals(), _KERNELS)
-    _compiled = True
-
 
 def native_step(M: Any, S: Any, v: Any, smooth_force: Any, acceleration_free: Any, J_rows: Any, R_rows: Any,
                 v_hat_rows: Any, kind: Any, bound_rows: Any, cone_scale: Any, contact: Any, contact_address: Any,
@@ -178,3 +163,7 @@ def _judge(M: Any, J: Any, R: Any, scale: Any, v_hat: Any, c: Any, bound: Any, u
 
 
 _KERNELS = ("_spread", "_largest", "cone_block", "_judge", "native_step")
+#: Compiles the callees first (numba resolves a kernel's globals when it compiles it).
+ensure_compiled = jit.in_place_once(globals(), _KERNELS, before=(
+    kernels.ensure_compiled, model_primal.ensure_compiled, primal_arrays.ensure_compiled,
+    relative_kernel.ensure_compiled))

@@ -26,15 +26,7 @@ IntArray = NDArray[np.int64]
 __all__ = ["conic_arrays", "ensure_compiled"]
 
 _KERNELS = ("conic_arrays",)
-_compiled = False
-
-
-def ensure_compiled() -> None:
-    global _compiled
-    if _compiled or not jit.ENABLED:
-        return
-    jit.jit_in_place(globals(), _KERNELS)
-    _compiled = True
+ensure_compiled = jit.in_place_once(globals(), _KERNELS)
 
 
 def conic_arrays(A: FloatArray, J: FloatArray, R: FloatArray, scale: FloatArray, v_hat: FloatArray,
