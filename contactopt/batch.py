@@ -11,7 +11,7 @@ carries the status, ``completed[i]`` is False) and the other worlds go on; one
 Each world runs on a private copy of the scene (a system holds mutable evaluation state:
 MuJoCo's data, its caches), so nothing one world computes reaches another. With ``workers = 1``
 the worlds run one after the other in this process; with ``workers = k > 1`` they are shared out
-to ``k`` worker processes (forked where the platform can, else spawned), each world still one
+to ``k`` worker processes (forked on Linux, else spawned), each world still one
 ``simulate`` of its own, so the results are the same numbers whichever way they ran: a batch of
 worlds on the step as arrays (``docs/architecture.md``, "The step as arrays") then costs about
 ``B / k`` single runs. The worlds' warnings are raised again here, in world order.
@@ -20,6 +20,7 @@ worlds on the step as arrays (``docs/architecture.md``, "The step as arrays") th
 from __future__ import annotations
 
 import dataclasses
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -186,9 +187,9 @@ def simulate_batch(
     worlds: list[Trajectory] = []
     steps = 0
     for i, (traj, caught) in enumerate(results):
-        for category, message in caught:  # what is not the stop of a world is passed on as it was
+        for category, message, filename, lineno in caught:  # what is not the stop of a world, as it was
             if not issubclass(category, PartialTrajectoryWarning):
-                warnings.warn(message, category, stacklevel=2)
+                warnings.warn_explicit(message, category, filename, lineno)
         traj.info["world"] = i
         worlds.append(traj)
         steps = max(steps, _planned_steps(traj, scene.max_steps if max_steps is None else max_steps))
@@ -201,7 +202,7 @@ def simulate_batch(
     return BatchTrajectory.from_worlds(worlds, steps, values)
 
 
-Caught = list[tuple[type[Warning], str]]
+Caught = list[tuple[type[Warning], str, str, int]]
 
 
 @dataclass(frozen=True)
@@ -219,11 +220,12 @@ class _Batch:
 
 
 def _one_world(batch: _Batch, i: int, run: Mapping[str, Any]) -> tuple[Trajectory, Caught]:
-    """World ``i``'s ``simulate`` and the warnings it raised (category, message)."""
+    """World ``i``'s ``simulate`` and the warnings it showed under the caller's filters (a world's
+    stop always), each ``(category, message, filename, lineno)`` to be raised again as it was."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("always", PartialTrajectoryWarning)
         traj = simulate(batch.world(i), controller=batch.controllers[i], **run)
-    return traj, [(warning.category, str(warning.message)) for warning in caught]
+    return traj, [(warning.category, str(warning.message), warning.filename, warning.lineno) for warning in caught]
 
 
 _POOL_BATCH: tuple[_Batch, Mapping[str, Any]] | None = None  # a worker process's batch (_start_worker)
@@ -263,7 +265,7 @@ def _run_worlds(batch: _Batch, run: Mapping[str, Any], workers: int, bar: Any) -
                               f"cannot ({type(error).__name__}: {error}); give a ControlSpec or a module-level "
                               "function, or workers=1") from None
     batch.world(0)  # what the worlds' copies share is loaded once, here, before the workers fork
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    method = "fork" if sys.platform.startswith("linux") else "spawn"  # fork is unsafe on macOS
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
                              initializer=_start_worker, initargs=(batch, run)) as pool:
         results = []

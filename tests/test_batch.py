@@ -162,3 +162,42 @@ def test_system_copies_deep_evaluation_and_pickled() -> None:
     reference = system.dynamics(q, 0 * v).tau
     for twin in (world, loaded):
         np.testing.assert_array_equal(twin.dynamics(q, 0 * v).tau, reference)
+
+
+def noisy_controller(t: float, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """A module-level controller (picklable) that warns at every call."""
+    warnings.warn("noisy controller", UserWarning, stacklevel=1)
+    return np.zeros(1)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_world_warnings_follow_the_callers_filters(workers: int) -> None:
+    """A world's warning is raised again as it was (its category and origin: this file), and one the
+    caller's filters ignore stays ignored."""
+    pytest.importorskip("mujoco")
+    scene = co.load_scene("dm_cartpole")  # one actuator
+    scene = dataclasses.replace(scene, duration=3 * scene.dt)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        co.simulate_batch(scene, size=2, controllers=noisy_controller, workers=workers)
+    noisy = [w for w in shown if str(w.message) == "noisy controller"]
+    assert noisy and all(w.category is UserWarning and w.filename == __file__ for w in noisy)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message="noisy controller")
+        co.simulate_batch(scene, size=2, controllers=noisy_controller, workers=workers)
+    assert not [w for w in shown if str(w.message) == "noisy controller"]
+
+
+def test_mjcf_worlds_in_worker_processes_equal_the_worlds_here() -> None:
+    """Evaluation copies under fork: box_plane worlds on the step as arrays (sap -o rows=model),
+    in two processes and here, are the same numbers."""
+    pytest.importorskip("mujoco")
+    scene = co.load_scene(PROBLEMS / "mjcf" / "box_plane.xml")
+    V0 = np.zeros((3, scene.system.nv))
+    V0[:, 0] = [0.0, 0.5, 1.0]
+    run = dict(formulation="sap", solver="newton", options={"rows": "model"}, duration=0.05)
+    here = co.simulate_batch(scene, v0=V0, **run)  # type: ignore[arg-type]
+    there = co.simulate_batch(scene, v0=V0, workers=2, **run)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(here.q, there.q)
+    assert there.completed.all() and there.q[2, -1, 0] - there.q[0, -1, 0] > 1e-3

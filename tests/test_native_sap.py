@@ -134,12 +134,17 @@ def test_every_row_kinds_values_are_s7_to_s9(stiffness: float, tmp_path: Path) -
     assert compliant == (pytest.approx(1.0 / (0.002 * stiffness * 0.002)) if math.isfinite(stiffness) else 0.0)
 
 
-@pytest.mark.parametrize("path", [str(MJCF / "limited_arm.xml"), str(MJCF / "box_stack.xml"), "walker"])
-def test_compiled_step_and_program_object_are_one_build(path: str) -> None:
+@pytest.mark.parametrize(("path", "integrator"), [
+    (str(MJCF / "limited_arm.xml"), None), (str(MJCF / "limited_arm.xml"), "mjINT_IMPLICITFAST"),
+    (str(MJCF / "limited_arm.xml"), "mjINT_RK4"), (str(MJCF / "box_stack.xml"), None), ("walker", None)])
+def test_compiled_step_and_program_object_are_one_build(path: str, integrator: str | None) -> None:
     """co.formulate's program and the compiled step read the same arrays: the object's conic
     arrays equal the compiled assembly's exactly, and the compiled step's v' equals co.solve +
-    recover to 1e-12 of |v'| (as tests/test_native_step.py holds for params=model)."""
+    recover to 1e-12 of |v'| (as tests/test_native_step.py holds for params=model), under the
+    model's Euler, implicitfast (its step matrix M - h D) and RK4 (sap takes one program a step)."""
     system = MjcfSystem(suite_model(path) if path == "walker" else path)
+    if integrator is not None:
+        system.native_model_data()[0].opt.integrator = getattr(mujoco.mjtIntegrator, integrator)
     h = float(system.native_model_data()[0].opt.timestep)
     stepper = NativeStepping(system, "sap", "newton", h, ROWS)
     formulation = get("sap")
@@ -238,3 +243,28 @@ def test_a_torsion_row_that_moves_nothing_carries_nothing(options: dict[str, obj
     solution = co.solve(program, "newton")
     assert solution.status.usable, solution.message
     assert np.all(program.variable(solution.x, "sigma")[inert] == 0.0)
+
+
+def test_the_kernels_cone_blocks_are_cone_layouts_groups() -> None:
+    """native_kernel.cone_block against cone_projection.cone_layout on the three kinds of cone
+    (isotropic, unequal tangential R, unequal scales) and a row scale of 0 (refused by both)."""
+    from contactopt.integrators import native_kernel
+    from contactopt.programs import SOC
+    from contactopt.programs.cone_projection import cone_layout
+    from contactopt.solvers.newton import kernels
+
+    native_kernel.ensure_compiled()
+    codes = {"soc": kernels.SOC, "soc_general": kernels.GENERAL, "soc_scaled": kernels.GENERAL}
+    for scale, R, expected in (
+            ([1.0, 0.5, 0.5], [2.0, 1e-3, 1e-3], "soc"), ([1.0, 0.5, 0.5], [2.0, 1e-3, 2e-3], "soc_general"),
+            ([1.0, 0.5, 0.5, 0.02, 0.001, 0.001], [2.0] + [1e-3] * 5, "soc_scaled"),
+            ([1.0, 0.5, 0.5 * (1 + 1e-12)], [2.0, 1e-3, 1e-3 * (1 + 1e-12)], "soc")):
+        scale_array, R_array = np.array(scale), np.array(R)
+        layout = cone_layout((SOC(len(scale)),), scale_array, R_array)
+        group = layout.groups[0]
+        kind, mu, scaled = native_kernel.cone_block(scale_array, R_array, 0, len(scale))
+        assert group.kind == expected and kind == codes[expected] and scaled == (expected == "soc_scaled")
+        assert mu == group.mu[0]
+    zero = np.array([1.0, 0.0, 0.0])
+    assert isinstance(cone_layout((SOC(3),), zero, np.ones(3)), str)
+    assert native_kernel.cone_block(zero, np.ones(3), 0, 3)[0] == -1

@@ -21,8 +21,8 @@ from contactopt.solvers.newton import kernels
 
 __all__ = ["ANISOTROPIC", "ensure_compiled", "native_step"]
 
-#: Returned in place of a Newton status when a cone's unequal row scales hold one <= 0 (no friction cone):
-#: the program object takes that step (and its solver says what is wrong).
+#: Returned in place of a Newton status when a cone has a row scale <= 0 (no friction cone): the
+#: program object takes that step (and its solver says what is wrong).
 ANISOTROPIC = -1
 
 
@@ -117,11 +117,11 @@ def cone_block(scale: Any, R: Any, s: int, d: int, rtol: float = 1e-9) -> tuple[
     scales and ``R`` agree (``mu = scale_t / scale_n``), GENERAL with ``mu = scale_t / scale_n``
     where only ``R`` differs (``soc_general``), GENERAL with ``mu = 1`` and row factors ``scale /
     scale_n`` where the scales differ (``soc_scaled``, MuJoCo's condim 4 and 6); ``(-1, 0)``
-    where the scales differ and one is not positive; ``scaled`` for ``soc_scaled``."""
+    where a row scale is not positive (``cone_layout`` refuses it); ``scaled`` for ``soc_scaled``."""
+    for i in range(s, s + d):
+        if not scale[i] > 0.0:
+            return -1, 0.0, False
     if _spread(scale, s + 1, d - 1) > rtol * _largest(scale, s + 1, d - 1):
-        for i in range(s, s + d):
-            if not scale[i] > 0.0:
-                return -1, 0.0, False
         return kernels.GENERAL, 1.0, True
     mu = scale[s + 1] / scale[s]
     if _spread(R, s + 1, d - 1) <= rtol * _largest(R, s + 1, d - 1):

@@ -166,11 +166,12 @@ class NativeStepping(TimeStepping):
             self.system.set_activation(state.act)
         start = time.perf_counter()
         native = native_arrays(self.system, state.q, state.v, self.dt, self.cone)
+        values = self._row_values(native)  # the rows' (R, v_hat): part of the build
         build_time = time.perf_counter() - start
         self.last_native = native
-        solved = self._solve_arrays(native) if native.nv <= DENSE_MAX and kernels.AVAILABLE else None
+        solved = self._solve_arrays(native, values) if native.nv <= DENSE_MAX and kernels.AVAILABLE else None
         if solved is None:
-            status, x, iterations, message, residuals, solve_time = self._solve_object(native)
+            status, x, iterations, message, residuals, solve_time = self._solve_object(native, values)
             v_next, frame = model_primal.next_velocity(native, x), model_primal.frame_impulses(native, x)
         else:
             status, x, v_next, frame, iterations, message, residuals, solve_time = solved
@@ -200,14 +201,14 @@ class NativeStepping(TimeStepping):
         record["message"] = f"{tableau.name}: {tableau.stages} stage programs; {record['message']}"
         return runge_kutta.final_state(self.system, tableau, state, rates, self.dt)
 
-    def _solve_arrays(self, native: NativeArrays) -> Any:
+    def _solve_arrays(self, native: NativeArrays, values: tuple[FloatArray, FloatArray] | None = None) -> Any:
         """The compiled step (:func:`.native_kernel.native_step`) and its verdict, or None
         where it does not take the rows (a cone with a row scale <= 0: the program object does)."""
         from contactopt.integrators import native_kernel
 
         native_kernel.ensure_compiled()
         opts = self.newton
-        R_rows, v_hat_rows = self._row_values(native)
+        R_rows, v_hat_rows = self._row_values(native) if values is None else values
         v_next, x = np.empty(native.nv), np.empty(native.m)
         frame, numbers = np.empty((native.contact_count, 3)), np.empty(6)
         start = time.perf_counter()
@@ -232,10 +233,11 @@ class NativeStepping(TimeStepping):
         or MuJoCo's own (:func:`contactopt.formulations.model_primal.row_values`)."""
         return model_primal.row_values(native, None if self.sap is None else sap_rows.sap_values(native, self.sap))
 
-    def _solve_object(self, native: NativeArrays) -> tuple[Status, FloatArray, int, str, Residuals, float]:
+    def _solve_object(self, native: NativeArrays, values: tuple[FloatArray, FloatArray] | None = None
+                      ) -> tuple[Status, FloatArray, int, str, Residuals, float]:
         """The ``newton`` solver on the program object of the same arrays (large programs, or a
         cone the kernel refuses): ``(status, row impulses x in the system's order, ...)``."""
-        rows = model_primal.primal_rows(native, self._row_values(native))
+        rows = model_primal.primal_rows(native, self._row_values(native) if values is None else values)
         metadata = ({"formulation": "regularized", "params": "model"} if self.sap is None
                     else {"formulation": "sap", "rows": "model"})
         program = model_primal.program(native, rows, {**metadata, "dt": self.dt, "nv": native.nv})

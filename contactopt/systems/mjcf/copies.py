@@ -38,7 +38,9 @@ def evaluation_copy(system: Any) -> Any:
     """A system whose evaluation state is its own (MuJoCo's data, the caches) and whose MuJoCo
     models are the original's: a run reads a model and never changes it (the native evaluation
     sets the step's ``timestep`` and ``cone`` before every use), so B worlds share one model as
-    MJX's batch does; each ``MjData`` is copied whole (``mj_copyData``). The model as written
+    MJX's batch does; each ``MjData`` is copied whole (``mj_copyData``). Copies of one system are
+    for runs one after the other or in other processes, not in threads of one process (those
+    evaluations write the shared model's ``timestep`` and ``cone``). The model as written
     (``native_model_data``) is loaded once, on the original, for every copy to share."""
     system.native_model_data()
     mujoco = system.mujoco
