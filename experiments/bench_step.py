@@ -55,7 +55,8 @@ BOX_CASES: list[Case] = [("anitescu", "clarabel", {}), ("ccp", "clarabel", {}), 
 PILE_CASES: list[Case] = [("regularized", "clarabel", {"cone": "elliptic"}), ("regularized", "clarabel", {}),
                           ("anitescu", "osqp", {}), ("regularized", "pgs", {"cone": "elliptic"}),
                           ("ccp", "clarabel", {"form": "dual"}), ("regularized", "newton", {"form": "primal"}),
-                          ("sap", "newton", {}), ("coulomb", "nsgs", {}), ("coulomb", "nsn", {})]
+                          ("sap", "newton", {}), ("sap", "newton", {"rows": "model"}), ("coulomb", "nsgs", {}),
+                          ("coulomb", "nsn", {})]
 GRID_CASES: list[Case] = [("anitescu", "clarabel", {}), ("regularized", "clarabel", {}), ("anitescu", "osqp", {})]
 RADIUS, SPACING = 0.05, 0.2
 BOX_LIMIT_MS, BOX_SAP_LIMIT_MS = 0.35, 0.15  # issue 10 (four rows, both boxes), issue 11 (sap/newton)
