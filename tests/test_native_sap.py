@@ -66,6 +66,26 @@ def test_on_contact_rows_alone_it_is_saps_own_program(name: str) -> None:
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12 * max(1.0, float(np.abs(theirs).max())))
 
 
+DAMPED_BOX = """<mujoco><option timestep="0.002" integrator="implicitfast"/><worldbody>
+<geom type="plane" size="1 1 0.1"/><body pos="0 0 0.0995"><joint type="free" damping="3"/>
+<geom type="box" size="0.1 0.1 0.1" mass="1"/></body></worldbody></mujoco>"""
+
+
+def test_a_damped_box_under_implicitfast_is_saps_own_program(tmp_path: Path) -> None:
+    """A box whose free joint is damped, under implicitfast: the primal's A is the step matrix
+    M + h diag(damping) (sap's own step_dynamics), not M, and v* = v + h A^-1 tau, as in sap's
+    own build (1e-12); the damping is large enough to show (A differs from M by 0.6 %)."""
+    (tmp_path / "damped.xml").write_text(DAMPED_BOX)
+    system = MjcfSystem(str(tmp_path / "damped.xml"))
+    q, v = np.array([0, 0, 0.0995, 1, 0, 0, 0.0]), np.array([0.3, 0, -0.2, 0, 0.5, 0])
+    _, own, _ = programs_at(system, q, v, 0.002, {})
+    _, model, _ = programs_at(system, q, v, 0.002, ROWS)
+    a, b = own.primal, model.primal
+    assert np.abs(a.A.toarray() - system.dynamics(q, v).M).max() > 1e-3
+    for ours, theirs in ((b.A.toarray(), a.A.toarray()), (b.v_star, a.v_star), (b.R, a.R), (b.v_hat, a.v_hat)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12 * max(1.0, float(np.abs(theirs).max())))
+
+
 def brute_force(native: object, numbers: sap_rows.SapParameters) -> tuple[np.ndarray, np.ndarray]:
     """(S7)-(S9) row by row from a dense ``W = J M^{-1} J^T`` (sap_rows' module docstring)."""
     near_rigid, compliant, sigma, tau_d, v_max = numbers
@@ -84,7 +104,9 @@ def brute_force(native: object, numbers: sap_rows.SapParameters) -> tuple[np.nda
             first, j = native.contact_address[c], i - native.contact_address[c]
             frame = min(int(native.contact_dim[c]), 3) if kind == CONE else 1
             w = np.linalg.norm(W[first:first + frame, first:first + frame]) / frame
-            if j == 0:
+            if w == 0:
+                R[i] = 1.0
+            elif j == 0:
                 R[i], v_hat[i] = max(near_rigid * w, compliant), min(-native.contact_distance[c] / (h + tau_d), v_max)
             else:
                 R[i] = sigma * (w if j < 3 or W[i, i] == 0 else W[i, i])
@@ -156,7 +178,7 @@ def test_compiled_step_and_program_object_are_one_build(path: str, integrator: s
         next_state, record = stepper.step(State(q, v, 0.0, np.zeros(system.na)))
         assert next_state is not None, record.message
         assert np.abs(next_state.v - ours).max() <= 1e-12 * max(1.0, np.abs(ours).max())
-        native = native_arrays(system, q, v, h, "elliptic")
+        native = sap_rows.sap_arrays(native_arrays(system, q, v, h, "elliptic"))
         assert_compiled_assembly_is_the_object(native, model_primal.primal_rows(native, stepper._row_values(native)),
                                                program, solution)
 
@@ -215,6 +237,8 @@ def test_the_compiled_step_takes_mujocos_scaled_cones(formulation: str, options:
     taken = 0
     for q, v in run_states(model, 2400, 400):
         native = native_arrays(system, q, v, h, "elliptic")
+        if formulation == "sap":
+            native = sap_rows.sap_arrays(native)
         if not np.any(native.contact_dim == 6):
             continue
         solved = stepper._solve_arrays(native)

@@ -222,8 +222,10 @@ def frame_impulses(native: NativeArrays, impulses: FloatArray) -> FloatArray:
     return out
 
 
-def recover(problem: StepProblem, program: PrimalConicProgram, solution: Solution) -> StepResult:
-    """``v'`` and the impulses of the step's own rows (the native rows' maps) from a solution."""
+def recover(problem: StepProblem, program: PrimalConicProgram, solution: Solution,
+            arrays: NativeArrays | None = None) -> StepResult:
+    """``v'`` and the impulses of the step's own rows (the native rows' maps) from a solution;
+    ``v'`` by :func:`next_velocity` of ``arrays`` (default: the step's own)."""
     native = problem.native
     assert native is not None and native.arrays is not None
     gamma = np.asarray(program.variable(solution.x, "sigma"), dtype=np.float64)
@@ -231,6 +233,6 @@ def recover(problem: StepProblem, program: PrimalConicProgram, solution: Solutio
     x[np.asarray(program.metadata["order"], dtype=np.int64)] = gamma
     maps = native.maps
     impulses = np.asarray(maps["contacts"] @ x).reshape(problem.contacts.count, problem.contacts.dim)
-    return StepResult(v_next=next_velocity(native.arrays, x), impulses=impulses,
+    return StepResult(v_next=next_velocity(native.arrays if arrays is None else arrays, x), impulses=impulses,
                       bilateral=np.asarray(maps["bilateral"] @ x), limits=np.asarray(maps["limits"] @ x),
                       friction_loss=np.asarray(maps["friction_loss"] @ x))

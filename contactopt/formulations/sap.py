@@ -268,8 +268,9 @@ class SAP(Formulation):
     def recover(self, problem: StepProblem, program: Program, solution: Solution) -> StepResult:
         assert isinstance(program, ConicProgram)
         if program.metadata.get("rows") == "model":
-            assert isinstance(program, PrimalConicProgram)
-            return model_primal.recover(problem, program, solution)
+            assert isinstance(program, PrimalConicProgram) and problem.native is not None
+            assert problem.native.arrays is not None
+            return model_primal.recover(problem, program, solution, sap_rows.sap_arrays(problem.native.arrays))
         active = select_contacts(problem.contacts, program.metadata["contacts"])
         return recover_primal(problem, program, solution, active.index,
                               contact_rows(active.mu, problem.contacts.dim)[0])
@@ -282,7 +283,7 @@ def model_rows_program(problem: StepProblem, options: Mapping[str, Any], name: s
     if native is None or native.arrays is None:
         raise OptionError(f"formulation {name!r}: rows=model needs the system's own constraint rows as arrays "
                           "(an mjcf system, built through simulate/formulate)")
-    arrays = native.arrays
+    arrays = sap_rows.sap_arrays(native.arrays)
     values = sap_rows.sap_values(arrays, sap_rows.parameters(options, problem.dt, recovery_speed(problem, options)))
     metadata = {"formulation": name, "rows": "model", "dt": problem.dt, "t": problem.state.t, "nv": problem.nv,
                 "native": dict(native.info)}

@@ -4,7 +4,8 @@ Han 2022, sec. V) over the system's own constraint rows as arrays
 elliptic cones, so that a contact's rows are its frame ``[n, t1, t2]`` and its torsional and
 rolling rows).
 
-One function (:func:`sap_row_values`) gives each row its ``R`` and ``v_hat``; both the program
+The primal's ``A`` is the symmetric part of the system's step matrix (:func:`sap_arrays`), and
+``W = J A^{-1} J^T``. One function (:func:`sap_row_values`) gives each row its ``R`` and ``v_hat``; both the program
 object (:func:`contactopt.formulations.model_primal.program`) and the compiled step
 (:mod:`contactopt.integrators.native_step`) take its arrays, so the two are one build. With
 ``W = J M^{-1} J^T`` (rows of ``J``), ``near_rigid = beta^2 / (4 pi^2)``, ``compliant =
@@ -26,7 +27,10 @@ to its bound, an equality's violation). The equality row's bias is SAP's holonom
 (:mod:`.sap`, which builds its rows from the system's contact candidates): a frictionless contact
 (condim 1) has its normal row alone, so ``w_c = W_nn``; a limit enters only where MuJoCo makes it
 a row (within its margin) and an inactive one gives no impulse under either; equality rows take
-the bias above in place of the driver's velocity target.
+the bias above in place of the driver's velocity target. MuJoCo also makes rows for a contact
+that no degree of freedom moves (``w_c = 0``: geoms of bodies welded to each other or to the
+world), which sap's own build leaves out: its rows are inert, ``R = 1`` and ``v_hat = 0``, so that
+``y = 0`` and their impulse is 0 (any ``R > 0`` would do; ``R = 0`` is no program).
 
 **Size.** The arrays are dense (``M``, ``J``, ``M^{-1} J^T``): the compiled step takes up to
 :data:`contactopt.integrators.native_step.DENSE_MAX` unknowns, and a larger model is solved by
@@ -37,6 +41,7 @@ rows there (the 100-sphere pile, nv = 600: 159 ms a step against 72 ms, ``experi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -48,7 +53,7 @@ from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT, 
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["SapParameters", "ensure_compiled", "sap_row_values", "sap_values"]
+__all__ = ["SapParameters", "ensure_compiled", "sap_arrays", "sap_row_values", "sap_values"]
 
 #: ``(near_rigid, compliant, sigma, tau_d, v_max)``: the numbers of (S7)-(S8) for one step.
 SapParameters = tuple[float, float, float, float, float]
@@ -90,7 +95,10 @@ def sap_row_values(M: Any, J: Any, kind: Any, contact: Any, contact_address: Any
                         W_ab += J[a, col] * X[col, b]
                     total += W_ab * W_ab
             w = math.sqrt(total) / frame  # (S9)
-            if j >= 3 or (k == EDGE and contact_dim[c] > 1):
+            if w == 0.0:  # a contact no dof moves (module docstring): inert, no impulse
+                R[i] = 1.0
+                v_hat[i] = 0.0
+            elif j >= 3 or (k == EDGE and contact_dim[c] > 1):
                 # an angular row (a pyramid's edges are not SAP's rows: sap_values refuses them);
                 # one that moves no dof (W_ii = 0) takes the contact's w (module docstring)
                 R[i] = sigma * (W_ii if W_ii > 0.0 else w)
@@ -113,6 +121,22 @@ def parameters(options: Any, dt: float, v_max: float) -> SapParameters:
     compliant = 0.0 if math.isinf(k) else 1.0 / (dt * k * (dt + tau_d))
     return (float(options["near_rigid_threshold"]) ** 2 / (4.0 * math.pi**2), compliant, float(options["sigma"]),
             tau_d, float(v_max))
+
+
+def sap_arrays(native: NativeArrays) -> NativeArrays:
+    """The arrays of SAP's primal over ``native``'s rows: ``A`` the symmetric part of the step
+    matrix ``S`` (``M - h D`` of the system's integrator, as ``sap``'s own build takes
+    ``step_dynamics``), so that the impulses are solved for the dynamics that apply them: the
+    copy's ``M`` and ``step_matrix`` are ``A`` and its ``acceleration_free`` is ``A^{-1}
+    smooth_force`` (MuJoCo solves its rows with ``M`` and applies them through ``S``, which its
+    soft rows bear; near-rigid rows solved with ``M`` and applied through a stiff servo's ``S`` are
+    not the step's contact problem). ``native`` itself where ``S = M``."""
+    S = native.step_matrix
+    if S is native.M:
+        return native
+    A = np.ascontiguousarray(0.5 * (S + S.T))
+    return dataclasses.replace(native, M=A, step_matrix=A, acceleration_free=np.asarray(
+        np.linalg.solve(A, native.smooth_force), dtype=np.float64))
 
 
 def sap_values(native: NativeArrays, numbers: SapParameters) -> tuple[FloatArray, FloatArray]:

@@ -166,6 +166,8 @@ class NativeStepping(TimeStepping):
             self.system.set_activation(state.act)
         start = time.perf_counter()
         native = native_arrays(self.system, state.q, state.v, self.dt, self.cone)
+        if self.sap is not None:
+            native = sap_rows.sap_arrays(native)  # A: the step matrix's symmetric part
         values = self._row_values(native)  # the rows' (R, v_hat): part of the build
         build_time = time.perf_counter() - start
         self.last_native = native
