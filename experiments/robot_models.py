@@ -54,7 +54,18 @@ _STIFF_CMU = ("regularized's default solref (2 h, 1) is 5x stiffer than MuJoCo's
 _RELAXED_GRASP = ("the relaxed cone's separation mu |v_t| while the box, lifted out of the floor at "
                   "max_recovery_speed (0.1 m/s), slides up between the fingertips (mu = 1) opens the fingers "
                   "at 0.93 rad/s; -o max_recovery_speed=0.01 gives 0.31 (MuJoCo 0.34)")
+#: sap -o rows=model takes MuJoCo's contacts as MuJoCo makes them (within the geoms' margin), so
+#: the rows that sap's own candidates hold before a touch enter only once a body is in: the
+#: recovery at max_recovery_speed then does the rest (measured with --steps 200).
+_MODEL_ROWS_CMU = ("MuJoCo's rows of the overlapping welded root and 11 g links (4-8.7 cm, see the stops below) "
+                   "recovered at max_recovery_speed (0.1 m/s) spin the links (1088 rad/s); "
+                   "-o max_recovery_speed=0.001 gives 9.8 (MuJoCo 188)")
+_MODEL_ROWS_GRASP = ("the box, 3 mm in the floor, is lifted at max_recovery_speed (0.1 m/s) before MuJoCo's "
+                     "fingertip contacts are rows, and spins (4.1 rad/s); -o max_recovery_speed=0.01 gives 0.45 "
+                     "(sap's own rows 0.45, MuJoCo 0.34)")
 KNOWN_LAUNCHES = {
+    ("dm/humanoid_CMU_V2020", "sap -o rows=model/newton"): _MODEL_ROWS_CMU,
+    ("own/servo_hand", "sap -o rows=model/newton"): _MODEL_ROWS_GRASP,
     ("dm/humanoid_CMU_V2020", "regularized"): _STIFF_CMU,
     ("dm/humanoid_CMU_V2020", "regularized -o form=primal/newton"): _STIFF_CMU,
     ("own/servo_hand", "ccp/clarabel"): _RELAXED_GRASP,
