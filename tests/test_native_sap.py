@@ -241,9 +241,10 @@ def test_the_compiled_step_takes_mujocos_scaled_cones(formulation: str, options:
             native = sap_rows.sap_arrays(native)
         if not np.any(native.contact_dim == 6):
             continue
-        solved = stepper._solve_arrays(native)
+        values = stepper._row_values(native)
+        solved = stepper._solve_arrays(native, values)
         assert solved is not None and solved[0].usable, solved
-        _, x, _, _, _, _ = stepper._solve_object(native)
+        _, x, _, _, _, _ = stepper._solve_object(native, values)
         ours = model_primal.next_velocity(native, x)
         assert np.abs(solved[2] - ours).max() <= 1e-12 * max(1.0, np.abs(ours).max())
         taken += 1

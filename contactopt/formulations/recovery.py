@@ -65,10 +65,15 @@ def check_recovery_speed(value: Any, formulation: str) -> float | None:
     return float(value)
 
 
+def chosen_speed(options: Any, default: float) -> float:
+    """The cap ``v_max``: the option, else ``default`` (the system's)."""
+    given = options.get(OPTION)
+    return float(default if given is None else given)
+
+
 def recovery_speed(problem: StepProblem, options: Any) -> float:
     """The cap ``v_max`` of this step: the option, else the system's default."""
-    given = options.get(OPTION)
-    return float(problem.max_recovery_speed if given is None else given)
+    return chosen_speed(options, problem.max_recovery_speed)
 
 
 def normal_target(phi: FloatArray, h: float, v_max: float) -> FloatArray:

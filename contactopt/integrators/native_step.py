@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 from contactopt import solvers
 from contactopt.core.errors import OptionError
 from contactopt.formulations import model_primal, sap_rows
+from contactopt.formulations.recovery import chosen_speed
 from contactopt.integrators import runge_kutta
 from contactopt.integrators.time_stepping import TimeStepping, larger_residuals
 from contactopt.model.native import EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
@@ -91,9 +92,8 @@ class NativeStepping(TimeStepping):
         self.cone: str | None = request["cone"]
         self.sap: sap_rows.SapParameters | None = None  # SAP's numbers (sap -o rows=model), else MuJoCo's rows
         if self.formulation.name == "sap":
-            given = self.formulation_options.get("max_recovery_speed")
-            self.sap = sap_rows.parameters(self.formulation_options, self.dt, system.default_max_recovery_speed
-                                           if given is None else given)
+            self.sap = sap_rows.parameters(self.formulation_options, self.dt,
+                                           chosen_speed(self.formulation_options, system.default_max_recovery_speed))
         self.last_native: NativeArrays | None = None
         kernels.ensure_compiled()
 
@@ -203,14 +203,14 @@ class NativeStepping(TimeStepping):
         record["message"] = f"{tableau.name}: {tableau.stages} stage programs; {record['message']}"
         return runge_kutta.final_state(self.system, tableau, state, rates, self.dt)
 
-    def _solve_arrays(self, native: NativeArrays, values: tuple[FloatArray, FloatArray] | None = None) -> Any:
+    def _solve_arrays(self, native: NativeArrays, values: tuple[FloatArray, FloatArray]) -> Any:
         """The compiled step (:func:`.native_kernel.native_step`) and its verdict, or None
         where it does not take the rows (a cone with a row scale <= 0: the program object does)."""
         from contactopt.integrators import native_kernel
 
         native_kernel.ensure_compiled()
         opts = self.newton
-        R_rows, v_hat_rows = self._row_values(native) if values is None else values
+        R_rows, v_hat_rows = values
         v_next, x = np.empty(native.nv), np.empty(native.m)
         frame, numbers = np.empty((native.contact_count, 3)), np.empty(6)
         start = time.perf_counter()
@@ -235,11 +235,11 @@ class NativeStepping(TimeStepping):
         or MuJoCo's own (:func:`contactopt.formulations.model_primal.row_values`)."""
         return model_primal.row_values(native, None if self.sap is None else sap_rows.sap_values(native, self.sap))
 
-    def _solve_object(self, native: NativeArrays, values: tuple[FloatArray, FloatArray] | None = None
+    def _solve_object(self, native: NativeArrays, values: tuple[FloatArray, FloatArray]
                       ) -> tuple[Status, FloatArray, int, str, Residuals, float]:
         """The ``newton`` solver on the program object of the same arrays (large programs, or a
         cone the kernel refuses): ``(status, row impulses x in the system's order, ...)``."""
-        rows = model_primal.primal_rows(native, self._row_values(native) if values is None else values)
+        rows = model_primal.primal_rows(native, values)
         metadata = ({"formulation": "regularized", "params": "model"} if self.sap is None
                     else {"formulation": "sap", "rows": "model"})
         program = model_primal.program(native, rows, {**metadata, "dt": self.dt, "nv": native.nv})
