@@ -23,8 +23,16 @@ from contactopt.integrators.drift import Drift
 from contactopt.integrators.initial_penetration import INITIAL_PENETRATION_TOLERANCE, check_initial_penetration
 from contactopt.integrators.time_stepping import TimeStepping, build_step_problem, split_drift_options
 from contactopt.model.step import State
+from contactopt.records.columns import StepColumns
 from contactopt.records.trajectory import StepRecord, Trajectory
-from contactopt.scenes.control import ControlError, Controller, ControlSpec, check_output, make_controller
+from contactopt.scenes.control import (
+    ConstantControl,
+    ControlError,
+    Controller,
+    ControlSpec,
+    check_output,
+    make_controller,
+)
 from contactopt.scenes.loading import Scene, as_scene
 from contactopt.solvers.choice import check_solver_options, choose
 from contactopt.systems.base import System
@@ -197,7 +205,7 @@ def simulate(
 
     state = initial
     times, qs, vs, acts = [state.t], [state.q], [state.v], [state.act]
-    steps: list[StepRecord] = []
+    steps: list[StepRecord] | StepColumns = []
     message = ""
     bar = _progress_bar(n_steps, f"{scene.name} {info['formulation']}/{solver}", progress)
 
@@ -223,8 +231,11 @@ def simulate(
     try:
         if fast is not None:  # the step as arrays: its own loop (contactopt.integrators.native_step)
             try:
+                held = control_of(state) if isinstance(control, ConstantControl) else None  # checked once
+                if stepper.compiled_run(held, control_of if control is not None else None):
+                    steps = StepColumns()  # the compiled run's records, as columns
                 message = fast(state, n_steps, times, qs, vs, acts, steps, bar,
-                               control_of if control is not None else None)
+                               control_of if control is not None else None, held)
             except ControlError:  # it keeps the finished steps itself
                 raise
             except Exception as exc:  # keep what was computed

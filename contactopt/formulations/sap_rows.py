@@ -53,7 +53,7 @@ from contactopt.model.native import CONE, EDGE, EQUALITY, FRICTION_LOSS, LIMIT, 
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["SapParameters", "ensure_compiled", "sap_arrays", "sap_row_values", "sap_values"]
+__all__ = ["SapParameters", "ensure_compiled", "sap_arrays", "sap_row_values", "sap_values", "symmetric_step"]
 
 #: ``(near_rigid, compliant, sigma, tau_d, v_max)``: the numbers of (S7)-(S8) for one step.
 SapParameters = tuple[float, float, float, float, float]
@@ -111,7 +111,7 @@ def sap_row_values(M: Any, J: Any, kind: Any, contact: Any, contact_address: Any
                 v_hat[i] = 0.0
 
 
-_KERNELS = ("sap_row_values",)
+_KERNELS = ("sap_row_values", "symmetric_step")
 ensure_compiled = jit.in_place_once(globals(), _KERNELS)
 
 
@@ -134,9 +134,17 @@ def sap_arrays(native: NativeArrays) -> NativeArrays:
     S = native.step_matrix
     if S is native.M:
         return native
-    A = np.ascontiguousarray(0.5 * (S + S.T))
-    return dataclasses.replace(native, M=A, step_matrix=A, acceleration_free=np.asarray(
-        np.linalg.solve(A, native.smooth_force), dtype=np.float64))
+    ensure_compiled()
+    A, acceleration_free = symmetric_step(S, native.smooth_force)
+    return dataclasses.replace(native, M=A, step_matrix=A, acceleration_free=acceleration_free)
+
+
+def symmetric_step(S: Any, smooth_force: Any) -> tuple[Any, Any]:
+    """``(A, A^{-1} smooth_force)`` with ``A = (S + S^T) / 2`` (:func:`sap_arrays`); the one
+    implementation of both the program object's build and the compiled run
+    (:mod:`contactopt.integrators.native_run`), so that the two agree to the last bit."""
+    A = 0.5 * (S + S.T)
+    return A, np.linalg.solve(A, smooth_force)
 
 
 def sap_values(native: NativeArrays, numbers: SapParameters) -> tuple[FloatArray, FloatArray]:

@@ -19,7 +19,12 @@ from contactopt.formulations import model_primal
 from contactopt.programs import primal_arrays, relative_kernel
 from contactopt.solvers.newton import kernels
 
-__all__ = ["ANISOTROPIC", "ensure_compiled", "native_step"]
+__all__ = ["ANISOTROPIC", "DENSE_MAX", "ensure_compiled", "native_step"]
+
+#: Unknowns up to which the compiled step factorizes Newton's matrix densely (``nv^3 / 3`` flops
+#: an iteration: 0.2 Mflop at nv = 85, a fraction of ``mj_step`` on such a model); larger
+#: programs go to the ``newton`` solver's sparse path on the program object.
+DENSE_MAX = 128
 
 #: Returned in place of a Newton status when a cone has a row scale <= 0 (no friction cone): the
 #: program object takes that step (and its solver says what is wrong).

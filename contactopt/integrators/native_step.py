@@ -25,7 +25,6 @@ Programs with more unknowns than the dense kernel takes (:data:`DENSE_MAX`) are 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -37,25 +36,24 @@ from contactopt import solvers
 from contactopt.core.errors import OptionError
 from contactopt.formulations import model_primal, sap_rows
 from contactopt.formulations.recovery import chosen_speed
-from contactopt.integrators import runge_kutta
+from contactopt.integrators import native_run, runge_kutta
+from contactopt.integrators.native_kernel import DENSE_MAX
+from contactopt.integrators.native_records import record_of, verdict
 from contactopt.integrators.time_stepping import TimeStepping, larger_residuals
-from contactopt.model.native import EQUALITY, FRICTION_LOSS, LIMIT, NativeArrays
+from contactopt.model.native import NativeArrays
 from contactopt.model.step import State
 from contactopt.programs import Residuals, Status
+from contactopt.records.columns import StepColumns
 from contactopt.records.step import StepRecord
-from contactopt.solvers.base import CONFIRM_LEVEL, judge
+from contactopt.solvers.base import CONFIRM_LEVEL
 from contactopt.solvers.newton import kernels
-from contactopt.solvers.newton.solver import DEFAULTS, kernel_status
+from contactopt.solvers.newton.solver import DEFAULTS
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 __all__ = ["DENSE_MAX", "NativeStepping", "takes"]
 
-#: Unknowns up to which the compiled step factorizes Newton's matrix densely (``nv^3 / 3`` flops
-#: an iteration: 0.2 Mflop at nv = 85, a fraction of ``mj_step`` on such a model); larger
-#: programs go to the ``newton`` solver's sparse path on the program object.
-DENSE_MAX = 128
 
 
 def takes(formulation: str, solver: str | None, options: Mapping[str, Any] | None, system: Any) -> bool:
@@ -114,14 +112,18 @@ class NativeStepping(TimeStepping):
         return State(self.system.integrate(state.q, v_next, self.dt), v_next, state.t + self.dt, act), record
 
     def run_steps(self, state: State, n_steps: int, times: list[float], qs: list[FloatArray], vs: list[FloatArray],
-                  acts: list[FloatArray], steps: list[StepRecord], bar: Any,
-                  control: Callable[[State], FloatArray] | None = None) -> str:
+                  acts: list[FloatArray], steps: list[StepRecord] | StepColumns, bar: Any,
+                  control: Callable[[State], FloatArray] | None = None, held: FloatArray | None = None) -> str:
         """Up to ``n_steps`` steps from ``state``, appended to the run's lists as ``simulate``'s
         loop would (a run without sensitivities or a fallback); the message of a failed step,
         else "". ``control`` (``simulate``'s controller) gives each step's ``u`` from its start
-        state, set on the system and held over the step, and recorded in its record. The next
-        state is MuJoCo's ``mj_integratePos`` of ``v'`` and a :meth:`State.checked` of the step's
-        own finite arrays."""
+        state, set on the system and held over the step, and recorded in its record; ``held``:
+        the one ``u`` a constant controller gives every step (already set on the system). The
+        next state is MuJoCo's ``mj_integratePos`` of ``v'`` and a :meth:`State.checked` of the
+        step's own finite arrays. Where it can, the run is many steps in one compiled call
+        (:mod:`.native_run`)."""
+        if isinstance(steps, StepColumns) and self.compiled_run(held, control):
+            return native_run.run_steps(self, state, n_steps, times, qs, vs, acts, steps, bar, held)
         if self.tableau is not None or self.system.na:
             for _ in range(n_steps):
                 u = control(state) if control is not None else None
@@ -156,6 +158,11 @@ class NativeStepping(TimeStepping):
             acts.append(act)
             bar.update(1)
         return ""
+
+    def compiled_run(self, held: FloatArray | None, control: Callable[[State], FloatArray] | None) -> bool:
+        """Whether :meth:`run_steps` runs many steps in one compiled call (:mod:`.native_run`), its
+        records kept as :class:`~contactopt.records.columns.StepColumns` (``simulate`` hands it one)."""
+        return not native_run.unavailable(self, held, control)
 
     def _solve_state(self, state: State) -> tuple[Any, ...]:
         """The constraint solve at ``state``: ``(status, x, v', frame impulses, iterations, message,
@@ -222,12 +229,7 @@ class NativeStepping(TimeStepping):
         solve_time = time.perf_counter() - start
         if code == native_kernel.ANISOTROPIC:
             return None
-        status, message = kernel_status(code, int(opts["max_iter"]))
-        residuals = Residuals(*numbers[:5].tolist())
-        if status.usable and not math.isfinite(residuals.relative):  # inf: a non-finite iterate (the kernel's verdict)
-            status, message = Status.NUMERICAL_ERROR, f"{message}; solver returned a non-finite iterate"
-        elif status.usable:
-            status, message = judge_arrays(residuals, float(numbers[5]), status, message)
+        status, message, residuals = verdict(code, numbers, int(opts["max_iter"]))
         return status, x, v_next, frame, iterations, message, residuals, solve_time
 
     def _row_values(self, native: NativeArrays) -> tuple[FloatArray, FloatArray]:
@@ -254,22 +256,7 @@ class NativeStepping(TimeStepping):
 
 
 def _record(t: float, solved: tuple[Any, ...], control: FloatArray | None = None) -> StepRecord:
-    """The record of a solve at time ``t`` under ``control`` (:meth:`NativeStepping._solve_state`;
-    module docstring, "Records"); NaN impulses where the solve gave no usable answer."""
+    """The record of a solve at time ``t`` under ``control`` (:meth:`NativeStepping._solve_state`)."""
     status, x, _, frame, iterations, message, residuals, build_time, solve_time, native = solved
-    count = native.contact_count
-    fields: dict[str, Any] = dict(t=t, phi=native.contact_distance, status=status, build_time=build_time,
-                                  setup_time=0.0, solve_time=solve_time, iterations=iterations, residuals=residuals,
-                                  solver="newton", message=message, candidates=count, mujoco_contacts=count)
-    if control is not None:
-        fields["control"] = control
-    if not status.usable:
-        return StepRecord(impulses=np.full((count, 3), np.nan), **fields)
-    kind = native.kind
-    return StepRecord(impulses=frame, bilateral=x[kind == EQUALITY], limits=x[kind == LIMIT],
-                      friction_loss=x[kind == FRICTION_LOSS], **fields)
-
-
-def judge_arrays(residuals: Residuals, data: float, status: Status, message: str) -> tuple[Status, str]:
-    """:func:`contactopt.solvers.base.judge` on residuals already computed (no program object)."""
-    return judge(None, np.zeros(0), np.zeros(0), residuals, status, message, None, data_violation=data)
+    return record_of(t, status, message, residuals, x, frame, native.kind, native.contact_distance, iterations,
+                     build_time, solve_time, control)

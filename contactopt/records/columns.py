@@ -195,6 +195,40 @@ class StepColumns:
         self._impacts.append(tuple(impacts))
         self._n += 1
 
+    def extend_steps(self, *, t: Any, status: Any, build_time: Any, solve_time: Any, iterations: Any,
+                     residuals: Any, messages: Sequence[str], solver: str, impulses: Any, contact_counts: Any,
+                     ragged: dict[str, tuple[Any, Any]], candidates: Any, mujoco_contacts: Any) -> None:
+        """Append ``n`` steps at once from columns (no record is made): ``t``, the times,
+        ``iterations``, ``candidates`` and ``mujoco_contacts`` (n,); ``status`` (n,) codes into
+        :data:`STATUSES`; ``residuals`` (n, 6); ``impulses`` (sum of ``contact_counts``, dim);
+        ``ragged``: ``name -> (counts (n,), flat values)`` for the fields of :data:`RAGGED_FIELDS`
+        a step has (the others are empty). No setup time, constraint error, substeps, refinement,
+        conversion or impacts."""
+        n = len(messages)
+        counts = np.asarray(contact_counts, dtype=np.int64)
+        impulse_array = np.asarray(impulses, dtype=np.float64)
+        dim = impulse_array.shape[1] if impulse_array.ndim == 2 else -1
+        zeros = np.zeros(n)
+        self._reals.extend(np.column_stack([t, build_time, zeros, solve_time, zeros, residuals]))
+        self._integers.extend(np.column_stack([iterations, np.zeros(n, np.int64), candidates, mujoco_contacts,
+                                               status, np.zeros(n, np.int64), counts, np.full(n, dim)]))
+        last = self._ragged.ends.data[self._ragged.ends.size - 1].copy()
+        ends = np.empty((n, len(self._ragged.names)), dtype=np.int64)
+        for k, name in enumerate(self._ragged.names):
+            field_counts, values = (counts, impulse_array) if name == "impulses" else ragged.get(name, (None, ()))
+            flat = np.asarray(values, dtype=np.float64).reshape(-1)
+            per_step = np.zeros(n, np.int64) if field_counts is None else np.asarray(field_counts, dtype=np.int64)
+            if name == "impulses" and dim > 0:
+                per_step = per_step * dim
+            self._ragged.values[name].extend(flat)
+            ends[:, k] = last[k] + np.cumsum(per_step)
+        self._ragged.ends.extend(ends)
+        self._strings["solver"].extend([solver] * n)
+        self._strings["conversion"].extend([None] * n)
+        self._strings["message"].extend(messages)
+        self._impacts.extend([()] * n)
+        self._n += n
+
     def append(self, record: StepRecord) -> None:
         """Append the data of ``record``."""
         self.append_step(t=record.t, impulses=record.impulses, phi=record.phi, status=record.status,

@@ -86,14 +86,53 @@ class ControlSpec:
         """The controller ``f(t, q, v)`` for ``system``."""
         values = {k: (np.array(v) if isinstance(v, tuple) else v) for k, v in self.values.items()}
         if self.type == "constant":
-            u = values["u"]
-            return lambda t, q, v: u
+            return ConstantControl(values["u"])
         if self.type == "sinusoid":
-            offset, amplitude, frequency, phase = (values[k] for k in ("offset", "amplitude", "frequency", "phase"))
-            return lambda t, q, v: offset + amplitude * np.sin(2.0 * math.pi * frequency * t + phase)
+            return SinusoidControl(*(values[k] for k in ("offset", "amplitude", "frequency", "phase")))
         if self.type == "pd":
             return _pd(system, values)
         return _import(str(values["function"]), self.base)
+
+
+class OpenLoopControl:
+    """A law of time alone: its inputs over a run are known before the run (:meth:`schedule`),
+    so a run may take them without calling the law between steps
+    (:mod:`contactopt.integrators.native_run`); ``f(t, q, v)`` is one row of the schedule."""
+
+    def schedule(self, t: Any) -> Any:
+        """(n, nu) the inputs at the times ``t`` (n,)."""
+        raise NotImplementedError
+
+    def __call__(self, t: float, q: Any, v: Any) -> Any:
+        return self.schedule(np.array([t], dtype=np.float64))[0]
+
+
+@dataclass(frozen=True)
+class ConstantControl(OpenLoopControl):
+    """The ``constant`` law: the same ``u`` (nu,) at every step."""
+
+    u: Any
+
+    def schedule(self, t: Any) -> Any:
+        return np.tile(self.u, (np.shape(t)[0], 1))
+
+    def __call__(self, t: float, q: Any, v: Any) -> Any:
+        return self.u
+
+
+@dataclass(frozen=True)
+class SinusoidControl(OpenLoopControl):
+    """The ``sinusoid`` law: ``u = offset + amplitude sin(2 pi frequency t + phase)``, each (nu,)
+    or a scalar."""
+
+    offset: Any
+    amplitude: Any
+    frequency: Any
+    phase: Any
+
+    def schedule(self, t: Any) -> Any:
+        times = np.asarray(t, dtype=np.float64)[:, None]
+        return self.offset + self.amplitude * np.sin(2.0 * math.pi * self.frequency * times + self.phase)
 
 
 def parse_control(table: Mapping[str, Any], system: System, base: str | Path | None = None) -> ControlSpec:

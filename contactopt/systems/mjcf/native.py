@@ -77,23 +77,30 @@ def warn_noslip(system: Any, model: Any) -> None:
                       NoslipNotReproducedWarning, stacklevel=3)
 
 
+def set_inputs(system: Any, model: Any, data: Any, dt: float, cone: str | None = None) -> None:
+    """The step's inputs on the system's native ``(model, data)``, from the system itself (not from
+    whatever its data last evaluated): step ``dt``, the model's cone unless ``cone`` names one,
+    the system's control, activations and applied forces."""
+    mujoco = system.mujoco
+    warn_noslip(system, model)
+    model.opt.timestep = float(dt)
+    cones = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
+    model.opt.cone = cones[cone] if cone is not None else system.native_cone  # the file's, unless overridden
+    data.ctrl[:] = 0.0 if system.control is None else system.control
+    data.act[:] = system.activation
+    for name in ("qfrc_applied", "xfrc_applied"):
+        getattr(data, name)[:] = getattr(system.data, name)
+
+
 def evaluate(system: Any, q: FloatArray, v: FloatArray, dt: float, cone: str | None = None) -> tuple[Any, Any]:
     """``(model, data)`` of the unmodified model evaluated as ``mj_forward`` does at ``(q, v)`` with step
     ``dt``, the system's control, activations and applied forces (the model's cone unless
     ``cone`` names one)."""
     mujoco = system.mujoco
     model, data = system.native_model_data()
-    warn_noslip(system, model)
-    model.opt.timestep = float(dt)
-    cones = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
-    model.opt.cone = cones[cone] if cone is not None else system.native_cone  # the file's, unless overridden
+    set_inputs(system, model, data, dt, cone)
     data.qpos[:] = q
     data.qvel[:] = v
-    # the step's inputs from the system itself (not from whatever its data last evaluated)
-    data.ctrl[:] = 0.0 if system.control is None else system.control
-    data.act[:] = system.activation
-    for name in ("qfrc_applied", "xfrc_applied"):
-        getattr(data, name)[:] = getattr(system.data, name)
     # mj_forward's stages up to the constraint rows and the smooth acceleration; its constraint
     # solve (mj_fwdConstraint) is the program this problem poses, not an input to it
     mujoco.mj_fwdPosition(model, data)
