@@ -26,10 +26,10 @@ from contactopt.model.step import State
 from contactopt.records.columns import StepColumns
 from contactopt.records.trajectory import StepRecord, Trajectory
 from contactopt.scenes.control import (
-    ConstantControl,
     ControlError,
     Controller,
     ControlSpec,
+    OpenLoopControl,
     check_output,
     make_controller,
 )
@@ -231,11 +231,11 @@ def simulate(
     try:
         if fast is not None:  # the step as arrays: its own loop (contactopt.integrators.native_step)
             try:
-                held = control_of(state) if isinstance(control, ConstantControl) else None  # checked once
-                if stepper.compiled_run(held, control_of if control is not None else None):
+                schedule = _schedule(control, control_of, state, dt, n_steps)
+                if stepper.compiled_run(schedule, control_of if control is not None else None):
                     steps = StepColumns()  # the compiled run's records, as columns
                 message = fast(state, n_steps, times, qs, vs, acts, steps, bar,
-                               control_of if control is not None else None, held)
+                               control_of if control is not None else None, schedule)
             except ControlError:  # it keeps the finished steps itself
                 raise
             except Exception as exc:  # keep what was computed
@@ -282,6 +282,21 @@ def simulate(
     if message:
         warnings.warn(f"{scene.name}: the trajectory is partial: {message}", PartialTrajectoryWarning, stacklevel=2)
     return partial(message)
+
+
+def _schedule(control: Controller | None, control_of: Callable[[State], FloatArray], state: State, dt: float,
+              n_steps: int) -> FloatArray | None:
+    """(n_steps, nu) an open-loop controller's inputs at the run's step times (``t += dt``, step by
+    step), the first one checked and set on the system by ``control_of``; None for other
+    controllers, or where a row is not finite (the step-by-step loop then stops at it, loud)."""
+    if not isinstance(control, OpenLoopControl):
+        return None
+    first = control_of(state)
+    stamps = np.add.accumulate(np.concatenate([[state.t], np.full(n_steps - 1, dt)]))
+    inputs = np.asarray(control.schedule(stamps), dtype=np.float64)
+    if inputs.shape != (n_steps, first.shape[0]) or not np.all(np.isfinite(inputs)):
+        return None
+    return inputs
 
 
 def _tracker(scene: Scene, stepper: Any, names: Sequence[str], control: Controller | None, spec: Any,

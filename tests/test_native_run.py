@@ -87,14 +87,20 @@ def test_the_compiled_run_is_the_step_by_step_run(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.parametrize("formulation", list(METHODS))
-@pytest.mark.parametrize("name", ["cheetah", "manipulator", "humanoid_CMU"])
+@pytest.mark.parametrize("name", ["cheetah", "manipulator", "humanoid_CMU", "quadruped"])
 def test_on_dm_control_models(monkeypatch: pytest.MonkeyPatch, formulation: str, name: str) -> None:
     """cheetah: Euler's implicit damping (sap's A = M + h diag(d)); manipulator: elliptic cones;
-    humanoid_CMU: nv = 62, MuJoCo's sparse Jacobian."""
+    humanoid_CMU: nv = 62, MuJoCo's sparse Jacobian; quadruped: 12 filter activations driven by a
+    sinusoid, advanced in the loop (each step's act equal too)."""
     scene = co.load_scene(suite_model(name))
-    compiled, stepwise = both_runs(monkeypatch, scene, formulation, 80)
+    nu = scene.system.control_size
+    law = {"type": "sinusoid", "amplitude": [0.5] * nu, "frequency": [3.0] * nu} if scene.system.na else None
+    compiled, stepwise = both_runs(monkeypatch, scene, formulation, 80, controller=law)
     assert compiled.completed
     assert_same_runs(compiled, stepwise)
+    np.testing.assert_allclose(compiled.act, stepwise.act, rtol=0, atol=1e-12)
+    if scene.system.na:
+        assert np.ptp(compiled.act, axis=0).max() > 0  # the activations moved
 
 
 def test_a_step_the_kernel_hands_back_goes_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,17 +160,29 @@ def test_a_failed_step_is_recorded_and_stops_the_run(monkeypatch: pytest.MonkeyP
 
 
 def test_what_the_kernel_does_not_run_is_said() -> None:
-    """RK4, activations, implicit integrators and a controller called between steps run step by step."""
-    for name, reason in (("acrobot", "Euler"), ("quadruped", "activations")):
-        scene = co.load_scene(suite_model(name))
-        stepper = NativeStepping(scene.system, "sap", "newton", scene.dt, {"rows": "model"})
-        assert reason in native_run.unavailable(stepper, None, None)
+    """RK4, implicit integrators and a controller called between steps run step by step."""
+    scene = co.load_scene(suite_model("acrobot"))
+    stepper = NativeStepping(scene.system, "sap", "newton", scene.dt, {"rows": "model"})
+    assert "Euler" in native_run.unavailable(stepper, None, None)
     scene = co.load_scene(str(MJCF / "servo_hand.xml"))
     stepper = NativeStepping(scene.system, "sap", "newton", scene.dt, {"rows": "model"})
     assert "Euler" in native_run.unavailable(stepper, None, None)
     scene = co.load_scene(str(MJCF / "position_arm.xml"))
     stepper = NativeStepping(scene.system, "sap", "newton", scene.dt, {"rows": "model"})
     assert "controller" in native_run.unavailable(stepper, None, lambda state: np.zeros(1))
+
+
+def test_an_open_loop_controller_is_scheduled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``sinusoid`` controller's inputs are computed before the run and set in the loop: the
+    same run as the step-by-step one, which calls the law at every step; each record keeps its u."""
+    scene = co.load_scene(str(MJCF / "position_arm.xml"))
+    nu = scene.system.control_size
+    law = {"type": "sinusoid", "amplitude": [0.3] * nu, "frequency": [2.0] * nu, "offset": [0.1] * nu}
+    compiled, stepwise = both_runs(monkeypatch, scene, "sap", 120, controller=law)
+    assert compiled.completed
+    assert_same_runs(compiled, stepwise)
+    t = compiled.steps[37].t
+    np.testing.assert_allclose(compiled.steps[37].control, 0.1 + 0.3 * np.sin(2 * np.pi * 2.0 * t), rtol=1e-14)
 
 
 def test_a_python_controller_runs_step_by_step_with_the_same_numbers() -> None:

@@ -85,10 +85,11 @@ def plain(codes: IntArray, numbers: FloatArray) -> NDArray[np.bool_]:
 
 def extend_columns(steps: StepColumns, t: FloatArray, codes: IntArray, iterations: IntArray, numbers: FloatArray,
                    times: FloatArray, contact_start: IntArray, row_start: IntArray, frames: FloatArray,
-                   distances: FloatArray, xs: FloatArray, kinds: IntArray, control: FloatArray | None,
+                   distances: FloatArray, xs: FloatArray, kinds: IntArray, controls: FloatArray | None,
                    max_iter: int) -> int:
     """Append a compiled run's steps (``t`` (n,) their times; the other arrays the run's columns
-    for those steps, ``contact_start`` and ``row_start`` (n + 1,) their ragged offsets) to ``steps``
+    for those steps, ``contact_start`` and ``row_start`` (n + 1,) their ragged offsets, ``controls``
+    (n, nu) their inputs or None) to ``steps``
     with the records :func:`record_of` would make; a step judged unusable is the last one appended
     (its impulses NaN), and its index among the ``n`` is returned, else -1."""
     n = t.shape[0]
@@ -106,8 +107,8 @@ def extend_columns(steps: StepColumns, t: FloatArray, codes: IntArray, iteration
         mask = kinds[rows] == kind
         ends = np.concatenate([[0], np.cumsum(mask)])
         ragged[name] = (ends[row_start[1:kept + 1] - r0] - ends[row_start[:kept] - r0], xs[rows][mask])
-    if control is not None:
-        ragged["control"] = (np.full(kept, control.shape[0]), np.tile(control, kept))
+    if controls is not None:
+        ragged["control"] = (np.full(kept, controls.shape[1]), controls[:kept].reshape(-1))
     steps.extend_steps(t=t[:kept], status=np.array([STATUSES.index(status) for status, _ in judged[:kept]],
                                                    dtype=np.int64),
                        build_time=times[:kept, 0], solve_time=times[:kept, 1], iterations=iterations[:kept],
@@ -121,5 +122,6 @@ def extend_columns(steps: StepColumns, t: FloatArray, codes: IntArray, iteration
             slice(int(row_start[failed]), int(row_start[failed + 1]))
         steps.append(record_of(float(t[failed]), status, message, Residuals(*numbers[failed, :5].tolist()),
                                xs[r].copy(), frames[c].copy(), kinds[r], distances[c].copy(),
-                               int(iterations[failed]), float(times[failed, 0]), float(times[failed, 1]), control))
+                               int(iterations[failed]), float(times[failed, 0]), float(times[failed, 1]),
+                               None if controls is None else controls[failed]))
     return failed

@@ -9,20 +9,22 @@ stages, its rows read where ``mjData`` keeps them, the rows' values, Newton and 
 code, iterations, the verdict's six numbers, build and solve times (``clock_gettime``), and,
 ragged over the steps, the contacts' frame impulses and distances and the rows' impulses and
 kinds. The records are made from the columns after the call (:func:`run_steps`), by the same
-functions as a single step's (:func:`.native_step.verdict`, :func:`.native_step.record_of`):
-the status and message of every step, and so the run, are those of the step-by-step path,
-which ``tests/test_native_run.py`` checks step for step (states to 1e-12, the same statuses).
+functions as a single step's (:mod:`.native_records`): the status and message of every step,
+and so the run, are those of the step-by-step path, which ``tests/test_native_run.py`` checks
+step for step (states to 1e-12, the same statuses and messages).
 
 The loop reads the rows as :func:`contactopt.systems.mjcf.native_arrays.read_arrays` reads
 them through the bindings, and takes the step matrix of MuJoCo's ``Euler`` integrator (``M + h
 diag(dof_damping)``, :func:`contactopt.systems.mjcf.derivatives.euler_damping`). It runs where
 :func:`unavailable` finds nothing to refuse: numba, MuJoCo's library checked (:mod:`.clib`), the
-``Euler`` integrator, no activations, at most :data:`.native_kernel.DENSE_MAX` dofs and a control
-held over the run (none, or a ``constant`` one); otherwise every step is one Python call as
-before. A step the kernel does not take (a cone with a row scale <= 0, a sap run's pyramid
-edges, an unknown row type) is handed back and taken by the step-by-step path, and the loop
-goes on after it. It runs in chunks of at most :data:`CHUNK` steps, so that the progress bar
-moves and Ctrl-C is heard between them.
+``Euler`` integrator, at most :data:`.native_kernel.DENSE_MAX` dofs, and no controller or an
+open-loop one (``constant``, ``sinusoid``: its inputs over the run are computed before it,
+:class:`contactopt.scenes.control.OpenLoopControl`). Activations are advanced in the loop as
+:class:`contactopt.systems.mjcf.activations.ActivationLaw` advances them. Otherwise every step
+is one Python call, as before. A step the kernel does not take (a cone with a row scale <= 0, a
+sap run's pyramid edges, an unknown row type) is handed back and taken by the step-by-step
+path, and the loop goes on after it. It runs in chunks of at most :data:`CHUNK` steps, so that
+the progress bar moves and Ctrl-C is heard between them.
 """
 
 from __future__ import annotations
@@ -70,13 +72,18 @@ def run_kernel(functions: Any, pointers: Any, ints: Any, layout: Any, clock: Any
                qvel: Any, smooth_view: Any, acceleration_view: Any, damping: Any, sparse: bool, sap: bool,
                sap_numbers: Any, table: Any, pyramidal: bool, dt: float, max_iter: int, tol: float, tol_abs: float,
                cost_tol: float, alpha_max: float, ls_tol: float, ls_max_iter: int, confirm: float, wrong: float,
-               qs: Any, vs: Any, first: int, count: int, codes: Any, iterations: Any, numbers: Any, times: Any,
-               contact_start: Any, row_start: Any, frames: Any, distances: Any, xs: Any, kinds: Any) -> tuple[int, int]:
+               ctrl: Any, controls: Any, act: Any, act_dot: Any, acts: Any, exact: Any, tau: Any, decay: Any,
+               low: Any, high: Any, qs: Any, vs: Any, first: int, count: int, codes: Any, iterations: Any,
+               numbers: Any, times: Any, contact_start: Any, row_start: Any, frames: Any, distances: Any, xs: Any,
+               kinds: Any) -> tuple[int, int]:
     """Steps ``first .. first + count - 1`` from ``qs[first], vs[first]`` into ``qs``, ``vs`` and
     the columns (module docstring); ``(the index after the last recorded step, stop code)``.
     ``damping`` (nv,): Euler's implicit damping (zeros: none); ``sap``: SAP's values of the rows
     (:func:`contactopt.formulations.sap_rows.sap_row_values` with ``sap_numbers``), else
-    MuJoCo's own (``efc_R``, ``J v + h a_ref``)."""
+    MuJoCo's own (``efc_R``, ``J v + h a_ref``). ``controls`` (N, nu): each step's ``ctrl``
+    (no rows: ``ctrl`` as set); ``acts`` (N + 1, na): the activations, advanced after each step
+    from MuJoCo's ``act_dot`` as :class:`contactopt.systems.mjcf.activations.ActivationLaw` does
+    (``exact``, ``tau``, ``decay = 1 - exp(-h / tau)``, the range ``low``, ``high``)."""
     nq, nv = qs.shape[1], vs.shape[1]
     words = numba.carray(native_calls.as_pointer(data), (pointers.max() + 1,), np.int64)
     int_words = numba.carray(native_calls.as_pointer(data), (ints.max() + 1,), np.int32)
@@ -91,6 +98,11 @@ def run_kernel(functions: Any, pointers: Any, ints: Any, layout: Any, clock: Any
             qpos[j] = qs[k, j]
         for j in range(nv):
             qvel[j] = vs[k, j]
+        if controls.shape[0] > 0:
+            for j in range(ctrl.shape[0]):
+                ctrl[j] = controls[k, j]
+        for j in range(act.shape[0]):
+            act[j] = acts[k, j]
         for f in range(4):  # mj_fwdPosition, mj_fwdVelocity, mj_fwdActuation, mj_fwdAcceleration
             native_calls.call_pointers2(functions[f], model, data)
         nefc, ncon = int_words[ints[0]], int_words[ints[1]]
@@ -186,6 +198,9 @@ def run_kernel(functions: Any, pointers: Any, ints: Any, layout: Any, clock: Any
             qs[k + 1, j] = qs[k, j]
         for j in range(nv):
             vs[k + 1, j] = v_next[j]
+        for j in range(act.shape[0]):  # ActivationLaw.advance, in its order of operations
+            rise = act_dot[j] * tau[j] * decay[j] if exact[j] else act_dot[j] * dt
+            acts[k + 1, j] = np.minimum(np.maximum(acts[k, j] + rise, low[j]), high[j])
         native_calls.call_pointers3_double(functions[5], model, qs.ctypes.data + 8 * (k + 1) * nq,
                                            vs.ctypes.data + 8 * (k + 1) * nv, dt)  # mj_integratePos
     return first + count, DONE
@@ -208,16 +223,16 @@ ensure_compiled = jit.in_place_once(globals(), _KERNELS, before=(
     native_kernel.ensure_compiled, model_primal.ensure_compiled, sap_rows.ensure_compiled, native_arrays.jit_kernels))
 
 
-def unavailable(stepper: Any, held: FloatArray | None, control: Callable[..., Any] | None) -> str:
+def unavailable(stepper: Any, controls: FloatArray | None, control: Callable[..., Any] | None) -> str:
     """Why ``stepper``'s run cannot go through :func:`run_kernel` ("" where it can)."""
     from contactopt.systems.mjcf import clib, derivatives
 
     system = stepper.system
     if not jit.ENABLED:
         return "numba is not installed"
-    if stepper.tableau is not None or system.na:
-        return "RK4 and activations step through Python"
-    if control is not None and held is None:
+    if stepper.tableau is not None:
+        return "RK4's stages step through Python"
+    if control is not None and controls is None:
         return "a controller is called between steps"
     model, _ = system.native_model_data()
     if int(model.nv) > native_kernel.DENSE_MAX or int(model.nv) == 0:
@@ -229,9 +244,10 @@ def unavailable(stepper: Any, held: FloatArray | None, control: Callable[..., An
 
 def run_steps(stepper: Any, state: State, n_steps: int, times: list[float], qs: list[FloatArray],
               vs: list[FloatArray], acts: list[FloatArray], steps: StepColumns, bar: Any,
-              held: FloatArray | None) -> str:
+              controls: FloatArray | None) -> str:
     """:meth:`.native_step.NativeStepping.run_steps` through :func:`run_kernel` (module
-    docstring; :func:`unavailable` says it can); ``held``: the control held over the run. The
+    docstring; :func:`unavailable` says it can); ``controls`` (n_steps, nu): each step's input
+    (an open-loop controller's schedule), None without a controller. The
     records go to ``steps``, the run's :class:`~contactopt.records.columns.StepColumns`, from the
     columns at once (:func:`.native_records.extend_columns`)."""
     from contactopt.systems.mjcf import clib, compat, derivatives
@@ -246,6 +262,12 @@ def run_steps(stepper: Any, state: State, n_steps: int, times: list[float], qs: 
     nq, nv, dt = int(model.nq), int(model.nv), stepper.dt
     Q, V = np.empty((n_steps + 1, nq)), np.empty((n_steps + 1, nv))
     Q[0], V[0] = state.q, state.v
+    A = np.empty((n_steps + 1, int(model.na)))
+    A[0] = state.act
+    law = system._activation_law
+    with np.errstate(over="ignore"):
+        decay = 1.0 - np.exp(-dt / law.tau)  # ActivationLaw.advance's factor of filterexact actuators
+    schedule = np.zeros((0, int(model.nu))) if controls is None else np.ascontiguousarray(controls, dtype=np.float64)
     columns = _Columns(n_steps, *room(data))
     damping = derivatives.euler_damping(mujoco, model)
     damping = np.zeros(nv) if damping is None else damping
@@ -262,20 +284,20 @@ def run_steps(stepper: Any, state: State, n_steps: int, times: list[float], qs: 
         done, stop = run_kernel(
             lib.functions, lib.pointers, lib.ints, lib.contact, lib.clock, model._address, data._address,
             data.qpos, data.qvel, data.qfrc_smooth, data.qacc_smooth, damping, compat._is_sparse(model, data), sap,
-            sap_numbers, table, pyramidal, dt, *options, WRONG_LEVEL, Q, V, k, min(CHUNK, n_steps - k),
-            *columns.arrays())
+            sap_numbers, table, pyramidal, dt, *options, WRONG_LEVEL, data.ctrl, schedule, data.act, data.act_dot, A,
+            law.exact, law.tau, decay, law.low, law.high, Q, V, k, min(CHUNK, n_steps - k), *columns.arrays())
         if done > k:
             stamps = np.add.accumulate(np.concatenate([[t], np.full(done - k, dt)]))  # t += dt, step by step
             failed = native_records.extend_columns(
                 steps, stamps[:-1], columns.codes[k:done], columns.iterations[k:done], columns.numbers[k:done],
                 columns.times[k:done], columns.contact_start[k:done + 1], columns.row_start[k:done + 1], columns.frames,
-                columns.distances, columns.xs, columns.kinds, held, max_iter)
+                columns.distances, columns.xs, columns.kinds, None if controls is None else schedule[k:done], max_iter)
             kept = done - k if failed < 0 else failed  # the steps with a state after them
             times.extend(stamps[1:kept + 1].tolist())
             t = times[-1]
             qs.extend(_frozen(Q[k + 1:k + kept + 1]))
             vs.extend(_frozen(V[k + 1:k + kept + 1]))
-            acts.extend([state.act] * kept)
+            acts.extend(_frozen(A[k + 1:k + kept + 1]))
             if failed >= 0:
                 record = steps[-1]
                 return f"step {len(steps) - 1} at t={record.t:.6g} failed: {record.status} ({record.message})"
@@ -284,17 +306,19 @@ def run_steps(stepper: Any, state: State, n_steps: int, times: list[float], qs: 
         if stop == FULL:
             columns.grow()
         elif stop == REFUSED:  # one step by the step-by-step path, then the loop again
-            at = State.checked(Q[k].copy(), V[k].copy(), t, state.act)
+            at = State.checked(Q[k].copy(), V[k].copy(), t, A[k].copy())
+            if controls is not None:
+                system.set_control(schedule[k])
             next_state, record = stepper.step(at)
-            steps.append(record if held is None else dataclasses.replace(record, control=held))
+            steps.append(record if controls is None else dataclasses.replace(record, control=schedule[k]))
             if next_state is None:
                 return f"step {len(steps) - 1} at t={t:.6g} failed: {record.status} ({record.message})"
             t = next_state.t
-            Q[k + 1], V[k + 1] = next_state.q, next_state.v
+            Q[k + 1], V[k + 1], A[k + 1] = next_state.q, next_state.v, next_state.act
             times.append(t)
             qs.append(next_state.q)
             vs.append(next_state.v)
-            acts.append(state.act)
+            acts.append(next_state.act)
             columns.skip(k)
             bar.update(1)
             k += 1

@@ -113,17 +113,17 @@ class NativeStepping(TimeStepping):
 
     def run_steps(self, state: State, n_steps: int, times: list[float], qs: list[FloatArray], vs: list[FloatArray],
                   acts: list[FloatArray], steps: list[StepRecord] | StepColumns, bar: Any,
-                  control: Callable[[State], FloatArray] | None = None, held: FloatArray | None = None) -> str:
+                  control: Callable[[State], FloatArray] | None = None, schedule: FloatArray | None = None) -> str:
         """Up to ``n_steps`` steps from ``state``, appended to the run's lists as ``simulate``'s
         loop would (a run without sensitivities or a fallback); the message of a failed step,
         else "". ``control`` (``simulate``'s controller) gives each step's ``u`` from its start
-        state, set on the system and held over the step, and recorded in its record; ``held``:
-        the one ``u`` a constant controller gives every step (already set on the system). The
+        state, set on the system and held over the step, and recorded in its record; ``schedule``
+        (n_steps, nu): the inputs of an open-loop controller, computed before the run. The
         next state is MuJoCo's ``mj_integratePos`` of ``v'`` and a :meth:`State.checked` of the
         step's own finite arrays. Where it can, the run is many steps in one compiled call
         (:mod:`.native_run`)."""
-        if isinstance(steps, StepColumns) and self.compiled_run(held, control):
-            return native_run.run_steps(self, state, n_steps, times, qs, vs, acts, steps, bar, held)
+        if isinstance(steps, StepColumns) and self.compiled_run(schedule, control):
+            return native_run.run_steps(self, state, n_steps, times, qs, vs, acts, steps, bar, schedule)
         if self.tableau is not None or self.system.na:
             for _ in range(n_steps):
                 u = control(state) if control is not None else None
@@ -159,10 +159,10 @@ class NativeStepping(TimeStepping):
             bar.update(1)
         return ""
 
-    def compiled_run(self, held: FloatArray | None, control: Callable[[State], FloatArray] | None) -> bool:
+    def compiled_run(self, schedule: FloatArray | None, control: Callable[[State], FloatArray] | None) -> bool:
         """Whether :meth:`run_steps` runs many steps in one compiled call (:mod:`.native_run`), its
         records kept as :class:`~contactopt.records.columns.StepColumns` (``simulate`` hands it one)."""
-        return not native_run.unavailable(self, held, control)
+        return not native_run.unavailable(self, schedule, control)
 
     def _solve_state(self, state: State) -> tuple[Any, ...]:
         """The constraint solve at ``state``: ``(status, x, v', frame impulses, iterations, message,
